@@ -1,0 +1,32 @@
+"""stdops: one exact NumPy runtime for the MDF standard functions, the ONNX operators and the ncnn layers.
+
+``stdops.load(path)`` picks the front end by file type; ``stdops.onnx`` is the ONNX front end.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .errors import ModelFormatError, StdopsError  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def load(path: Any):
+    """Load a model file, choosing the front end by its type (.onnx; ncnn and MDF follow)."""
+    p = os.fspath(path)
+    ext = os.path.splitext(p)[1].lower()
+    if ext == ".onnx" or ext == ".pb":
+        from . import onnx as _onnx
+
+        return _onnx.load(p)
+    if not os.path.exists(p):
+        raise ModelFormatError(p, None, "no such file")
+    with open(p, "rb") as f:
+        head = f.read(16)
+    if head[:1] == b"\x08":  # an ONNX ModelProto starts with field 1 (ir_version), varint
+        from . import onnx as _onnx
+
+        return _onnx.load(p)
+    raise ModelFormatError(p, None, f"unknown model type {ext or '(no extension)'!r}: "
+                                    f"expected .onnx")

@@ -1,0 +1,180 @@
+"""The ``stdops`` command line: run, info, ops, demo.
+
+A ``StdopsError`` (the user's input is at fault) prints one line and exits with status 2; ``--debug``
+shows the traceback instead.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .errors import StdopsError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="stdops: run ONNX (and, later, ncnn and MDF) models on one exact NumPy operator library.")
+console = Console()
+_state = {"debug": False}
+
+
+@app.callback()
+def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors.")) -> None:
+    _state["debug"] = debug
+
+
+def _summary(v) -> str:
+    if v is None:
+        return "empty optional"
+    if isinstance(v, list):
+        return f"sequence of {len(v)}"
+    a = np.asarray(v)
+    if a.size == 0:
+        return "empty"
+    if a.dtype.kind in "fc" or a.dtype.kind in "iub":
+        x = a.astype(np.float64) if a.dtype.kind != "c" else np.abs(a)
+        return f"min {x.min():.6g}  max {x.max():.6g}  mean {x.mean():.6g}"
+    flat = a.ravel()
+    return ", ".join(map(str, flat[:4])) + (" ..." if flat.size > 4 else "")
+
+
+def _parse_inputs(items: List[str]) -> dict:
+    feeds = {}
+    for item in items:
+        name, sep, file = item.partition("=")
+        if not sep or not name or not file:
+            raise StdopsError(f"--input {item!r}: expected NAME=FILE.npy")
+        try:
+            feeds[name] = np.load(file, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise StdopsError(f"--input {item!r}: cannot read {file}: {e}") from None
+    return feeds
+
+
+@app.command()
+def run(model: Path = typer.Argument(..., help="Model file (.onnx)"),
+        input: List[str] = typer.Option([], "--input", "-i", help="NAME=FILE.npy (repeatable)"),
+        output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o",
+                                                  help="Save every output as NAME.npy here")) -> None:
+    """Run a model on inputs from .npy files; print each output's shape, dtype and summary."""
+    from . import load
+
+    m = load(model)
+    feeds = _parse_inputs(input)
+    result = m.run(feeds)
+    _print_outputs(result)
+    if output_dir is not None:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        for name, v in result.items():
+            if isinstance(v, np.ndarray):
+                np.save(output_dir / f"{_safe(name)}.npy", v, allow_pickle=False)
+        console.print(f"saved {len(result)} output(s) to {output_dir}")
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _print_outputs(result: dict) -> None:
+    t = Table(title="outputs")
+    for col in ("name", "shape", "dtype", "summary"):
+        t.add_column(col)
+    for name, v in result.items():
+        shape = str(tuple(np.shape(v))) if isinstance(v, np.ndarray) else "-"
+        dtype = str(v.dtype) if isinstance(v, np.ndarray) else type(v).__name__
+        t.add_row(name, shape, dtype, _summary(v))
+    console.print(t)
+
+
+@app.command()
+def info(model: Path = typer.Argument(..., help="Model file (.onnx)")) -> None:
+    """Inputs, outputs, opsets, operator histogram and parameter count of a model."""
+    from . import load
+
+    m = load(model)
+    console.print(f"[bold]{model}[/bold]")
+    console.print("opsets: " + ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in m.opsets.items()))
+    for title, vals in (("inputs", m.inputs), ("outputs", m.outputs)):
+        console.print(f"{title}:")
+        for v in vals:
+            console.print(f"  {v}")
+    console.print(f"parameters: {m.parameter_count():,}")
+    t = Table(title="operators")
+    t.add_column("op")
+    t.add_column("count", justify="right")
+    for op, n in m.op_histogram().items():
+        t.add_row(op, str(n))
+    console.print(t)
+
+
+@app.command()
+def ops(front_end: Optional[str] = typer.Option(None, "--front-end", "-f",
+                                                help="Only kernels bound by this front end (onnx, ncnn, mdf)")) -> None:
+    """Every registered kernel, what it implements, and which front ends bind it."""
+    from .ops import OPS
+    from .onnx import opset  # noqa: F401  (loads the ONNX adapters too)
+
+    t = Table(title="stdops kernels")
+    for col in ("kernel", "front ends", "specs", "summary"):
+        t.add_column(col, overflow="fold")
+    shown = 0
+    for name, d in sorted(OPS.items()):
+        if front_end and front_end not in d.front_ends():
+            continue
+        shown += 1
+        t.add_row(name, ",".join(d.front_ends()), " ".join(d.specs), d.summary)
+    console.print(t)
+    bound = opset.bound_ops()
+    console.print(f"{shown} kernels; ONNX binds {len(bound)} op types "
+                  f"({sum(len(v) for v in bound.values())} versioned entries incl. adapters)")
+
+
+@app.command()
+def demo() -> None:
+    """Build (if needed) and run the bundled example model examples/mlp.onnx."""
+    from .examples import demo_model_path, demo_inputs
+    from . import load
+
+    path = demo_model_path()
+    m = load(path)
+    console.print(f"[bold]{path}[/bold]: {len(m.proto.graph.node)} nodes, {m.parameter_count():,} parameters")
+    for v in m.inputs:
+        console.print(f"  input  {v}")
+    feeds = demo_inputs()
+    result = m.run(feeds)
+    _print_outputs(result)
+
+
+def main(argv: Optional[list] = None) -> int:
+    """Console entry point: one line and exit 2 for a StdopsError."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("STDOPS_DEBUG") == "1"
+    try:
+        app(args=args, standalone_mode=False)
+    except StdopsError as e:
+        if debug:
+            raise
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+        return 2
+    except typer.Exit as e:
+        return int(e.exit_code or 0)
+    except Exception as e:  # click's usage errors
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            return e.exit_code
+        if isinstance(e, click.exceptions.Abort):
+            return 1
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,189 @@
+"""The dataflow IR shared by the ONNX and ncnn front ends, and its compiled plan.
+
+A front end turns a model into :class:`Node` records whose ``fn`` is a kernel with its attributes
+already bound, then compiles them once into a :class:`Plan`:
+
+- every value gets a slot index; a step is ``(fn, input slots, output slots, slots to release)``;
+- a run fills a list of slots and calls the steps in order: no dict look-ups, no attribute parsing;
+- an intermediate is released right after its last use, so peak memory follows liveness;
+- asking for a subset of outputs runs only the steps they need (ncnn's Extractor semantics);
+  the schedule for each requested set is computed once and cached;
+- a ``hook(node, output_name, value)`` sees every value as it is produced (``stdops compare``, ``--dump``).
+
+Conventions for values: a tensor is an ``np.ndarray``; a sequence is a ``list``; an empty optional is
+``None``. A kernel returns a single value, or a ``tuple`` holding every output of the op.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Iterable, Sequence
+
+from .errors import InputError, ModelFormatError, OpError, StdopsError
+
+#: slot 0 always holds None: an empty optional input reads it
+_EMPTY_SLOT = 0
+
+Hook = Callable[[str, str, Any], None]
+
+
+@dataclasses.dataclass
+class Node:
+    """One operation of a model, with its kernel bound."""
+
+    name: str  # unique within the graph (front ends invent one when the file has none)
+    op: str  # what the user calls it: "Conv", "Convolution", ...
+    fn: Callable  # fn(*input values) -> value | tuple of values
+    inputs: list[str]  # value names; "" = empty optional input
+    outputs: list[str]  # value names; "" = an output the model does not use
+    where: str = ""  # where it is in the file (line of a .param, node index), for messages
+
+
+@dataclasses.dataclass(frozen=True)
+class _Step:
+    fn: Callable
+    ins: tuple[int, ...]
+    outs: tuple[int, ...]  # slot per kernel result; -1 = result dropped
+    release: tuple[int, ...]  # slots to clear after this step
+    node: Node
+
+
+class Plan:
+    """A compiled graph. ``run`` is re-entrant: every call works on its own slot list."""
+
+    def __init__(self, nodes: Sequence[Node], inputs: Sequence[str], outputs: Sequence[str],
+                 constants: dict[str, Any] | None = None, path: str | None = None,
+                 outer: Iterable[str] = ()):
+        """``inputs`` are fed per run; ``constants`` are fixed values (initializers); ``outer`` names
+        values a subgraph reads from its enclosing scope (fed per run like inputs)."""
+        self.path = path
+        self.nodes = list(nodes)
+        self.input_names = list(inputs)
+        self.output_names = list(outputs)
+        self.outer_names = [n for n in outer if n not in set(self.input_names)]
+        constants = dict(constants or {})
+        slot: dict[str, int] = {}
+        template: list[Any] = [None]
+
+        def new_slot(name: str) -> int:
+            slot[name] = len(template)
+            template.append(None)
+            return slot[name]
+
+        for name, value in constants.items():
+            template[new_slot(name)] = value
+        for name in [*self.input_names, *self.outer_names]:
+            new_slot(name)  # a feed overrides a constant of the same name (ONNX IR < 4 defaults)
+        producer: dict[str, int] = {}
+        for k, node in enumerate(self.nodes):
+            for name in node.inputs:
+                if name and name not in slot:
+                    raise ModelFormatError(path, _where(node),
+                                           f"input {name!r} is not produced by any earlier node, "
+                                           f"graph input or initializer")
+            for name in node.outputs:
+                if not name:
+                    continue
+                if name in producer or name in self.input_names:
+                    raise ModelFormatError(path, _where(node), f"value {name!r} is produced twice")
+                producer[name] = k
+                new_slot(name)
+        for name in self.output_names:
+            if name not in slot:
+                raise ModelFormatError(path, "graph outputs", f"output {name!r} is not produced by any node")
+        self._slot = slot
+        self._producer = producer
+        self._template = template
+        self._const_slots = frozenset(slot[n] for n in constants)
+        self._input_slots = [(n, slot[n]) for n in [*self.input_names, *self.outer_names]]
+        self._schedules: dict[tuple[str, ...], list[_Step]] = {}
+
+    # ------------------------------------------------------------------ compile
+    def names(self) -> list[str]:
+        """Every value name of the graph (inputs, constants, intermediates, outputs)."""
+        return list(self._slot)
+
+    def schedule(self, outputs: Sequence[str] | None = None) -> list[_Step]:
+        """The steps that compute ``outputs`` (default: the graph outputs), with release lists."""
+        want = tuple(self.output_names if outputs is None else outputs)
+        cached = self._schedules.get(want)
+        if cached is not None:
+            return cached
+        for name in want:
+            if name not in self._slot:
+                raise InputError(f"{self.path or 'model'}: no value named {name!r} in the graph")
+        needed: set[int] = set()
+        stack = [self._producer[n] for n in want if n in self._producer]
+        while stack:
+            k = stack.pop()
+            if k in needed:
+                continue
+            needed.add(k)
+            stack.extend(self._producer[n] for n in self.nodes[k].inputs if n in self._producer)
+        order = sorted(needed)
+        keep = {self._slot[n] for n in want} | self._const_slots
+        last_use: dict[int, int] = {}
+        for pos, k in enumerate(order):
+            for name in self.nodes[k].inputs:
+                if name:
+                    last_use[self._slot[name]] = pos
+            for name in self.nodes[k].outputs:
+                if name:
+                    last_use.setdefault(self._slot[name], pos)  # produced, never read: free at once
+        releases: dict[int, list[int]] = {}
+        for s, pos in last_use.items():
+            if s not in keep:
+                releases.setdefault(pos, []).append(s)
+        steps = []
+        for pos, k in enumerate(order):
+            node = self.nodes[k]
+            steps.append(_Step(
+                node.fn,
+                tuple(self._slot[n] if n else _EMPTY_SLOT for n in node.inputs),
+                tuple(self._slot[n] if n else -1 for n in node.outputs),
+                tuple(releases.get(pos, ())),
+                node))
+        self._schedules[want] = steps
+        return steps
+
+    # ------------------------------------------------------------------ run
+    def run(self, feeds: dict[str, Any], outputs: Sequence[str] | None = None,
+            hook: Hook | None = None) -> dict[str, Any]:
+        """Run with ``feeds`` (name -> value, already validated by the front end); returns the
+        requested values by name."""
+        want = self.output_names if outputs is None else list(outputs)
+        steps = self.schedule(want)
+        vals = list(self._template)
+        for name, s in self._input_slots:
+            if name in feeds:
+                vals[s] = feeds[name]
+            elif s not in self._const_slots:
+                raise InputError(f"{self.path or 'model'}: missing input {name!r}")
+        for step in steps:
+            try:
+                res = step.fn(*[vals[i] for i in step.ins])
+            except StdopsError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a kernel's complaint becomes the node's error
+                raise OpError(step.node.name, step.node.op, e, self.path) from e
+            outs = step.outs
+            if type(res) is tuple:
+                if len(res) < len(outs):
+                    raise OpError(step.node.name, step.node.op,
+                                  f"kernel returned {len(res)} outputs, node has {len(outs)}", self.path)
+                for s, v in zip(outs, res):
+                    if s >= 0:
+                        vals[s] = v
+            elif outs:
+                if outs[0] >= 0:
+                    vals[outs[0]] = res
+            if hook is not None:
+                for name, s in zip(step.node.outputs, outs):
+                    if s >= 0:
+                        hook(step.node.name, name, vals[s])
+            for s in step.release:
+                vals[s] = None
+        return {name: vals[self._slot[name]] for name in want}
+
+
+def _where(node: Node) -> str:
+    return f"node {node.name!r} ({node.op})" + (f" at {node.where}" if node.where else "")

@@ -1,0 +1,32 @@
+"""The ONNX front end: ``load(model) -> Model`` and the conformance backend ``run(model, inputs)``."""
+from __future__ import annotations
+
+from typing import Any
+
+from .model import Model, ValueInfo  # noqa: F401
+
+
+def load(model: Any) -> Model:
+    """Load a path, bytes or ``onnx.ModelProto`` into a compiled :class:`Model`."""
+    return Model(model)
+
+
+_last: tuple[Any, Model] | None = None
+
+
+def run(model: Any, inputs: list) -> list:
+    """Run ``model`` with ``inputs`` in graph-input order; returns the outputs in graph-output order
+    (a sequence is a list, an empty optional is None). The backend callable of the shared ONNX
+    conformance harness; a ModelProto passed again is not recompiled."""
+    global _last
+    if _last is not None and _last[0] is model:
+        m = _last[1]
+    else:
+        m = Model(model)
+        _last = (model, m)
+    names = [vi.name for vi in m.proto.graph.input]
+    if len(inputs) > len(names):
+        raise ValueError(f"{len(inputs)} inputs given, the graph has {len(names)}")
+    feeds = dict(zip(names, inputs))
+    out = m.run(feeds)
+    return [out[n] for n in m.output_names]

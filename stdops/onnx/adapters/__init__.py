@@ -1,0 +1,23 @@
+"""ONNX version adapters, one module per kernel family (registered when imported)."""
+from . import (  # noqa: F401
+    activation,
+    attention,
+    cast,
+    conv,
+    detection,
+    elementwise,
+    indexing,
+    linalg,
+    loss,
+    norm,
+    pool,
+    quant,
+    random,
+    reduce,
+    resize,
+    rnn,
+    sequence,
+    shape,
+    signal,
+    text,
+)

@@ -1,0 +1,2 @@
+"""ONNX version adapters for the activation kernels."""
+from __future__ import annotations

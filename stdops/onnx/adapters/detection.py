@@ -1,0 +1,2 @@
+"""ONNX version adapters for the detection kernels."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""ONNX version adapters for the text kernels."""
+from __future__ import annotations

@@ -1,0 +1,151 @@
+"""Binding ONNX nodes to kernels: the (domain, op_type, since_version) -> kernel-or-adapter table.
+
+The table is built from two sources:
+
+- the kernels' spec strings (``@op("onnx:Celu-12")``): from version 12 on, a Celu node calls the
+  kernel with its attributes as keywords;
+- adapters (``stdops/onnx/adapters/<family>.py``) for the versions whose *meaning* differs from the
+  kernel's (an attribute that became an input, a changed default, a dtype enum to convert):
+  ``@adapter("ReduceSum", 1)`` turns a ReduceSum-1..12 node into a call of the same kernel.
+
+For a node, the entry chosen is the one with the newest version <= the model's opset for that
+domain; at equal versions an adapter wins (it wraps the kernel). Attributes are converted once,
+at load time; a step then is one call of a prepared callable.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import ModelFormatError, UnsupportedOp
+from ..ops import _registry
+from ..ops._registry import REQUIRED, OpDef
+
+#: ONNX domain -> the spec prefix kernels register under
+DOMAIN_PREFIX = {"": "onnx", "ai.onnx": "onnx", "ai.onnx.ml": "onnx-ml",
+                 "ai.onnx.preview.training": "onnx-training", "ai.onnx.preview": "onnx-preview"}
+
+
+def domain_prefix(domain: str) -> str:
+    return DOMAIN_PREFIX.get(domain, domain)
+
+
+@dataclasses.dataclass
+class BindContext:
+    """What an adapter knows about the node it binds (all of it fixed at load time)."""
+
+    op_type: str
+    domain: str
+    opset: int  # the model's opset for this node's domain
+    since: int  # the version of the table entry that matched
+    node_name: str
+    path: str | None
+    attrs: dict[str, Any]  # converted attribute values; adapters may pop/rewrite entries
+    n_inputs: int  # inputs as written on the node, empty optional ones included
+    input_present: list[bool]
+    n_outputs: int
+    kernel: OpDef | None
+    constants: list[Any]  # load-time value of each input (initializer / Constant) or None
+    compile_graph: Callable[[Any], Any] | None = None  # for GRAPH attributes (control flow)
+    opsets: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        return f"node {self.node_name!r} ({self.op_type}-{self.since})"
+
+    def error(self, message: str) -> ModelFormatError:
+        return ModelFormatError(self.path, self.where, message)
+
+    def constant(self, i: int) -> Any:
+        return self.constants[i] if i < len(self.constants) else None
+
+    def bind(self, kernel: OpDef | None = None, **overrides: Any) -> Callable:
+        """The kernel with this node's attributes bound: unknown attributes and missing required
+        ones are a ModelFormatError naming the node."""
+        k = kernel or self.kernel
+        if k is None:
+            raise UnsupportedOp(self.domain, self.op_type, self.opset, self.where, self.path)
+        attrs = {**self.attrs, **overrides}
+        unknown = sorted(set(attrs) - set(k.attrs))
+        if unknown:
+            raise self.error(f"unknown attribute(s) {', '.join(unknown)} (accepted: "
+                             f"{', '.join(k.attrs) or 'none'})")
+        missing = [a for a, d in k.attrs.items() if d is REQUIRED and a not in attrs]
+        if missing:
+            raise self.error(f"missing required attribute(s) {', '.join(missing)}")
+        return functools.partial(k.fn, **attrs) if attrs else k.fn
+
+    def dtype_attr(self, name: str, default: Any = REQUIRED) -> Any:
+        """Convert an attribute holding a TensorProto data type enum to a numpy dtype, in place."""
+        if name not in self.attrs:
+            if default is REQUIRED:
+                raise self.error(f"missing required attribute {name}")
+            return default
+        self.attrs[name] = onnx_dtype(self.attrs[name], self)
+        return self.attrs[name]
+
+
+Adapter = Callable[[BindContext], Callable]
+
+#: (prefix:op_type, version) -> adapter
+ADAPTERS: dict[tuple[str, int], Adapter] = {}
+
+
+def adapter(op_type: str, *versions: int, domain: str = "") -> Callable[[Adapter], Adapter]:
+    """Register ``fn(ctx) -> callable(*inputs)`` for the given since-versions of an op."""
+
+    def register(fn: Adapter) -> Adapter:
+        for v in versions:
+            key = (f"{domain_prefix(domain)}:{op_type}", v)
+            if key in ADAPTERS:
+                raise ValueError(f"adapter for {key} registered twice")
+            ADAPTERS[key] = fn
+        return fn
+
+    return register
+
+
+def onnx_dtype(code: int, ctx: BindContext | None = None) -> np.dtype:
+    """TensorProto.DataType enum -> numpy dtype (ml_dtypes for bfloat16, float8, int4, float4)."""
+    from onnx import helper
+
+    try:
+        if int(code) == 8:  # STRING: onnx maps it to object
+            return np.dtype(object)
+        return np.dtype(helper.tensor_dtype_to_np_dtype(int(code)))
+    except Exception as e:  # noqa: BLE001 - any lookup failure is the model's fault
+        msg = f"unknown tensor data type {code!r} ({e})"
+        if ctx is not None:
+            raise ctx.error(msg) from None
+        raise ModelFormatError(None, None, msg) from None
+
+
+def resolve(domain: str, op_type: str, opset: int) -> tuple[int, OpDef | None, Adapter | None]:
+    """The table entry for ``op_type`` at the model's ``opset``: (since, kernel, adapter).
+    Raises UnsupportedOp when no entry has a version <= opset."""
+    key = f"{domain_prefix(domain)}:{op_type}"
+    kernels = _registry.SPEC_INDEX.get(key, {})
+    versions = {v for v in kernels if v is not None and v <= opset}
+    versions |= {v for (k, v) in ADAPTERS if k == key and v <= opset}
+    if not versions:
+        raise UnsupportedOp(domain, op_type, opset)
+    since = max(versions)
+    kernel = kernels.get(since)
+    if kernel is None:  # an adapter-only entry binds to the newest kernel of that op
+        newer = [v for v in kernels if v is not None]
+        kernel = kernels[max(newer)] if newer else None
+    return since, kernel, ADAPTERS.get((key, since))
+
+
+def bound_ops() -> dict[str, list[int]]:
+    """Every ONNX op type the table binds (``prefix:Op``) and its versions."""
+    out: dict[str, set[int]] = {}
+    for key, versions in _registry.SPEC_INDEX.items():
+        if key.startswith("onnx"):
+            out.setdefault(key, set()).update(v for v in versions if v is not None)
+    for key, v in ADAPTERS:
+        out.setdefault(key, set()).add(v)
+    return {k: sorted(v) for k, v in sorted(out.items())}

@@ -1,0 +1,34 @@
+"""The operator library: pure NumPy kernels, no file-format knowledge.
+
+Importing this package registers every kernel (explicitly, module by module) in
+``stdops.ops._registry.OPS``.
+"""
+from ._registry import OPS, REQUIRED, OpDef, op  # noqa: F401
+
+# Explicit registration: each family module registers its kernels when imported.
+from . import (  # noqa: F401,E402
+    activation,
+    cast,
+    elementwise,
+    indexing,
+    linalg,
+    reduce,
+    shape,
+)
+
+# Families of the NN issue (conv, pooling, normalization, recurrent, resize, quantization, ...)
+from . import (  # noqa: F401,E402
+    conv,
+    pool,
+    norm,
+    rnn,
+    resize,
+    quant,
+    detection,
+    random,
+    sequence,
+    text,
+    loss,
+    signal,
+    attention,
+)

@@ -1,0 +1,145 @@
+"""Sliding-window geometry shared by the convolution and pooling kernels (no kernels here).
+
+Conventions: ``x`` is (N, C, D1, ..., Dn); kernel, strides, dilations have n entries; ``pads`` is
+``[x1_begin, ..., xn_begin, x1_end, ..., xn_end]`` as in ONNX.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from ..errors import KernelError
+
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def ints(v, n: int, default: int, name: str, minimum: int | None = 1) -> tuple[int, ...]:
+    """An INTS attribute with one value per spatial axis (empty or None -> ``default``)."""
+    if v is None or len(v) == 0:
+        return (default,) * n
+    t = tuple(int(a) for a in v)
+    if len(t) != n:
+        raise KernelError(f"{name} has {len(t)} values, expected {n} (one per spatial axis)")
+    if minimum is not None and any(a < minimum for a in t):
+        raise KernelError(f"{name} must be >= {minimum}, got {list(t)}")
+    return t
+
+
+def pad_pairs(pads, n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    if pads is None or len(pads) == 0:
+        return (0,) * n, (0,) * n
+    p = tuple(int(a) for a in pads)
+    if len(p) != 2 * n:
+        raise KernelError(f"pads has {len(p)} values, expected {2 * n} (begin and end per spatial axis)")
+    if any(a < 0 for a in p):
+        raise KernelError(f"pads must be >= 0, got {list(p)}")
+    return p[:n], p[n:]
+
+
+class Geometry(NamedTuple):
+    begin: tuple[int, ...]  # padding before each axis
+    end: tuple[int, ...]  # padding after each axis, including the extra room ceil_mode needs
+    out: tuple[int, ...]  # output spatial shape
+    dk: tuple[int, ...]  # dilated kernel extent
+    inner_end: tuple[int, ...]  # the real padding after each axis (without ceil_mode's extra)
+
+
+def geometry(in_sp: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+             dilations: Sequence[int], pads, auto_pad: str = "NOTSET", ceil_mode: int = 0) -> Geometry:
+    """Output shape and paddings of a sliding window (ONNX Conv / *Pool rules)."""
+    n = len(in_sp)
+    if auto_pad not in AUTO_PADS:
+        raise KernelError(f"auto_pad must be one of {', '.join(AUTO_PADS)}, got {auto_pad!r}")
+    dk = tuple((k - 1) * d + 1 for k, d in zip(kernel, dilations))
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out = tuple(-(-i // s) for i, s in zip(in_sp, strides))
+        total = [max(0, (o - 1) * s + k - i) for o, s, k, i in zip(out, strides, dk, in_sp)]
+        if auto_pad == "SAME_UPPER":
+            begin = tuple(t // 2 for t in total)
+        else:
+            begin = tuple(t - t // 2 for t in total)
+        end = tuple(t - b for t, b in zip(total, begin))
+    else:
+        if auto_pad == "VALID":
+            begin, end = (0,) * n, (0,) * n
+        else:
+            begin, end = pad_pairs(pads, n)
+        outs = []
+        for ax in range(n):
+            span = in_sp[ax] + begin[ax] + end[ax] - dk[ax]
+            if span < 0:
+                raise KernelError(
+                    f"kernel extent {dk[ax]} (kernel {kernel[ax]}, dilation {dilations[ax]}) is larger than "
+                    f"the padded input {in_sp[ax] + begin[ax] + end[ax]} along spatial axis {ax}")
+            if ceil_mode and auto_pad == "NOTSET":
+                o = -(-span // strides[ax]) + 1
+                if (o - 1) * strides[ax] >= in_sp[ax] + begin[ax]:  # window would start in the end padding
+                    o -= 1
+            else:
+                o = span // strides[ax] + 1
+            outs.append(o)
+        out = tuple(outs)
+    inner_end = end
+    end = tuple(max(e, (o - 1) * s + k - i - b)
+                for e, o, s, k, i, b in zip(end, out, strides, dk, in_sp, begin))
+    return Geometry(begin, end, out, dk, inner_end)
+
+
+def pad_input(x: np.ndarray, begin: Sequence[int], end: Sequence[int], value=0) -> np.ndarray:
+    """x padded on its spatial axes (a new array; x itself when there is nothing to pad)."""
+    if not any(begin) and not any(end):
+        return x
+    n = len(begin)
+    shape = x.shape[:2] + tuple(d + b + e for d, b, e in zip(x.shape[2:], begin, end))
+    out = np.full(shape, value, dtype=x.dtype) if value != 0 else np.zeros(shape, dtype=x.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(b, b + d) for b, d in zip(begin, x.shape[2:]))] = x
+    del n
+    return out
+
+
+def tap_slices(tap: Sequence[int], dilations, strides, out) -> tuple:
+    """Index of the inputs that kernel tap ``tap`` sees for every output position (on padded x)."""
+    return (Ellipsis,) + tuple(slice(t * d, t * d + (o - 1) * s + 1, s)
+                               for t, d, s, o in zip(tap, dilations, strides, out))
+
+
+def taps(kernel: Sequence[int]):
+    return np.ndindex(*kernel)
+
+
+def windows(xp: np.ndarray, kernel, strides, dilations, out) -> np.ndarray:
+    """A read-only strided view (N, C, *kernel, *out) of the padded input ``xp``."""
+    st = xp.strides
+    n = len(kernel)
+    shape = xp.shape[:2] + tuple(kernel) + tuple(out)
+    strides_ = st[:2] + tuple(st[2 + i] * dilations[i] for i in range(n)) \
+        + tuple(st[2 + i] * strides[i] for i in range(n))
+    return np.lib.stride_tricks.as_strided(xp, shape, strides_, writeable=False)
+
+
+def compute_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype arithmetic runs in: float32 for float16/bfloat16, else the dtype itself."""
+    dt = np.dtype(dt)
+    if dt == np.float32 or dt == np.float64:
+        return dt
+    if dt.kind == "f" or dt.kind == "V" or dt.name in ("bfloat16",):
+        return np.dtype(np.float32)
+    return dt
+
+
+def check_float(x: np.ndarray, what: str) -> None:
+    if not (x.dtype.kind == "f" or x.dtype.name == "bfloat16"):
+        raise KernelError(f"{what} must be a float tensor, got {x.dtype}")
+
+
+def check_rank(x: np.ndarray, what: str = "X") -> int:
+    if x.ndim < 3:
+        raise KernelError(f"{what} must have shape (N, C, D1, ...) with at least one spatial axis, "
+                          f"got shape {x.shape}")
+    return x.ndim - 2
+
+
+def prod(v) -> int:
+    return math.prod(int(a) for a in v)

@@ -1,0 +1,2 @@
+"""attention kernels."""
+from __future__ import annotations

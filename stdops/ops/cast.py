@@ -1,0 +1,2 @@
+"""cast kernels."""
+from __future__ import annotations

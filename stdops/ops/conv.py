@@ -1,0 +1,2 @@
+"""conv kernels."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""detection kernels."""
+from __future__ import annotations

@@ -1,0 +1,596 @@
+"""Elementwise kernels: arithmetic, math functions, comparisons, logic and bit operations.
+
+Every binary/variadic kernel broadcasts its inputs NumPy-style (ONNX "multidirectional
+broadcasting"). Outputs keep the input dtype (comparisons and tests return bool); half-precision
+and ml_dtypes floats (bfloat16, float8) are computed in float32 where a function is not a single
+correctly rounded ufunc, then cast back.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import scipy.special
+
+from ..errors import KernelError
+from ._registry import op
+
+# --------------------------------------------------------------------------- helpers
+
+
+@functools.lru_cache(maxsize=None)
+def float_kind(dt: np.dtype) -> str:
+    """'f' for a NumPy float, 'm' for an ml_dtypes float (bfloat16, float8*, float4), '' otherwise."""
+    dt = np.dtype(dt)
+    if dt.kind == "f":
+        return "f"
+    if dt.kind == "V":
+        try:
+            import ml_dtypes
+
+            ml_dtypes.finfo(dt)
+            return "m"
+        except Exception:  # noqa: BLE001 - not an ml_dtypes float
+            return ""
+    return ""
+
+
+def is_float(dt: np.dtype) -> bool:
+    return bool(float_kind(dt))
+
+
+def is_int(dt: np.dtype) -> bool:
+    return np.dtype(dt).kind in "iu"
+
+
+def as_array(x) -> np.ndarray:
+    return x if isinstance(x, np.ndarray) else np.asarray(x)
+
+
+def result(r, dtype=None) -> np.ndarray:
+    """Wrap a NumPy scalar result as a 0-d array; cast to ``dtype`` when given (no copy if equal)."""
+    r = r if isinstance(r, np.ndarray) else np.asarray(r)
+    if dtype is not None and r.dtype != dtype:
+        r = r.astype(dtype)
+    return r
+
+
+def compute_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype a multi-step float formula is evaluated in: float32 for float16/bfloat16/float8."""
+    dt = np.dtype(dt)
+    if dt == np.float64 or dt == np.float32:
+        return dt
+    return np.dtype(np.float32)
+
+
+def float_input(x, opname: str) -> np.ndarray:
+    """``x`` as an array, refusing non-float tensors (the op is defined on float types only)."""
+    x = as_array(x)
+    if not float_kind(x.dtype):
+        raise KernelError(f"{opname}: expects a floating-point tensor, got {x.dtype}")
+    return x
+
+
+def numeric_input(x, opname: str) -> np.ndarray:
+    x = as_array(x)
+    if not (float_kind(x.dtype) or x.dtype.kind in "iu"):
+        raise KernelError(f"{opname}: expects a numeric tensor, got {x.dtype}")
+    return x
+
+
+def _same_type(a, b, opname: str) -> tuple[np.ndarray, np.ndarray]:
+    a, b = as_array(a), as_array(b)
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise KernelError(f"{opname}: shapes {a.shape} and {b.shape} do not broadcast") from None
+    return a, b
+
+
+def _shapes_broadcast(opname: str, *xs: np.ndarray) -> tuple[int, ...]:
+    try:
+        return np.broadcast_shapes(*(x.shape for x in xs))
+    except ValueError:
+        shapes = ", ".join(str(x.shape) for x in xs)
+        raise KernelError(f"{opname}: shapes {shapes} do not broadcast") from None
+
+
+def _unary(ufunc, x, opname: str, *, floats_only: bool = True) -> np.ndarray:
+    x = float_input(x, opname) if floats_only else numeric_input(x, opname)
+    with np.errstate(all="ignore"):
+        return result(ufunc(x), x.dtype)
+
+
+# --------------------------------------------------------------------------- arithmetic
+
+
+@op("onnx:Add-7")
+def add(a, b, /):
+    """C = A + B (broadcasting); integer overflow wraps.
+
+    Shape: broadcast of A and B. Dtype: that of A (A and B share it).
+    """
+    a, b = _same_type(a, b, "Add")
+    with np.errstate(all="ignore"):
+        return result(np.add(a, b))
+
+
+@op("onnx:Sub-7")
+def sub(a, b, /):
+    """C = A - B (broadcasting); integer overflow wraps.
+
+    Shape: broadcast of A and B. Dtype: that of A.
+    """
+    a, b = _same_type(a, b, "Sub")
+    with np.errstate(all="ignore"):
+        return result(np.subtract(a, b))
+
+
+@op("onnx:Mul-7")
+def mul(a, b, /):
+    """C = A * B (broadcasting); integer overflow wraps.
+
+    Shape: broadcast of A and B. Dtype: that of A.
+    """
+    a, b = _same_type(a, b, "Mul")
+    with np.errstate(all="ignore"):
+        return result(np.multiply(a, b))
+
+
+def _int_div_trunc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer quotient rounded toward zero (C semantics); x / 0 gives 0."""
+    with np.errstate(all="ignore"):
+        q = np.floor_divide(a, b)
+        if a.dtype.kind == "i" or b.dtype.kind == "i":
+            r = np.remainder(a, b)
+            fix = (r != 0) & ((a < 0) != (b < 0))
+            q = q + fix.astype(q.dtype)
+    return q
+
+
+@op("onnx:Div-7")
+def div(a, b, /):
+    """C = A / B (broadcasting); integer division truncates toward zero, x / 0 is 0 for integers.
+
+    Shape: broadcast of A and B. Dtype: that of A.
+    """
+    a, b = _same_type(a, b, "Div")
+    if is_int(a.dtype) and is_int(b.dtype):
+        return result(_int_div_trunc(a, b))
+    with np.errstate(all="ignore"):
+        return result(np.divide(a, b))
+
+
+@op("onnx:Mod-10")
+def mod(a, b, /, *, fmod=0):
+    """C = A - floor(A / B) * B (fmod=0, sign of the divisor) or A - trunc(A / B) * B (fmod=1,
+    sign of the dividend); broadcasting. x mod 0 is 0 for integers, NaN for floats.
+
+    Shape: broadcast of A and B. Dtype: that of A.
+    """
+    if fmod not in (0, 1):
+        raise KernelError(f"Mod: fmod must be 0 or 1, got {fmod!r}")
+    a, b = _same_type(a, b, "Mod")
+    with np.errstate(all="ignore"):
+        if fmod:
+            r = np.fmod(a, b)
+        else:
+            r = np.remainder(a, b)
+    return result(r)
+
+
+@op("onnx:Pow-7")
+def pow_(x, y, /):
+    """Z = X ** Y (broadcasting); an integer base is raised in integers, or in float64 and
+    truncated toward zero when Y is a float or negative.
+
+    Shape: broadcast of X and Y. Dtype: that of X (Y may have another numeric type since Pow-12).
+    """
+    x, y = _same_type(x, y, "Pow")
+    xk = float_kind(x.dtype)
+    with np.errstate(all="ignore"):
+        if xk:
+            if xk == "m" or x.dtype == np.float16:
+                r = np.power(x.astype(np.float32), y.astype(np.float32))
+            elif y.dtype == x.dtype:
+                r = np.power(x, y)
+            else:
+                r = np.power(x, y.astype(x.dtype))
+            return result(r, x.dtype)
+        if not is_int(x.dtype):
+            raise KernelError(f"Pow: unsupported base type {x.dtype}")
+        if is_int(y.dtype):
+            if y.size and y.dtype.kind == "i" and (y < 0).any():
+                r = np.power(x.astype(np.float64), y.astype(np.float64))
+                r = np.trunc(r)
+            else:
+                r = np.power(x, y.astype(x.dtype) if y.dtype != x.dtype else y)
+            return result(r, x.dtype)
+        r = np.power(x.astype(np.float64), y.astype(np.float64))
+        return result(np.trunc(r), x.dtype)
+
+
+@op("onnx:Neg-6")
+def neg(x, /):
+    """Y = -X. Shape and dtype of X (signed numeric types)."""
+    return _unary(np.negative, x, "Neg", floats_only=False)
+
+
+@op("onnx:Abs-6")
+def abs_(x, /):
+    """Y = |X|. Shape and dtype of X (numeric types)."""
+    return _unary(np.absolute, x, "Abs", floats_only=False)
+
+
+@op("onnx:Sign-9")
+def sign(x, /):
+    """Y = -1, 0 or 1 by the sign of X (NaN stays NaN). Shape and dtype of X (numeric types)."""
+    return _unary(np.sign, x, "Sign", floats_only=False)
+
+
+@op("onnx:Reciprocal-6")
+def reciprocal(x, /):
+    """Y = 1 / X. Shape and dtype of X (float types)."""
+    return _unary(np.reciprocal, x, "Reciprocal")
+
+
+@op("onnx:Sqrt-6")
+def sqrt(x, /):
+    """Y = sqrt(X) (NaN for X < 0). Shape and dtype of X (float types)."""
+    return _unary(np.sqrt, x, "Sqrt")
+
+
+@op("onnx:Exp-6")
+def exp(x, /):
+    """Y = e ** X. Shape and dtype of X (float types)."""
+    return _unary(np.exp, x, "Exp")
+
+
+@op("onnx:Log-6")
+def log(x, /):
+    """Y = ln(X) (-inf at 0, NaN below). Shape and dtype of X (float types)."""
+    return _unary(np.log, x, "Log")
+
+
+@op("onnx:Floor-6")
+def floor(x, /):
+    """Y = floor(X). Shape and dtype of X (float types)."""
+    return _unary(np.floor, x, "Floor")
+
+
+@op("onnx:Ceil-6")
+def ceil(x, /):
+    """Y = ceil(X). Shape and dtype of X (float types)."""
+    return _unary(np.ceil, x, "Ceil")
+
+
+@op("onnx:Round-11")
+def round_(x, /):
+    """Y = X rounded to the nearest integer, halves to even. Shape and dtype of X (float types)."""
+    return _unary(np.rint, x, "Round")
+
+
+@op("onnx:Erf-9")
+def erf(x, /):
+    """Y = erf(X) = 2/sqrt(pi) * integral_0^X exp(-t^2) dt.
+
+    Shape and dtype of X (float types; Erf-9..12 also allowed integer types, computed in float64
+    and cast back).
+    """
+    x = numeric_input(x, "Erf")
+    cd = compute_dtype(x.dtype) if is_float(x.dtype) else np.dtype(np.float64)
+    return result(scipy.special.erf(x.astype(cd, copy=False)), x.dtype)
+
+
+def _trig(name: str, ufunc, since: int):
+    def kernel(x, /):
+        return _unary(ufunc, x, name)
+
+    kernel.__name__ = kernel.__qualname__ = name.lower()
+    kernel.__doc__ = (f"Y = {ufunc.__name__}(X) (NaN outside the domain). "
+                      "Shape and dtype of X (float types).")
+    return op(f"onnx:{name}-{since}")(kernel)
+
+
+sin = _trig("Sin", np.sin, 7)
+cos = _trig("Cos", np.cos, 7)
+tan = _trig("Tan", np.tan, 7)
+asin = _trig("Asin", np.arcsin, 7)
+acos = _trig("Acos", np.arccos, 7)
+atan = _trig("Atan", np.arctan, 7)
+sinh = _trig("Sinh", np.sinh, 9)
+cosh = _trig("Cosh", np.cosh, 9)
+tanh = _trig("Tanh", np.tanh, 6)
+asinh = _trig("Asinh", np.arcsinh, 9)
+acosh = _trig("Acosh", np.arccosh, 9)
+atanh = _trig("Atanh", np.arctanh, 9)
+
+
+# --------------------------------------------------------------------------- float tests
+
+
+@op("onnx:IsInf-10")
+def is_inf(x, /, *, detect_negative=1, detect_positive=1):
+    """Y = (X == +inf and detect_positive) or (X == -inf and detect_negative).
+
+    Shape of X, dtype bool (float types, float8 included).
+    """
+    x = float_input(x, "IsInf")
+    if detect_negative and detect_positive:
+        return result(np.isinf(x))
+    if detect_positive:
+        return result(np.isposinf(x) if float_kind(x.dtype) == "f" else np.isinf(x) & (x > 0))
+    if detect_negative:
+        return result(np.isneginf(x) if float_kind(x.dtype) == "f" else np.isinf(x) & (x < 0))
+    return np.zeros(x.shape, dtype=bool)
+
+
+@op("onnx:IsNaN-9")
+def is_nan(x, /):
+    """Y = (X is NaN). Shape of X, dtype bool (float types, float8 included)."""
+    x = float_input(x, "IsNaN")
+    return result(np.isnan(x))
+
+
+# --------------------------------------------------------------------------- comparisons
+
+
+def _cmp_operands(a, b, opname: str) -> tuple[np.ndarray, np.ndarray]:
+    a, b = _same_type(a, b, opname)
+    if a.dtype.kind in "OSUT" or b.dtype.kind in "OSUT":
+        a, b = _as_str(a), _as_str(b)
+    return a, b
+
+
+def _as_str(x: np.ndarray) -> np.ndarray:
+    """A string tensor (object of str/bytes, or 'U'/'S') as an object array of str."""
+    if x.dtype.kind == "O":
+        if x.size and any(isinstance(v, bytes) for v in x.flat):
+            return np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else v,
+                                otypes=[object])(x)
+        return x
+    if x.dtype.kind == "S":
+        return np.char.decode(x, "utf-8").astype(object)
+    return x.astype(object)
+
+
+@op("onnx:Equal-7")
+def equal(a, b, /):
+    """C = (A == B) (broadcasting; strings compare by value since Equal-19).
+
+    Shape: broadcast of A and B. Dtype: bool.
+    """
+    a, b = _cmp_operands(a, b, "Equal")
+    return result(np.equal(a, b), np.bool_)
+
+
+@op("onnx:Greater-7")
+def greater(a, b, /):
+    """C = (A > B) (broadcasting). Shape: broadcast of A and B. Dtype: bool."""
+    a, b = _same_type(a, b, "Greater")
+    return result(np.greater(a, b))
+
+
+@op("onnx:GreaterOrEqual-12")
+def greater_or_equal(a, b, /):
+    """C = (A >= B) (broadcasting). Shape: broadcast of A and B. Dtype: bool."""
+    a, b = _same_type(a, b, "GreaterOrEqual")
+    return result(np.greater_equal(a, b))
+
+
+@op("onnx:Less-7")
+def less(a, b, /):
+    """C = (A < B) (broadcasting). Shape: broadcast of A and B. Dtype: bool."""
+    a, b = _same_type(a, b, "Less")
+    return result(np.less(a, b))
+
+
+@op("onnx:LessOrEqual-12")
+def less_or_equal(a, b, /):
+    """C = (A <= B) (broadcasting). Shape: broadcast of A and B. Dtype: bool."""
+    a, b = _same_type(a, b, "LessOrEqual")
+    return result(np.less_equal(a, b))
+
+
+# --------------------------------------------------------------------------- logic and bits
+
+
+def _bool_operands(a, b, opname: str) -> tuple[np.ndarray, np.ndarray]:
+    a, b = _same_type(a, b, opname)
+    if a.dtype != np.bool_ or b.dtype != np.bool_:
+        raise KernelError(f"{opname}: expects bool tensors, got {a.dtype} and {b.dtype}")
+    return a, b
+
+
+@op("onnx:And-7")
+def and_(a, b, /):
+    """C = A and B (broadcasting). Shape: broadcast of A and B. Dtype: bool."""
+    return result(np.logical_and(*_bool_operands(a, b, "And")))
+
+
+@op("onnx:Or-7")
+def or_(a, b, /):
+    """C = A or B (broadcasting). Shape: broadcast of A and B. Dtype: bool."""
+    return result(np.logical_or(*_bool_operands(a, b, "Or")))
+
+
+@op("onnx:Xor-7")
+def xor(a, b, /):
+    """C = A xor B (broadcasting). Shape: broadcast of A and B. Dtype: bool."""
+    return result(np.logical_xor(*_bool_operands(a, b, "Xor")))
+
+
+@op("onnx:Not-1")
+def not_(x, /):
+    """Y = not X. Shape of X, dtype bool."""
+    x = as_array(x)
+    if x.dtype != np.bool_:
+        raise KernelError(f"Not: expects a bool tensor, got {x.dtype}")
+    return result(np.logical_not(x))
+
+
+def _int_operands(a, b, opname: str) -> tuple[np.ndarray, np.ndarray]:
+    a, b = _same_type(a, b, opname)
+    if not (is_int(a.dtype) and is_int(b.dtype)):
+        raise KernelError(f"{opname}: expects integer tensors, got {a.dtype} and {b.dtype}")
+    return a, b
+
+
+@op("onnx:BitShift-11")
+def bit_shift(x, y, /, *, direction):
+    """Z = X << Y (direction "LEFT") or X >> Y ("RIGHT", arithmetic for signed types),
+    broadcasting; a shift Y < 0 or >= the bit width gives 0 (-1 for a right shift of X < 0).
+
+    Shape: broadcast of X and Y. Dtype: that of X.
+    """
+    if direction not in ("LEFT", "RIGHT"):
+        raise KernelError(f"BitShift: direction must be 'LEFT' or 'RIGHT', got {direction!r}")
+    x, y = _int_operands(x, y, "BitShift")
+    bits = x.dtype.itemsize * 8
+    y = y.astype(x.dtype, copy=False) if y.dtype != x.dtype and y.dtype.kind == x.dtype.kind else y
+    ok = (y >= 0) & (y < bits) if y.dtype.kind == "i" else (y < bits)
+    ys = np.where(ok, y, 0).astype(x.dtype)
+    with np.errstate(all="ignore"):
+        if direction == "LEFT":
+            r = np.left_shift(x, ys)
+            fill = np.zeros((), x.dtype)
+        else:
+            r = np.right_shift(x, ys)
+            fill = (x < 0).astype(x.dtype) * x.dtype.type(-1) if x.dtype.kind == "i" else np.zeros((), x.dtype)
+    return result(np.where(ok, r, fill), x.dtype)
+
+
+@op("onnx:BitwiseAnd-18")
+def bitwise_and(a, b, /):
+    """C = A & B (broadcasting). Shape: broadcast of A and B. Dtype: that of A (integer types)."""
+    return result(np.bitwise_and(*_int_operands(a, b, "BitwiseAnd")))
+
+
+@op("onnx:BitwiseOr-18")
+def bitwise_or(a, b, /):
+    """C = A | B (broadcasting). Shape: broadcast of A and B. Dtype: that of A (integer types)."""
+    return result(np.bitwise_or(*_int_operands(a, b, "BitwiseOr")))
+
+
+@op("onnx:BitwiseXor-18")
+def bitwise_xor(a, b, /):
+    """C = A ^ B (broadcasting). Shape: broadcast of A and B. Dtype: that of A (integer types)."""
+    return result(np.bitwise_xor(*_int_operands(a, b, "BitwiseXor")))
+
+
+@op("onnx:BitwiseNot-18")
+def bitwise_not(x, /):
+    """Y = ~X. Shape and dtype of X (integer types)."""
+    x = as_array(x)
+    if not is_int(x.dtype):
+        raise KernelError(f"BitwiseNot: expects an integer tensor, got {x.dtype}")
+    return result(np.invert(x))
+
+
+# --------------------------------------------------------------------------- variadic
+
+
+def _variadic(inputs, opname: str) -> list[np.ndarray]:
+    if not inputs:
+        raise KernelError(f"{opname}: needs at least one input")
+    xs = [as_array(x) for x in inputs]
+    _shapes_broadcast(opname, *xs)
+    return xs
+
+
+def _fold(ufunc, xs: list[np.ndarray]) -> np.ndarray:
+    """ufunc(...ufunc(ufunc(x0, x1), x2)..., xn), reusing the fresh accumulator when shapes allow."""
+    if len(xs) == 1:
+        return xs[0].copy()
+    with np.errstate(all="ignore"):
+        acc = result(ufunc(xs[0], xs[1]))
+        for x in xs[2:]:
+            if acc.shape == np.broadcast_shapes(acc.shape, x.shape) and np.result_type(acc, x) == acc.dtype:
+                ufunc(acc, x, out=acc)
+            else:
+                acc = result(ufunc(acc, x))
+    return acc
+
+
+@op("onnx:Max-8")
+def max_(*inputs):
+    """Y = elementwise maximum of the inputs (broadcasting; NaN propagates).
+
+    Shape: broadcast of all inputs. Dtype: that of the inputs.
+    """
+    return _fold(np.maximum, _variadic(inputs, "Max"))
+
+
+@op("onnx:Min-8")
+def min_(*inputs):
+    """Y = elementwise minimum of the inputs (broadcasting; NaN propagates).
+
+    Shape: broadcast of all inputs. Dtype: that of the inputs.
+    """
+    return _fold(np.minimum, _variadic(inputs, "Min"))
+
+
+@op("onnx:Sum-8")
+def sum_(*inputs):
+    """Y = X_0 + X_1 + ... (broadcasting).
+
+    Shape: broadcast of all inputs. Dtype: that of the inputs.
+    """
+    return _fold(np.add, _variadic(inputs, "Sum"))
+
+
+@op("onnx:Mean-8")
+def mean(*inputs):
+    """Y = (X_0 + X_1 + ... + X_{n-1}) / n (broadcasting).
+
+    Shape: broadcast of all inputs. Dtype: that of the inputs (float types).
+    """
+    xs = _variadic(inputs, "Mean")
+    dt = xs[0].dtype
+    if float_kind(dt) == "m" or dt == np.float16:
+        xs = [x.astype(np.float32) for x in xs]
+    s = _fold(np.add, xs)
+    with np.errstate(all="ignore"):
+        r = s // len(xs) if is_int(s.dtype) else np.divide(s, s.dtype.type(len(xs)), out=s)
+    return result(r, dt)
+
+
+# --------------------------------------------------------------------------- selection
+
+
+@op("onnx:Where-9")
+def where(condition, x, y, /):
+    """Z = X where condition else Y (broadcasting of all three).
+
+    Shape: broadcast of condition, X and Y. Dtype: that of X (X and Y share it).
+    """
+    c, x, y = as_array(condition), as_array(x), as_array(y)
+    if c.dtype != np.bool_:
+        raise KernelError(f"Where: condition must be bool, got {c.dtype}")
+    _shapes_broadcast("Where", c, x, y)
+    return result(np.where(c, x, y))
+
+
+@op("onnx:Clip-11")
+def clip(x, min=None, max=None, /):  # noqa: A002 - ONNX input names
+    """Y = Min(max, Max(X, min)); an absent bound does not clip (min > max gives max everywhere).
+
+    Shape and dtype of X; min and max are scalars (0-d or 1-element) of the same type.
+    """
+    x = numeric_input(x, "Clip")
+    r = x
+    with np.errstate(all="ignore"):
+        if min is not None:
+            r = np.maximum(r, _bound(min, x.dtype, "min"))
+        if max is not None:
+            r = np.minimum(r, _bound(max, x.dtype, "max"))
+    if r is x:
+        r = x.copy()
+    return result(r, x.dtype)
+
+
+def _bound(v, dtype: np.dtype, what: str) -> np.ndarray:
+    v = as_array(v)
+    if v.size != 1:
+        raise KernelError(f"Clip: {what} must be a scalar, got shape {v.shape}")
+    return v.reshape(()).astype(dtype, copy=False)

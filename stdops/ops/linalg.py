@@ -1,0 +1,2 @@
+"""linalg kernels."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""loss kernels."""
+from __future__ import annotations

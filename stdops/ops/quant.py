@@ -1,0 +1,2 @@
+"""quant kernels."""
+from __future__ import annotations

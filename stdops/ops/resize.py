@@ -1,0 +1,2 @@
+"""resize kernels."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""rnn kernels."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""signal kernels."""
+from __future__ import annotations

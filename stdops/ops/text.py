@@ -1,0 +1,2 @@
+"""text kernels."""
+from __future__ import annotations
