@@ -13,7 +13,6 @@ from typing import List, Optional
 import numpy as np
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from .errors import StdopsError
@@ -160,7 +159,7 @@ def main(argv: Optional[list] = None) -> int:
     except StdopsError as e:
         if debug:
             raise
-        Console(stderr=True).print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+        print("error: " + " ".join(str(e).split()), file=sys.stderr)  # one line, never wrapped
         return 2
     except typer.Exit as e:
         return int(e.exit_code or 0)

@@ -102,6 +102,12 @@ class Plan:
         """Every value name of the graph (inputs, constants, intermediates, outputs)."""
         return list(self._slot)
 
+    def slot_name(self, slot: int) -> str:
+        """The value name a slot index holds (for inspecting schedules)."""
+        if not hasattr(self, "_names_by_slot"):
+            self._names_by_slot = {s: n for n, s in self._slot.items()}
+        return self._names_by_slot[slot]
+
     def schedule(self, outputs: Sequence[str] | None = None) -> list[_Step]:
         """The steps that compute ``outputs`` (default: the graph outputs), with release lists."""
         want = tuple(self.output_names if outputs is None else outputs)

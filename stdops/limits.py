@@ -39,3 +39,18 @@ def check_elements(shape, what: str = "output") -> None:
         raise ResourceLimitError(
             f"{what}: shape {tuple(dims)} has {n} elements, above the limit of {_max_elements} "
             f"(raise it with stdops.limits.set_max_elements or STDOPS_MAX_ELEMENTS)")
+
+
+#: Loop iterations allowed when neither the trip count nor the condition stops a Loop
+_max_loop_iterations = int(os.environ.get("STDOPS_MAX_LOOP_ITERATIONS", 10_000_000))
+
+
+def max_loop_iterations() -> int:
+    return _max_loop_iterations
+
+
+def set_max_loop_iterations(n: int) -> int:
+    """Set the Loop iteration cap; returns the previous one."""
+    global _max_loop_iterations
+    old, _max_loop_iterations = _max_loop_iterations, int(n)
+    return old

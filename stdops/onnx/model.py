@@ -16,7 +16,7 @@ from onnx import numpy_helper
 from .. import limits
 from ..errors import InputError, ModelFormatError, StdopsError, UnsupportedOp
 from ..graph import Hook, Node, Plan
-from . import adapters  # noqa: F401  (registers the version adapters)
+from . import adapters, control  # noqa: F401  (register the version adapters and If/Loop/Scan)
 from .opset import BindContext, onnx_dtype, resolve
 
 _A = onnx.AttributeProto
@@ -134,7 +134,8 @@ class GraphBuilder:
             known.update(o for o in n.output if o)
             if node is not None:  # None: a Constant, folded into the constants
                 nodes.append(node)
-        free = [nm for nm in outer if any(nm in nd.inputs for nd in nodes)]
+        graph_outputs = {vi.name for vi in g.output}
+        free = [nm for nm in outer if nm in graph_outputs or any(nm in nd.inputs for nd in nodes)]
         return Plan(nodes, input_names, [vi.name for vi in g.output], constants, self.path, outer=free)
 
     def _node(self, n: onnx.NodeProto, name: str, where: str, constants: dict[str, Any],

@@ -1,2 +1,260 @@
-"""activation kernels."""
+"""Activation kernels: Relu family, sigmoids, softplus, GELU/Mish/Swish, Softmax family.
+
+Formulas are evaluated in the input's float type (float16, bfloat16 and float8 in float32, then
+cast back) and written so that no intermediate overflows for large |x| (Sigmoid, Softplus,
+Softmax, LogSoftmax, Mish).
+"""
 from __future__ import annotations
+
+import numpy as np
+import scipy.special
+
+from ..errors import KernelError
+from ._registry import op
+from .elementwise import as_array, compute_dtype, float_input, is_int, numeric_input, result
+
+
+def _prep(x, opname: str) -> tuple[np.ndarray, np.dtype]:
+    """(x in its compute dtype, output dtype) for a float-only activation."""
+    x = float_input(x, opname)
+    cd = compute_dtype(x.dtype)
+    return (x if x.dtype == cd else x.astype(cd)), x.dtype
+
+
+def _axis(axis: int, ndim: int, opname: str) -> int:
+    a = int(axis)
+    if not -max(ndim, 1) <= a < max(ndim, 1):
+        raise KernelError(f"{opname}: axis {axis} is out of range for a tensor of rank {ndim}")
+    return a % max(ndim, 1)
+
+
+# --------------------------------------------------------------------------- ReLU family
+
+
+@op("onnx:Relu-6")
+def relu(x, /):
+    """Y = max(0, X). Shape and dtype of X (float and signed integer types)."""
+    x = numeric_input(x, "Relu")
+    return result(np.maximum(x, x.dtype.type(0)), x.dtype)
+
+
+@op("onnx:LeakyRelu-6")
+def leaky_relu(x, /, *, alpha=0.01):
+    """Y = X if X >= 0 else alpha * X. Shape and dtype of X (float types)."""
+    xc, dt = _prep(x, "LeakyRelu")
+    return result(np.where(xc < 0, xc * xc.dtype.type(alpha), xc), dt)
+
+
+@op("onnx:PRelu-7")
+def prelu(x, slope, /):
+    """Y = X if X >= 0 else slope * X; slope broadcasts unidirectionally to X's shape.
+
+    Shape and dtype of X (float and 32/64-bit integer types).
+    """
+    x, slope = as_array(x), as_array(slope)
+    try:
+        if np.broadcast_shapes(x.shape, slope.shape) != x.shape:
+            raise ValueError
+    except ValueError:
+        raise KernelError(f"PRelu: slope of shape {slope.shape} does not broadcast to X's shape "
+                          f"{x.shape}") from None
+    if is_int(x.dtype):
+        with np.errstate(all="ignore"):
+            return result(np.where(x < 0, x * slope.astype(x.dtype, copy=False), x), x.dtype)
+    xc, dt = _prep(x, "PRelu")
+    s = slope.astype(xc.dtype, copy=False)
+    return result(np.where(xc < 0, xc * s, xc), dt)
+
+
+@op("onnx:Elu-6")
+def elu(x, /, *, alpha=1.0):
+    """Y = X if X >= 0 else alpha * (exp(X) - 1). Shape and dtype of X (float types)."""
+    xc, dt = _prep(x, "Elu")
+    neg = np.expm1(np.minimum(xc, 0)) * xc.dtype.type(alpha)
+    return result(np.where(xc < 0, neg, xc), dt)
+
+
+@op("onnx:Selu-6")
+def selu(x, /, *, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875):
+    """Y = gamma * X if X > 0 else gamma * alpha * (exp(X) - 1). Shape and dtype of X (float types)."""
+    xc, dt = _prep(x, "Selu")
+    t = xc.dtype.type
+    neg = t(alpha) * np.expm1(np.minimum(xc, 0))
+    return result(t(gamma) * np.where(xc > 0, xc, neg), dt)
+
+
+@op("onnx:Celu-12")
+def celu(x, /, *, alpha=1.0):
+    """Y = max(0, X) + min(0, alpha * (exp(X / alpha) - 1)). Shape and dtype of X (float types)."""
+    if alpha == 0:
+        raise KernelError("Celu: alpha must not be 0")
+    xc, dt = _prep(x, "Celu")
+    t = xc.dtype.type
+    neg = t(alpha) * np.expm1(np.minimum(xc, 0) / t(alpha))
+    return result(np.maximum(xc, 0) + np.minimum(neg, 0), dt)
+
+
+@op("onnx:ThresholdedRelu-10")
+def thresholded_relu(x, /, *, alpha=1.0):
+    """Y = X if X > alpha else 0. Shape and dtype of X (float types)."""
+    xc, dt = _prep(x, "ThresholdedRelu")
+    return result(np.where(xc > xc.dtype.type(alpha), xc, xc.dtype.type(0)), dt)
+
+
+@op("onnx:Shrink-9")
+def shrink(x, /, *, bias=0.0, lambd=0.5):
+    """Y = X + bias if X < -lambd, X - bias if X > lambd, else 0.
+
+    Shape and dtype of X (numeric types; integers are computed in float64 and cast back).
+    """
+    x = as_array(x)
+    if is_int(x.dtype):
+        xc, dt = x.astype(np.float64), x.dtype
+    else:
+        xc, dt = _prep(x, "Shrink")
+    t = xc.dtype.type
+    y = np.where(xc < t(-lambd), xc + t(bias), np.where(xc > t(lambd), xc - t(bias), t(0)))
+    return result(y, dt)
+
+
+# --------------------------------------------------------------------------- sigmoids
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) without overflow: exp is only taken of -|x|."""
+    e = np.exp(-np.abs(x))
+    inv = 1 / (1 + e)
+    return np.where(x >= 0, inv, e * inv)
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))."""
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+@op("onnx:Sigmoid-6")
+def sigmoid(x, /):
+    """Y = 1 / (1 + exp(-X)). Shape and dtype of X (float types)."""
+    xc, dt = _prep(x, "Sigmoid")
+    with np.errstate(all="ignore"):
+        return result(_sigmoid(xc), dt)
+
+
+@op("onnx:HardSigmoid-6")
+def hard_sigmoid(x, /, *, alpha=0.2, beta=0.5):
+    """Y = max(0, min(1, alpha * X + beta)). Shape and dtype of X (float types)."""
+    xc, dt = _prep(x, "HardSigmoid")
+    t = xc.dtype.type
+    return result(np.clip(xc * t(alpha) + t(beta), t(0), t(1)), dt)
+
+
+@op("onnx:HardSwish-14")
+def hard_swish(x, /):
+    """Y = X * max(0, min(1, X / 6 + 0.5)). Shape and dtype of X (float types)."""
+    xc, dt = _prep(x, "HardSwish")
+    t = xc.dtype.type
+    return result(xc * np.clip(xc * t(1 / 6) + t(0.5), t(0), t(1)), dt)
+
+
+@op("onnx:Softplus-1")
+def softplus(x, /):
+    """Y = ln(exp(X) + 1), evaluated as max(X, 0) + log1p(exp(-|X|)). Shape and dtype of X (float types)."""
+    xc, dt = _prep(x, "Softplus")
+    with np.errstate(all="ignore"):
+        return result(_softplus(xc), dt)
+
+
+@op("onnx:Softsign-1")
+def softsign(x, /):
+    """Y = X / (1 + |X|). Shape and dtype of X (float types)."""
+    xc, dt = _prep(x, "Softsign")
+    with np.errstate(all="ignore"):
+        return result(xc / (1 + np.abs(xc)), dt)
+
+
+@op("onnx:Gelu-20")
+def gelu(x, /, *, approximate="none"):
+    """Y = 0.5 * X * (1 + erf(X / sqrt(2))) (approximate="none") or
+    0.5 * X * (1 + tanh(sqrt(2 / pi) * (X + 0.044715 * X^3))) (approximate="tanh").
+
+    Shape and dtype of X (float types).
+    """
+    if approximate not in ("none", "tanh"):
+        raise KernelError(f"Gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    xc, dt = _prep(x, "Gelu")
+    t = xc.dtype.type
+    with np.errstate(all="ignore"):
+        if approximate == "tanh":
+            inner = t(np.sqrt(2 / np.pi)) * (xc + t(0.044715) * xc * xc * xc)
+            y = t(0.5) * xc * (1 + np.tanh(inner))
+        else:
+            y = t(0.5) * xc * (1 + scipy.special.erf(xc * t(1 / np.sqrt(2))))
+    return result(y, dt)
+
+
+@op("onnx:Mish-18")
+def mish(x, /):
+    """Y = X * tanh(softplus(X)) = X * tanh(ln(1 + exp(X))). Shape and dtype of X (float types)."""
+    xc, dt = _prep(x, "Mish")
+    with np.errstate(all="ignore"):
+        return result(xc * np.tanh(_softplus(xc)), dt)
+
+
+@op("onnx:Swish-24")
+def swish(x, /, *, alpha=1.0):
+    """Y = X * sigmoid(alpha * X). Shape and dtype of X (float types)."""
+    xc, dt = _prep(x, "Swish")
+    with np.errstate(all="ignore"):
+        return result(xc * _sigmoid(xc * xc.dtype.type(alpha)), dt)
+
+
+# --------------------------------------------------------------------------- softmax family
+
+
+@op("onnx:Softmax-13")
+def softmax(x, /, *, axis=-1):
+    """Y = exp(X - max) / sum(exp(X - max)) along ``axis``.
+
+    Shape and dtype of X (float types); axis in [-r, r-1].
+    """
+    xc, dt = _prep(x, "Softmax")
+    if xc.ndim == 0:
+        raise KernelError("Softmax: input must have rank >= 1")
+    a = _axis(axis, xc.ndim, "Softmax")
+    with np.errstate(all="ignore"):
+        e = np.exp(xc - np.max(xc, axis=a, keepdims=True))
+        e /= np.sum(e, axis=a, keepdims=True)
+    return result(e, dt)
+
+
+@op("onnx:LogSoftmax-13")
+def log_softmax(x, /, *, axis=-1):
+    """Y = (X - max) - log(sum(exp(X - max))) along ``axis``.
+
+    Shape and dtype of X (float types); axis in [-r, r-1].
+    """
+    xc, dt = _prep(x, "LogSoftmax")
+    if xc.ndim == 0:
+        raise KernelError("LogSoftmax: input must have rank >= 1")
+    a = _axis(axis, xc.ndim, "LogSoftmax")
+    with np.errstate(all="ignore"):
+        s = xc - np.max(xc, axis=a, keepdims=True)
+        s -= np.log(np.sum(np.exp(s), axis=a, keepdims=True))
+    return result(s, dt)
+
+
+@op("onnx:Hardmax-13")
+def hardmax(x, /, *, axis=-1):
+    """Y = 1 at the first maximum of X along ``axis``, 0 elsewhere.
+
+    Shape and dtype of X (float types); axis in [-r, r-1].
+    """
+    x = float_input(x, "Hardmax")
+    if x.ndim == 0:
+        raise KernelError("Hardmax: input must have rank >= 1")
+    a = _axis(axis, x.ndim, "Hardmax")
+    y = np.zeros(x.shape, x.dtype)
+    if x.size:
+        idx = np.argmax(x, axis=a, keepdims=True)
+        np.put_along_axis(y, idx, x.dtype.type(1), axis=a)
+    return y

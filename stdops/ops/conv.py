@@ -1,2 +1,246 @@
-"""conv kernels."""
+"""Convolution kernels: Conv, ConvInteger, QLinearConv (ConvTranspose, Col2Im, DeformConv live in
+conv_transpose.py / deform_conv.py).
+
+Conv runs through BLAS: im2col (a strided window view of the padded input, copied once) and one
+GEMM per group; a 1x1 stride-1 convolution is a plain GEMM on the input itself; a depthwise
+convolution (one input channel per group) is a multiply-add over the kernel taps.
+Weights are rearranged by :func:`prepare_conv_weight` (the ONNX adapter calls it once at load
+time when W is an initializer).
+"""
 from __future__ import annotations
+
+import numpy as np
+
+from ..errors import KernelError
+from ..limits import check_elements
+from ._registry import op
+from ._window import check_float, check_rank, compute_dtype, geometry, ints, pad_input, prod, tap_slices, windows
+
+
+class ConvWeight:
+    """W (M, C/group, *kernel) rearranged for the GEMM / tap-wise paths, in the compute dtype."""
+
+    __slots__ = ("w", "group", "dtype", "M", "Cg", "kernel", "_mat", "_taps")
+
+    def __init__(self, w: np.ndarray, group: int, dtype=None):
+        if w.ndim < 3:
+            raise KernelError(f"W must have shape (M, C/group, k1, ...), got shape {w.shape}")
+        group = int(group)
+        if group < 1:
+            raise KernelError(f"group must be >= 1, got {group}")
+        self.w, self.group = w, group
+        self.dtype = np.dtype(dtype) if dtype is not None else compute_dtype(w.dtype)
+        self.M, self.Cg = int(w.shape[0]), int(w.shape[1])
+        self.kernel = tuple(int(k) for k in w.shape[2:])
+        if self.M % group:
+            raise KernelError(f"W has {self.M} output channels, not divisible by group={group}")
+        self._mat = self._taps = None
+
+    @property
+    def mat(self) -> np.ndarray:
+        """(group, M/group, C/group * prod(kernel)), C-contiguous: the GEMM's left operand."""
+        if self._mat is None:
+            g = self.group
+            self._mat = np.ascontiguousarray(
+                self.w.reshape(g, self.M // g, -1), dtype=self.dtype)
+        return self._mat
+
+    @property
+    def taps(self) -> np.ndarray:
+        """(prod(kernel), group, M/group, 1, ...): per-tap weights of a C/group == 1 convolution."""
+        if self._taps is None:
+            g, kp, n = self.group, prod(self.kernel), len(self.kernel)
+            t = self.w.reshape(g, self.M // g, kp).transpose(2, 0, 1)
+            self._taps = np.ascontiguousarray(t, dtype=self.dtype).reshape((kp, g, self.M // g) + (1,) * n)
+        return self._taps
+
+    def prepare(self) -> "ConvWeight":
+        """Compute now the layout :func:`conv_forward` will use (load-time precomputation)."""
+        if self.Cg == 1 and self.group > 1:
+            _ = self.taps
+        else:
+            _ = self.mat
+        return self
+
+
+def prepare_conv_weight(w: np.ndarray, group: int = 1) -> ConvWeight:
+    return ConvWeight(w, group).prepare()
+
+
+def conv_forward(x: np.ndarray, cw: ConvWeight, b=None, *, kernel_shape=(), strides=(), dilations=(),
+                 pads=(), auto_pad="NOTSET") -> np.ndarray:
+    """The convolution of x (N, C, *sp) with prepared weights; returns an array of cw.dtype."""
+    n = check_rank(x)
+    if len(cw.kernel) != n:
+        raise KernelError(f"W has {len(cw.kernel)} spatial axes, X has {n} (X {x.shape}, W {cw.w.shape})")
+    if kernel_shape is not None and len(kernel_shape) and tuple(int(k) for k in kernel_shape) != cw.kernel:
+        raise KernelError(f"kernel_shape {list(kernel_shape)} does not match W's spatial shape {list(cw.kernel)}")
+    N, C = x.shape[:2]
+    g, M, Cg, kernel = cw.group, cw.M, cw.Cg, cw.kernel
+    if C != Cg * g:
+        raise KernelError(f"X has {C} channels but W expects C/group * group = {Cg} * {g} = {Cg * g}")
+    strides = ints(strides, n, 1, "strides")
+    dilations = ints(dilations, n, 1, "dilations")
+    geo = geometry(x.shape[2:], kernel, strides, dilations, pads, auto_pad)
+    out = geo.out
+    P = prod(out)
+    dt = cw.dtype
+    xc = x if x.dtype == dt else x.astype(dt)
+    if b is not None:
+        b = np.asarray(b)
+        if b.shape != (M,):
+            raise KernelError(f"B must have shape ({M},), got {b.shape}")
+
+    if Cg == 1 and g > 1:  # depthwise (and depthwise with a channel multiplier): taps
+        xp = pad_input(xc, geo.begin, geo.end)
+        wt = cw.taps
+        mg = M // g
+        y = np.empty((N, g, mg) + out, dt)
+        tmp = np.empty_like(y) if prod(kernel) > 1 else None
+        for t, tap in enumerate(np.ndindex(*kernel)):
+            v = xp[tap_slices(tap, dilations, strides, out)][:, :, None]
+            if t == 0:
+                np.multiply(v, wt[t], out=y)
+            else:
+                np.multiply(v, wt[t], out=tmp)
+                y += tmp
+        y = y.reshape((N, M) + out)
+    elif all(k == 1 for k in kernel):  # 1x1: a plain GEMM on the (strided) input
+        xs = pad_input(xc, geo.begin, geo.end)
+        if any(s != 1 for s in strides):
+            xs = xs[tap_slices((0,) * n, dilations, strides, out)]
+        if not xs.flags.c_contiguous:
+            xs = np.ascontiguousarray(xs)
+        wm = cw.mat
+        if g == 1:
+            y = np.matmul(wm[0], xs.reshape(N, C, P))
+        else:
+            y = np.matmul(wm, xs.reshape(N, g, Cg, P))
+        y = y.reshape((N, M) + out)
+    else:  # im2col + one GEMM per group (and sample)
+        xp = pad_input(xc, geo.begin, geo.end)
+        kp = prod(kernel)
+        check_elements((N, C * kp, P), "Conv im2col buffer")
+        cols = np.empty((N, C) + kernel + out, dt)
+        np.copyto(cols, windows(xp, kernel, strides, dilations, out))
+        wm = cw.mat
+        if g == 1:
+            if N == 1:
+                y = np.matmul(wm[0], cols.reshape(C * kp, P))
+            else:
+                y = np.matmul(wm[0], cols.reshape(N, C * kp, P))
+        else:
+            y = np.matmul(wm, cols.reshape(N, g, Cg * kp, P))
+        y = y.reshape((N, M) + out)
+    if b is not None:
+        y += b.astype(dt, copy=False).reshape((M,) + (1,) * n)
+    return y
+
+
+@op("onnx:Conv-1")
+def conv(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1, kernel_shape=(), pads=(), strides=()):
+    """Y[n, m] = B[m] + sum_{c in group(m), k} W[m, c, k] * Xpad[n, c, o * strides + k * dilations].
+
+    X (N, C, D1..Dn), W (M, C/group, k1..kn), B (M,); Y (N, M, O1..On) with
+    O = floor((D + pad_begin + pad_end - ((k - 1) * dilation + 1)) / stride) + 1 (auto_pad SAME_*:
+    O = ceil(D / stride), padding split with the odd one at the end (UPPER) or beginning (LOWER);
+    VALID: no padding). Float dtypes; Y has X's dtype (float16/bfloat16 computed in float32).
+    """
+    check_float(x, "X")
+    if w.dtype != x.dtype:
+        raise KernelError(f"W dtype {w.dtype} differs from X dtype {x.dtype}")
+    y = conv_forward(x, ConvWeight(w, group), b, kernel_shape=kernel_shape, strides=strides,
+                     dilations=dilations, pads=pads, auto_pad=auto_pad)
+    return y if y.dtype == x.dtype else y.astype(x.dtype)
+
+
+def _int_check(t, what):
+    if t.dtype not in (np.int8, np.uint8):
+        raise KernelError(f"{what} must be int8 or uint8, got {t.dtype}")
+
+
+def _zero_point(zp, what, m=None, per_channel=False):
+    if zp is None:
+        return None
+    zp = np.asarray(zp)
+    if zp.size == 1:
+        return zp.reshape(()).astype(np.float64)
+    if per_channel and zp.ndim == 1 and zp.shape[0] == m:
+        return zp.astype(np.float64)
+    raise KernelError(f"{what} must be a scalar" + (f" or have shape ({m},)" if per_channel else "")
+                      + f", got shape {zp.shape}")
+
+
+def _integer_accumulate(x, w, x_zero_point, w_zero_point, *, group, kernel_shape, strides, dilations, pads,
+                        auto_pad):
+    """sum (x - x_zero_point) * (w - w_zero_point) as exact integers held in float64."""
+    _int_check(x, "x")
+    _int_check(w, "w")
+    check_rank(x)
+    m = w.shape[0] if w.ndim else 0
+    xz = _zero_point(x_zero_point, "x_zero_point")
+    wz = _zero_point(w_zero_point, "w_zero_point", m, per_channel=True)
+    xf = x.astype(np.float64)
+    if xz is not None:
+        xf -= xz
+    wf = w.astype(np.float64)
+    if wz is not None:
+        wf -= wz.reshape(wz.shape + (1,) * (w.ndim - 1)) if wz.ndim else wz
+    return conv_forward(xf, ConvWeight(wf, group), None, kernel_shape=kernel_shape, strides=strides,
+                        dilations=dilations, pads=pads, auto_pad=auto_pad)
+
+
+@op("onnx:ConvInteger-10")
+def conv_integer(x, w, x_zero_point=None, w_zero_point=None, /, *, auto_pad="NOTSET", dilations=(), group=1,
+                 kernel_shape=(), pads=(), strides=()):
+    """y = Conv(x - x_zero_point, w - w_zero_point) in exact integer arithmetic (padding is x_zero_point).
+
+    x, w int8/uint8; x_zero_point a scalar; w_zero_point a scalar or one per output channel (M,).
+    y int32 (N, M, O1..On), shapes as Conv.
+    """
+    acc = _integer_accumulate(x, w, x_zero_point, w_zero_point, group=group, kernel_shape=kernel_shape,
+                              strides=strides, dilations=dilations, pads=pads, auto_pad=auto_pad)
+    return acc.astype(np.int32)
+
+
+@op("onnx:QLinearConv-10")
+def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, b=None, /, *,
+                 auto_pad="NOTSET", dilations=(), group=1, kernel_shape=(), pads=(), strides=()):
+    """y = saturate(round_half_even((Conv(x - x_zp, w - w_zp) + B) * x_scale * w_scale / y_scale) + y_zp).
+
+    x, w, y int8/uint8 (y has y_zero_point's dtype); w_scale/w_zero_point per tensor or per output
+    channel (M,); B int32 (M,) quantized with scale x_scale * w_scale. Shapes as Conv.
+    """
+    acc = _integer_accumulate(x, w, x_zero_point, w_zero_point, group=group, kernel_shape=kernel_shape,
+                              strides=strides, dilations=dilations, pads=pads, auto_pad=auto_pad)
+    M, n = acc.shape[1], acc.ndim - 2
+    if b is not None:
+        b = np.asarray(b)
+        if b.shape != (M,):
+            raise KernelError(f"B must have shape ({M},), got {b.shape}")
+        acc += b.astype(np.float64).reshape((M,) + (1,) * n)
+    xs = np.asarray(x_scale, np.float32)
+    ws = np.asarray(w_scale, np.float32)
+    ys = np.asarray(y_scale, np.float32)
+    if xs.size != 1 or ys.size != 1:
+        raise KernelError("x_scale and y_scale must be scalars")
+    if ws.size != 1 and ws.shape != (M,):
+        raise KernelError(f"w_scale must be a scalar or have shape ({M},), got {ws.shape}")
+    scale = (xs.reshape(()) * ws.reshape(-1)) / ys.reshape(())  # float32, as the scales are
+    scale = scale.reshape(-1, *(1,) * n) if scale.size > 1 else scale.reshape(())
+    r = acc * scale.astype(np.float64)
+    ydt = np.asarray(y_zero_point).dtype if y_zero_point is not None else x.dtype
+    if ydt not in (np.int8, np.uint8):
+        raise KernelError(f"y_zero_point must be int8 or uint8, got {ydt}")
+    if y_zero_point is not None:
+        yz = np.asarray(y_zero_point)
+        if yz.size != 1:
+            raise KernelError(f"y_zero_point must be a scalar, got shape {yz.shape}")
+        r += float(yz.reshape(()))
+    info = np.iinfo(ydt)
+    r = np.rint(r)
+    np.clip(r, info.min, info.max, out=r)
+    return r.astype(ydt)
+
+
+from . import conv_transpose  # noqa: E402,F401  (registers ConvTranspose, Col2Im, DeformConv)

@@ -78,7 +78,7 @@ def numeric_input(x, opname: str) -> np.ndarray:
     return x
 
 
-def _same_type(a, b, opname: str) -> tuple[np.ndarray, np.ndarray]:
+def _binary_operands(a, b, opname: str) -> tuple[np.ndarray, np.ndarray]:
     a, b = as_array(a), as_array(b)
     try:
         np.broadcast_shapes(a.shape, b.shape)
@@ -110,7 +110,7 @@ def add(a, b, /):
 
     Shape: broadcast of A and B. Dtype: that of A (A and B share it).
     """
-    a, b = _same_type(a, b, "Add")
+    a, b = _binary_operands(a, b, "Add")
     with np.errstate(all="ignore"):
         return result(np.add(a, b))
 
@@ -121,7 +121,7 @@ def sub(a, b, /):
 
     Shape: broadcast of A and B. Dtype: that of A.
     """
-    a, b = _same_type(a, b, "Sub")
+    a, b = _binary_operands(a, b, "Sub")
     with np.errstate(all="ignore"):
         return result(np.subtract(a, b))
 
@@ -132,7 +132,7 @@ def mul(a, b, /):
 
     Shape: broadcast of A and B. Dtype: that of A.
     """
-    a, b = _same_type(a, b, "Mul")
+    a, b = _binary_operands(a, b, "Mul")
     with np.errstate(all="ignore"):
         return result(np.multiply(a, b))
 
@@ -154,7 +154,7 @@ def div(a, b, /):
 
     Shape: broadcast of A and B. Dtype: that of A.
     """
-    a, b = _same_type(a, b, "Div")
+    a, b = _binary_operands(a, b, "Div")
     if is_int(a.dtype) and is_int(b.dtype):
         return result(_int_div_trunc(a, b))
     with np.errstate(all="ignore"):
@@ -170,7 +170,7 @@ def mod(a, b, /, *, fmod=0):
     """
     if fmod not in (0, 1):
         raise KernelError(f"Mod: fmod must be 0 or 1, got {fmod!r}")
-    a, b = _same_type(a, b, "Mod")
+    a, b = _binary_operands(a, b, "Mod")
     with np.errstate(all="ignore"):
         if fmod:
             r = np.fmod(a, b)
@@ -186,7 +186,7 @@ def pow_(x, y, /):
 
     Shape: broadcast of X and Y. Dtype: that of X (Y may have another numeric type since Pow-12).
     """
-    x, y = _same_type(x, y, "Pow")
+    x, y = _binary_operands(x, y, "Pow")
     xk = float_kind(x.dtype)
     with np.errstate(all="ignore"):
         if xk:
@@ -336,7 +336,7 @@ def is_nan(x, /):
 
 
 def _cmp_operands(a, b, opname: str) -> tuple[np.ndarray, np.ndarray]:
-    a, b = _same_type(a, b, opname)
+    a, b = _binary_operands(a, b, opname)
     if a.dtype.kind in "OSUT" or b.dtype.kind in "OSUT":
         a, b = _as_str(a), _as_str(b)
     return a, b
@@ -367,28 +367,28 @@ def equal(a, b, /):
 @op("onnx:Greater-7")
 def greater(a, b, /):
     """C = (A > B) (broadcasting). Shape: broadcast of A and B. Dtype: bool."""
-    a, b = _same_type(a, b, "Greater")
+    a, b = _binary_operands(a, b, "Greater")
     return result(np.greater(a, b))
 
 
 @op("onnx:GreaterOrEqual-12")
 def greater_or_equal(a, b, /):
     """C = (A >= B) (broadcasting). Shape: broadcast of A and B. Dtype: bool."""
-    a, b = _same_type(a, b, "GreaterOrEqual")
+    a, b = _binary_operands(a, b, "GreaterOrEqual")
     return result(np.greater_equal(a, b))
 
 
 @op("onnx:Less-7")
 def less(a, b, /):
     """C = (A < B) (broadcasting). Shape: broadcast of A and B. Dtype: bool."""
-    a, b = _same_type(a, b, "Less")
+    a, b = _binary_operands(a, b, "Less")
     return result(np.less(a, b))
 
 
 @op("onnx:LessOrEqual-12")
 def less_or_equal(a, b, /):
     """C = (A <= B) (broadcasting). Shape: broadcast of A and B. Dtype: bool."""
-    a, b = _same_type(a, b, "LessOrEqual")
+    a, b = _binary_operands(a, b, "LessOrEqual")
     return result(np.less_equal(a, b))
 
 
@@ -396,7 +396,7 @@ def less_or_equal(a, b, /):
 
 
 def _bool_operands(a, b, opname: str) -> tuple[np.ndarray, np.ndarray]:
-    a, b = _same_type(a, b, opname)
+    a, b = _binary_operands(a, b, opname)
     if a.dtype != np.bool_ or b.dtype != np.bool_:
         raise KernelError(f"{opname}: expects bool tensors, got {a.dtype} and {b.dtype}")
     return a, b
@@ -430,7 +430,7 @@ def not_(x, /):
 
 
 def _int_operands(a, b, opname: str) -> tuple[np.ndarray, np.ndarray]:
-    a, b = _same_type(a, b, opname)
+    a, b = _binary_operands(a, b, opname)
     if not (is_int(a.dtype) and is_int(b.dtype)):
         raise KernelError(f"{opname}: expects integer tensors, got {a.dtype} and {b.dtype}")
     return a, b
@@ -512,7 +512,7 @@ def _fold(ufunc, xs: list[np.ndarray]) -> np.ndarray:
     return acc
 
 
-@op("onnx:Max-8")
+@op("onnx:Max-6")
 def max_(*inputs):
     """Y = elementwise maximum of the inputs (broadcasting; NaN propagates).
 
@@ -521,7 +521,7 @@ def max_(*inputs):
     return _fold(np.maximum, _variadic(inputs, "Max"))
 
 
-@op("onnx:Min-8")
+@op("onnx:Min-6")
 def min_(*inputs):
     """Y = elementwise minimum of the inputs (broadcasting; NaN propagates).
 
@@ -530,7 +530,7 @@ def min_(*inputs):
     return _fold(np.minimum, _variadic(inputs, "Min"))
 
 
-@op("onnx:Sum-8")
+@op("onnx:Sum-6")
 def sum_(*inputs):
     """Y = X_0 + X_1 + ... (broadcasting).
 
@@ -539,7 +539,7 @@ def sum_(*inputs):
     return _fold(np.add, _variadic(inputs, "Sum"))
 
 
-@op("onnx:Mean-8")
+@op("onnx:Mean-6")
 def mean(*inputs):
     """Y = (X_0 + X_1 + ... + X_{n-1}) / n (broadcasting).
 

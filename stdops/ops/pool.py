@@ -1,2 +1,267 @@
-"""pool kernels."""
+"""Pooling kernels: MaxPool, AveragePool, LpPool, Global*Pool, MaxUnpool (RoI pooling in roi.py).
+
+Windowed pools run as a loop over the kernel taps, each tap one strided slice of the padded input
+covering every output position (vectorized over elements).
+"""
 from __future__ import annotations
+
+import numpy as np
+
+from ..errors import KernelError
+from ..limits import check_elements
+from ._registry import op
+from ._window import check_float, check_rank, compute_dtype, geometry, ints, pad_input, pad_pairs, prod, tap_slices
+
+
+def _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
+    n = check_rank(x)
+    if kernel_shape is None or len(kernel_shape) == 0:
+        raise KernelError("kernel_shape is required")
+    kernel = ints(kernel_shape, n, 1, "kernel_shape")
+    strides = ints(strides, n, 1, "strides")
+    dilations = ints(dilations, n, 1, "dilations")
+    geo = geometry(x.shape[2:], kernel, strides, dilations, pads, auto_pad, ceil_mode)
+    return n, kernel, strides, dilations, geo
+
+
+def _lowest(dt: np.dtype):
+    if dt.kind in "iu":
+        return np.iinfo(dt).min
+    if dt.kind == "b":
+        return False
+    return -np.inf
+
+
+def _max_pool(x, with_indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape=(), pads=(),
+              storage_order=0, strides=()):
+    n, kernel, strides, dilations, geo = _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    if x.dtype.kind not in "fiu" and x.dtype.name != "bfloat16":
+        raise KernelError(f"MaxPool does not accept {x.dtype} input")
+    out = geo.out
+    src = x
+    if with_indices and x.dtype.kind in "iu" and x.dtype.itemsize < 8 and any(geo.begin + geo.end):
+        # widen so that padding is strictly below every real value (a pad never wins a tie)
+        src = x.astype(np.int64)
+        fill = np.iinfo(np.int64).min
+    else:
+        fill = _lowest(x.dtype)
+    xp = pad_input(src, geo.begin, geo.end, fill)
+    y = arg = None
+    for t, tap in enumerate(np.ndindex(*kernel)):
+        v = xp[tap_slices(tap, dilations, strides, out)]
+        if t == 0:
+            y = v.copy()
+            if with_indices:
+                arg = np.zeros(y.shape, np.int64)
+        elif with_indices:
+            m = v > y
+            np.copyto(y, v, where=m)
+            np.copyto(arg, t, where=m)
+        else:
+            np.maximum(y, v, out=y)
+    if y.dtype != x.dtype:
+        y = y.astype(x.dtype)
+    if not with_indices:
+        return y
+    # tap number -> flat index into X (row-major, or column-major over the spatial axes)
+    N, C = x.shape[:2]
+    sp = x.shape[2:]
+    tap_coords = np.array(list(np.ndindex(*kernel)), dtype=np.int64).reshape(-1, n)
+    if storage_order:
+        mult = [prod(sp[:i]) for i in range(n)]
+    else:
+        mult = [prod(sp[i + 1:]) for i in range(n)]
+    idx = (np.arange(N * C, dtype=np.int64) * prod(sp)).reshape((N, C) + (1,) * n)
+    for i in range(n):
+        shp = [1] * (n + 2)
+        shp[2 + i] = out[i]
+        base = (np.arange(out[i], dtype=np.int64) * strides[i] - geo.begin[i]).reshape(shp)
+        idx = idx + (base + tap_coords[:, i][arg] * dilations[i]) * mult[i]
+    return y, idx
+
+
+@op("onnx:MaxPool-1")
+def max_pool(x, /, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape, pads=(), storage_order=0,
+             strides=()):
+    """Y[n, c, o] = max_k Xpad[n, c, o * strides + k * dilations] (padding never wins).
+
+    Returns (Y, Indices): Indices (int64) is the flat index of each max in X, row-major over
+    (N, C, D1..Dn) (storage_order=1: column-major over the spatial axes). Output spatial shape:
+    floor or (ceil_mode) ceil of (D + pads - ((k - 1) * dilation + 1)) / stride + 1, a window
+    starting in the end padding dropped; auto_pad SAME_*: ceil(D / stride). Y has X's dtype.
+    """
+    return _max_pool(x, True, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
+                     kernel_shape=kernel_shape, pads=pads, storage_order=storage_order, strides=strides)
+
+
+def max_pool_values(x, /, **attrs):
+    """MaxPool's first output only (what a node without the Indices output needs)."""
+    return _max_pool(x, False, **attrs)
+
+
+def _axis_counts(n, in_sp, kernel, strides, dilations, geo, include_pad):
+    """Number of taps of each window inside the counted region, as an array broadcastable to Y."""
+    cnt = None
+    for i in range(n):
+        lo, hi = (0, in_sp[i] + geo.begin[i] + geo.inner_end[i]) if include_pad else \
+            (geo.begin[i], geo.begin[i] + in_sp[i])
+        pos = np.arange(geo.out[i])[:, None] * strides[i] + np.arange(kernel[i])[None, :] * dilations[i]
+        c = ((pos >= lo) & (pos < hi)).sum(axis=1)
+        shp = [1] * n
+        shp[i] = geo.out[i]
+        c = c.reshape(shp)
+        cnt = c if cnt is None else cnt * c
+    return cnt
+
+
+def _sum_pool(x, kernel, strides, dilations, geo, power=None):
+    dt = compute_dtype(x.dtype)
+    xc = x if x.dtype == dt else x.astype(dt)
+    if power is not None:
+        xc = np.abs(xc)
+        if power == 2:
+            xc = xc * xc
+        elif power != 1:
+            xc = np.power(xc, dt.type(power))
+    xp = pad_input(xc, geo.begin, geo.end, 0)
+    s = None
+    for t, tap in enumerate(np.ndindex(*kernel)):
+        v = xp[tap_slices(tap, dilations, strides, geo.out)]
+        if t == 0:
+            s = v.copy()
+        else:
+            s += v
+    return s, dt
+
+
+@op("onnx:AveragePool-1")
+def average_pool(x, /, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=(), kernel_shape,
+                 pads=(), strides=()):
+    """Y[n, c, o] = sum_k Xpad[n, c, o * strides + k * dilations] / count(o).
+
+    count(o) = the window's taps inside X (count_include_pad=0) or inside the padded X
+    (count_include_pad=1; the extra room of ceil_mode is never counted). Output shape as MaxPool.
+    Float dtypes; Y has X's dtype (float16/bfloat16 accumulated in float32).
+    """
+    check_float(x, "X")
+    n, kernel, strides, dilations, geo = _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    s, dt = _sum_pool(x, kernel, strides, dilations, geo)
+    cnt = _axis_counts(n, x.shape[2:], kernel, strides, dilations, geo, bool(count_include_pad))
+    if np.all(cnt == cnt.flat[0]):
+        s *= dt.type(1.0 / cnt.flat[0]) if dt == np.float64 else dt.type(1.0) / dt.type(cnt.flat[0])
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s /= cnt.astype(dt)
+    return s if s.dtype == x.dtype else s.astype(x.dtype)
+
+
+@op("onnx:LpPool-1")
+def lp_pool(x, /, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape, p=2, pads=(), strides=()):
+    """Y[n, c, o] = (sum_k |Xpad[n, c, o * strides + k * dilations]|^p)^(1/p) (padding counts as 0).
+
+    Output shape as MaxPool. Float dtypes; Y has X's dtype. (LpPool-1 had a float p; it is the
+    same formula.)
+    """
+    check_float(x, "X")
+    n, kernel, strides, dilations, geo = _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    if p <= 0:
+        raise KernelError(f"p must be > 0, got {p}")
+    s, dt = _sum_pool(x, kernel, strides, dilations, geo, power=p)
+    if p == 2:
+        np.sqrt(s, out=s)
+    elif p != 1:
+        np.power(s, dt.type(1.0 / p), out=s)
+    return s if s.dtype == x.dtype else s.astype(x.dtype)
+
+
+def _spatial_axes(x):
+    n = check_rank(x)
+    return tuple(range(2, 2 + n))
+
+
+@op("onnx:GlobalAveragePool-1")
+def global_average_pool(x, /):
+    """Y[n, c, 1, ..., 1] = mean over the spatial axes of X[n, c]. Float dtypes; Y has X's dtype."""
+    check_float(x, "X")
+    axes = _spatial_axes(x)
+    dt = compute_dtype(x.dtype)
+    y = np.mean(x, axis=axes, keepdims=True, dtype=dt)
+    return y if y.dtype == x.dtype else y.astype(x.dtype)
+
+
+@op("onnx:GlobalMaxPool-1")
+def global_max_pool(x, /):
+    """Y[n, c, 1, ..., 1] = max over the spatial axes of X[n, c]. Float dtypes; Y has X's dtype."""
+    check_float(x, "X")
+    axes = _spatial_axes(x)
+    if prod(x.shape[2:]) == 0:
+        raise KernelError(f"GlobalMaxPool of an empty spatial extent {x.shape}")
+    return np.max(x, axis=axes, keepdims=True)
+
+
+@op("onnx:GlobalLpPool-1")
+def global_lp_pool(x, /, *, p=2):
+    """Y[n, c, 1, ..., 1] = (sum over the spatial axes of |X[n, c]|^p)^(1/p).
+
+    Float dtypes; Y has X's dtype. (GlobalLpPool-1 had a float p; same formula.)
+    """
+    check_float(x, "X")
+    axes = _spatial_axes(x)
+    if p <= 0:
+        raise KernelError(f"p must be > 0, got {p}")
+    dt = compute_dtype(x.dtype)
+    a = np.abs(x.astype(dt, copy=False))
+    if p == 2:
+        y = np.sqrt(np.sum(a * a, axis=axes, keepdims=True))
+    elif p == 1:
+        y = np.sum(a, axis=axes, keepdims=True)
+    else:
+        y = np.power(np.sum(np.power(a, dt.type(p)), axis=axes, keepdims=True), dt.type(1.0 / p))
+    return y if y.dtype == x.dtype else y.astype(x.dtype)
+
+
+@op("onnx:MaxUnpool-9")
+def max_unpool(x, i, output_shape=None, /, *, kernel_shape, pads=(), strides=()):
+    """Y = zeros(inferred); Y.flat[I] = X: the partial inverse of MaxPool.
+
+    inferred = (N, C) + (in - 1) * strides + kernel_shape - pad_begin - pad_end; I (int64, X's
+    shape) holds flat indices into it. With output_shape (the full (N, C, D1..Dn)), the result is
+    that shape: the inferred tensor placed at its origin, zeros elsewhere (cropped where smaller),
+    as the ONNX reference and node tests do. Y has X's dtype.
+    """
+    n = check_rank(x)
+    kernel = ints(kernel_shape, n, 1, "kernel_shape")
+    strides = ints(strides, n, 1, "strides")
+    begin, end = pad_pairs(pads, n)
+    i = np.asarray(i)
+    if i.shape != x.shape:
+        raise KernelError(f"I has shape {i.shape}, X has shape {x.shape}; they must be equal")
+    if i.dtype.kind not in "iu":
+        raise KernelError(f"I must be an integer tensor, got {i.dtype}")
+    inferred = x.shape[:2] + tuple((d - 1) * s + k - b - e for d, s, k, b, e in
+                                   zip(x.shape[2:], strides, kernel, begin, end))
+    if any(d < 0 for d in inferred):
+        raise KernelError(f"kernel_shape/strides/pads give a negative output shape {inferred}")
+    check_elements(inferred, "MaxUnpool output")
+    y = np.zeros(inferred, x.dtype)
+    flat = i.reshape(-1)
+    if flat.size and (flat.min() < 0 or flat.max() >= y.size):
+        raise KernelError(f"I holds indices outside [0, {y.size}) for the unpooled shape {inferred}")
+    y.reshape(-1)[flat] = x.reshape(-1)
+    if output_shape is None:
+        return y
+    shape = tuple(int(d) for d in np.asarray(output_shape).reshape(-1))
+    if len(shape) != x.ndim:
+        raise KernelError(f"output_shape {list(shape)} must have {x.ndim} entries (N, C and spatial)")
+    if shape[:2] != x.shape[:2]:
+        raise KernelError(f"output_shape {list(shape)} must keep X's N and C {x.shape[:2]}")
+    if shape == inferred:
+        return y
+    check_elements(shape, "MaxUnpool output")
+    res = np.zeros(shape, x.dtype)
+    region = tuple(slice(0, min(a, b)) for a, b in zip(shape, inferred))
+    res[region] = y[region]
+    return res
+
+
+from . import roi  # noqa: E402,F401  (registers MaxRoiPool, RoiAlign)

@@ -1,2 +1,232 @@
-"""quant kernels."""
+"""Linear quantization kernels: QuantizeLinear, DequantizeLinear (per-tensor, per-axis, blocked),
+DynamicQuantizeLinear, QLinearMatMul.
+
+Quantized types: uint8/int8/uint16/int16 (NumPy), int4/uint4/int2/uint2, float8 (e4m3fn, e4m3fnuz,
+e5m2, e5m2fnuz), float4e2m1 and float6 via ml_dtypes. Rounding is half to even; integer results
+saturate to the type's range; float8 saturates to +-max finite when ``saturate`` (else the plain
+conversion: NaN or inf out of range).
+"""
 from __future__ import annotations
+
+import functools
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import KernelError
+from ._registry import op
+
+_INT_QTYPES = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, ml_dtypes.uint4,
+                                          ml_dtypes.int4, ml_dtypes.uint2, ml_dtypes.int2))
+_FLOAT8 = tuple(np.dtype(t) for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz,
+                                      ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz))
+_SMALL_FLOATS = tuple(np.dtype(t) for t in (ml_dtypes.float4_e2m1fn, ml_dtypes.float6_e2m3fn,
+                                            ml_dtypes.float6_e3m2fn))
+_ARITH_FLOATS = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16))
+
+
+@functools.lru_cache(maxsize=None)
+def int_range(dt: np.dtype) -> tuple[int, int]:
+    """(min, max) of an integer dtype, NumPy or ml_dtypes."""
+    dt = np.dtype(dt)
+    info = np.iinfo(dt) if dt.kind in "iu" else ml_dtypes.iinfo(dt)
+    return int(info.min), int(info.max)
+
+
+def _is_int_type(dt: np.dtype) -> bool:
+    return np.dtype(dt) in _INT_QTYPES or np.dtype(dt).kind in "iu"
+
+
+def _arith_dtype(dt) -> np.dtype:
+    """The dtype a division/multiplication 'in the precision of dt' runs in."""
+    dt = np.dtype(dt)
+    return dt if dt in _ARITH_FLOATS else np.dtype(np.float32)
+
+
+def _as_dtype(d, what: str):
+    """An output_dtype/precision attribute: 0/None = unset, else a NumPy dtype."""
+    if d is None or (isinstance(d, (int, np.integer)) and int(d) == 0):
+        return None
+    if isinstance(d, (int, np.integer)):
+        raise KernelError(f"{what} must be a dtype (the ONNX front end converts the enum), got {d}")
+    return np.dtype(d)
+
+
+def broadcast_param(p: np.ndarray, shape: tuple, axis: int, block_size: int, what: str) -> np.ndarray:
+    """Reshape a scale/zero-point to broadcast against ``shape``: a scalar (per-tensor), a 1-D
+    vector along ``axis`` (per-axis), or, with ``block_size > 0``, a tensor of the input's rank
+    whose ``axis`` dimension is ceil(D / block_size), repeated block_size times (blocked)."""
+    p = np.asarray(p)
+    if p.size == 1 and (p.ndim <= 1 or block_size <= 0):
+        return p.reshape(())
+    r = len(shape)
+    if not -r <= axis < r:
+        raise KernelError(f"{what}: axis {axis} out of range for rank {r}")
+    axis %= r
+    if block_size and block_size > 0:
+        if p.ndim != r:
+            raise KernelError(f"{what}: blocked quantization needs a scale of rank {r}, got shape {p.shape}")
+        D = shape[axis]
+        for i in range(r):
+            if i != axis and p.shape[i] != shape[i]:
+                raise KernelError(f"{what}: scale shape {p.shape} does not fit input {shape} "
+                                  f"(blocked along axis {axis})")
+        if p.shape[axis] != -(-D // block_size):
+            raise KernelError(f"{what}: scale has {p.shape[axis]} blocks along axis {axis}, "
+                              f"expected ceil({D} / {block_size}) = {-(-D // block_size)}")
+        return np.repeat(p, block_size, axis=axis).take(np.arange(D), axis=axis)
+    if block_size < 0:
+        raise KernelError(f"{what}: block_size must be positive, got {block_size}")
+    if p.ndim != 1 or p.shape[0] != shape[axis]:
+        raise KernelError(f"{what}: scale shape {p.shape} must be a scalar or a 1-D vector of "
+                          f"length {shape[axis]} (axis {axis} of {shape})")
+    dims = [1] * r
+    dims[axis] = p.shape[0]
+    return p.reshape(dims)
+
+
+def saturate_to(v: np.ndarray, dt: np.dtype, saturate: int = 1) -> np.ndarray:
+    """Convert float values (already rounded for integer types) to quantized type ``dt``."""
+    dt = np.dtype(dt)
+    if _is_int_type(dt):
+        lo, hi = int_range(dt)
+        return np.clip(v, lo, hi).astype(dt)
+    v = np.asarray(v, dtype=np.float32)
+    if dt in _FLOAT8 and not saturate:
+        return v.astype(dt)
+    mx = float(ml_dtypes.finfo(dt).max)
+    return np.clip(v, -mx, mx).astype(dt)
+
+
+@op("onnx:QuantizeLinear-10")
+def quantize_linear(x, y_scale, y_zero_point=None, /, *, axis=1, block_size=0, output_dtype=0,
+                    precision=0, saturate=1):
+    """y = saturate(round_half_even(x / y_scale) + y_zero_point).
+
+    Per-tensor, per-axis (1-D scale along ``axis``) or blocked (``block_size``). Output dtype:
+    ``y_zero_point``'s, else ``output_dtype``, else uint8. The division runs in ``precision``
+    (a dtype) or in ``y_scale``'s dtype. Float8/float4 outputs skip the rounding to integers.
+    """
+    x = np.asarray(x)
+    y_scale = np.asarray(y_scale)
+    odt = _as_dtype(output_dtype, "QuantizeLinear output_dtype")
+    if y_zero_point is not None:
+        y_zero_point = np.asarray(y_zero_point)
+        if odt is not None and odt != y_zero_point.dtype:
+            raise KernelError(f"QuantizeLinear: output_dtype {odt} differs from y_zero_point's "
+                              f"dtype {y_zero_point.dtype}")
+        odt = y_zero_point.dtype
+    odt = odt or np.dtype(np.uint8)
+    if not (_is_int_type(odt) or odt in _FLOAT8 or odt in _SMALL_FLOATS):
+        raise KernelError(f"QuantizeLinear: {odt} is not a quantized type")
+    if y_zero_point is not None and y_zero_point.shape != y_scale.shape:
+        raise KernelError(f"QuantizeLinear: y_zero_point shape {y_zero_point.shape} differs from "
+                          f"y_scale shape {y_scale.shape}")
+    prec = _as_dtype(precision, "QuantizeLinear precision")
+    cdt = _arith_dtype(prec if prec is not None else y_scale.dtype)
+    scale = broadcast_param(y_scale, x.shape, axis, block_size, "QuantizeLinear")
+    v = x.astype(cdt) / scale.astype(cdt)
+    if _is_int_type(odt):
+        v = np.rint(v).astype(np.float64)
+        if y_zero_point is not None:
+            zp = broadcast_param(y_zero_point, x.shape, axis, block_size, "QuantizeLinear")
+            v = v + zp.astype(np.float64)
+        return np.asarray(saturate_to(v, odt))
+    v = v.astype(np.float32)
+    if y_zero_point is not None:
+        zp = broadcast_param(y_zero_point, x.shape, axis, block_size, "QuantizeLinear")
+        v = v + zp.astype(np.float32)
+    return np.asarray(saturate_to(v, odt, saturate))
+
+
+@op("onnx:DequantizeLinear-10")
+def dequantize_linear(x, x_scale, x_zero_point=None, /, *, axis=1, block_size=0, output_dtype=0):
+    """y = (x - x_zero_point) * x_scale.
+
+    Per-tensor, per-axis (1-D scale along ``axis``) or blocked (``block_size``). Output dtype:
+    ``output_dtype`` if set, else ``x_scale``'s dtype; computed in float32 (float64 for int32 x).
+    """
+    x = np.asarray(x)
+    x_scale = np.asarray(x_scale)
+    odt = _as_dtype(output_dtype, "DequantizeLinear output_dtype") or x_scale.dtype
+    if odt not in _ARITH_FLOATS:
+        raise KernelError(f"DequantizeLinear: output dtype {odt} is not a float type")
+    cdt = np.float64 if x.dtype in (np.dtype(np.int32), np.dtype(np.int64)) or odt == np.float64 \
+        else np.float32
+    d = x.astype(cdt)
+    if x_zero_point is not None:
+        x_zero_point = np.asarray(x_zero_point)
+        if x_zero_point.shape != x_scale.shape:
+            raise KernelError(f"DequantizeLinear: x_zero_point shape {x_zero_point.shape} differs "
+                              f"from x_scale shape {x_scale.shape}")
+        if x_zero_point.dtype != x.dtype:
+            raise KernelError(f"DequantizeLinear: x_zero_point dtype {x_zero_point.dtype} differs "
+                              f"from x dtype {x.dtype}")
+        zp = broadcast_param(x_zero_point, x.shape, axis, block_size, "DequantizeLinear")
+        d = d - zp.astype(cdt)
+    scale = broadcast_param(x_scale, x.shape, axis, block_size, "DequantizeLinear")
+    return np.asarray((d * scale.astype(cdt)).astype(odt))
+
+
+@op("onnx:DynamicQuantizeLinear-11")
+def dynamic_quantize_linear(x, /):
+    """y_scale = (max(0, max x) - min(0, min x)) / 255; y_zero_point = round(sat(-min(0, min x) /
+    y_scale)); y = sat(round(x / y_scale) + y_zero_point) (uint8, half to even).
+
+    Returns (y uint8 shape of x, y_scale float32 scalar, y_zero_point uint8 scalar). An all-zero
+    (or empty) x gets y_scale = 1.
+    """
+    x = np.asarray(x, dtype=np.float32)
+    hi = np.float32(max(0.0, float(x.max()))) if x.size else np.float32(0)
+    lo = np.float32(min(0.0, float(x.min()))) if x.size else np.float32(0)
+    scale = np.float32(1.0) if hi == lo else np.float32((hi - lo) / np.float32(255))
+    zp = np.rint(np.clip(np.float32(0) - lo / scale, 0, 255))
+    y = np.clip(np.rint(x / scale) + zp, 0, 255).astype(np.uint8)
+    return y, np.asarray(scale, dtype=np.float32), np.asarray(zp, dtype=np.uint8)
+
+
+def _row_param(p: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """A per-row (a's M axis) 1-D scale/zero point -> (M, 1); anything else broadcasts as is."""
+    p = np.asarray(p)
+    if p.ndim == 1 and p.size > 1 and a.ndim >= 2 and p.size == a.shape[-2]:
+        return p.reshape(-1, 1)
+    return p
+
+
+@op("onnx:QLinearMatMul-10")
+def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, /):
+    """y = saturate(round((a - a_zp) @ (b - b_zp) * a_scale * b_scale / y_scale) + y_zp).
+
+    NumPy matmul shapes; scales/zero points per tensor, per row of a, per column of b. Integer
+    inputs accumulate exactly; float8 inputs are dequantized to float32 first. Dtype of y_zero_point.
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    y_zero_point = np.asarray(y_zero_point)
+    a_scale, b_scale, y_scale = (np.asarray(s) for s in (a_scale, b_scale, y_scale))
+    if a.ndim == 0 or b.ndim == 0:
+        raise KernelError("QLinearMatMul: inputs must have rank >= 1")
+    odt = y_zero_point.dtype
+    if _is_int_type(a.dtype) and _is_int_type(b.dtype):
+        A = a.astype(np.float64) - _row_param(a_zero_point, a).astype(np.float64)
+        B = b.astype(np.float64) - np.asarray(b_zero_point).astype(np.float64)
+        try:
+            C = np.matmul(A, B)  # exact: integer products and sums well below 2**53
+        except ValueError as e:
+            raise KernelError(f"QLinearMatMul: {e}") from None
+        sdt = _arith_dtype(y_scale.dtype)
+        mult = (_row_param(a_scale, a).astype(sdt) * b_scale.astype(sdt)) / y_scale.astype(sdt)
+        v = np.rint(C * mult.astype(np.float64))
+        if _is_int_type(odt):
+            return np.asarray(saturate_to(v + y_zero_point.astype(np.float64), odt))
+        return np.asarray(saturate_to(v + y_zero_point.astype(np.float32), odt))
+    A = (a.astype(np.float32) - _row_param(a_zero_point, a).astype(np.float32)) \
+        * _row_param(a_scale, a).astype(np.float32)
+    B = (b.astype(np.float32) - np.asarray(b_zero_point).astype(np.float32)) * b_scale.astype(np.float32)
+    try:
+        C = np.matmul(A, B)
+    except ValueError as e:
+        raise KernelError(f"QLinearMatMul: {e}") from None
+    v = C / y_scale.astype(np.float32)
+    if _is_int_type(odt):
+        return np.asarray(saturate_to(np.rint(v).astype(np.float64) + y_zero_point.astype(np.float64), odt))
+    return np.asarray(saturate_to(v + y_zero_point.astype(np.float32), odt))

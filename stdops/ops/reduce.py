@@ -65,7 +65,7 @@ def _sum(x: np.ndarray, axes, keepdims, dtype=None) -> np.ndarray:
 
 def _check_data(data, name: str) -> np.ndarray:
     data = np.asarray(data)
-    if data.dtype.kind in "OSUV":
+    if data.dtype.kind in "OSU":
         raise KernelError(f"{name}: unsupported input dtype {data.dtype}")
     return data
 

@@ -1,2 +1,353 @@
-"""rnn kernels."""
+"""Recurrent kernels: RNN, GRU, LSTM (ONNX semantics, ONNX weight layout).
+
+Common shape rules (layout 0; layout 1 swaps the first two axes of X, Y and the states):
+
+- X ``[T, B, I]``; W ``[D, G*H, I]``; R ``[D, G*H, H]``; B ``[D, 2*G*H]`` (Wb then Rb);
+  sequence_lens ``[B]``; initial_h / initial_c ``[D, B, H]``; P (LSTM) ``[D, 3*H]``.
+- Y ``[T, D, B, H]``; Y_h / Y_c ``[D, B, H]``. D is 2 for ``bidirectional``, else 1;
+  G is the number of gates (1 RNN, 3 GRU ``zrh``, 4 LSTM ``iofc``).
+- Steps past a sequence's length output zeros and hold the state; the reverse direction runs
+  each sequence backwards from its own last valid step.
+
+The input projection ``X @ W^T`` of every step is one GEMM per direction; the loop runs over time
+steps only, with both directions advanced together. Arithmetic stays in float32 (float64 for
+float64 inputs; float16/bfloat16 compute in float32); outputs have X's dtype.
+"""
 from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+from scipy import special as _sp
+
+from ..errors import KernelError
+from ._registry import op
+
+# --------------------------------------------------------------------------- activations
+
+#: lower-case name -> (function(x, alpha, beta), default alpha or None, default beta or None)
+_ACTIVATIONS: dict[str, tuple[Callable, float | None, float | None]] = {
+    "relu": (lambda x, a, b: np.maximum(x, x.dtype.type(0)), None, None),
+    "tanh": (lambda x, a, b: np.tanh(x), None, None),
+    "sigmoid": (lambda x, a, b: _sp.expit(x), None, None),
+    "affine": (lambda x, a, b: x * a + b, 1.0, 0.0),
+    "leakyrelu": (lambda x, a, b: np.where(x >= 0, x, x * a), 0.01, None),
+    "thresholdedrelu": (lambda x, a, b: np.where(x >= a, x, x.dtype.type(0)), 1.0, None),
+    "scaledtanh": (lambda x, a, b: a * np.tanh(x * b), 1.0, 1.0),
+    "hardsigmoid": (lambda x, a, b: np.clip(x * a + b, 0, 1).astype(x.dtype, copy=False), 0.2, 0.5),
+    "elu": (lambda x, a, b: np.where(x >= 0, x, a * np.expm1(np.minimum(x, 0))), 1.0, None),
+    "softsign": (lambda x, a, b: x / (1 + np.abs(x)), None, None),
+    "softplus": (lambda x, a, b: np.logaddexp(x.dtype.type(0), x), None, None),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Act:
+    name: str
+    alpha: float
+    beta: float
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        fn = _ACTIVATIONS[self.name][0]
+        t = x.dtype.type
+        return fn(x, t(self.alpha), t(self.beta))
+
+
+def _activations(opname: str, activations, alphas, betas, defaults: tuple[str, ...],
+                 num_dirs: int) -> list[list[_Act]]:
+    """Per direction, the activation functions in the op's order. ``activation_alpha`` and
+    ``activation_beta`` are consumed in order by the functions that take that parameter."""
+    k = len(defaults)
+    names = list(defaults) * num_dirs if activations is None else [str(a) for a in activations]
+    if len(names) != k * num_dirs:
+        raise KernelError(f"{opname}: expected {k * num_dirs} activations for {num_dirs} "
+                          f"direction(s), got {len(names)}: {names}")
+    alphas = list(alphas or ())
+    betas = list(betas or ())
+    acts = []
+    for nm in names:
+        key = nm.lower()
+        if key not in _ACTIVATIONS:
+            raise KernelError(f"{opname}: unsupported activation {nm!r} (supported: "
+                              f"Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, "
+                              f"ScaledTanh, HardSigmoid, Elu, Softsign, Softplus)")
+        _, da, db = _ACTIVATIONS[key]
+        a = float(alphas.pop(0)) if da is not None and alphas else (da or 0.0)
+        b = float(betas.pop(0)) if db is not None and betas else (db or 0.0)
+        acts.append(_Act(key, a, b))
+    return [acts[d * k:(d + 1) * k] for d in range(num_dirs)]
+
+
+def _per_dir(funcs: list[_Act], x: np.ndarray) -> np.ndarray:
+    """Apply direction d's function to x[d] (one call when every direction uses the same one)."""
+    if all(f == funcs[0] for f in funcs):
+        return funcs[0](x)
+    return np.stack([f(x[d]) for d, f in enumerate(funcs)])
+
+
+# --------------------------------------------------------------------------- shared set-up
+
+@dataclasses.dataclass
+class _Setup:
+    T: int
+    B: int
+    H: int
+    D: int
+    wt: np.dtype
+    out_dtype: np.dtype
+    Gx: np.ndarray  # [D, T, B, G*H] input projection (reverse directions already time-reversed)
+    RT: np.ndarray  # [D, H, G*H]  R transposed for h @ R^T
+    Rb: np.ndarray  # [D, 1, G*H]
+    mask: np.ndarray | None  # [T, B, 1] bool, None when every sequence has length T
+    rev_idx: np.ndarray | None  # [T, B] time gather of the reverse direction
+    h0: np.ndarray  # [D, B, H]
+    acts: list[list[_Act]]
+    clip: float | None
+    layout: int
+
+
+_DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
+
+
+def _setup(opname: str, gates: int, X, W, R, B, sequence_lens, initial_h, *, hidden_size,
+           activations, activation_alpha, activation_beta, clip, direction, layout,
+           default_acts: tuple[str, ...], fold_rb: bool) -> _Setup:
+    X, W, R = np.asarray(X), np.asarray(W), np.asarray(R)
+    if not np.issubdtype(X.dtype, np.floating) and X.dtype.kind != "V" and \
+            "bfloat16" not in str(X.dtype):
+        raise KernelError(f"{opname}: X must be a floating-point tensor, got {X.dtype}")
+    if direction not in _DIRECTIONS:
+        raise KernelError(f"{opname}: direction must be forward, reverse or bidirectional, "
+                          f"got {direction!r}")
+    if int(layout) not in (0, 1):
+        raise KernelError(f"{opname}: layout must be 0 or 1, got {layout}")
+    layout = int(layout)
+    D = _DIRECTIONS[direction]
+    if X.ndim != 3:
+        raise KernelError(f"{opname}: X must have rank 3, got shape {X.shape}")
+    if layout == 1:
+        X = X.transpose(1, 0, 2)
+    T, Bn, I = X.shape
+    if R.ndim != 3 or R.shape[0] != D or R.shape[1] % gates or R.shape[1] != gates * R.shape[2]:
+        raise KernelError(f"{opname}: R must have shape [{D}, {gates}*hidden_size, hidden_size], "
+                          f"got {R.shape}")
+    H = R.shape[2]
+    if hidden_size is not None and int(hidden_size) != H:
+        raise KernelError(f"{opname}: hidden_size={hidden_size} but R has shape {R.shape}")
+    if W.shape != (D, gates * H, I):
+        raise KernelError(f"{opname}: W must have shape {(D, gates * H, I)}, got {W.shape}")
+    wt = np.dtype(np.float64) if X.dtype == np.float64 else np.dtype(np.float32)
+    Xw = X.astype(wt, copy=False)
+    if B is None:
+        bias = np.zeros((D, 2 * gates * H), wt)
+    else:
+        bias = np.asarray(B)
+        if bias.shape != (D, 2 * gates * H):
+            raise KernelError(f"{opname}: B must have shape {(D, 2 * gates * H)}, got {bias.shape}")
+        bias = bias.astype(wt, copy=False)
+    Wb, Rb = bias[:, :gates * H], bias[:, gates * H:]
+
+    mask = rev_idx = None
+    if sequence_lens is not None:
+        sl = np.asarray(sequence_lens)
+        if sl.dtype.kind not in "iu" or sl.shape != (Bn,):
+            raise KernelError(f"{opname}: sequence_lens must be an integer tensor of shape "
+                              f"({Bn},), got {sl.dtype} {sl.shape}")
+        if sl.size and (sl.min() < 0 or sl.max() > T):
+            raise KernelError(f"{opname}: sequence_lens values must lie in [0, {T}], got {sl}")
+        sl = sl.astype(np.int64)
+        if (sl != T).any():
+            t = np.arange(T)[:, None]
+            mask = (t < sl[None, :])[:, :, None]
+            rev_idx = np.where(t < sl[None, :], sl[None, :] - 1 - t, t)
+
+    # the input projection of every step, one GEMM per direction
+    xs = []
+    for d in range(D):
+        if direction == "reverse" or d == 1:
+            xs.append(Xw[::-1] if rev_idx is None else Xw[rev_idx, np.arange(Bn)])
+        else:
+            xs.append(Xw)
+    Wt = W.astype(wt, copy=False).transpose(0, 2, 1)  # [D, I, G*H]
+    Gx = np.matmul(np.stack(xs).reshape(D, T * Bn, I), Wt).reshape(D, T, Bn, gates * H)
+    Gx += (Wb + Rb if fold_rb else Wb)[:, None, None, :]
+
+    if initial_h is None:
+        h0 = np.zeros((D, Bn, H), wt)
+    else:
+        h0 = _state(opname, "initial_h", initial_h, D, Bn, H, layout, wt)
+    acts = _activations(opname, activations, activation_alpha, activation_beta, default_acts, D)
+    RT = R.astype(wt, copy=False).transpose(0, 2, 1)
+    return _Setup(T, Bn, H, D, wt, X.dtype, Gx, RT, Rb[:, None, :], mask, rev_idx, h0, acts,
+                  None if clip is None else float(clip), layout)
+
+
+def _state(opname, name, s, D, Bn, H, layout, wt) -> np.ndarray:
+    s = np.asarray(s)
+    want = (Bn, D, H) if layout == 1 else (D, Bn, H)
+    if s.shape != want:
+        raise KernelError(f"{opname}: {name} must have shape {want}, got {s.shape}")
+    if layout == 1:
+        s = s.transpose(1, 0, 2)
+    return s.astype(wt)  # a fresh array: the loop never touches the caller's tensor
+
+
+def _clip(s: _Setup, x: np.ndarray) -> np.ndarray:
+    return x if s.clip is None else np.clip(x, -s.clip, s.clip)
+
+
+def _finish(s: _Setup, direction: str, Y: np.ndarray, *states: np.ndarray) -> tuple:
+    """Undo the reverse directions' time order in Y, apply the layout, cast to X's dtype."""
+    for d in range(s.D):
+        if direction == "reverse" or d == 1:
+            Y[:, d] = Y[::-1, d] if s.rev_idx is None else Y[s.rev_idx, d, np.arange(s.B)]
+    if s.layout == 1:
+        Y = Y.transpose(2, 0, 1, 3)
+        states = tuple(st.transpose(1, 0, 2) for st in states)
+    od = s.out_dtype
+    return (np.ascontiguousarray(Y.astype(od, copy=False)),
+            *(np.ascontiguousarray(st.astype(od, copy=False)) for st in states))
+
+
+# --------------------------------------------------------------------------- RNN
+
+@op("onnx:RNN-7")
+def rnn(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=None,
+        activations=None, activation_alpha=None, activation_beta=None, clip=None,
+        direction="forward", layout=0):
+    """Ht = f(Xt @ Wi^T + Ht-1 @ Ri^T + Wbi + Rbi), f = Tanh by default.
+
+    Returns (Y, Y_h): Y [T, D, B, H], Y_h [D, B, H] (layout 1: [B, T, D, H], [B, D, H]);
+    X's dtype. See the module docstring for the shapes of the inputs.
+    """
+    s = _setup("RNN", 1, X, W, R, B, sequence_lens, initial_h, hidden_size=hidden_size,
+               activations=activations, activation_alpha=activation_alpha,
+               activation_beta=activation_beta, clip=clip, direction=direction, layout=layout,
+               default_acts=("Tanh",), fold_rb=True)
+    f = [a[0] for a in s.acts]
+    Y = np.zeros((s.T, s.D, s.B, s.H), s.wt)
+    h = s.h0
+    for t in range(s.T):
+        hn = _per_dir(f, _clip(s, s.Gx[:, t] + np.matmul(h, s.RT)))
+        if s.mask is None:
+            h = hn
+            Y[t] = hn
+        else:
+            m = s.mask[t]
+            h = np.where(m, hn, h)
+            Y[t] = hn * m
+    return _finish(s, direction, Y, h)
+
+
+# --------------------------------------------------------------------------- GRU
+
+@op("onnx:GRU-7")
+def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=None,
+        activations=None, activation_alpha=None, activation_beta=None, clip=None,
+        direction="forward", layout=0, linear_before_reset=0):
+    """zt = f(Xt Wz^T + Ht-1 Rz^T + Wbz + Rbz); rt = f(Xt Wr^T + Ht-1 Rr^T + Wbr + Rbr);
+    ht = g(Xt Wh^T + (rt * Ht-1) Rh^T + Rbh + Wbh)  (linear_before_reset=0) or
+    ht = g(Xt Wh^T + rt * (Ht-1 Rh^T + Rbh) + Wbh)  (linear_before_reset!=0);
+    Ht = (1 - zt) * ht + zt * Ht-1.  f = Sigmoid, g = Tanh by default; gate order z, r, h.
+
+    Returns (Y, Y_h) as RNN; X's dtype.
+    """
+    lbr = bool(linear_before_reset)
+    s = _setup("GRU", 3, X, W, R, B, sequence_lens, initial_h, hidden_size=hidden_size,
+               activations=activations, activation_alpha=activation_alpha,
+               activation_beta=activation_beta, clip=clip, direction=direction, layout=layout,
+               default_acts=("Sigmoid", "Tanh"), fold_rb=False)
+    H = s.H
+    f = [a[0] for a in s.acts]
+    g = [a[1] for a in s.acts]
+    Gx = s.Gx
+    Gx[..., :2 * H] += s.Rb[:, None, :, :2 * H]  # z and r take both biases up front
+    Rbh = s.Rb[..., 2 * H:]  # [D, 1, H]
+    if not lbr:
+        Gx[..., 2 * H:] += Rbh[:, None]
+    RT_zr = s.RT[..., :2 * H]
+    RT_h = s.RT[..., 2 * H:]
+    one = s.wt.type(1)
+    Y = np.zeros((s.T, s.D, s.B, H), s.wt)
+    h = s.h0
+    for t in range(s.T):
+        gx = Gx[:, t]
+        if lbr:
+            hr = np.matmul(h, s.RT)
+            zr = _per_dir(f, _clip(s, gx[..., :2 * H] + hr[..., :2 * H]))
+            z, r = zr[..., :H], zr[..., H:]
+            hh = _per_dir(g, _clip(s, gx[..., 2 * H:] + r * (hr[..., 2 * H:] + Rbh)))
+        else:
+            zr = _per_dir(f, _clip(s, gx[..., :2 * H] + np.matmul(h, RT_zr)))
+            z, r = zr[..., :H], zr[..., H:]
+            hh = _per_dir(g, _clip(s, gx[..., 2 * H:] + np.matmul(r * h, RT_h)))
+        hn = (one - z) * hh + z * h
+        if s.mask is None:
+            h = hn
+            Y[t] = hn
+        else:
+            m = s.mask[t]
+            h = np.where(m, hn, h)
+            Y[t] = hn * m
+    return _finish(s, direction, Y, h)
+
+
+# --------------------------------------------------------------------------- LSTM
+
+@op("onnx:LSTM-7")
+def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, /, *,
+         hidden_size=None, activations=None, activation_alpha=None, activation_beta=None,
+         clip=None, direction="forward", input_forget=0, layout=0):
+    """it = f(Xt Wi^T + Ht-1 Ri^T + Pi * Ct-1 + Wbi + Rbi); ft = f(... f gate ..., Pf * Ct-1)
+    (ft = 1 - it when input_forget); ct = g(Xt Wc^T + Ht-1 Rc^T + Wbc + Rbc);
+    Ct = ft * Ct-1 + it * ct; ot = f(Xt Wo^T + Ht-1 Ro^T + Po * Ct + Wbo + Rbo); Ht = ot * h(Ct).
+    f = Sigmoid, g = h = Tanh by default; gate order i, o, f, c; clip bounds the gate inputs.
+
+    Returns (Y, Y_h, Y_c): Y as RNN, Y_h and Y_c [D, B, H] ([B, D, H] for layout 1); X's dtype.
+    """
+    s = _setup("LSTM", 4, X, W, R, B, sequence_lens, initial_h, hidden_size=hidden_size,
+               activations=activations, activation_alpha=activation_alpha,
+               activation_beta=activation_beta, clip=clip, direction=direction, layout=layout,
+               default_acts=("Sigmoid", "Tanh", "Tanh"), fold_rb=True)
+    H, D = s.H, s.D
+    if initial_c is None:
+        c = np.zeros((D, s.B, H), s.wt)
+    else:
+        c = _state("LSTM", "initial_c", initial_c, D, s.B, H, s.layout, s.wt)
+    peep = P is not None
+    if peep:
+        P = np.asarray(P)
+        if P.shape != (D, 3 * H):
+            raise KernelError(f"LSTM: P must have shape {(D, 3 * H)}, got {P.shape}")
+        P = P.astype(s.wt, copy=False)[:, None, :]  # [D, 1, 3H]
+        Pi, Po, Pf = P[..., :H], P[..., H:2 * H], P[..., 2 * H:]
+    f = [a[0] for a in s.acts]
+    g = [a[1] for a in s.acts]
+    hact = [a[2] for a in s.acts]
+    one = s.wt.type(1)
+    couple = bool(input_forget)
+    Y = np.zeros((s.T, D, s.B, H), s.wt)
+    h = s.h0
+    for t in range(s.T):
+        gates = s.Gx[:, t] + np.matmul(h, s.RT)  # [D, B, 4H]: i, o, f, c
+        gi, go, gf, gc = (gates[..., k * H:(k + 1) * H] for k in range(4))
+        if peep:
+            gi = gi + Pi * c
+            gf = gf + Pf * c
+        i = _per_dir(f, _clip(s, gi))
+        ft = one - i if couple else _per_dir(f, _clip(s, gf))
+        cn = ft * c + i * _per_dir(g, _clip(s, gc))
+        if peep:
+            go = go + Po * cn
+        o = _per_dir(f, _clip(s, go))
+        hn = o * _per_dir(hact, cn)
+        if s.mask is None:
+            h, c = hn, cn
+            Y[t] = hn
+        else:
+            m = s.mask[t]
+            h = np.where(m, hn, h)
+            c = np.where(m, cn, c)
+            Y[t] = hn * m
+    return _finish(s, direction, Y, h, c)

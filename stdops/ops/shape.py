@@ -131,11 +131,11 @@ def transpose(data, /, *, perm=None):
     """
     x = _arr(data, "data")
     if perm is None:
-        return np.ascontiguousarray(x.transpose())
+        return x.transpose().copy()
     p = int_list(perm, "perm")
     if sorted(p) != list(range(x.ndim)):
         raise KernelError(f"perm {p} is not a permutation of the {x.ndim} axes of shape {x.shape}")
-    return np.ascontiguousarray(x.transpose(p))
+    return x.transpose(p).copy()
 
 
 @op("onnx:Squeeze-13")

@@ -1,0 +1,172 @@
+"""Control flow: If, Loop and Scan, whose bodies are subgraphs compiled once, at load time, like the
+main graph (ONNX IR spec, "Control flow" operators).
+
+A subgraph may read values of the enclosing scopes. The compiled subgraph lists those names
+(``Plan.outer_names``); the adapter publishes them as ``outer_inputs`` so the front end appends them
+to the node's inputs, and the step receives their values after the node's own inputs.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import limits
+from ..errors import KernelError, ResourceLimitError
+from .opset import BindContext, adapter, onnx_dtype
+
+
+def _compile(ctx: BindContext, attr: str):
+    g = ctx.attrs.pop(attr, None)
+    if g is None:
+        raise ctx.error(f"missing required attribute {attr}")
+    if ctx.compile_graph is None:
+        raise ctx.error("subgraphs are not supported here")
+    return g, ctx.compile_graph(g)
+
+
+def _outer(*plans) -> list[str]:
+    names: list[str] = []
+    for p in plans:
+        names += [n for n in p.outer_names if n not in names]
+    return names
+
+
+def _check_outputs(ctx: BindContext, plan, n: int, what: str) -> None:
+    if len(plan.output_names) != n:
+        raise ctx.error(f"{what} produces {len(plan.output_names)} outputs, the node declares {n}")
+
+
+@adapter("If", 1)
+def _if(ctx: BindContext):
+    """If(cond) -> the outputs of then_branch or else_branch (If-1..-24 differ only in types)."""
+    _, then_p = _compile(ctx, "then_branch")
+    _, else_p = _compile(ctx, "else_branch")
+    if ctx.attrs:
+        raise ctx.error(f"unknown attribute(s) {', '.join(sorted(ctx.attrs))}")
+    _check_outputs(ctx, then_p, ctx.n_outputs, "then_branch")
+    _check_outputs(ctx, else_p, ctx.n_outputs, "else_branch")
+    outer = _outer(then_p, else_p)
+
+    def run_if(cond, *outer_vals):
+        c = np.asarray(cond)
+        if c.size != 1:
+            raise KernelError(f"If: cond must hold one element, got shape {c.shape}")
+        plan = then_p if bool(c.reshape(-1)[0]) else else_p
+        env = dict(zip(outer, outer_vals))
+        out = plan.run({n: env[n] for n in plan.outer_names})
+        return tuple(out[n] for n in plan.output_names)
+
+    run_if.outer_inputs = outer
+    return run_if
+
+
+def _empty_like_output(vi) -> np.ndarray:
+    """A zero-length scan output for a loop that ran no iteration: shape [0] + the declared tail."""
+    tt = vi.type.tensor_type
+    dtype = onnx_dtype(tt.elem_type) if tt.elem_type else np.float32
+    tail = [d.dim_value if d.HasField("dim_value") else 0 for d in tt.shape.dim] if tt.HasField("shape") else []
+    return np.zeros([0, *tail], dtype)
+
+
+@adapter("Loop", 1)
+def _loop(ctx: BindContext):
+    """Loop(M?, cond?, v_initial...) -> (v_final..., scan_outputs...) (Loop-1..-24: same meaning)."""
+    body_g, body = _compile(ctx, "body")
+    if ctx.attrs:
+        raise ctx.error(f"unknown attribute(s) {', '.join(sorted(ctx.attrs))}")
+    n_state = ctx.n_inputs - 2
+    if n_state < 0:
+        raise ctx.error("Loop needs at least the M and cond inputs (either may be empty)")
+    b_in, b_out = body.input_names, body.output_names
+    if len(b_in) != n_state + 2:
+        raise ctx.error(f"body takes {len(b_in)} inputs, expected {n_state + 2} (iteration, cond, states)")
+    if len(b_out) < n_state + 1:
+        raise ctx.error(f"body produces {len(b_out)} outputs, expected at least {n_state + 1}")
+    n_scan = len(b_out) - 1 - n_state
+    if ctx.n_outputs > n_state + n_scan:
+        raise ctx.error(f"node declares {ctx.n_outputs} outputs, the body yields {n_state + n_scan}")
+    empty_scans = [_empty_like_output(vi) for vi in body_g.output[1 + n_state:]]
+    outer = body.outer_names
+
+    def run_loop(m, cond, *rest):
+        state = list(rest[:n_state])
+        env = dict(zip(outer, rest[n_state:]))
+        max_trip = None if m is None else int(np.asarray(m).reshape(-1)[0])
+        go = True if cond is None else bool(np.asarray(cond).reshape(-1)[0])
+        cap = limits.max_loop_iterations()
+        scans: list[list] = [[] for _ in range(n_scan)]
+        i = 0
+        while go and (max_trip is None or i < max_trip):
+            if i >= cap:
+                raise ResourceLimitError(f"Loop ran {cap} iterations without stopping (raise the limit with "
+                                         f"stdops.limits.set_max_loop_iterations)")
+            feeds = {b_in[0]: np.array(i, np.int64), b_in[1]: np.array(go)}
+            feeds.update(zip(b_in[2:], state))
+            feeds.update(env)
+            out = body.run(feeds)
+            go = bool(np.asarray(out[b_out[0]]).reshape(-1)[0])
+            state = [out[n] for n in b_out[1:1 + n_state]]
+            for j, n in enumerate(b_out[1 + n_state:]):
+                scans[j].append(out[n])
+            i += 1
+        stacked = [np.stack(s) if s else empty_scans[j] for j, s in enumerate(scans)]
+        return (*state, *stacked)
+
+    run_loop.outer_inputs = outer
+    return run_loop
+
+
+@adapter("Scan", 9)
+def _scan(ctx: BindContext):
+    """Scan(initial states..., scan inputs...) -> (final states..., scan outputs...) (Scan-9 on)."""
+    _, body = _compile(ctx, "body")
+    n_scan_in = ctx.attrs.pop("num_scan_inputs", None)
+    if n_scan_in is None:
+        raise ctx.error("missing required attribute num_scan_inputs")
+    in_axes = list(ctx.attrs.pop("scan_input_axes", ()) or [0] * n_scan_in)
+    in_dirs = list(ctx.attrs.pop("scan_input_directions", ()) or [0] * n_scan_in)
+    n_state = ctx.n_inputs - n_scan_in
+    n_scan_out = len(body.output_names) - n_state
+    out_axes = list(ctx.attrs.pop("scan_output_axes", ()) or [0] * n_scan_out)
+    out_dirs = list(ctx.attrs.pop("scan_output_directions", ()) or [0] * n_scan_out)
+    if ctx.attrs:
+        raise ctx.error(f"unknown attribute(s) {', '.join(sorted(ctx.attrs))}")
+    if n_state < 0 or n_scan_out < 0 or len(body.input_names) != ctx.n_inputs:
+        raise ctx.error("body inputs/outputs do not match the node's states and scan inputs")
+    if len(in_axes) != n_scan_in or len(in_dirs) != n_scan_in or len(out_axes) != n_scan_out \
+            or len(out_dirs) != n_scan_out:
+        raise ctx.error("scan axes/directions lists do not match the number of scan inputs/outputs")
+    b_in, b_out = body.input_names, body.output_names
+    outer = body.outer_names
+
+    def run_scan(*args):
+        state = list(args[:n_state])
+        xs = [np.asarray(a) for a in args[n_state:ctx.n_inputs]]
+        env = dict(zip(outer, args[ctx.n_inputs:]))
+        axes = [ax + x.ndim if ax < 0 else ax for ax, x in zip(in_axes, xs)]
+        lengths = {x.shape[ax] for x, ax in zip(xs, axes)}
+        if len(lengths) > 1:
+            raise KernelError(f"Scan inputs have different sequence lengths {sorted(lengths)}")
+        n = lengths.pop() if lengths else 0
+        outs: list[list[Any]] = [[] for _ in range(n_scan_out)]
+        for t in range(n):
+            feeds = dict(zip(b_in[:n_state], state))
+            for name, x, ax, d in zip(b_in[n_state:], xs, axes, in_dirs):
+                feeds[name] = np.take(x, n - 1 - t if d else t, axis=ax)
+            feeds.update(env)
+            out = body.run(feeds)
+            state = [out[nm] for nm in b_out[:n_state]]
+            for j, nm in enumerate(b_out[n_state:]):
+                outs[j].append(out[nm])
+        result = []
+        for j, seq in enumerate(outs):
+            if out_dirs[j]:
+                seq = seq[::-1]
+            y = np.stack(seq) if seq else np.zeros((0,), np.float32)
+            ax = out_axes[j] + y.ndim if out_axes[j] < 0 else out_axes[j]
+            result.append(np.moveaxis(y, 0, ax) if ax else y)
+        return (*state, *result)
+
+    run_scan.outer_inputs = outer
+    return run_scan

@@ -1,0 +1,2 @@
+"""RoI pooling kernels: MaxRoiPool, RoiAlign (split from pool.py)."""
+from __future__ import annotations
