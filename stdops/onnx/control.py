@@ -170,3 +170,101 @@ def _scan(ctx: BindContext):
 
     run_scan.outer_inputs = outer
     return run_scan
+
+
+@adapter("Scan", 8)
+def _scan_8(ctx: BindContext):
+    """Scan-8: like Scan-9 with a leading batch axis on every state and scan input, an optional first
+    input sequence_lens [batch] (steps past a sequence's length are skipped; its scan outputs are
+    zero there), scan axis 1, and ``directions`` for the scan inputs."""
+    _, body = _compile(ctx, "body")
+    n_scan_in = ctx.attrs.pop("num_scan_inputs", None)
+    if n_scan_in is None:
+        raise ctx.error("missing required attribute num_scan_inputs")
+    dirs = list(ctx.attrs.pop("directions", ()) or [0] * n_scan_in)
+    if ctx.attrs:
+        raise ctx.error(f"unknown attribute(s) {', '.join(sorted(ctx.attrs))}")
+    n_state = ctx.n_inputs - 1 - n_scan_in
+    if n_state < 0 or len(body.input_names) != n_state + n_scan_in or len(dirs) != n_scan_in:
+        raise ctx.error("body inputs do not match the node's states and scan inputs")
+    b_in, b_out = body.input_names, body.output_names
+    n_scan_out = len(b_out) - n_state
+    outer = body.outer_names
+    n_in = ctx.n_inputs
+
+    def run_scan_8(seq_lens, *args):
+        env = dict(zip(outer, args[n_in - 1:]))
+        states = [np.asarray(a) for a in args[:n_state]]
+        xs = [np.asarray(a) for a in args[n_state:n_in - 1]]
+        batch, full = xs[0].shape[0], xs[0].shape[1]
+        lens = np.full(batch, full, np.int64) if seq_lens is None else np.asarray(seq_lens).reshape(-1)
+        final: list[list] = [[] for _ in range(n_state)]
+        scans: list[list] = [[] for _ in range(n_scan_out)]
+        for b in range(batch):
+            state = [s[b] for s in states]
+            n = int(lens[b])
+            steps: list[list] = [[] for _ in range(n_scan_out)]
+            for t in range(n):
+                feeds = dict(zip(b_in[:n_state], state))
+                for name, x, d in zip(b_in[n_state:], xs, dirs):
+                    feeds[name] = x[b, n - 1 - t if d else t]
+                feeds.update(env)
+                out = body.run(feeds)
+                state = [out[nm] for nm in b_out[:n_state]]
+                for j, nm in enumerate(b_out[n_state:]):
+                    steps[j].append(np.asarray(out[nm]))
+            for j, s in enumerate(state):
+                final[j].append(s)
+            for j, seq in enumerate(steps):
+                scans[j].append(seq)
+        results = [np.stack(f) for f in final]
+        for j in range(n_scan_out):
+            per_batch = scans[j]
+            proto = next((s[0] for s in per_batch if s), None)
+            if proto is None:
+                results.append(np.zeros((batch, 0), np.float32))
+                continue
+            y = np.zeros((batch, full, *proto.shape), proto.dtype)
+            for b, seq in enumerate(per_batch):
+                if seq:
+                    y[b, :len(seq)] = np.stack(seq)
+            results.append(y)
+        return tuple(results)
+
+    run_scan_8.outer_inputs = outer
+    return run_scan_8
+
+
+@adapter("SequenceMap", 17)
+def _sequence_map(ctx: BindContext):
+    """SequenceMap(input_sequence, additional_inputs...) -> sequences: the body applied to each element
+    (an additional input that is a sequence contributes its i-th element, a tensor itself)."""
+    _, body = _compile(ctx, "body")
+    if ctx.attrs:
+        raise ctx.error(f"unknown attribute(s) {', '.join(sorted(ctx.attrs))}")
+    if len(body.input_names) != ctx.n_inputs:
+        raise ctx.error(f"body takes {len(body.input_names)} inputs, the node has {ctx.n_inputs}")
+    _check_outputs(ctx, body, ctx.n_outputs, "body")
+    outer = body.outer_names
+    n_in = ctx.n_inputs
+
+    def run_sequence_map(seq, *rest):
+        extra, env = rest[:n_in - 1], dict(zip(outer, rest[n_in - 1:]))
+        if not isinstance(seq, list):
+            raise KernelError("SequenceMap: the first input must be a sequence")
+        for e in extra:
+            if isinstance(e, list) and len(e) != len(seq):
+                raise KernelError(f"SequenceMap: sequences of lengths {len(seq)} and {len(e)}")
+        results: list[list] = [[] for _ in body.output_names]
+        for i, item in enumerate(seq):
+            feeds = {body.input_names[0]: item}
+            for name, e in zip(body.input_names[1:], extra):
+                feeds[name] = e[i] if isinstance(e, list) else e
+            feeds.update(env)
+            out = body.run(feeds)
+            for j, nm in enumerate(body.output_names):
+                results[j].append(out[nm])
+        return tuple(results)
+
+    run_sequence_map.outer_inputs = outer
+    return run_sequence_map

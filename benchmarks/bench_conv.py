@@ -1,0 +1,128 @@
+"""Conv speed against onnxruntime (and optionally onnx.reference) on ResNet-18 / MobileNetV2 layer shapes.
+
+One-node models built with onnx.helper (weights as initializers), batch 1, one thread for both.
+Run with the BLAS tuning variables unset for this command only:
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_conv.py [--reference]
+
+Prints per layer the median time of each backend and the ratio stdops / onnxruntime.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import stdops.onnx  # noqa: E402
+
+# name, C_in, H(=W), C_out, kernel, stride, pad, group
+LAYERS = [
+    ("resnet18 conv1 7x7/2", 3, 224, 64, 7, 2, 3, 1),
+    ("resnet18 l1 3x3 64", 64, 56, 64, 3, 1, 1, 1),
+    ("resnet18 l2 3x3/2 64->128", 64, 56, 128, 3, 2, 1, 1),
+    ("resnet18 l2 3x3 128", 128, 28, 128, 3, 1, 1, 1),
+    ("resnet18 l2 down 1x1/2", 64, 56, 128, 1, 2, 0, 1),
+    ("resnet18 l3 3x3 256", 256, 14, 256, 3, 1, 1, 1),
+    ("resnet18 l4 3x3 512", 512, 7, 512, 3, 1, 1, 1),
+    ("mbv2 stem 3x3/2", 3, 224, 32, 3, 2, 1, 1),
+    ("mbv2 expand 1x1 16->96", 16, 112, 96, 1, 1, 0, 1),
+    ("mbv2 dw 3x3/2 96", 96, 112, 96, 3, 2, 1, 96),
+    ("mbv2 dw 3x3 144", 144, 56, 144, 3, 1, 1, 144),
+    ("mbv2 project 1x1 144->24", 144, 56, 24, 1, 1, 0, 1),
+    ("mbv2 expand 1x1 32->192", 32, 28, 192, 1, 1, 0, 1),
+    ("mbv2 dw 3x3 576", 576, 14, 576, 3, 1, 1, 576),
+    ("mbv2 project 1x1 960->160", 960, 7, 160, 1, 1, 0, 1),
+]
+
+
+def conv_model(c, h, m, k, s, p, g, seed=0):
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((m, c // g, k, k), dtype=np.float32) * np.float32(0.1)
+    b = rng.standard_normal((m,), dtype=np.float32)
+    node = helper.make_node("Conv", ["X", "W", "B"], ["Y"], kernel_shape=[k, k], strides=[s, s],
+                            pads=[p] * 4, group=g)
+    graph = helper.make_graph(
+        [node], "conv", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, c, h, h])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "B")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal((1, c, h, h), dtype=np.float32)
+    return model, x
+
+
+def timeit(fn, repeat, budget=1.0):
+    fn()
+    fn()
+    times = []
+    t_end = time.perf_counter() + budget
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if time.perf_counter() > t_end and len(times) >= 5:
+            break
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--reference", action="store_true", help="also time onnx.reference")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+
+    import onnxruntime as ort
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    threadpool_limits(args.threads)
+    blas = [(i.get("internal_api"), i.get("architecture"), i.get("num_threads")) for i in threadpool_info()]
+    print(f"# numpy {np.__version__}, onnxruntime {ort.__version__}, threads {args.threads}, BLAS {blas}")
+    print(f"# OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')} "
+          f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE')}")
+    hdr = f"{'layer':30s} {'GFLOP':>6s} {'stdops ms':>10s} {'ort ms':>8s} {'ratio':>6s}"
+    if args.reference:
+        hdr += f" {'ref ms':>8s}"
+    print(hdr)
+    ratios = []
+    for name, c, h, m, k, s, p, g in LAYERS:
+        model, x = conv_model(c, h, m, k, s, p, g)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = args.threads
+        so.inter_op_num_threads = 1
+        sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        ours = stdops.onnx.load(model)
+        y_ref = sess.run(None, {"X": x})[0]
+        y = ours.run({"X": x})["Y"]
+        err = float(np.max(np.abs(y - y_ref)) / (np.max(np.abs(y_ref)) + 1e-12))
+        t_ort = timeit(lambda: sess.run(None, {"X": x}), args.repeat)
+        t_us = timeit(lambda: ours.run({"X": x}), args.repeat)
+        o = (h + 2 * p - k) // s + 1
+        gflop = 2 * m * (c // g) * k * k * o * o / 1e9
+        ratio = t_us / t_ort
+        ratios.append(ratio)
+        line = f"{name:30s} {gflop:6.3f} {t_us * 1e3:10.3f} {t_ort * 1e3:8.3f} {ratio:6.2f}"
+        if args.reference:
+            from onnx.reference import ReferenceEvaluator
+
+            ref = ReferenceEvaluator(model)
+            t_ref = timeit(lambda: ref.run(None, {"X": x}), 3, budget=0.5)
+            line += f" {t_ref * 1e3:8.2f}"
+        if err > 1e-4:
+            line += f"  MISMATCH rel err {err:.2e}"
+        print(line, flush=True)
+    geo = float(np.exp(np.mean(np.log(ratios))))
+    print(f"# geometric mean ratio stdops/onnxruntime: {geo:.2f}")
+
+
+if __name__ == "__main__":
+    main()
