@@ -28,6 +28,7 @@ _BITS = {np.dtype(ml_dtypes.int4): 4, np.dtype(ml_dtypes.uint4): 4,
          np.dtype(ml_dtypes.uint2): 2, np.dtype(ml_dtypes.float6_e2m3fn): 6,
          np.dtype(ml_dtypes.float6_e3m2fn): 6}
 _ROUND_MODES = ("up", "down", "nearest")
+_NP_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
 
 def _dtype(to) -> np.dtype:
@@ -61,7 +62,7 @@ def _to_string(x: np.ndarray) -> np.ndarray:
     """Numbers -> their shortest round-trip text; NaN, INF, -INF for the special values."""
     dt = x.dtype
     if _is_float(dt):
-        v = x if dt.kind == "f" else x.astype(np.float32)
+        v = x if dt in _NP_FLOATS else x.astype(np.float32)
         s = v.astype(str).astype(object)
         nan, inf = np.isnan(v), np.isinf(v)
         if nan.any() or inf.any():
@@ -152,7 +153,7 @@ def _convert(x: np.ndarray, dt: np.dtype, saturate=1, round_mode="up") -> np.nda
         return _to_e8m0(x, saturate, round_mode)
     with np.errstate(invalid="ignore", over="ignore"):
         if dt in _F8:
-            if not _is_float(src) or src == _E8M0:
+            if src not in _NP_FLOATS:  # ints, bool, other ml_dtypes floats: exact in float32/64
                 x = x.astype(np.float32 if src.itemsize <= 2 else np.float64)
             if saturate:
                 big = float(ml_dtypes.finfo(dt).max)

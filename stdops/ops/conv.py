@@ -92,19 +92,7 @@ def conv_forward(x: np.ndarray, cw: ConvWeight, b=None, *, kernel_shape=(), stri
             raise KernelError(f"B must have shape ({M},), got {b.shape}")
 
     if Cg == 1 and g > 1:  # depthwise (and depthwise with a channel multiplier): taps
-        xp = pad_input(xc, geo.begin, geo.end)
-        wt = cw.taps
-        mg = M // g
-        y = np.empty((N, g, mg) + out, dt)
-        tmp = np.empty_like(y) if prod(kernel) > 1 else None
-        for t, tap in enumerate(np.ndindex(*kernel)):
-            v = xp[tap_slices(tap, dilations, strides, out)][:, :, None]
-            if t == 0:
-                np.multiply(v, wt[t], out=y)
-            else:
-                np.multiply(v, wt[t], out=tmp)
-                y += tmp
-        y = y.reshape((N, M) + out)
+        y = _depthwise(xc, cw, geo, strides, dilations)
     elif all(k == 1 for k in kernel):  # 1x1: a plain GEMM on the (strided) input
         xs = pad_input(xc, geo.begin, geo.end)
         if any(s != 1 for s in strides):
@@ -134,6 +122,52 @@ def conv_forward(x: np.ndarray, cw: ConvWeight, b=None, *, kernel_shape=(), stri
         y = y.reshape((N, M) + out)
     if b is not None:
         y += b.astype(dt, copy=False).reshape((M,) + (1,) * n)
+    return y
+
+
+def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations) -> np.ndarray:
+    """C/group == 1: y[n, c, j] = sum over taps of w[c, j, tap] * x[n, c, window(tap)].
+
+    The padded input is split into stride phases laid out flat per channel, so that every tap
+    reads one contiguous run per channel (output rows computed at the phase width, cropped at
+    the end): each tap is one long vectorized multiply-add.
+    """
+    N, C = xc.shape[:2]
+    g, mg, kernel, dt = cw.group, cw.M // cw.group, cw.kernel, cw.dtype
+    out = geo.out
+    n = len(out)
+    sp = tuple(d + b + e for d, b, e in zip(xc.shape[2:], geo.begin, geo.end))
+    Q = [-(-S // s) for S, s in zip(sp, strides)]
+    Q0 = Q[0] + (1 if n > 1 else 0)  # one spare row: the last tap's run may spill past the end
+    nph = prod(strides)
+    buf = np.zeros((nph, N, C, Q0) + tuple(Q[1:]), dt)
+    interior = tuple(slice(b, b + d) for b, d in zip(geo.begin, xc.shape[2:]))
+    if nph == 1:
+        buf[0][(slice(None), slice(None)) + interior] = xc
+    else:
+        xp = pad_input(xc, geo.begin, geo.end)
+        for pi, a in enumerate(np.ndindex(*strides)):
+            src = xp[(Ellipsis,) + tuple(slice(ai, None, si) for ai, si in zip(a, strides))]
+            buf[pi][(Ellipsis,) + tuple(slice(0, d) for d in src.shape[2:])] = src
+    flat = buf.reshape(nph, N, g, 1, -1)
+    row = [prod(Q[i + 1:]) for i in range(n)]
+    L = out[0] * row[0]
+    wt = cw.taps.reshape(prod(kernel), g, mg, 1)
+    y = np.empty((N, g, mg, L), dt)
+    tmp = np.empty_like(y)
+    for t, tap in enumerate(np.ndindex(*kernel)):
+        pos = [k * d for k, d in zip(tap, dilations)]
+        pi = int(np.ravel_multi_index([p % s for p, s in zip(pos, strides)], strides)) if nph > 1 else 0
+        off = sum((p // s) * r for p, s, r in zip(pos, strides, row))
+        v = flat[pi, :, :, :, off:off + L]
+        if t == 0:
+            np.multiply(v, wt[t], out=y)
+        else:
+            np.multiply(v, wt[t], out=tmp)
+            y += tmp
+    y = y.reshape((N, g * mg, out[0]) + tuple(Q[1:]))
+    if n > 1 and tuple(Q[1:]) != tuple(out[1:]):
+        y = np.ascontiguousarray(y[(Ellipsis,) + tuple(slice(0, o) for o in out[1:])])
     return y
 
 

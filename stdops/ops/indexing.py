@@ -354,15 +354,40 @@ def top_k(x, k, /, *, axis=-1, largest=1, sorted=1):  # noqa: A002 - ONNX attrib
     n = x.shape[ax]
     if not 0 <= kv <= n:
         raise KernelError(f"TopK: k = {kv} out of range [0, {n}] for axis {ax}")
-    cut = (slice(None),) * ax + (slice(0, kv),)
-    if largest:
-        # stable ascending sort of the reversed axis, reversed back: descending, ties by lower index
-        order = np.flip(np.argsort(np.flip(x, ax), axis=ax, kind="stable"), ax)[cut]
-        idx = (n - 1) - order
+    if 0 < 8 * kv < n and n >= 256 and not (x.dtype.kind == "f" and np.isnan(x).any()):
+        idx = np.moveaxis(_top_k_partial(np.moveaxis(x, ax, -1).reshape(-1, n), kv, largest),
+                          -1, ax).reshape(x.shape[:ax] + (kv,) + x.shape[ax + 1:])
     else:
-        idx = np.argsort(x, axis=ax, kind="stable")[cut]
+        idx = _order(x, ax, largest)[(slice(None),) * ax + (slice(0, kv),)]
     idx = idx.astype(np.int64, copy=False)
     return np.take_along_axis(x, idx, axis=ax), idx
+
+
+def _order(x: np.ndarray, ax: int, largest) -> np.ndarray:
+    """Stable sort order along ``ax``: ascending, or descending with ties by lower index."""
+    if largest:
+        # stable ascending sort of the reversed axis, reversed back: descending, ties by lower index
+        return (x.shape[ax] - 1) - np.flip(np.argsort(np.flip(x, ax), axis=ax, kind="stable"), ax)
+    return np.argsort(x, axis=ax, kind="stable")
+
+
+def _top_k_partial(x2: np.ndarray, k: int, largest) -> np.ndarray:
+    """TopK indices of each row of ``x2`` [rows, n] (no NaN) for k much smaller than n: a
+    partition finds the k-th value, the elements beyond it plus the first equal ones (by index)
+    make exactly k per row, and only those k are sorted."""
+    rows, n = x2.shape
+    if largest:
+        thr = np.partition(x2, n - k, axis=-1)[:, n - k:n - k + 1]
+        beyond = x2 > thr
+    else:
+        thr = np.partition(x2, k - 1, axis=-1)[:, k - 1:k]
+        beyond = x2 < thr
+    equal = x2 == thr
+    room = k - beyond.sum(axis=-1, keepdims=True)
+    keep = beyond | (equal & (np.cumsum(equal, axis=-1) <= room))
+    cols = np.nonzero(keep)[1].reshape(rows, k)  # row-major: ascending index within each row
+    order = _order(np.take_along_axis(x2, cols, axis=-1), 1, largest)
+    return np.take_along_axis(cols, order, axis=-1)
 
 
 @op("onnx:Unique-11")

@@ -69,10 +69,13 @@ def gemm(A, B, C=None, /, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     b = _work(B).T if transB else _work(B)
     if a.shape[1] != b.shape[0]:
         raise KernelError(f"Gemm: inner dimensions differ: A' {a.shape} x B' {b.shape}")
-    y = a @ b
+    y = a @ b  # a fresh array: scaled and biased in place
     wdt = y.dtype
     if alpha != 1.0:
-        y = y * np.asarray(alpha, wdt) if wdt.kind == "f" else (y * alpha).astype(wdt)
+        if wdt.kind == "f":
+            y *= np.asarray(alpha, wdt)
+        else:
+            y = (y * alpha).astype(wdt)
     if C is not None:
         C = np.asarray(C)
         mn = (a.shape[0], b.shape[1])
@@ -85,7 +88,7 @@ def gemm(A, B, C=None, /, *, alpha=1.0, beta=1.0, transA=0, transB=0):
         c = _work(C)
         if beta != 1.0:
             c = c * np.asarray(beta, wdt) if wdt.kind == "f" else (c * beta).astype(wdt)
-        y = y + c.astype(wdt, copy=False)
+        y += c.astype(wdt, copy=False)
     return y if y.dtype == dt else y.astype(dt)
 
 

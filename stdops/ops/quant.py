@@ -85,6 +85,11 @@ def broadcast_param(p: np.ndarray, shape: tuple, axis: int, block_size: int, wha
     return p.reshape(dims)
 
 
+def _same_shape(zp: np.ndarray, scale: np.ndarray) -> bool:
+    """Zero point and scale must have one shape (a scalar and a 1-element vector count as one)."""
+    return zp.shape == scale.shape or (zp.size == 1 and scale.size == 1)
+
+
 def saturate_to(v: np.ndarray, dt: np.dtype, saturate: int = 1) -> np.ndarray:
     """Convert float values (already rounded for integer types) to quantized type ``dt``."""
     dt = np.dtype(dt)
@@ -119,7 +124,7 @@ def quantize_linear(x, y_scale, y_zero_point=None, /, *, axis=1, block_size=0, o
     odt = odt or np.dtype(np.uint8)
     if not (_is_int_type(odt) or odt in _FLOAT8 or odt in _SMALL_FLOATS):
         raise KernelError(f"QuantizeLinear: {odt} is not a quantized type")
-    if y_zero_point is not None and y_zero_point.shape != y_scale.shape:
+    if y_zero_point is not None and not _same_shape(y_zero_point, y_scale):
         raise KernelError(f"QuantizeLinear: y_zero_point shape {y_zero_point.shape} differs from "
                           f"y_scale shape {y_scale.shape}")
     prec = _as_dtype(precision, "QuantizeLinear precision")
@@ -156,7 +161,7 @@ def dequantize_linear(x, x_scale, x_zero_point=None, /, *, axis=1, block_size=0,
     d = x.astype(cdt)
     if x_zero_point is not None:
         x_zero_point = np.asarray(x_zero_point)
-        if x_zero_point.shape != x_scale.shape:
+        if not _same_shape(x_zero_point, x_scale):
             raise KernelError(f"DequantizeLinear: x_zero_point shape {x_zero_point.shape} differs "
                               f"from x_scale shape {x_scale.shape}")
         if x_zero_point.dtype != x.dtype:

@@ -31,7 +31,11 @@ def constant(*, value=None, sparse_value=None, value_float=None, value_floats=No
         raise KernelError(f"Constant needs exactly one value attribute, got {sorted(given) or 'none'}")
     (name, v), = given.items()
     if name == "value":
-        return np.array(v, copy=True)
+        out = np.array(v, copy=True)
+        if out.dtype.kind in "OSU" and out.size:  # string tensors are object arrays of str
+            out = np.array([_text(e) for e in out.reshape(-1).tolist()] + [None],
+                           dtype=object)[:-1].reshape(out.shape)
+        return out
     if name == "sparse_value":
         raise KernelError("Constant: sparse_value is not supported (give a dense tensor in 'value')")
     if name == "value_float":
@@ -53,7 +57,7 @@ def constant(*, value=None, sparse_value=None, value_float=None, value_floats=No
 
 
 def _text(s):
-    return s.decode("utf-8") if isinstance(s, bytes) else str(s)
+    return s.decode("utf-8") if isinstance(s, (bytes, np.bytes_)) else str(s)
 
 
 @op("onnx:ConstantOfShape-9")

@@ -584,3 +584,60 @@ def test_bindings(op_type, opset, name):
 
     _, kernel, _ = resolve("", op_type, opset)
     assert kernel is not None and kernel.name == name
+
+
+def test_bfloat16_and_unsigned_paths():
+    import ml_dtypes
+
+    bf = np.array([3, 1, 2, 1, 3], ml_dtypes.bfloat16)
+    v, i = K.top_k(bf, np.array([2]))
+    assert v.dtype == bf.dtype and v.tolist() == [3, 3] and i.tolist() == [0, 4]
+    y, first, inv, counts = K.unique(bf, sorted=0)
+    assert y.dtype == bf.dtype and y.tolist() == [3, 1, 2] and first.tolist() == [0, 1, 2]
+    assert inv.tolist() == [0, 1, 2, 1, 0] and counts.tolist() == [2, 2, 1]
+    out = K.scatter_elements(bf, np.array([0, 0]), np.array([1, 2], ml_dtypes.bfloat16), reduction="add")
+    assert out.dtype == bf.dtype and out.tolist() == [6, 1, 2, 1, 3]
+    oh = K.one_hot(np.array([0, 2, 200], np.uint8), np.array(3, np.uint8), np.array([0, 1], ml_dtypes.bfloat16))
+    assert oh.dtype == bf.dtype and oh.tolist() == [[1, 0, 0], [0, 0, 1], [0, 0, 0]]
+    with pytest.raises(KernelError, match="out of range"):
+        K.gather(np.arange(3), np.array([2**63], np.uint64))
+
+
+def test_top_k_nan_is_largest():
+    x = np.array([1.0, np.nan, 3.0], np.float32)
+    v, i = K.top_k(x, np.array([2]))
+    assert i.tolist() == [1, 2]
+    v, i = K.top_k(x, np.array([2]), largest=0)
+    assert i.tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8])
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_top_k_partial_path(dtype, largest, axis):
+    """k much smaller than the axis (the partition path), with heavy ties."""
+    x = RNG.integers(0, 30, (3, 600) if axis == -1 else (600, 3)).astype(dtype)
+    for k in (1, 7, 50):
+        vals, inds = K.top_k(x, np.array([k]), axis=axis, largest=largest)
+        wv, wi = _ref_top_k(x, k, axis, largest)
+        _same(vals, wv)
+        _same(inds, wi)
+
+
+@pytest.mark.parametrize("op_type,opset,attrs,n", [
+    ("ScatterElements", 18, {"reduction": "sub"}, 3), ("ScatterND", 16, {"reduction": "avg"}, 3),
+    ("TensorScatter", 24, {"mode": "ring"}, 3),
+])
+def test_adapters_reject_bad_attribute_values(op_type, opset, attrs, n):
+    from stdops.errors import ModelFormatError
+    with pytest.raises(ModelFormatError, match="n0"):
+        _bind(op_type, opset, attrs, n)
+
+
+def test_adapters_bind_good_values():
+    d = np.zeros(3, np.float32)
+    out = _bind("ScatterElements", 18, {"reduction": "max", "axis": 0}, 3)(d, np.array([1, 1]),
+                                                                        np.array([2, 5], np.float32))
+    _same(out, np.array([0, 5, 0], np.float32))
+    out = _bind("ScatterND", 13, {}, 3)(d, np.array([[2]]), np.array([4], np.float32))
+    _same(out, np.array([0, 0, 4], np.float32))

@@ -32,3 +32,26 @@ def _one_hot_no_wrap(ctx):
         return fn(ind, depth, values)
 
     return one_hot_9
+
+
+_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+@adapter("ScatterElements", 11)
+@adapter("ScatterND", 11)
+def _scatter_check_reduction(ctx):
+    """Same meaning from 11 on (reduction none = plain assignment); the reduction name is
+    checked at load time (add/mul arrived in 16, max/min in 18; accepted at any version)."""
+    red = ctx.attrs.get("reduction", "none")
+    if red not in _REDUCTIONS:
+        raise ctx.error(f"reduction {red!r} is not one of {', '.join(_REDUCTIONS)}")
+    return ctx.bind()
+
+
+@adapter("TensorScatter", 24)
+def _tensor_scatter_check_mode(ctx):
+    """The write mode is checked at load time."""
+    mode = ctx.attrs.get("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise ctx.error(f"mode {mode!r} is not linear or circular")
+    return ctx.bind()
