@@ -13,6 +13,7 @@ from typing import List, Optional
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .errors import StdopsError
@@ -102,7 +103,7 @@ def info(model: Path = typer.Argument(..., help="Model file (.onnx)")) -> None:
     for title, vals in (("inputs", m.inputs), ("outputs", m.outputs)):
         console.print(f"{title}:")
         for v in vals:
-            console.print(f"  {v}")
+            console.print(f"  {escape(str(v))}")
     console.print(f"parameters: {m.parameter_count():,}")
     t = Table(title="operators")
     t.add_column("op")
@@ -144,10 +145,16 @@ def demo() -> None:
     m = load(path)
     console.print(f"[bold]{path}[/bold]: {len(m.proto.graph.node)} nodes, {m.parameter_count():,} parameters")
     for v in m.inputs:
-        console.print(f"  input  {v}")
+        console.print(f"  input  {escape(str(v))}")
     feeds = demo_inputs()
     result = m.run(feeds)
     _print_outputs(result)
+    t = Table(title="XOR truth table")
+    for col in ("a", "b", "label", "P(label)"):
+        t.add_column(col, justify="right")
+    for (a, b), label, p in zip(feeds["x"], result["label"], result["probabilities"]):
+        t.add_row(f"{a:g}", f"{b:g}", str(int(label)), f"{p[label]:.4f}")
+    console.print(t)
 
 
 def main(argv: Optional[list] = None) -> int:

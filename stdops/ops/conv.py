@@ -149,22 +149,31 @@ def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations) -> np.nd
         for pi, a in enumerate(np.ndindex(*strides)):
             src = xp[(Ellipsis,) + tuple(slice(ai, None, si) for ai, si in zip(a, strides))]
             buf[pi][(Ellipsis,) + tuple(slice(0, d) for d in src.shape[2:])] = src
-    flat = buf.reshape(nph, N, g, 1, -1)
+    flat = buf.reshape(nph, N * g, 1, -1)
     row = [prod(Q[i + 1:]) for i in range(n)]
     L = out[0] * row[0]
     wt = cw.taps.reshape(prod(kernel), g, mg, 1)
-    y = np.empty((N, g, mg, L), dt)
-    tmp = np.empty_like(y)
-    for t, tap in enumerate(np.ndindex(*kernel)):
+    y = np.empty((N * g, mg, L), dt)
+    tap_pos = []
+    for tap in np.ndindex(*kernel):
         pos = [k * d for k, d in zip(tap, dilations)]
         pi = int(np.ravel_multi_index([p % s for p, s in zip(pos, strides)], strides)) if nph > 1 else 0
-        off = sum((p // s) * r for p, s, r in zip(pos, strides, row))
-        v = flat[pi, :, :, :, off:off + L]
-        if t == 0:
-            np.multiply(v, wt[t], out=y)
-        else:
-            np.multiply(v, wt[t], out=tmp)
-            y += tmp
+        tap_pos.append((pi, sum((p // s) * r for p, s, r in zip(pos, strides, row))))
+    # channel blocks of ~256 KiB keep the accumulator and the temporary in cache across the taps
+    block = max(1, (1 << 16) // max(1, mg * L))
+    tmp = np.empty((min(block, N * g), mg, L), dt)
+    wall = wt if N == 1 else np.concatenate([wt] * N, axis=1)  # weights of row n * g + c
+    for c0 in range(0, N * g, block):
+        c1 = min(N * g, c0 + block)
+        yb, tb = y[c0:c1], tmp[:c1 - c0]
+        wb = wall[:, c0:c1]
+        for t, (pi, off) in enumerate(tap_pos):
+            v = flat[pi, c0:c1, :, off:off + L]
+            if t == 0:
+                np.multiply(v, wb[t], out=yb)
+            else:
+                np.multiply(v, wb[t], out=tb)
+                yb += tb
     y = y.reshape((N, g * mg, out[0]) + tuple(Q[1:]))
     if n > 1 and tuple(Q[1:]) != tuple(out[1:]):
         y = np.ascontiguousarray(y[(Ellipsis,) + tuple(slice(0, o) for o in out[1:])])

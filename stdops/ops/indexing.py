@@ -297,12 +297,12 @@ def one_hot(indices, depth, values, /, *, axis=-1):
 
 
 @op("onnx:NonZero-9")
-def non_zero(x, /):
+def non_zero(X, /):
     """Y[:, n] = the coordinates of the n-th non-zero element of X (row-major order).
 
     int64 of shape [rank, count]; a 0-d input gives shape [0, count].
     """
-    x = np.asarray(x)
+    x = np.asarray(X)
     if x.ndim == 0:
         return np.zeros((0, 1 if bool(x) else 0), np.int64)
     nz = np.nonzero(x)
@@ -310,13 +310,13 @@ def non_zero(x, /):
 
 
 @op("onnx:Compress-9")
-def compress(input_, condition, /, *, axis=None):
+def compress(input, condition, /, *, axis=None):  # noqa: A002 - ONNX input name
     """output = the slices of input (along ``axis``, or of the flattened input) where condition.
 
     Like numpy.compress: a shorter ``condition`` selects nothing past its end; a longer one
     may only be False past the axis. Dtype of ``input``.
     """
-    x = np.asarray(input_)
+    x = np.asarray(input)
     cond = np.asarray(condition)
     if cond.ndim != 1:
         raise KernelError(f"Compress: condition must be 1-D, got shape {cond.shape}")
@@ -336,18 +336,18 @@ def compress(input_, condition, /, *, axis=None):
 
 
 @op("onnx:TopK-10")
-def top_k(x, k, /, *, axis=-1, largest=1, sorted=1):  # noqa: A002 - ONNX attribute name
+def top_k(X, K, /, *, axis=-1, largest=1, sorted=1):  # noqa: A002 - ONNX attribute name
     """(Values, Indices) of the k largest (or smallest) elements along ``axis``.
 
     Sorted (descending for largest, ascending otherwise); equal values keep the lower index
-    first. ``k`` a one-element int64 tensor in [0, dim]. Values: dtype of ``x``; Indices: int64;
-    both of shape x.shape with dim ``axis`` = k. NaN counts as the largest value.
+    first. ``K`` a one-element int64 tensor in [0, dim]. Values: dtype of ``X``; Indices: int64;
+    both of shape X.shape with dim ``axis`` = K. NaN counts as the largest value.
     """
-    x = np.asarray(x)
+    x = np.asarray(X)
     if x.ndim < 1:
         raise KernelError("TopK: input must have rank >= 1")
     ax = _axis(axis, x.ndim, "TopK")
-    kk = np.asarray(k)
+    kk = np.asarray(K)
     if kk.size != 1 or kk.dtype.kind not in "iu":
         raise KernelError(f"TopK: K must be one integer, got {kk.dtype} of shape {kk.shape}")
     kv = int(kk.reshape(()))
@@ -391,14 +391,14 @@ def _top_k_partial(x2: np.ndarray, k: int, largest) -> np.ndarray:
 
 
 @op("onnx:Unique-11")
-def unique(x, /, *, axis=None, sorted=1):  # noqa: A002 - ONNX attribute name
+def unique(X, /, *, axis=None, sorted=1):  # noqa: A002 - ONNX attribute name
     """(Y, indices, inverse_indices, counts): the distinct elements (or slices along ``axis``).
 
     Y ascending (``sorted``=1; slices compared lexicographically) or in order of first
     occurrence; indices: first occurrence in X; inverse_indices: for each element/slice of X
     its position in Y; counts. Y has the dtype of X; the other three are int64 and 1-D.
     """
-    x = np.asarray(x)
+    x = np.asarray(X)
     if axis is None:
         flat = x.reshape(-1)
         y, first, inv, counts = np.unique(flat, return_index=True, return_inverse=True,
@@ -428,12 +428,12 @@ def unique(x, /, *, axis=None, sorted=1):  # noqa: A002 - ONNX attribute name
 
 
 @op("onnx:ReverseSequence-10")
-def reverse_sequence(input_, sequence_lens, /, *, batch_axis=1, time_axis=0):
+def reverse_sequence(input, sequence_lens, /, *, batch_axis=1, time_axis=0):  # noqa: A002
     """Y[b, t] = X[b, len[b] - 1 - t] for t < len[b], else X[b, t] (batch and time axes given).
 
     ``sequence_lens`` one entry per batch row, each in [0, time length]. Shape and dtype of X.
     """
-    x = np.asarray(input_)
+    x = np.asarray(input)
     if x.ndim < 2:
         raise KernelError(f"ReverseSequence: input must have rank >= 2, got {x.ndim}")
     ba = _axis(batch_axis, x.ndim, "ReverseSequence")

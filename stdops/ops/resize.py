@@ -30,27 +30,36 @@ def _opt(a):
 
 
 def source_coords(mode: str, out_len: int, in_len: int, scale: float, length_resized: float,
-                  roi_start: float = 0.0, roi_end: float = 1.0) -> np.ndarray:
-    """x_original (float64, shape (out_len,)) for every output index along one axis."""
+                  roi_start: float = 0.0, roi_end: float = 1.0, exact_ratio: bool = False) -> np.ndarray:
+    """x_original (float64, shape (out_len,)) for every output index along one axis.
+
+    ``length_resized`` is ``in_len * scale`` (fractional when it comes from a scale factor).
+    With ``exact_ratio`` (scale = out_len / in_len, from ``sizes``) ``v / scale`` is computed as
+    ``v * in_len / out_len`` so that exact half-way points stay exact.
+    """
     y = np.arange(out_len, dtype=np.float64)
+
+    def unscale(v):
+        return v * in_len / out_len if exact_ratio else v / scale
+
     if mode == "half_pixel":
-        return (y + 0.5) / scale - 0.5
+        return unscale(y + 0.5) - 0.5
     if mode == "half_pixel_symmetric":
         adjustment = out_len / length_resized
         offset = in_len / 2.0 * (1.0 - adjustment)
-        return offset + (y + 0.5) / scale - 0.5
+        return offset + unscale(y + 0.5) - 0.5
     if mode == "pytorch_half_pixel":
-        if length_resized > 1:
-            return (y + 0.5) / scale - 0.5
-        return np.full(out_len, -0.5)
+        if out_len > 1:
+            return unscale(y + 0.5) - 0.5
+        return np.zeros(out_len)
     if mode == "align_corners":
         if length_resized == 1:
             return np.zeros(out_len)
         return y * (in_len - 1) / (length_resized - 1)
     if mode == "asymmetric":
-        return y / scale
+        return unscale(y)
     if mode == "tf_half_pixel_for_nn":  # Resize-11 only
-        return (y + 0.5) / scale
+        return unscale(y + 0.5)
     if mode == "tf_crop_and_resize":
         if length_resized > 1:
             x = y * (roi_end - roi_start) * (in_len - 1) / (length_resized - 1)
@@ -180,6 +189,7 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
     in_shape = x.shape
     out_shape = list(in_shape)
     scale_of = [1.0] * r
+    exact = [False] * r
     length_of = [float(d) for d in in_shape]
     if scales is not None:
         sc = np.asarray(scales, dtype=np.float64).ravel()  # the float32 values, exactly
@@ -207,6 +217,7 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
                 out_shape[d] = int(sz[i])
                 scale_of[d] = out_shape[d] / in_shape[d]
                 length_of[d] = float(out_shape[d])
+                exact[d] = out_shape[d] > 0
         elif keep_aspect_ratio_policy in ("not_larger", "not_smaller"):
             ratios = [int(sz[i]) / in_shape[d] for i, d in enumerate(ax)]
             s = min(ratios) if keep_aspect_ratio_policy == "not_larger" else max(ratios)
@@ -251,7 +262,7 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
         if in_len == 0:
             raise KernelError(f"Resize: cannot resize empty axis {d} to length {out_len}")
         xo = source_coords(coordinate_transformation_mode, out_len, in_len, s, length_of[d],
-                           *roi_of[d])
+                           *roi_of[d], exact_ratio=exact[d])
         if crop:
             m = (xo < 0) | (xo > in_len - 1)
             if m.any():

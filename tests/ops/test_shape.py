@@ -688,3 +688,18 @@ def test_adapter_constant_sparse():
     _same(got, np.array([[0, 1.5, 0], [0, 0, 2.5]], np.float32))
     _same(_bind("Constant", 9, dict(value=np.arange(3, dtype=np.uint16)), n_inputs=0)(),
           np.arange(3, dtype=np.uint16))
+
+
+def test_adapter_legacy_float_typed_inputs():
+    # Split-1 takes ``split`` as a second input of type T; Tile-1 takes tiles/axis as T tensors.
+    got = _bind("Split", 1, dict(axis=2), n_inputs=2, n_outputs=2)(X234, np.array([1.0, 3.0], np.float32))
+    for g, w in zip(got, _split_want(X234, [1, 3], 2)):
+        _same(g, w)
+    f = _bind("Tile", 1, n_inputs=3)
+    _same(f(X234, np.array(3.0, np.float32), np.array(0.0, np.float32)), np.tile(X234, (3, 1, 1)))
+    with pytest.raises(KernelError):
+        f(X234, np.array(1.5, np.float32), np.array(0.0, np.float32))
+    with pytest.raises(KernelError):
+        f(X234, np.array(2, I64), np.array(3, I64))
+    with pytest.raises(ModelFormatError):
+        _bind("Split", 1, dict(axis=0, split=(1, 1)), n_inputs=2, n_outputs=2)

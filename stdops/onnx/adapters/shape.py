@@ -14,6 +14,17 @@ from ...ops.shape import int_scalar
 from ..opset import BindContext, adapter
 
 
+def _int_tensor(v, what: str) -> np.ndarray:
+    """Split-1's ``split`` and Tile-1's ``tiles``/``axis`` inputs are typed T (float in the spec):
+    accept integral floats as int64."""
+    a = np.asarray(v)
+    if a.dtype.kind == "f":
+        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+            raise KernelError(f"{what} must hold whole numbers, got {a.tolist()}")
+        a = a.astype(np.int64)
+    return a
+
+
 def _ints_attr(ctx: BindContext, name: str, required: bool = True):
     if name not in ctx.attrs:
         if required:
@@ -63,7 +74,7 @@ def _split_attr(ctx: BindContext):
     if ctx.since == 1 and ctx.n_inputs > 1 and ctx.input_present[1]:
         if split is not None:
             raise ctx.error("split is given both as an attribute and as an input")
-        return lambda x, s: fn(x, s)
+        return lambda x, s: fn(x, None if s is None else _int_tensor(s, "split"))
     return lambda x, *_: fn(x, split)
 
 
@@ -90,11 +101,11 @@ def _tile_one_axis(ctx: BindContext):
 
     def tile_1(x, tiles, axis):
         x = np.asarray(x)
-        a = int_scalar(axis, "axis")
+        a = int_scalar(_int_tensor(axis, "axis"), "axis")
         if not -x.ndim <= a < x.ndim:
             raise KernelError(f"axis {a} is out of range for rank {x.ndim}")
         reps = np.ones(x.ndim, dtype=np.int64)
-        reps[a] = int_scalar(tiles, "tiles")
+        reps[a] = int_scalar(_int_tensor(tiles, "tiles"), "tiles")
         return fn(x, reps)
 
     return tile_1
