@@ -72,7 +72,8 @@ class Plan:
         for name, value in constants.items():
             template[new_slot(name)] = value
         for name in [*self.input_names, *self.outer_names]:
-            new_slot(name)  # a feed overrides a constant of the same name (ONNX IR < 4 defaults)
+            if name not in slot:  # an input that is also an initializer (ONNX IR < 4) shares its slot:
+                new_slot(name)    # a feed overrides the value, no feed keeps it
         producer: dict[str, int] = {}
         for k, node in enumerate(self.nodes):
             for name in node.inputs:

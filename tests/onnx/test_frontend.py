@@ -216,3 +216,14 @@ def test_cli_run_info_ops_demo(tmp_path):
     r = _cli("demo")
     assert r.returncode == 0, r.stderr
     assert "probabilities" in r.stdout and "label" in r.stdout
+
+
+def test_initializer_listed_as_input_is_an_optional_feed():
+    w = numpy_helper.from_array(np.array([1, 2, 3], np.float32), "w")
+    m = _model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+               [_vi("x", shape=[3]), _vi("w", shape=[3])], [_vi("y")], [w])
+    model = stdops.onnx.load(m)
+    assert model.input_names == ["x"]
+    x = np.zeros(3, np.float32)
+    np.testing.assert_array_equal(model.run({"x": x})["y"], [1, 2, 3])
+    np.testing.assert_array_equal(model.run({"x": x, "w": np.ones(3, np.float32)})["y"], [1, 1, 1])
