@@ -17,6 +17,7 @@ from .. import limits
 from ..errors import InputError, ModelFormatError, StdopsError, UnsupportedOp
 from ..graph import Hook, Node, Plan
 from . import adapters, control  # noqa: F401  (register the version adapters and If/Loop/Scan)
+from .functions import MAX_DEPTH, function_opsets, inline, schema_function
 from .opset import BindContext, onnx_dtype, resolve
 
 _A = onnx.AttributeProto
@@ -124,13 +125,12 @@ class GraphBuilder:
         known = set(constants) | set(input_names) | set(outer)
         nodes: list[Node] = []
         used_names: set[str] = set()
-        for idx, n in enumerate(g.node):
-            name = n.name or f"{n.op_type}_{idx}"
+        for n, opsets, where, depth in self._expanded(g.node, self.opsets, graph_where):
+            name = n.name or f"{n.op_type}_{len(used_names)}"
             if name in used_names:
-                name = f"{name}_{idx}"
+                name = f"{name}_{len(used_names)}"
             used_names.add(name)
-            where = f"{graph_where} node {idx} {name!r} ({n.op_type})"
-            node = self._node(n, name, where, constants, known)
+            node = self._node(n, name, where, constants, known, opsets)
             known.update(o for o in n.output if o)
             if node is not None:  # None: a Constant, folded into the constants
                 nodes.append(node)
@@ -138,14 +138,41 @@ class GraphBuilder:
         free = [nm for nm in outer if nm in graph_outputs or any(nm in nd.inputs for nd in nodes)]
         return Plan(nodes, input_names, [vi.name for vi in g.output], constants, self.path, outer=free)
 
+    def _expanded(self, nodes, opsets: dict[str, int], graph_where: str, depth: int = 0):
+        """Yield (node, its opsets, where, depth) with function calls replaced by their bodies: a
+        model-local function, or the schema's function body of an op no kernel binds."""
+        for idx, n in enumerate(nodes):
+            where = f"{graph_where} node {idx} {n.name or n.op_type!r} ({n.op_type})"
+            dkey = "" if n.domain in ("", "ai.onnx") else n.domain
+            body, body_opsets = None, None
+            local = self.functions.get((n.domain, n.op_type))
+            if local is not None:
+                body, body_opsets = local, function_opsets(local, opsets)
+            elif dkey in opsets:
+                try:
+                    resolve(dkey, n.op_type, opsets[dkey])
+                except UnsupportedOp:
+                    body = schema_function(dkey, n.op_type, opsets[dkey])
+                    body_opsets = function_opsets(body, opsets) if body is not None else None
+            if body is None:
+                yield n, opsets, where, depth
+                continue
+            if depth >= MAX_DEPTH:
+                raise ModelFormatError(self.path, where, f"functions nested deeper than {MAX_DEPTH} "
+                                                         f"(a recursive function?)")
+            self._n_inlined = getattr(self, "_n_inlined", 0) + 1
+            prefix = f"{n.name or n.op_type}#{self._n_inlined}"
+            yield from self._expanded(list(inline(n, body, prefix, where, self.path)), body_opsets,
+                                      f"{where} function {body.name!r}", depth + 1)
+
     def _node(self, n: onnx.NodeProto, name: str, where: str, constants: dict[str, Any],
-              known: set[str]) -> Node | None:
+              known: set[str], opsets: dict[str, int]) -> Node | None:
         domain = n.domain
         dkey = "" if domain in ("", "ai.onnx") else domain
-        if dkey not in self.opsets and not (dkey == "" and "ai.onnx" in self.opsets):
+        if dkey not in opsets:
             raise ModelFormatError(self.path, where, f"domain {domain or 'ai.onnx'!r} is not in the model's "
                                                      f"opset_import")
-        opset = self.opsets.get(dkey, self.opsets.get("ai.onnx", 1))
+        opset = opsets[dkey]
         try:
             since, kernel, adapt = resolve(dkey, n.op_type, opset)
         except UnsupportedOp as e:
@@ -167,7 +194,7 @@ class GraphBuilder:
             constants=[constants.get(i) if i else None for i in n.input],
             compile_graph=lambda g, _known=frozenset(known): self.compile(g, outer=sorted(_known),
                                                                          graph_where=f"{where} subgraph"),
-            opsets=self.opsets)
+            opsets=opsets)
         try:
             fn: Callable = adapt(ctx) if adapt is not None else ctx.bind()
         except StdopsError:

@@ -1,2 +1,234 @@
-"""attention kernels."""
+"""Attention kernels: Attention (scaled dot-product, MHA/GQA/MQA, KV cache) and RotaryEmbedding."""
 from __future__ import annotations
+
+import numpy as np
+
+from ..errors import KernelError
+from ._registry import op
+
+
+def _is_float(dt) -> bool:
+    """float16/32/64 and the ml_dtypes floats (bfloat16, float8...)."""
+    dt = np.dtype(dt)
+    return dt.kind == "f" or (dt.kind == "V" and ("float" in dt.name))
+
+
+def _work_dtype(dt: np.dtype) -> np.dtype:
+    """float32/float64 compute in their own type; float16/bfloat16 compute in float32."""
+    return np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
+
+
+def _heads(x: np.ndarray, n: int | None, what: str) -> np.ndarray:
+    """3-D [B, S, n*h] -> 4-D [B, n, S, h]; a 4-D input is returned as is."""
+    if x.ndim == 4:
+        return x
+    if x.ndim != 3:
+        raise KernelError(f"Attention {what} must be 3-D or 4-D, got shape {x.shape}")
+    if not n or x.shape[2] % n:
+        raise KernelError(f"Attention {what}: 3-D input of hidden size {x.shape[2]} needs a num_heads attribute "
+                          f"that divides it (got {n})")
+    b, s, hid = x.shape
+    return x.reshape(b, s, n, hid // n).transpose(0, 2, 1, 3)
+
+
+@op("onnx:Attention-23")
+def attention(Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv_seqlen=None, /, *,
+              is_causal=0, kv_num_heads=None, q_num_heads=None, qk_matmul_output_mode=0, scale=None,
+              softcap=0.0, softmax_precision=None, left_window_size=-1, right_window_size=-1):
+    """Y = softmax(softcap(Q K^T * scale) + bias) V per head, bias from attn_mask (bool: -inf where
+    False; float: added), is_causal (key j visible to query i iff j <= i + offset), nonpad_kv_seqlen
+    (keys j >= nonpad[b] hidden) and the left/right windows; a fully masked row gives zeros.
+
+    Q [B, Hq, Sq, D] or [B, Sq, Hq*D] (3-D needs q_num_heads / kv_num_heads); K [B, Hkv, Skv, D];
+    V [B, Hkv, Skv, Dv] (Hq a multiple of Hkv: GQA/MQA); past_key/past_value [B, Hkv, P, D/Dv] are
+    prepended (offset = P, else nonpad_kv_seqlen - Sq, else 0). scale defaults to 1/sqrt(D);
+    softmax_precision is a numpy dtype for the softmax. Outputs: Y ([B, Hq, Sq, Dv] or 3-D [B, Sq,
+    Hq*Dv]), present_key, present_value, qk_matmul_output [B, Hq, Sq, T] (mode 0: Q K^T * scale,
+    1: after softcap, 2: plus bias, 3: softmax). Dtype of Q.
+    """
+    q0, k0, v0 = np.asarray(Q), np.asarray(K), np.asarray(V)
+    dt = q0.dtype
+    if not _is_float(dt):
+        raise KernelError(f"Attention inputs must be float tensors, got {dt}")
+    three_d = q0.ndim == 3
+    q = _heads(q0, q_num_heads, "Q")
+    k = _heads(k0, kv_num_heads, "K")
+    v = _heads(v0, kv_num_heads, "V")
+    b, hq, sq, d = q.shape
+    if k.shape[0] != b or v.shape[0] != b or k.shape[1] != v.shape[1] or k.shape[2] != v.shape[2] or k.shape[3] != d:
+        raise KernelError(f"Attention: Q {q.shape}, K {k.shape} and V {v.shape} do not fit together")
+    hkv = k.shape[1]
+    if hkv == 0 or hq % hkv:
+        raise KernelError(f"Attention: q heads {hq} must be a multiple of kv heads {hkv}")
+    if (past_key is None) != (past_value is None):
+        raise KernelError("Attention: past_key and past_value must be given together")
+    past = 0
+    if past_key is not None:
+        pk, pv = np.asarray(past_key), np.asarray(past_value)
+        if pk.ndim != 4 or pk.shape[:2] != (b, hkv) or pk.shape[3] != d or pv.shape[:3] != pk.shape[:3] \
+                or pv.shape[3] != v.shape[3]:
+            raise KernelError(f"Attention: past_key {pk.shape} / past_value {pv.shape} do not fit K {k.shape} "
+                              f"and V {v.shape}")
+        past = pk.shape[2]
+        k = np.concatenate([pk.astype(k.dtype, copy=False), k], axis=2)
+        v = np.concatenate([pv.astype(v.dtype, copy=False), v], axis=2)
+    present_key, present_value = k, v
+    total = k.shape[2]
+
+    wt = _work_dtype(dt)
+    sc = 1.0 / np.sqrt(d) if scale is None else float(scale)
+    root = np.sqrt(np.asarray(sc, np.float64)) if sc >= 0 else None
+    group = hq // hkv
+    kk = np.repeat(k, group, axis=1) if group > 1 else k
+    vv = np.repeat(v, group, axis=1) if group > 1 else v
+    qw, kw = q.astype(wt), kk.astype(wt)
+    if root is not None:  # scale Q and K by sqrt(scale) before the matmul (overflow-safe for fp16)
+        logits = (qw * wt.type(root)) @ np.swapaxes(kw * wt.type(root), -1, -2)
+    else:
+        logits = (qw @ np.swapaxes(kw, -1, -2)) * wt.type(sc)
+    qk0 = logits
+    if softcap and softcap > 0:
+        c = wt.type(softcap)
+        logits = c * np.tanh(logits / c)
+    qk1 = logits
+
+    # the allowed-set (bool) part of the bias: causal, padding, windows, boolean mask
+    allowed = None
+
+    def _and(a, m):
+        return m if a is None else a & m
+
+    jj = np.arange(total)[None, None, None, :]
+    ii = np.arange(sq)[None, None, :, None]
+    if nonpad_kv_seqlen is not None:
+        npk = np.asarray(nonpad_kv_seqlen).astype(np.int64).reshape(-1)
+        if npk.shape != (b,):
+            raise KernelError(f"Attention: nonpad_kv_seqlen must have shape ({b},), got {npk.shape}")
+        if past:
+            raise KernelError("Attention: nonpad_kv_seqlen cannot be used with past_key/past_value")
+        allowed = _and(allowed, jj < npk[:, None, None, None])
+        offset = (npk - sq)[:, None, None, None]
+    else:
+        offset = past
+    pos = ii + offset  # absolute position of each query
+    if is_causal:
+        allowed = _and(allowed, jj <= pos)
+    if left_window_size is not None and left_window_size >= 0:
+        allowed = _and(allowed, jj >= pos - int(left_window_size))
+    if right_window_size is not None and right_window_size >= 0:
+        allowed = _and(allowed, jj <= pos + int(right_window_size))
+    float_mask = None
+    if attn_mask is not None:
+        m = np.asarray(attn_mask)
+        if m.ndim == 0 or m.ndim > 4:
+            raise KernelError(f"Attention: attn_mask must have rank 1..4, got shape {m.shape}")
+        if m.shape[-1] < total:  # a shorter last axis is padded with -inf (False)
+            pad = [(0, 0)] * (m.ndim - 1) + [(0, total - m.shape[-1])]
+            m = np.pad(m, pad, constant_values=False if m.dtype == np.bool_ else -np.inf)
+        elif m.shape[-1] > total:
+            raise KernelError(f"Attention: attn_mask last axis {m.shape[-1]} exceeds the total sequence {total}")
+        try:
+            np.broadcast_shapes(m.shape, (b, hq, sq, total))
+        except ValueError:
+            raise KernelError(f"Attention: attn_mask shape {m.shape} does not broadcast to "
+                              f"{(b, hq, sq, total)}") from None
+        if m.dtype == np.bool_:
+            allowed = _and(allowed, m)
+        else:
+            float_mask = m.astype(wt)
+    bias = None
+    if allowed is not None:
+        bias = np.where(allowed, wt.type(0), wt.type(-np.inf))
+    if float_mask is not None:
+        bias = float_mask if bias is None else bias + float_mask
+    if bias is not None:
+        logits = logits + bias
+    qk2 = logits
+
+    # softmax with a fully-masked-row guard (a row of -inf gives zeros, not NaN)
+    sm = logits
+    if softmax_precision is not None:
+        sm = sm.astype(np.dtype(softmax_precision)).astype(np.float64 if np.dtype(softmax_precision) == np.float64
+                                                           else wt)
+    mx = sm.max(axis=-1, keepdims=True)
+    dead = ~np.isfinite(mx) & (mx < 0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(sm - np.where(dead, 0, mx))
+    e = np.where(dead, 0, e)
+    den = e.sum(axis=-1, keepdims=True)
+    probs = e / np.where(den == 0, 1, den)
+    if softmax_precision is not None:
+        probs = probs.astype(np.dtype(softmax_precision))
+    probs = probs.astype(wt)
+    y = probs @ vv.astype(wt)
+
+    mode = int(qk_matmul_output_mode)
+    if mode not in (0, 1, 2, 3):
+        raise KernelError(f"Attention: qk_matmul_output_mode must be 0..3, got {mode}")
+    qk_out = (qk0, qk1, np.broadcast_to(qk2, (b, hq, sq, total)), probs)[mode]
+    if three_d:
+        y = y.transpose(0, 2, 1, 3).reshape(b, sq, -1)
+    return (y.astype(dt), present_key.astype(dt, copy=False), present_value.astype(dt, copy=False),
+            np.ascontiguousarray(qk_out).astype(dt))
+
+
+@op("onnx:RotaryEmbedding-23")
+def rotary_embedding(X, cos_cache, sin_cache, position_ids=None, /, *, interleaved=0, num_heads=0,
+                     rotary_embedding_dim=0):
+    """Rotate pairs (x1, x2) of the first rotary_embedding_dim channels of each head:
+    (x1 cos - x2 sin, x1 sin + x2 cos); pairs are the two halves (default) or even/odd channels
+    (interleaved=1); other channels pass through.
+
+    X [B, H, S, D] or [B, S, H*D] (3-D needs num_heads); cos/sin [max_pos, R/2] indexed by
+    position_ids [B, S], or [B, S, R/2] without position_ids (R = rotary_embedding_dim or D).
+    Output: shape and dtype of X.
+    """
+    x = np.asarray(X)
+    dt = x.dtype
+    if x.ndim == 4:
+        xb = x.transpose(0, 2, 1, 3)  # [B, S, H, D]
+    elif x.ndim == 3:
+        if not num_heads or x.shape[2] % num_heads:
+            raise KernelError(f"RotaryEmbedding: a 3-D input of hidden size {x.shape[2]} needs num_heads "
+                              f"dividing it (got {num_heads})")
+        xb = x.reshape(x.shape[0], x.shape[1], num_heads, x.shape[2] // num_heads)
+    else:
+        raise KernelError(f"RotaryEmbedding input must be 3-D or 4-D, got shape {x.shape}")
+    bsz, seq, _, d = xb.shape
+    r = int(rotary_embedding_dim) or d
+    if r > d or r % 2:
+        raise KernelError(f"RotaryEmbedding: rotary_embedding_dim {r} must be even and <= head size {d}")
+    cos, sin = np.asarray(cos_cache), np.asarray(sin_cache)
+    if position_ids is not None:
+        pid = np.asarray(position_ids)
+        if pid.dtype.kind not in "iu" or pid.shape != (bsz, seq):
+            raise KernelError(f"RotaryEmbedding: position_ids must be int [{bsz}, {seq}], got {pid.shape} {pid.dtype}")
+        if cos.ndim != 2 or sin.shape != cos.shape:
+            raise KernelError(f"RotaryEmbedding: with position_ids the caches must be 2-D, got {cos.shape} "
+                              f"and {sin.shape}")
+        if pid.size and (pid.min() < 0 or pid.max() >= cos.shape[0]):
+            raise KernelError(f"RotaryEmbedding: position id out of range [0, {cos.shape[0]})")
+        cos, sin = cos[pid], sin[pid]
+    elif cos.shape != (bsz, seq, cos.shape[-1] if cos.ndim else 0) or sin.shape != cos.shape:
+        raise KernelError(f"RotaryEmbedding: without position_ids the caches must be [{bsz}, {seq}, {r // 2}], "
+                          f"got {cos.shape} and {sin.shape}")
+    if cos.shape[-1] != r // 2:
+        raise KernelError(f"RotaryEmbedding: cache last dim {cos.shape[-1]} != rotary_embedding_dim/2 = {r // 2}")
+    wt = _work_dtype(dt)
+    c = cos.astype(wt)[:, :, None, :]
+    s = sin.astype(wt)[:, :, None, :]
+    rot = xb[..., :r].astype(wt)
+    if interleaved:
+        x1, x2 = rot[..., 0::2], rot[..., 1::2]
+    else:
+        x1, x2 = rot[..., : r // 2], rot[..., r // 2:]
+    re_ = c * x1 - s * x2
+    im_ = s * x1 + c * x2
+    if interleaved:
+        rotated = np.stack([re_, im_], axis=-1).reshape(rot.shape)
+    else:
+        rotated = np.concatenate([re_, im_], axis=-1)
+    out = np.concatenate([rotated.astype(dt), xb[..., r:]], axis=-1)
+    if x.ndim == 4:
+        return np.ascontiguousarray(out.transpose(0, 2, 1, 3))
+    return out.reshape(x.shape)

@@ -59,7 +59,7 @@ def _is_int(dt: np.dtype) -> bool:
 
 # ----------------------------------------------------------------------------- strings
 def _to_string(x: np.ndarray) -> np.ndarray:
-    """Numbers -> their shortest round-trip text; NaN, INF, -INF for the special values."""
+    """Numbers -> their shortest round-trip text; NaN, INF, -INF for the special values; bool -> 1/0."""
     dt = x.dtype
     if _is_float(dt):
         v = x if dt in _NP_FLOATS else x.astype(np.float32)
@@ -70,7 +70,7 @@ def _to_string(x: np.ndarray) -> np.ndarray:
             s[inf & (v > 0)] = "INF"
             s[inf & (v < 0)] = "-INF"
         return s
-    if dt in _ML_INTS:
+    if dt in _ML_INTS or dt.kind == "b":  # bool -> "1" / "0"
         x = x.astype(np.int8)
     return x.astype(str).astype(object)
 
@@ -179,8 +179,8 @@ def cast(input, /, *, to, saturate=1, round_mode="up"):
     Shape of input, dtype ``to``. Floats to ints truncate toward zero; ints wrap when out of range;
     nonzero -> True. To float8: round to nearest even, and with ``saturate`` (default) +-Inf and
     out-of-range values clip to +-max (without it they become NaN, or Inf for E5M2). To E8M0:
-    ``round_mode`` up/down/nearest. Strings parse plain/scientific numbers and INF/NaN; numbers
-    format as their shortest round-trip text.
+    ``round_mode`` up/down/nearest. Strings parse plain/scientific numbers and INF/NaN (true/false
+    too, for bool); numbers format as their shortest round-trip text (NaN, INF, -INF; bool 1/0).
     """
     x = np.asarray(input)
     return _convert(x, _dtype(to), saturate, round_mode)

@@ -1,7 +1,8 @@
-"""Elementwise kernels: arithmetic, math functions, comparisons, logic and bit operations.
+"""Elementwise kernels: arithmetic, math functions, variadic Max/Min/Sum/Mean, Where, Clip
+(comparisons, logic and bit operations are in ``logic.py``), and the helpers they share.
 
 Every binary/variadic kernel broadcasts its inputs NumPy-style (ONNX "multidirectional
-broadcasting"). Outputs keep the input dtype (comparisons and tests return bool); half-precision
+broadcasting"). Outputs keep the input dtype; half-precision
 and ml_dtypes floats (bfloat16, float8) are computed in float32 where a function is not a single
 correctly rounded ufunc, then cast back.
 """

@@ -93,7 +93,8 @@ def grid_sample(x, grid, /, *, align_corners=0, mode="linear", padding_mode="zer
         if kind == "nearest":
             c = np.rint(c)
         outside = (c < lo) | (c > hi)
-        if padding_mode == "border":
+        if padding_mode == "border" and kind != "cubic":
+            # (cubic: as PyTorch, the coordinate stays and each tap is clamped to the border)
             c = np.where(outside, np.clip(c, 0, L - 1), c)
         elif padding_mode == "reflection":
             c = np.where(outside, _reflect(c, lo, hi), c)

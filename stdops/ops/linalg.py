@@ -5,6 +5,8 @@ integer products keep their dtype (MatMulInteger: int32).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import KernelError
@@ -100,6 +102,13 @@ def _einsum_operands(equation: str, n: int) -> str:
     return eq
 
 
+@functools.lru_cache(maxsize=256)
+def _einsum_path(eq: str, shapes: tuple) -> list:
+    """The contraction order numpy picks for these shapes, computed once per (equation, shapes)."""
+    dummies = [np.broadcast_to(np.zeros((), np.float32), s) for s in shapes]
+    return np.einsum_path(eq, *dummies, optimize="greedy")[0]
+
+
 @op("onnx:Einsum-12")
 def einsum(*Inputs, equation):
     """Y[out] = sum over the indices not in out of prod_i Inputs_i[term_i] (Einstein summation,
@@ -113,7 +122,9 @@ def einsum(*Inputs, equation):
     dt = _same_dtype("Einsum", *xs)
     eq = _einsum_operands(equation, len(xs))
     try:
-        y = np.einsum(eq, *[_work(x) for x in xs], optimize=len(xs) > 1)
+        ws = [_work(x) for x in xs]
+        path = _einsum_path(eq, tuple(x.shape for x in ws)) if len(ws) > 1 else False
+        y = np.einsum(eq, *ws, optimize=path)
     except ValueError as e:
         raise KernelError(f"Einsum: {equation!r}: {e}") from None
     y = np.asarray(y)

@@ -6,6 +6,12 @@ import numpy as np
 from ..errors import KernelError
 from ._registry import op
 
+
+def _is_float(dt) -> bool:
+    """float16/32/64 and the ml_dtypes floats (bfloat16, float8...)."""
+    dt = np.dtype(dt)
+    return dt.kind == "f" or (dt.kind == "V" and ("float" in dt.name))
+
 _REDUCTIONS = ("none", "sum", "mean")
 
 
@@ -48,7 +54,7 @@ def _nll(logp: np.ndarray, target, weight, ignore_index, reduction: str, what: s
 
 def _work(x, what: str) -> tuple[np.ndarray, np.dtype]:
     a = np.asarray(x)
-    if a.dtype.kind != "f":
+    if not _is_float(a.dtype):
         raise KernelError(f"{what}: input must be a float tensor, got {a.dtype}")
     # float16/bfloat16 are computed in float32 and returned in their own type
     work = a if a.dtype in (np.float32, np.float64) else a.astype(np.float32)

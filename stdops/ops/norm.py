@@ -106,7 +106,9 @@ def batch_normalization(X, scale, B, input_mean, input_var, /, *, epsilon=1e-5, 
     if not training_mode:
         inv = s / np.sqrt(v_in.astype(wt) + eps)
         shift = b - m_in.astype(wt) * inv
-        return (X.astype(wt, copy=False) * inv + shift).astype(X.dtype, copy=False)
+        y = X.astype(wt, copy=False) * inv
+        y += shift
+        return y.astype(X.dtype, copy=False)
     axes = (0,) + tuple(range(2, nd))
     xw = X.astype(wt, copy=False)
     mean = xw.mean(axis=axes, keepdims=True)

@@ -170,7 +170,8 @@ def dequantize_linear(x, x_scale, x_zero_point=None, /, *, axis=1, block_size=0,
         zp = broadcast_param(x_zero_point, x.shape, axis, block_size, "DequantizeLinear")
         d = d - zp.astype(cdt)
     scale = broadcast_param(x_scale, x.shape, axis, block_size, "DequantizeLinear")
-    return np.asarray((d * scale.astype(cdt)).astype(odt))
+    with np.errstate(over="ignore"):
+        return np.asarray((d * scale.astype(cdt)).astype(odt))
 
 
 @op("onnx:DynamicQuantizeLinear-11")

@@ -13,6 +13,12 @@ from .. import limits
 from ..errors import KernelError
 from ._registry import op
 
+
+def _is_float(dt) -> bool:
+    """float16/32/64 and the ml_dtypes floats (bfloat16, float8...)."""
+    dt = np.dtype(dt)
+    return dt.kind == "f" or (dt.kind == "V" and ("float" in dt.name))
+
 _FLOATS = (np.float16, np.float32, np.float64)
 
 
@@ -29,7 +35,7 @@ def _rng(seed) -> np.random.Generator:
 
 def _float_dtype(dtype, what: str = "dtype") -> np.dtype:
     dt = np.dtype(dtype)
-    if dt.kind != "f":
+    if not _is_float(dt):
         raise KernelError(f"{what} must be a floating type, got {dt}")
     return dt
 
@@ -97,7 +103,7 @@ def bernoulli(input, /, *, dtype=None, seed=None):
     Shape of ``input``; dtype ``dtype`` (any numeric or bool), default the input's dtype.
     """
     p = np.asarray(input)
-    if p.dtype.kind != "f":
+    if not _is_float(p.dtype):
         raise KernelError(f"Bernoulli input must be a float tensor of probabilities, got {p.dtype}")
     u = _rng(seed).random(p.shape)
     return (u < p).astype(p.dtype if dtype is None else np.dtype(dtype))
@@ -115,7 +121,7 @@ def multinomial(input, /, *, dtype=np.int32, sample_size=1, seed=None):
     dt = np.dtype(dtype)
     if dt not in (np.dtype(np.int32), np.dtype(np.int64)):
         raise KernelError(f"Multinomial dtype must be int32 or int64, got {dt}")
-    if x.ndim != 2 or x.dtype.kind != "f":
+    if x.ndim != 2 or not _is_float(x.dtype):
         raise KernelError(f"Multinomial input must be a 2-D float tensor [batch, class], got shape {x.shape} "
                           f"dtype {x.dtype}")
     n = int(sample_size)

@@ -59,7 +59,7 @@ def _activations(opname: str, activations, alphas, betas, defaults: tuple[str, .
     """Per direction, the activation functions in the op's order. ``activation_alpha`` and
     ``activation_beta`` are consumed in order by the functions that take that parameter."""
     k = len(defaults)
-    names = list(defaults) * num_dirs if activations is None else [str(a) for a in activations]
+    names = list(defaults) * num_dirs if not activations else [str(a) for a in activations]
     if len(names) != k * num_dirs:
         raise KernelError(f"{opname}: expected {k * num_dirs} activations for {num_dirs} "
                           f"direction(s), got {len(names)}: {names}")
@@ -100,6 +100,7 @@ class _Setup:
     RT: np.ndarray  # [D, H, G*H]  R transposed for h @ R^T
     Rb: np.ndarray  # [D, 1, G*H]
     mask: np.ndarray | None  # [T, B, 1] bool, None when every sequence has length T
+    empty: np.ndarray | None  # [B] bool: sequences of length 0 (final states are 0), or None
     rev_idx: np.ndarray | None  # [T, B] time gather of the reverse direction
     h0: np.ndarray  # [D, B, H]
     acts: list[list[_Act]]
@@ -148,7 +149,7 @@ def _setup(opname: str, gates: int, X, W, R, B, sequence_lens, initial_h, *, hid
         bias = bias.astype(wt, copy=False)
     Wb, Rb = bias[:, :gates * H], bias[:, gates * H:]
 
-    mask = rev_idx = None
+    mask = rev_idx = empty = None
     if sequence_lens is not None:
         sl = np.asarray(sequence_lens)
         if sl.dtype.kind not in "iu" or sl.shape != (Bn,):
@@ -161,6 +162,8 @@ def _setup(opname: str, gates: int, X, W, R, B, sequence_lens, initial_h, *, hid
             t = np.arange(T)[:, None]
             mask = (t < sl[None, :])[:, :, None]
             rev_idx = np.where(t < sl[None, :], sl[None, :] - 1 - t, t)
+            if (sl == 0).any():
+                empty = sl == 0
 
     # the input projection of every step, one GEMM per direction
     xs = []
@@ -179,7 +182,7 @@ def _setup(opname: str, gates: int, X, W, R, B, sequence_lens, initial_h, *, hid
         h0 = _state(opname, "initial_h", initial_h, D, Bn, H, layout, wt)
     acts = _activations(opname, activations, activation_alpha, activation_beta, default_acts, D)
     RT = R.astype(wt, copy=False).transpose(0, 2, 1)
-    return _Setup(T, Bn, H, D, wt, X.dtype, Gx, RT, Rb[:, None, :], mask, rev_idx, h0, acts,
+    return _Setup(T, Bn, H, D, wt, X.dtype, Gx, RT, Rb[:, None, :], mask, empty, rev_idx, h0, acts,
                   None if clip is None else float(clip), layout)
 
 
@@ -198,7 +201,10 @@ def _clip(s: _Setup, x: np.ndarray) -> np.ndarray:
 
 
 def _finish(s: _Setup, direction: str, Y: np.ndarray, *states: np.ndarray) -> tuple:
-    """Undo the reverse directions' time order in Y, apply the layout, cast to X's dtype."""
+    """Undo the reverse directions' time order in Y, zero the final states of empty sequences
+    (as onnxruntime does), apply the layout, cast to X's dtype."""
+    if s.empty is not None:
+        states = tuple(np.where(s.empty[None, :, None], st.dtype.type(0), st) for st in states)
     for d in range(s.D):
         if direction == "reverse" or d == 1:
             Y[:, d] = Y[::-1, d] if s.rev_idx is None else Y[s.rev_idx, d, np.arange(s.B)]

@@ -227,3 +227,31 @@ def test_initializer_listed_as_input_is_an_optional_feed():
     x = np.zeros(3, np.float32)
     np.testing.assert_array_equal(model.run({"x": x})["y"], [1, 2, 3])
     np.testing.assert_array_equal(model.run({"x": x, "w": np.ones(3, np.float32)})["y"], [1, 1, 1])
+
+
+def test_model_local_function_is_inlined_with_attribute_references():
+    # a local function "ScaledRelu"(x) = Relu(x) * scale, scale from a float attribute with a reference
+    scale_attr = helper.make_attribute("value_float", 0.0)
+    scale_attr.ref_attr_name = "scale"
+    body = [helper.make_node("Constant", [], ["s"]), helper.make_node("Relu", ["x"], ["r"]),
+            helper.make_node("Mul", ["r", "s"], ["y"])]
+    body[0].attribute.append(scale_attr)
+    f = helper.make_function("local.fn", "ScaledRelu", ["x"], ["y"], body,
+                             [helper.make_opsetid("", 17)], attributes=["scale"])
+    call = helper.make_node("ScaledRelu", ["x"], ["y"], name="call", domain="local.fn", scale=3.0)
+    g = helper.make_graph([call], "g", [_vi("x", shape=[2, 3])], [_vi("y", shape=[2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local.fn", 1)],
+                          functions=[f])
+    out = stdops.onnx.load(m).run({"x": X})
+    np.testing.assert_allclose(out["y"], np.maximum(X, 0) * 3)
+
+
+def test_recursive_local_function_is_refused():
+    body = [helper.make_node("Loopy", ["x"], ["y"], domain="local.fn")]
+    f = helper.make_function("local.fn", "Loopy", ["x"], ["y"], body,
+                             [helper.make_opsetid("", 17), helper.make_opsetid("local.fn", 1)])
+    g = helper.make_graph([helper.make_node("Loopy", ["x"], ["y"], domain="local.fn")], "g", [_vi("x")], [_vi("y")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local.fn", 1)],
+                          functions=[f])
+    with pytest.raises(ModelFormatError, match="recursive"):
+        stdops.onnx.load(m)

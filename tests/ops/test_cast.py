@@ -232,6 +232,8 @@ def test_to_string():
     for v, s in zip(x[:4], got[:4]):
         assert np.float32(float(s)) == v  # round trip
     assert list(C.cast(np.array([3, -7], np.int64), to=object)) == ["3", "-7"]
+    assert list(C.cast(np.array([True, False]), to=object)) == ["1", "0"]
+    assert list(C.cast(C.cast(np.array([True, False]), to=object), to=np.bool_)) == [True, False]
 
 
 @pytest.mark.parametrize("dst", [np.float32, np.float64, np.float16])

@@ -1,4 +1,4 @@
-"""Elementwise kernels against independent formulas written here (float64 / Python-int references)."""
+"""Elementwise and logic kernels against independent formulas written here (float64 / Python-int references)."""
 from __future__ import annotations
 
 import math
@@ -10,6 +10,7 @@ import scipy.special
 
 from stdops.errors import KernelError
 from stdops.ops import elementwise as K
+from stdops.ops import logic as L
 
 RNG = np.random.default_rng(0)
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
@@ -210,7 +211,7 @@ def test_round_half_to_even():
     assert np.signbit(got[3]) and np.signbit(got[-1])
 
 
-@pytest.mark.parametrize("kernel", [K.sqrt, K.exp, K.reciprocal, K.round_, K.sin, K.floor, K.is_nan])
+@pytest.mark.parametrize("kernel", [K.sqrt, K.exp, K.reciprocal, K.round_, K.sin, K.floor, L.is_nan])
 def test_float_only_ops_refuse_ints(kernel):
     with pytest.raises(KernelError, match="floating-point"):
         kernel(np.arange(3, dtype=np.int32))
@@ -225,24 +226,24 @@ def test_erf_integer_input_old_opset():
 def test_isinf_isnan(dtype):
     x = np.array([-1.5, np.inf, np.nan, -np.inf, 0.0], np.float32).astype(dtype)
     pos, neg = np.array([0, 1, 0, 0, 0], bool), np.array([0, 0, 0, 1, 0], bool)
-    check(K.is_inf(x), pos | neg)
-    check(K.is_inf(x, detect_negative=0), pos)
-    check(K.is_inf(x, detect_positive=0), neg)
-    check(K.is_inf(x, detect_negative=0, detect_positive=0), np.zeros(5, bool))
-    check(K.is_nan(x), np.array([0, 0, 1, 0, 0], bool))
+    check(L.is_inf(x), pos | neg)
+    check(L.is_inf(x, detect_negative=0), pos)
+    check(L.is_inf(x, detect_positive=0), neg)
+    check(L.is_inf(x, detect_negative=0, detect_positive=0), np.zeros(5, bool))
+    check(L.is_nan(x), np.array([0, 0, 1, 0, 0], bool))
 
 
 def test_isnan_float8_e4m3fn():  # a type without inf: only NaN
     x = np.array([1.0, np.nan, 448.0], np.float32).astype(ml_dtypes.float8_e4m3fn)
-    check(K.is_nan(x), np.array([0, 1, 0], bool))
-    check(K.is_inf(x), np.zeros(3, bool))
+    check(L.is_nan(x), np.array([0, 1, 0], bool))
+    check(L.is_inf(x), np.zeros(3, bool))
 
 
 # ----------------------------------------------------------------------------------- comparisons
 COMPARE = [
-    (K.equal, lambda a, b: a == b), (K.greater, lambda a, b: a > b),
-    (K.greater_or_equal, lambda a, b: a >= b), (K.less, lambda a, b: a < b),
-    (K.less_or_equal, lambda a, b: a <= b),
+    (L.equal, lambda a, b: a == b), (L.greater, lambda a, b: a > b),
+    (L.greater_or_equal, lambda a, b: a >= b), (L.less, lambda a, b: a < b),
+    (L.less_or_equal, lambda a, b: a <= b),
 ]
 
 
@@ -258,21 +259,21 @@ def test_compare(kernel, ref, shapes, dtype):
 
 def test_compare_nan_and_bool():
     n = np.array([np.nan, 1.0], np.float32)
-    check(K.equal(n, n), np.array([False, True]))
-    check(K.less_or_equal(n, n), np.array([False, True]))
+    check(L.equal(n, n), np.array([False, True]))
+    check(L.less_or_equal(n, n), np.array([False, True]))
     t = np.array([True, False])
-    check(K.equal(t, np.array(True)), np.array([True, False]))
+    check(L.equal(t, np.array(True)), np.array([True, False]))
 
 
 def test_equal_strings():
     a = np.array(["string1", "string2"], dtype=object)
-    check(K.equal(a, np.array(["string1", "string3"], dtype=object)), np.array([True, False]))
-    check(K.equal(np.array([[b"x"], [b"y"]], dtype=object), np.array(["x", "z", "y"])),
+    check(L.equal(a, np.array(["string1", "string3"], dtype=object)), np.array([True, False]))
+    check(L.equal(np.array([[b"x"], [b"y"]], dtype=object), np.array(["x", "z", "y"])),
           np.array([[True, False, False], [False, False, True]]))
 
 
 # ------------------------------------------------------------------------------- logic and bits
-LOGIC = [(K.and_, np.logical_and), (K.or_, np.logical_or), (K.xor, np.not_equal)]
+LOGIC = [(L.and_, np.logical_and), (L.or_, np.logical_or), (L.xor, np.not_equal)]
 
 
 @pytest.mark.parametrize("shapes", SHAPES)
@@ -283,14 +284,14 @@ def test_logic(kernel, ref, shapes):
     want = np.array([[ref(p, q) for q in (False, True)] for p in (False, True)])  # truth table
     check(kernel(a, b), want[a.astype(int), b.astype(int)] if a.shape == b.shape else
           want[np.broadcast_arrays(a, b)[0].astype(int), np.broadcast_arrays(a, b)[1].astype(int)])
-    check(K.not_(a), ~a)
+    check(L.not_(a), ~a)
 
 
 def test_logic_refuses_non_bool():
     with pytest.raises(KernelError, match="bool"):
-        K.and_(np.ones(2, np.int32), np.ones(2, np.int32))
+        L.and_(np.ones(2, np.int32), np.ones(2, np.int32))
     with pytest.raises(KernelError, match="bool"):
-        K.not_(np.ones(2, np.float32))
+        L.not_(np.ones(2, np.float32))
 
 
 def _py_bits(f, x, y, dtype):
@@ -300,14 +301,14 @@ def _py_bits(f, x, y, dtype):
 
 
 @pytest.mark.parametrize("dtype", INTS)
-@pytest.mark.parametrize("kernel,f", [(K.bitwise_and, lambda p, q: p & q), (K.bitwise_or, lambda p, q: p | q),
-                                      (K.bitwise_xor, lambda p, q: p ^ q)], ids=["and", "or", "xor"])
+@pytest.mark.parametrize("kernel,f", [(L.bitwise_and, lambda p, q: p & q), (L.bitwise_or, lambda p, q: p | q),
+                                      (L.bitwise_xor, lambda p, q: p ^ q)], ids=["and", "or", "xor"])
 def test_bitwise(kernel, f, dtype):
     info = np.iinfo(dtype)
     a = RNG.integers(info.min, info.max, (3, 4), dtype=dtype, endpoint=True)
     b = RNG.integers(info.min, info.max, (4,), dtype=dtype, endpoint=True)
     check(kernel(a, b), _py_bits(f, a, b, dtype), dtype)
-    check(K.bitwise_not(a), _py_bits(lambda p, q: -p - 1, a, a, dtype), dtype)
+    check(L.bitwise_not(a), _py_bits(lambda p, q: -p - 1, a, a, dtype), dtype)
 
 
 @pytest.mark.parametrize("dtype", INTS)
@@ -324,18 +325,18 @@ def test_bit_shift(dtype, direction):
             return -1 if direction == "RIGHT" and p < 0 else 0
         return p << q if direction == "LEFT" else p >> q  # Python >> is arithmetic
 
-    check(K.bit_shift(x, y, direction=direction), _py_bits(f, x, y, dtype), dtype)
+    check(L.bit_shift(x, y, direction=direction), _py_bits(f, x, y, dtype), dtype)
 
 
 def test_bit_shift_examples():
-    check(K.bit_shift(np.array([16, 4, 1], np.uint32), np.array([1, 2, 3], np.uint32), direction="RIGHT"),
+    check(L.bit_shift(np.array([16, 4, 1], np.uint32), np.array([1, 2, 3], np.uint32), direction="RIGHT"),
           np.array([8, 1, 0], np.uint32))
-    check(K.bit_shift(np.array([-128, 64], np.int8), np.array([1, 1], np.int8), direction="LEFT"),
+    check(L.bit_shift(np.array([-128, 64], np.int8), np.array([1, 1], np.int8), direction="LEFT"),
           np.array([0, -128], np.int8))
     with pytest.raises(KernelError, match="direction"):
-        K.bit_shift(np.ones(2, np.uint8), np.ones(2, np.uint8), direction="left")
+        L.bit_shift(np.ones(2, np.uint8), np.ones(2, np.uint8), direction="left")
     with pytest.raises(KernelError, match="integer"):
-        K.bit_shift(np.ones(2, np.float32), np.ones(2, np.float32), direction="LEFT")
+        L.bit_shift(np.ones(2, np.float32), np.ones(2, np.float32), direction="LEFT")
 
 
 # ---------------------------------------------------------------------------------- variadic
@@ -413,8 +414,8 @@ def test_clip_errors_and_nan():
 
 
 # ------------------------------------------------------------------------------------ errors
-@pytest.mark.parametrize("kernel", [K.add, K.sub, K.mul, K.div, K.pow_, K.mod, K.equal, K.greater,
-                                    K.less, K.greater_or_equal, K.less_or_equal, K.bitwise_and])
+@pytest.mark.parametrize("kernel", [K.add, K.sub, K.mul, K.div, K.pow_, K.mod, L.equal, L.greater,
+                                    L.less, L.greater_or_equal, L.less_or_equal, L.bitwise_and])
 def test_binary_shape_mismatch(kernel):
     a = np.ones((2, 3), np.int32)
     with pytest.raises(KernelError, match=r"\(2, 3\) and \(4,\)"):

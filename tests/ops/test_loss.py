@@ -108,3 +108,13 @@ def test_errors(args, kw):
         L.negative_log_likelihood_loss(*args, **kw)
     with pytest.raises(KernelError):
         L.softmax_cross_entropy_loss(*args, **kw)
+
+
+def test_bfloat16():
+    import ml_dtypes
+
+    bf = np.dtype(ml_dtypes.bfloat16)
+    x, t, w = _data((3, 4, 2), True, None, np.int64)
+    got = L.negative_log_likelihood_loss(x.astype(bf), t, w.astype(bf), reduction="sum")
+    assert got.dtype == bf
+    np.testing.assert_allclose(got.astype(np.float32), _ref_nll(x, t, w, None, "sum"), rtol=2e-2)

@@ -149,3 +149,13 @@ def test_random_errors():
         R.random_normal(shape=(2,), dtype=np.int32)
     with pytest.raises(KernelError):
         R.random_uniform(shape=(2,), dtype=np.bool_)
+
+
+def test_bfloat16():
+    import ml_dtypes
+
+    bf = np.dtype(ml_dtypes.bfloat16)
+    assert R.random_normal(shape=(3,), dtype=bf).dtype == bf
+    assert R.random_uniform_like(np.zeros(3, bf)).dtype == bf
+    assert R.bernoulli(np.full(4, 1.0, bf)).astype(np.float32).tolist() == [1.0] * 4
+    assert R.multinomial(np.zeros((2, 3), bf), sample_size=4).shape == (2, 4)

@@ -30,7 +30,7 @@ _DEFAULT_ACTS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid"
 
 
 def _ref_acts(names, alphas, betas):
-    alphas, betas = list(alphas or []), list(betas or []),
+    alphas, betas = list(alphas or []), list(betas or [])
     out = []
     for nm in names:
         f, da, db = _REF_ACT[nm.lower()]

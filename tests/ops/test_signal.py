@@ -188,3 +188,13 @@ def test_mel_errors():
         G.mel_weight_matrix(np.int64(0), np.int64(16), np.int64(8000), np.float32(0), np.float32(100))
     with pytest.raises(KernelError):
         G.mel_weight_matrix(np.int64(4), np.int64(16), np.int64(8000), np.float32(100), np.float32(10))
+
+
+def test_dft_bfloat16_and_float16():
+    import ml_dtypes
+
+    z = RNG.standard_normal((2, 8))
+    for dt in (np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)):
+        got = G.dft(z[..., None].astype(dt), None, np.int64(1))
+        assert got.dtype == dt
+        np.testing.assert_allclose(got.astype(np.float32), _pack(_ref_dft(z, 1, 8)), rtol=5e-2, atol=5e-2)

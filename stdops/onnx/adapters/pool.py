@@ -14,3 +14,11 @@ def _max_pool_outputs(ctx):
     if ctx.n_outputs >= 2 and len(ctx.input_present) >= 1:
         return fn
     return functools.partial(max_pool_values, **ctx.attrs)
+
+
+@adapter("RoiAlign", 10)
+def _roi_align_10(ctx):
+    """RoiAlign-10 had no coordinate_transformation_mode: it behaved as 'output_half_pixel'."""
+    if "coordinate_transformation_mode" in ctx.attrs:
+        raise ctx.error("coordinate_transformation_mode is not an attribute of RoiAlign-10")
+    return ctx.bind(coordinate_transformation_mode="output_half_pixel")

@@ -1,0 +1,2 @@
+"""ONNX version adapters for the ml kernels."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""ONNX version adapters for the training kernels."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""ml kernels."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""preview kernels."""
+from __future__ import annotations

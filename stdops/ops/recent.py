@@ -1,0 +1,2 @@
+"""recent kernels."""
+from __future__ import annotations

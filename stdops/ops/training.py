@@ -1,0 +1,2 @@
+"""training kernels."""
+from __future__ import annotations
