@@ -13,13 +13,18 @@ __version__ = "0.1.0"
 
 
 def load(path: Any):
-    """Load a model file, choosing the front end by its type (.onnx; ncnn and MDF follow)."""
+    """Load a model file, choosing the front end by its type: .onnx (ONNX), .param / .param.bin (ncnn,
+    with the .bin beside it)."""
     p = os.fspath(path)
     ext = os.path.splitext(p)[1].lower()
     if ext == ".onnx" or ext == ".pb":
         from . import onnx as _onnx
 
         return _onnx.load(p)
+    if p.endswith(".param") or p.endswith(".param.bin"):
+        from . import ncnn as _ncnn
+
+        return _ncnn.Net.load(p)
     if not os.path.exists(p):
         raise ModelFormatError(p, None, "no such file")
     with open(p, "rb") as f:
@@ -29,4 +34,4 @@ def load(path: Any):
 
         return _onnx.load(p)
     raise ModelFormatError(p, None, f"unknown model type {ext or '(no extension)'!r}: "
-                                    f"expected .onnx")
+                                    f"expected .onnx, .param or .param.bin")

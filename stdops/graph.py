@@ -97,6 +97,7 @@ class Plan:
         self._const_slots = frozenset(slot[n] for n in constants)
         self._input_slots = [(n, slot[n]) for n in [*self.input_names, *self.outer_names]]
         self._schedules: dict[tuple[str, ...], list[_Step]] = {}
+        self._needed_inputs: dict[tuple[str, ...], list[tuple[str, int]]] = {}
 
     # ------------------------------------------------------------------ compile
     def names(self) -> list[str]:
@@ -149,6 +150,8 @@ class Plan:
                 tuple(self._slot[n] if n else -1 for n in node.outputs),
                 tuple(releases.get(pos, ())),
                 node))
+        used = {i for st in steps for i in st.ins} | {self._slot[n] for n in want}
+        self._needed_inputs[want] = [(n, s) for n, s in self._input_slots if s in used]
         self._schedules[want] = steps
         return steps
 
@@ -160,7 +163,7 @@ class Plan:
         want = self.output_names if outputs is None else list(outputs)
         steps = self.schedule(want)
         vals = list(self._template)
-        for name, s in self._input_slots:
+        for name, s in self._needed_inputs[tuple(want)]:
             if name in feeds:
                 vals[s] = feeds[name]
             elif s not in self._const_slots:

@@ -11,7 +11,7 @@ import scipy.special
 
 from ..errors import KernelError
 from ._registry import op
-from .elementwise import as_array, compute_dtype, float_input, is_int, numeric_input, result
+from .elementwise import as_array, compute_dtype, erf_float32, float_input, is_int, numeric_input, result
 
 
 def _prep(x, opname: str) -> tuple[np.ndarray, np.dtype]:
@@ -111,8 +111,13 @@ def celu(x, /, *, alpha=1.0):
         raise KernelError("Celu: alpha must not be 0")
     xc, dt = _prep(x, "Celu")
     t = xc.dtype.type
-    neg = t(alpha) * np.expm1(np.minimum(xc, 0) / t(alpha))
-    return result(np.maximum(xc, 0) + np.minimum(neg, 0), dt)
+    y = result(np.minimum(xc, 0))  # an array (0-d included) for the in-place steps
+    y /= t(alpha)
+    np.expm1(y, out=y)
+    y *= t(alpha)
+    np.minimum(y, 0, out=y)
+    y += np.maximum(xc, 0)
+    return result(y, dt)
 
 
 @op("onnx:ThresholdedRelu-10")
@@ -144,16 +149,24 @@ def shrink(x, /, *, bias=0.0, lambd=0.5):
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     """1 / (1 + exp(-x)) without overflow: exp is only taken of -|x|."""
     # exp(min(x, 0)) / (1 + exp(-|x|)): 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below
-    d = np.exp(-np.abs(x))
+    d = result(np.abs(x))
+    np.negative(d, out=d)
+    np.exp(d, out=d)
     d += 1
-    y = np.exp(np.minimum(x, 0))
+    y = result(np.minimum(x, 0))
+    np.exp(y, out=y)
     y /= d
     return y
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:
     """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))."""
-    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+    y = result(np.abs(x))
+    np.negative(y, out=y)
+    np.exp(y, out=y)
+    np.log1p(y, out=y)
+    y += np.maximum(x, 0)
+    return y
 
 
 @op("onnx:Sigmoid-6")
@@ -169,7 +182,9 @@ def hard_sigmoid(x, /, *, alpha=0.2, beta=0.5):
     """Y = max(0, min(1, alpha * X + beta)). Shape and dtype of X (float types)."""
     xc, dt = _prep(x, "HardSigmoid")
     t = xc.dtype.type
-    return result(np.clip(xc * t(alpha) + t(beta), t(0), t(1)), dt)
+    y = result(xc * t(alpha))
+    y += t(beta)
+    return result(np.clip(y, t(0), t(1), out=y), dt)
 
 
 @op("onnx:HardSwish-14")
@@ -177,7 +192,11 @@ def hard_swish(x, /):
     """Y = X * max(0, min(1, X / 6 + 0.5)). Shape and dtype of X (float types)."""
     xc, dt = _prep(x, "HardSwish")
     t = xc.dtype.type
-    return result(xc * np.clip(xc * t(1 / 6) + t(0.5), t(0), t(1)), dt)
+    y = result(xc * t(1 / 6))
+    y += t(0.5)
+    np.clip(y, t(0), t(1), out=y)
+    y *= xc
+    return result(y, dt)
 
 
 @op("onnx:Softplus-1")
@@ -193,7 +212,9 @@ def softsign(x, /):
     """Y = X / (1 + |X|). Shape and dtype of X (float types)."""
     xc, dt = _prep(x, "Softsign")
     with np.errstate(all="ignore"):
-        return result(xc / (1 + np.abs(xc)), dt)
+        d = result(np.abs(xc))
+        d += 1
+        return result(np.divide(xc, d, out=d), dt)
 
 
 @op("onnx:Gelu-20")
@@ -209,10 +230,21 @@ def gelu(x, /, *, approximate="none"):
     t = xc.dtype.type
     with np.errstate(all="ignore"):
         if approximate == "tanh":
-            inner = t(np.sqrt(2 / np.pi)) * (xc + t(0.044715) * xc * xc * xc)
-            y = t(0.5) * xc * (1 + np.tanh(inner))
+            y = result(xc * xc)
+            y *= xc
+            y *= t(0.044715)
+            y += xc
+            y *= t(np.sqrt(2 / np.pi))
+            np.tanh(y, out=y)
+            y += 1
+            y *= t(0.5)
+            y *= xc
         else:
-            y = t(0.5) * xc * (1 + scipy.special.erf(xc * t(1 / np.sqrt(2))))
+            y = xc * t(1 / np.sqrt(2))
+            y = erf_float32(y) if y.dtype == np.float32 else scipy.special.erf(y)
+            y += 1
+            y *= t(0.5)
+            y *= xc
     return result(y, dt)
 
 
@@ -221,7 +253,10 @@ def mish(x, /):
     """Y = X * tanh(softplus(X)) = X * tanh(ln(1 + exp(X))). Shape and dtype of X (float types)."""
     xc, dt = _prep(x, "Mish")
     with np.errstate(all="ignore"):
-        return result(xc * np.tanh(_softplus(xc)), dt)
+        y = _softplus(xc)
+        np.tanh(y, out=y)
+        y *= xc
+        return result(y, dt)
 
 
 @op("onnx:Swish-24")
@@ -229,7 +264,9 @@ def swish(x, /, *, alpha=1.0):
     """Y = X * sigmoid(alpha * X). Shape and dtype of X (float types)."""
     xc, dt = _prep(x, "Swish")
     with np.errstate(all="ignore"):
-        return result(xc * _sigmoid(xc * xc.dtype.type(alpha)), dt)
+        y = _sigmoid(xc if alpha == 1 else xc * xc.dtype.type(alpha))
+        y *= xc
+        return result(y, dt)
 
 
 # --------------------------------------------------------------------------- softmax family
@@ -246,7 +283,8 @@ def softmax(x, /, *, axis=-1):
         raise KernelError("Softmax: input must have rank >= 1")
     a = _axis(axis, xc.ndim, "Softmax")
     with np.errstate(all="ignore"):
-        e = np.exp(xc - np.max(xc, axis=a, keepdims=True))
+        e = xc - np.max(xc, axis=a, keepdims=True)
+        np.exp(e, out=e)
         e /= np.sum(e, axis=a, keepdims=True)
     return result(e, dt)
 

@@ -79,13 +79,14 @@ def attention(Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv
     sc = 1.0 / np.sqrt(d) if scale is None else float(scale)
     root = np.sqrt(np.asarray(sc, np.float64)) if sc >= 0 else None
     group = hq // hkv
-    kk = np.repeat(k, group, axis=1) if group > 1 else k
-    vv = np.repeat(v, group, axis=1) if group > 1 else v
-    qw, kw = q.astype(wt), kk.astype(wt)
+    # GQA without copying K/V: query head h uses kv head h // group; [B, Hkv, group, Sq, D] @ [B, Hkv, 1, D, T]
+    qw = q.astype(wt).reshape(b, hkv, group, sq, d)
+    kw = np.swapaxes(k.astype(wt), -1, -2)[:, :, None]
     if root is not None:  # scale Q and K by sqrt(scale) before the matmul (overflow-safe for fp16)
-        logits = (qw * wt.type(root)) @ np.swapaxes(kw * wt.type(root), -1, -2)
+        logits = (qw * wt.type(root)) @ (kw * wt.type(root))
     else:
-        logits = (qw @ np.swapaxes(kw, -1, -2)) * wt.type(sc)
+        logits = (qw @ kw) * wt.type(sc)
+    logits = logits.reshape(b, hq, sq, total)
     qk0 = logits
     if softcap and softcap > 0:
         c = wt.type(softcap)
@@ -160,7 +161,7 @@ def attention(Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv
     if softmax_precision is not None:
         probs = probs.astype(np.dtype(softmax_precision))
     probs = probs.astype(wt)
-    y = probs @ vv.astype(wt)
+    y = (probs.reshape(b, hkv, group, sq, total) @ v.astype(wt)[:, :, None]).reshape(b, hq, sq, -1)
 
     mode = int(qk_matmul_output_mode)
     if mode not in (0, 1, 2, 3):

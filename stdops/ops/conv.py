@@ -20,7 +20,7 @@ from ._window import check_float, check_rank, compute_dtype, geometry, ints, pad
 class ConvWeight:
     """W (M, C/group, *kernel) rearranged for the GEMM / tap-wise paths, in the compute dtype."""
 
-    __slots__ = ("w", "group", "dtype", "M", "Cg", "kernel", "_mat", "_taps")
+    __slots__ = ("w", "group", "dtype", "M", "Cg", "kernel", "_mat", "_taps", "_wino")
 
     def __init__(self, w: np.ndarray, group: int, dtype=None):
         if w.ndim < 3:
@@ -34,7 +34,7 @@ class ConvWeight:
         self.kernel = tuple(int(k) for k in w.shape[2:])
         if self.M % group:
             raise KernelError(f"W has {self.M} output channels, not divisible by group={group}")
-        self._mat = self._taps = None
+        self._mat = self._taps = self._wino = None
 
     @property
     def mat(self) -> np.ndarray:
@@ -54,17 +54,75 @@ class ConvWeight:
             self._taps = np.ascontiguousarray(t, dtype=self.dtype).reshape((kp, g, self.M // g) + (1,) * n)
         return self._taps
 
-    def prepare(self) -> "ConvWeight":
+    @property
+    def wino(self) -> np.ndarray:
+        """(16, M, C): the Winograd F(2x2, 3x3) transform G g G^T of each 3x3 filter (group 1)."""
+        if self._wino is None:
+            u = np.einsum("ai,mcij,bj->abmc", _WG, self.w.astype(np.float64), _WG)
+            self._wino = np.ascontiguousarray(u.reshape(16, self.M, self.Cg), dtype=self.dtype)
+        return self._wino
+
+    def winograd_ok(self, strides, dilations) -> bool:
+        """Whether F(2x2, 3x3) pays off: a dense 3x3 stride-1 2-D convolution with enough channels
+        that the GEMM savings exceed the transform passes."""
+        return (self.kernel == (3, 3) and self.group == 1 and min(self.M, self.Cg) >= _WINO_MIN_CHANNELS
+                and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1) and self.dtype.kind == "f")
+
+    def prepare(self, strides=(), dilations=()) -> "ConvWeight":
         """Compute now the layout :func:`conv_forward` will use (load-time precomputation)."""
+        n = len(self.kernel)
         if self.Cg == 1 and self.group > 1:
             _ = self.taps
+        elif self.winograd_ok(ints(strides, n, 1, "strides"), ints(dilations, n, 1, "dilations")):
+            _ = self.wino
         else:
             _ = self.mat
         return self
 
 
-def prepare_conv_weight(w: np.ndarray, group: int = 1) -> ConvWeight:
-    return ConvWeight(w, group).prepare()
+def prepare_conv_weight(w: np.ndarray, group: int = 1, strides=(), dilations=()) -> ConvWeight:
+    return ConvWeight(w, group).prepare(strides, dilations)
+
+
+# Winograd F(2x2, 3x3): Y = A^T [(G g G^T) * (B^T d B)] A on 4x4 input tiles with stride 2
+_WG = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+_WBT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
+_WAT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
+_WINO_IN = {dt: np.kron(_WBT, _WBT).astype(dt) for dt in (np.float32, np.float64)}  # (16, 16)
+_WINO_OUT = {dt: np.kron(_WAT, _WAT).astype(dt) for dt in (np.float32, np.float64)}  # (4, 16)
+_WINO_MIN_CHANNELS = 96
+
+
+def _winograd_3x3(xc: np.ndarray, cw: ConvWeight, geo) -> np.ndarray:
+    """3x3 stride-1 convolution by Winograd F(2x2, 3x3): the input and output transforms are small
+    GEMMs over all tiles at once, the products 16 GEMMs (M, C) @ (C, tiles)."""
+    N, C, H, W = xc.shape
+    M, dt = cw.M, cw.dtype
+    oh, ow = geo.out
+    TH, TW = -(-oh // 2), -(-ow // 2)
+    T = TH * TW
+    bt, bw = geo.begin
+    U = cw.wino
+    bin_, bout = _WINO_IN[dt.type], _WINO_OUT[dt.type]
+    xp = np.zeros((C, 2 * TH + 2, 2 * TW + 2), dt)
+    D = np.empty((16, C, TH, TW), dt)
+    y = np.empty((N, M, TH, 2, TW, 2), dt)
+    hh, ww = min(H, 2 * TH + 2 - bt), min(W, 2 * TW + 2 - bw)
+    for n in range(N):
+        xp[:, bt:bt + hh, bw:bw + ww] = xc[n, :, :hh, :ww]
+        for i in range(4):
+            for j in range(4):
+                np.copyto(D[4 * i + j], xp[:, i:i + 2 * TH:2, j:j + 2 * TW:2])
+        V = np.matmul(bin_, D.reshape(16, C * T)).reshape(16, C, T)
+        Mm = np.matmul(U, V)  # (16, M, T)
+        Y4 = np.matmul(bout, Mm.reshape(16, M * T))  # (4, M*T)
+        for r in range(2):
+            for c in range(2):
+                y[n, :, :, r, :, c] = Y4[2 * r + c].reshape(M, TH, TW)
+    y = y.reshape(N, M, 2 * TH, 2 * TW)
+    if 2 * TH != oh or 2 * TW != ow:
+        y = np.ascontiguousarray(y[:, :, :oh, :ow])
+    return y
 
 
 def conv_forward(x: np.ndarray, cw: ConvWeight, b=None, *, kernel_shape=(), strides=(), dilations=(),
@@ -93,6 +151,8 @@ def conv_forward(x: np.ndarray, cw: ConvWeight, b=None, *, kernel_shape=(), stri
 
     if Cg == 1 and g > 1:  # depthwise (and depthwise with a channel multiplier): taps
         y = _depthwise(xc, cw, geo, strides, dilations)
+    elif cw.winograd_ok(strides, dilations):
+        y = _winograd_3x3(xc, cw, geo)
     elif all(k == 1 for k in kernel):  # 1x1: a plain GEMM on the (strided) input
         xs = pad_input(xc, geo.begin, geo.end)
         if any(s != 1 for s in strides):

@@ -1,2 +1,432 @@
-"""ml kernels."""
+"""ai.onnx.ml kernels: ArrayFeatureExtractor, Binarizer, LabelEncoder, TreeEnsemble (and the older
+TreeEnsembleRegressor / TreeEnsembleClassifier on the same engine, in ml_trees).
+
+Tables built from attributes (LabelEncoder's key -> value map, a tree ensemble's node arrays)
+are prepared once by ``*_prepare`` functions; the ONNX adapters call them at load time and the
+kernels (for direct calls) on every call.
+"""
 from __future__ import annotations
+
+import numpy as np
+
+from ..errors import KernelError
+from ._registry import op
+
+
+def _as_array(x) -> np.ndarray:
+    return x if isinstance(x, np.ndarray) else np.asarray(x)
+
+
+# --------------------------------------------------------------------------- ArrayFeatureExtractor
+
+
+@op("onnx-ml:ArrayFeatureExtractor-1")
+def array_feature_extractor(X, Y, /):
+    """Z[..., j] = X[..., Y[j]]: selects entries of the last axis of X by the indices Y.
+
+    X (..., F) of float, double, int32, int64 or string; Y int64 indices in [0, F) (any shape,
+    flattened). Z has shape (..., len(Y)) with X's dtype; a 1-D X gives shape (1, len(Y)).
+    """
+    x, y = _as_array(X), _as_array(Y)
+    if y.dtype.kind not in "iu":
+        raise KernelError(f"ArrayFeatureExtractor: Y must be an integer tensor, got {y.dtype}")
+    if x.ndim == 0:
+        raise KernelError("ArrayFeatureExtractor: X must have rank >= 1")
+    idx = y.reshape(-1).astype(np.int64, copy=False)
+    f = x.shape[-1]
+    if idx.size and (idx.min() < 0 or idx.max() >= f):
+        raise KernelError(f"ArrayFeatureExtractor: indices must be in [0, {f}), got {idx.min()}..{idx.max()}")
+    z = np.take(x, idx, axis=-1)
+    return z.reshape(1, -1) if x.ndim == 1 else z
+
+
+# --------------------------------------------------------------------------- Binarizer
+
+
+@op("onnx-ml:Binarizer-1")
+def binarizer(X, /, *, threshold=0.0):
+    """Y = 1 where X > threshold, else 0. Shape and dtype of X (float, double, int32, int64)."""
+    x = _as_array(X)
+    if x.dtype.kind not in "fiu":
+        raise KernelError(f"Binarizer: X must be a numeric tensor, got {x.dtype}")
+    return (x > threshold).astype(x.dtype)
+
+
+# --------------------------------------------------------------------------- LabelEncoder
+
+
+def _str_array(x: np.ndarray) -> np.ndarray:
+    """An object/bytes/str array as a NumPy unicode array (for sorted look-ups)."""
+    if x.dtype.kind == "U":
+        return x
+    if x.dtype.kind == "S":
+        return np.char.decode(x, "utf-8")
+    if x.size == 0:
+        return x.astype("U1")
+    flat = x.reshape(-1)
+    if any(isinstance(v, bytes) for v in flat[:1]):
+        flat = np.array([v.decode("utf-8") if isinstance(v, bytes) else v for v in flat], dtype=object)
+    return flat.astype(str).reshape(x.shape)
+
+
+class LabelTable:
+    """A key -> value map prepared for vectorized look-ups: sorted unique keys (the last of a
+    repeated key wins), their values, the default, and for float keys the value of NaN."""
+
+    def __init__(self, keys: np.ndarray, values: np.ndarray, default, out_dtype: np.dtype):
+        if keys.shape[0] != values.shape[0]:
+            raise KernelError(f"LabelEncoder: {keys.shape[0]} keys but {values.shape[0]} values")
+        self.out_dtype = np.dtype(out_dtype)
+        self.string_keys = keys.dtype.kind in "OUS"
+        self.nan_value = None
+        if self.string_keys:
+            keys = _str_array(keys)
+        elif keys.dtype.kind == "f":
+            nan = np.isnan(keys)
+            if nan.any():
+                self.nan_value = values[np.nonzero(nan)[0][-1]]
+            keys, values = keys[~nan], values[~nan]
+        # last occurrence of each key wins: unique over the reversed keys keeps the first (= last)
+        rk = keys[::-1]
+        uk, first = np.unique(rk, return_index=True)
+        self.keys = uk
+        self.values = values[::-1][first]
+        self.default = default
+
+    def __call__(self, x) -> np.ndarray:
+        x = _as_array(x)
+        if self.string_keys:
+            if x.dtype.kind not in "OUS":
+                raise KernelError(f"LabelEncoder: the keys are strings, the input is {x.dtype}")
+            xs = _str_array(x)
+        else:
+            if x.dtype.kind not in "fiu":
+                raise KernelError(f"LabelEncoder: the keys are numbers, the input is {x.dtype}")
+            xs = x
+        out = np.empty(x.shape, self.out_dtype)
+        out[...] = self.default
+        if self.keys.size:
+            pos = np.searchsorted(self.keys, xs)
+            pos = np.minimum(pos, self.keys.size - 1)
+            hit = self.keys[pos] == xs
+            out[hit] = self.values[pos[hit]]
+        if self.nan_value is not None and x.dtype.kind == "f":
+            out[np.isnan(x)] = self.nan_value
+        return out
+
+
+def _value_kind(dtype: np.dtype) -> str:
+    return "s" if dtype.kind in "OUS" else ("f" if dtype.kind == "f" else "i")
+
+
+def label_encoder_prepare(*, default_float=-0.0, default_int64=-1, default_string="_Unused", default_tensor=None,
+                          keys_floats=None, keys_int64s=None, keys_strings=None, keys_tensor=None,
+                          values_floats=None, values_int64s=None, values_strings=None,
+                          values_tensor=None) -> LabelTable:
+    """Build the LabelEncoder look-up table from its attributes (one keys_* and one values_*)."""
+    keys = [(k, v) for k, v in (("keys_floats", keys_floats), ("keys_int64s", keys_int64s),
+                                ("keys_strings", keys_strings), ("keys_tensor", keys_tensor)) if v is not None]
+    vals = [(k, v) for k, v in (("values_floats", values_floats), ("values_int64s", values_int64s),
+                                ("values_strings", values_strings), ("values_tensor", values_tensor))
+            if v is not None]
+    if len(keys) != 1 or len(vals) != 1:
+        raise KernelError(f"LabelEncoder needs exactly one keys_* and one values_* attribute, got "
+                          f"{[k for k, _ in keys] or 'none'} and {[k for k, _ in vals] or 'none'}")
+    kname, kv = keys[0]
+    vname, vv = vals[0]
+    if kname == "keys_floats":
+        karr = np.asarray(kv, np.float32)
+    elif kname == "keys_int64s":
+        karr = np.asarray(kv, np.int64)
+    elif kname == "keys_strings":
+        karr = np.asarray(list(kv), dtype=object)
+    else:
+        karr = np.asarray(kv).reshape(-1)
+    if vname == "values_floats":
+        varr, dflt = np.asarray(vv, np.float32), np.float32(default_float)
+    elif vname == "values_int64s":
+        varr, dflt = np.asarray(vv, np.int64), np.int64(default_int64)
+    elif vname == "values_strings":
+        varr, dflt = np.asarray(list(vv), dtype=object), str(default_string)
+    else:
+        varr = np.asarray(vv).reshape(-1)
+        if default_tensor is not None:
+            d = np.asarray(default_tensor).reshape(-1)
+            if d.size != 1:
+                raise KernelError(f"LabelEncoder: default_tensor must hold one value, got shape {d.shape}")
+            dflt = d[0]
+        else:
+            dflt = {"s": "_Unused", "f": -0.0, "i": -1}[_value_kind(varr.dtype)]
+    out_dtype = np.dtype(object) if varr.dtype.kind in "OUS" else varr.dtype
+    if out_dtype == object:
+        varr = np.asarray([v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in varr.tolist()],
+                          dtype=object)
+        if isinstance(dflt, bytes):
+            dflt = dflt.decode("utf-8")
+    return LabelTable(karr, varr, dflt, out_dtype)
+
+
+@op("onnx-ml:LabelEncoder-2")
+def label_encoder(X, /, *, default_float=-0.0, default_int64=-1, default_string="_Unused", default_tensor=None,
+                  keys_floats=None, keys_int64s=None, keys_strings=None, keys_tensor=None,
+                  values_floats=None, values_int64s=None, values_strings=None, values_tensor=None):
+    """Y[i] = values[j] where keys[j] == X[i] (the last such j), else the default.
+
+    Exactly one keys_* and one values_* attribute (lists or 1-D tensors; *_tensor attributes from
+    LabelEncoder-4 on). NaN keys match any NaN input. Y has X's shape and the values' dtype
+    (float32 for values_floats, int64 for values_int64s, strings for values_strings, the tensor's
+    dtype for values_tensor). Defaults: default_float -0.0, default_int64 -1, default_string
+    "_Unused"; with values_tensor, default_tensor (else "_Unused" / -1 / -0.0 by value type).
+    """
+    return label_encoder_prepare(
+        default_float=default_float, default_int64=default_int64, default_string=default_string,
+        default_tensor=default_tensor, keys_floats=keys_floats, keys_int64s=keys_int64s,
+        keys_strings=keys_strings, keys_tensor=keys_tensor, values_floats=values_floats,
+        values_int64s=values_int64s, values_strings=values_strings, values_tensor=values_tensor)(X)
+
+
+# --------------------------------------------------------------------------- tree ensembles
+
+# node comparison modes (TreeEnsemble-5 numbering; the older string modes map onto them)
+LEQ, LT, GTE, GT, EQ, NEQ, MEMBER = range(7)
+_OLD_MODES = {"BRANCH_LEQ": LEQ, "BRANCH_LT": LT, "BRANCH_GTE": GTE, "BRANCH_GT": GT, "BRANCH_EQ": EQ,
+              "BRANCH_NEQ": NEQ, "BRANCH_MEMBER": MEMBER}
+AGGREGATES = {"AVERAGE": 0, "SUM": 1, "MIN": 2, "MAX": 3}
+TRANSFORMS = {"NONE": 0, "SOFTMAX": 1, "LOGISTIC": 2, "SOFTMAX_ZERO": 3, "PROBIT": 4}
+
+
+def _logistic(v: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(v))
+    return np.where(v >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _softmax_rows(v: np.ndarray) -> np.ndarray:
+    e = np.exp(v - v.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _softmax_zero_rows(v: np.ndarray) -> np.ndarray:
+    """Softmax over the non-zero scores of a row; zero scores stay 0; an all-zero row gives 0.5."""
+    nz = np.abs(v) > 1e-7
+    mx = v.max(axis=-1, keepdims=True)
+    e = np.where(nz, np.exp(np.where(nz, v - mx, 0)), 0)
+    s = e.sum(axis=-1, keepdims=True)
+    return np.where(s == 0, v.dtype.type(0.5), e / np.where(s == 0, 1, s))
+
+
+def post_transform_scores(v: np.ndarray, transform: int) -> np.ndarray:
+    """NONE 0, SOFTMAX 1, LOGISTIC 2, SOFTMAX_ZERO 3, PROBIT 4 applied to scores (N, T)."""
+    t = int(transform)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        if t == 0:
+            return v
+        if t == 1:
+            return _softmax_rows(v)
+        if t == 2:
+            return _logistic(v)
+        if t == 3:
+            return _softmax_zero_rows(v)
+        if t == 4:
+            import scipy.special
+
+            return scipy.special.ndtri(v).astype(v.dtype, copy=False)
+    raise KernelError(f"post_transform must be 0..4 (NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO, PROBIT), got {transform}")
+
+
+class Forest:
+    """A tree ensemble as flat node arrays, evaluated level by level for all (sample, tree) pairs.
+
+    A child code >= 0 is an interior node index; a code c < 0 is the leaf -c - 1. Each leaf
+    carries a row of per-target weights and a row of flags saying which targets it feeds.
+    """
+
+    def __init__(self, roots, feature, mode, split, true_child, false_child, missing_true, members,
+                 leaf_weight, leaf_has, *, aggregate=1, transform=0, base_values=None, what="TreeEnsemble"):
+        self.what = what
+        self.roots = np.asarray(roots, np.int64).reshape(-1)
+        self.feature = np.asarray(feature, np.int64).reshape(-1)
+        self.mode = np.asarray(mode, np.int64).reshape(-1)
+        self.split = np.asarray(split).reshape(-1)
+        self.true_child = np.asarray(true_child, np.int64).reshape(-1)
+        self.false_child = np.asarray(false_child, np.int64).reshape(-1)
+        n = self.feature.size
+        for name, a in (("modes", self.mode), ("splits", self.split), ("true ids", self.true_child),
+                        ("false ids", self.false_child)):
+            if a.size != n:
+                raise KernelError(f"{what}: {n} nodes but {a.size} node {name}")
+        self.missing_true = (np.zeros(n, bool) if missing_true is None or len(missing_true) == 0
+                             else np.asarray(missing_true).reshape(-1).astype(bool))
+        if self.missing_true.size != n:
+            raise KernelError(f"{what}: {n} nodes but {self.missing_true.size} missing-value flags")
+        self.leaf_weight = np.asarray(leaf_weight, np.float64)
+        self.leaf_has = np.asarray(leaf_has, bool)
+        n_leaves, self.n_targets = self.leaf_weight.shape
+        if self.mode.size and (self.mode.min() < 0 or self.mode.max() > MEMBER):
+            raise KernelError(f"{what}: node modes must be in 0..6, got {sorted(set(self.mode.tolist()))}")
+        if self.feature.size and self.feature.min() < 0:
+            raise KernelError(f"{what}: negative feature id")
+        for name, c in (("roots", self.roots), ("true ids", self.true_child), ("false ids", self.false_child)):
+            if c.size and (c.max() >= n or c.min() < -n_leaves):
+                raise KernelError(f"{what}: {name} point outside the {n} nodes / {n_leaves} leaves")
+        # membership sets: one NaN-padded row per MEMBER node
+        mem_nodes = np.nonzero(self.mode == MEMBER)[0]
+        self.member_row = np.full(n, -1, np.int64)
+        self.members = None
+        if mem_nodes.size:
+            sets = list(members or [])
+            if len(sets) < mem_nodes.size:
+                raise KernelError(f"{what}: {mem_nodes.size} BRANCH_MEMBER nodes but {len(sets)} membership sets")
+            width = max(1, max(len(s) for s in sets[:mem_nodes.size]))
+            m = np.full((mem_nodes.size, width), np.nan)
+            for i, s in enumerate(sets[:mem_nodes.size]):  # load time, over attribute values
+                m[i, :len(s)] = s
+            self.members = m
+            self.member_row[mem_nodes] = np.arange(mem_nodes.size)
+        self.aggregate = int(aggregate)
+        if self.aggregate not in (0, 1, 2, 3):
+            raise KernelError(f"{what}: aggregate_function must be 0..3 (AVERAGE, SUM, MIN, MAX), got {aggregate}")
+        self.transform = int(transform)
+        if self.transform not in (0, 1, 2, 3, 4):
+            raise KernelError(f"{what}: post_transform must be 0..4, got {transform}")
+        self.base_values = None if base_values is None or len(base_values) == 0 else \
+            np.asarray(base_values, np.float64).reshape(-1)
+        if self.base_values is not None and self.base_values.size != self.n_targets:
+            raise KernelError(f"{what}: {self.base_values.size} base values for {self.n_targets} targets")
+        self._split_cache: dict = {}
+
+    def _splits(self, dtype: np.dtype) -> np.ndarray:
+        """Thresholds rounded to the input's precision (so that comparisons are exact), as float64."""
+        s = self._split_cache.get(dtype)
+        if s is None:
+            s = self.split.astype(dtype).astype(np.float64) if dtype.kind == "f" else self.split.astype(np.float64)
+            self._split_cache[dtype] = s
+        return s
+
+    def leaves(self, x: np.ndarray) -> np.ndarray:
+        """The leaf reached by each (sample, tree): shape (N, n_trees)."""
+        N = x.shape[0]
+        if self.feature.size and self.feature.max() >= x.shape[1]:
+            raise KernelError(f"{self.what}: a node reads feature {self.feature.max()}, X has {x.shape[1]} features")
+        xf = x.astype(np.float64)
+        split = self._splits(x.dtype)
+        cur = np.repeat(self.roots[None, :], N, axis=0)
+        for _ in range(self.feature.size + 1):  # one pass per tree level
+            r, c = np.nonzero(cur >= 0)
+            if r.size == 0:
+                break
+            nd = cur[r, c]
+            fv = xf[r, self.feature[nd]]
+            m, s = self.mode[nd], split[nd]
+            cond = np.select([m == LEQ, m == LT, m == GTE, m == GT, m == EQ, m == NEQ],
+                             [fv <= s, fv < s, fv >= s, fv > s, fv == s, fv != s], False)
+            if self.members is not None:
+                sel = m == MEMBER
+                if sel.any():
+                    cond[sel] = (fv[sel, None] == self.members[self.member_row[nd[sel]]]).any(axis=1)
+            cond |= self.missing_true[nd] & np.isnan(fv)
+            cur[r, c] = np.where(cond, self.true_child[nd], self.false_child[nd])
+        else:
+            if (cur >= 0).any():
+                raise KernelError(f"{self.what}: the trees contain a cycle")
+        return -cur - 1
+
+    def scores(self, x: np.ndarray) -> np.ndarray:
+        """Aggregated scores (N, n_targets) in float64, base values added, before post_transform."""
+        if x.ndim == 1:
+            x = x.reshape(1, -1)
+        if x.ndim != 2:
+            raise KernelError(f"{self.what}: X must have shape (N, F), got {x.shape}")
+        leaves = self.leaves(x)
+        N, T = x.shape[0], self.n_targets
+        agg = self.aggregate
+        if agg in (0, 1):
+            acc = np.zeros((N, T))
+            for j in range(leaves.shape[1]):  # one pass per tree
+                acc += self.leaf_weight[leaves[:, j]]
+            if agg == 0 and leaves.shape[1]:
+                acc /= leaves.shape[1]
+        else:
+            acc = np.full((N, T), np.inf if agg == 2 else -np.inf)
+            seen = np.zeros((N, T), bool)
+            pick = np.minimum if agg == 2 else np.maximum
+            for j in range(leaves.shape[1]):
+                h = self.leaf_has[leaves[:, j]]
+                acc = np.where(h, pick(acc, self.leaf_weight[leaves[:, j]]), acc)
+                seen |= h
+            acc = np.where(seen, acc, 0.0)
+        if self.base_values is not None:
+            acc = acc + self.base_values
+        return acc
+
+    def __call__(self, X) -> np.ndarray:
+        x = _as_array(X)
+        if not (x.dtype.kind == "f"):
+            raise KernelError(f"{self.what}: X must be a float tensor, got {x.dtype}")
+        wt = np.float64 if x.dtype == np.float64 else np.float32
+        return post_transform_scores(self.scores(x).astype(wt), self.transform).astype(x.dtype, copy=False)
+
+
+def _membership_sets(values) -> list[list[float]]:
+    """membership_values: the sets of the BRANCH_MEMBER nodes, each ended by a NaN."""
+    if values is None:
+        return []
+    v = np.asarray(values, np.float64).reshape(-1)
+    ends = np.nonzero(np.isnan(v))[0].tolist()
+    sets, start = [], 0
+    for e in ends + ([v.size] if (not ends or ends[-1] != v.size - 1) and v.size else []):
+        sets.append(v[start:e].tolist())
+        start = e + 1
+    return sets
+
+
+def tree_ensemble_prepare(*, aggregate_function=1, leaf_targetids, leaf_weights, membership_values=None,
+                          n_targets=None, nodes_falseleafs, nodes_falsenodeids, nodes_featureids,
+                          nodes_hitrates=None, nodes_missing_value_tracks_true=None, nodes_modes, nodes_splits,
+                          nodes_trueleafs, nodes_truenodeids, post_transform=0, tree_roots) -> Forest:
+    """Build the Forest of a TreeEnsemble-5 node from its attributes."""
+    tids = np.asarray(leaf_targetids, np.int64).reshape(-1)
+    w = np.asarray(leaf_weights).reshape(-1)
+    if tids.size != w.size:
+        raise KernelError(f"TreeEnsemble: {tids.size} leaf_targetids but {w.size} leaf_weights")
+    nt = int(n_targets) if n_targets is not None else (int(tids.max()) + 1 if tids.size else 1)
+    if tids.size and (tids.min() < 0 or tids.max() >= nt):
+        raise KernelError(f"TreeEnsemble: leaf_targetids must be in [0, {nt})")
+    lw = np.zeros((w.size, nt))
+    lh = np.zeros((w.size, nt), bool)
+    lw[np.arange(w.size), tids] = w
+    lh[np.arange(w.size), tids] = True
+
+    def child(ids, leafs):
+        ids = np.asarray(ids, np.int64).reshape(-1)
+        leafs = np.asarray(leafs).reshape(-1).astype(bool)
+        if ids.size != leafs.size:
+            raise KernelError("TreeEnsemble: nodes_*nodeids and nodes_*leafs differ in length")
+        return np.where(leafs, -ids - 1, ids)
+
+    return Forest(tree_roots, nodes_featureids, np.asarray(nodes_modes).astype(np.int64), nodes_splits,
+                  child(nodes_truenodeids, nodes_trueleafs), child(nodes_falsenodeids, nodes_falseleafs),
+                  nodes_missing_value_tracks_true, _membership_sets(membership_values), lw, lh,
+                  aggregate=aggregate_function, transform=post_transform, what="TreeEnsemble")
+
+
+@op("onnx-ml:TreeEnsemble-5")
+def tree_ensemble(X, /, *, aggregate_function=1, leaf_targetids, leaf_weights, membership_values=None,
+                  n_targets=None, nodes_falseleafs, nodes_falsenodeids, nodes_featureids, nodes_hitrates=None,
+                  nodes_missing_value_tracks_true=None, nodes_modes, nodes_splits, nodes_trueleafs,
+                  nodes_truenodeids, post_transform=0, tree_roots):
+    """Y[n, t] = post_transform(aggregate over trees of the weights of the leaves that sample n
+    reaches and that feed target t) (SUM 1 / AVERAGE 0 = sum / n_trees / MIN 2 / MAX 3; a target
+    no reached leaf feeds is 0).
+
+    A node sends a sample to its true branch when X[n, feature] <= / < / >= / > / == / != split
+    (modes 0..5) or is in the node's membership set (mode 6), or when the value is NaN and
+    nodes_missing_value_tracks_true is 1. post_transform: NONE 0, SOFTMAX 1, LOGISTIC 2,
+    SOFTMAX_ZERO 3, PROBIT 4. X (N, F) float16/float/double; Y (N, n_targets), X's dtype.
+    """
+    return tree_ensemble_prepare(
+        aggregate_function=aggregate_function, leaf_targetids=leaf_targetids, leaf_weights=leaf_weights,
+        membership_values=membership_values, n_targets=n_targets, nodes_falseleafs=nodes_falseleafs,
+        nodes_falsenodeids=nodes_falsenodeids, nodes_featureids=nodes_featureids, nodes_hitrates=nodes_hitrates,
+        nodes_missing_value_tracks_true=nodes_missing_value_tracks_true, nodes_modes=nodes_modes,
+        nodes_splits=nodes_splits, nodes_trueleafs=nodes_trueleafs, nodes_truenodeids=nodes_truenodeids,
+        post_transform=post_transform, tree_roots=tree_roots)(X)

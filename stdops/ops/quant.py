@@ -155,7 +155,8 @@ def dequantize_linear(x, x_scale, x_zero_point=None, /, *, axis=1, block_size=0,
     x_scale = np.asarray(x_scale)
     odt = _as_dtype(output_dtype, "DequantizeLinear output_dtype") or x_scale.dtype
     if odt not in _ARITH_FLOATS:
-        raise KernelError(f"DequantizeLinear: output dtype {odt} is not a float type")
+        raise KernelError(f"DequantizeLinear: output dtype {odt} is not float16/32/64 or bfloat16 "
+                          f"(set output_dtype when x_scale is float8e8m0)")
     cdt = np.float64 if x.dtype in (np.dtype(np.int32), np.dtype(np.int64)) or odt == np.float64 \
         else np.float32
     d = x.astype(cdt)

@@ -55,7 +55,13 @@ def _normal(shape, dtype, mean, scale, seed):
 def _uniform(shape, dtype, low, high, seed):
     dt = _float_dtype(dtype)
     u = _rng(seed).random(shape, dtype=np.float64 if dt == np.float64 else np.float32)
-    return (u * (high - low) + low).astype(dt, copy=False)
+    y = (u * (high - low) + low).astype(dt, copy=False)
+    if high > low:  # rounding (float16, bfloat16, float32) must not reach the open upper bound
+        top = np.asarray(high).astype(dt)
+        if top.astype(np.float64) >= high:
+            top = np.nextafter(top, np.asarray(-np.inf).astype(dt))
+        y = np.where(y >= np.asarray(high).astype(dt), top, y).astype(dt, copy=False)
+    return y
 
 
 @op("onnx:RandomNormal-1")

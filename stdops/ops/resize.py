@@ -95,18 +95,19 @@ def _cubic_kernel(d: np.ndarray, a: float) -> np.ndarray:
     return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
 
 
-def interpolation_matrix(x: np.ndarray, in_len: int, mode: str, *, scale: float = 1.0,
-                         antialias: bool = False, cubic_coeff_a: float = -0.75,
-                         exclude_outside: bool = False) -> np.ndarray:
-    """W (len(x), in_len) float64 with ``out = W @ in`` along one axis: linear or cubic taps
-    around each coordinate, edge-clamped (out-of-range taps add to the border sample) or, with
-    ``exclude_outside``, dropped and the remaining weights renormalized. With ``antialias`` and
-    ``scale < 1`` the filter is stretched by 1/scale and its weights normalized to sum 1."""
+def interpolation_taps(x: np.ndarray, in_len: int, mode: str, *, scale: float = 1.0,
+                       antialias: bool = False, cubic_coeff_a: float = -0.75,
+                       exclude_outside: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(idx, w), both (len(x), T): the input index (clamped to the edge) and weight of each tap
+    of every output sample along one axis, for linear or cubic (Keys, ``cubic_coeff_a``)
+    interpolation. Out-of-range taps read the border sample or, with ``exclude_outside``, get
+    weight 0 and the remaining weights are renormalized. With ``antialias`` and ``scale < 1`` the
+    filter is stretched by 1/scale and its weights normalized to sum 1."""
     radius = 1.0 if mode == "linear" else 2.0
     s = min(scale, 1.0) if antialias else 1.0
     half = int(math.ceil(radius / s))
     base = np.floor(x)
-    taps = base[:, None] + np.arange(-half, half + 2)[None, :]  # (out, T), a superset of the support
+    taps = base[:, None] + np.arange(-half, half + 2)[None, :]  # a superset of the support
     d = (taps - x[:, None]) * s
     if mode == "linear":
         w = np.maximum(0.0, 1.0 - np.abs(d))
@@ -120,17 +121,47 @@ def interpolation_matrix(x: np.ndarray, in_len: int, mode: str, *, scale: float 
         w = np.where((idx < 0) | (idx >= in_len), 0.0, w)
         tot = w.sum(axis=1, keepdims=True)
         w = w / np.where(tot == 0, 1.0, tot)
-    idx = np.clip(idx, 0, in_len - 1)
+    return np.clip(idx, 0, in_len - 1), w
+
+
+def interpolation_matrix(x: np.ndarray, in_len: int, mode: str, **kw) -> np.ndarray:
+    """W (len(x), in_len) float64 with ``out = W @ in`` along one axis (see interpolation_taps)."""
+    idx, w = interpolation_taps(x, in_len, mode, **kw)
     out_len = x.shape[0]
     flat = (np.arange(out_len)[:, None] * in_len + idx).ravel()
     W = np.bincount(flat, weights=w.ravel(), minlength=out_len * in_len)
     return W.reshape(out_len, in_len)
 
 
+#: above this many matrix entries (or with non-finite data) an axis is resampled tap by tap
+_MATRIX_LIMIT = 1 << 22
+
+
 def _apply_matrix(data: np.ndarray, W: np.ndarray, axis: int) -> np.ndarray:
     if axis == data.ndim - 1:
         return data @ W.T
     return np.moveaxis(np.tensordot(W, data, axes=([1], [axis])), 0, axis)
+
+
+def _apply_taps(data: np.ndarray, idx: np.ndarray, w: np.ndarray, axis: int) -> np.ndarray:
+    """sum_t w[:, t] * data[idx[:, t]] along ``axis``; zero-weight taps are skipped so that a
+    NaN/inf only reaches the outputs whose filter covers it."""
+    shape = [1] * data.ndim
+    shape[axis] = idx.shape[0]
+    out = None
+    for t in range(idx.shape[1]):
+        wt = w[:, t]
+        if not wt.any():
+            continue
+        vals = np.take(data, idx[:, t], axis=axis)
+        wt_b = wt.astype(data.dtype).reshape(shape)
+        term = np.where(wt_b != 0, vals * wt_b, np.zeros((), data.dtype))
+        out = term if out is None else out + term
+    if out is None:
+        shp = list(data.shape)
+        shp[axis] = idx.shape[0]
+        out = np.zeros(shp, dtype=data.dtype)
+    return out
 
 
 def _compute_dtype(dt: np.dtype) -> np.dtype:
@@ -219,7 +250,7 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
                 length_of[d] = float(out_shape[d])
                 exact[d] = out_shape[d] > 0
         elif keep_aspect_ratio_policy in ("not_larger", "not_smaller"):
-            ratios = [int(sz[i]) / in_shape[d] for i, d in enumerate(ax)]
+            ratios = [int(sz[i]) / in_shape[d] for i, d in enumerate(ax)] or [1.0]
             s = min(ratios) if keep_aspect_ratio_policy == "not_larger" else max(ratios)
             for d in ax:
                 scale_of[d] = s
@@ -232,7 +263,7 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
 
     crop = coordinate_transformation_mode == "tf_crop_and_resize"
     roi_of = {d: (0.0, 1.0) for d in range(r)}
-    if roi is not None:
+    if roi is not None and crop:  # other modes ignore roi (exporters write anything there)
         rv = np.asarray(roi, dtype=np.float64).ravel()
         if rv.size != 2 * n:
             raise KernelError(f"Resize: roi has {rv.size} values, expected {2 * n} "
@@ -272,10 +303,13 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
         if mode == "nearest":
             y = np.take(y, nearest_index(xo, in_len, nearest_mode), axis=d)
         else:
-            W = interpolation_matrix(xo, in_len, mode, scale=s, antialias=bool(antialias),
-                                     cubic_coeff_a=float(cubic_coeff_a),
-                                     exclude_outside=bool(exclude_outside))
-            y = _apply_matrix(y, W.astype(y.dtype, copy=False), d)
+            kw = dict(scale=s, antialias=bool(antialias), cubic_coeff_a=float(cubic_coeff_a),
+                      exclude_outside=bool(exclude_outside))
+            if out_len * in_len <= _MATRIX_LIMIT and np.isfinite(y).all():
+                W = interpolation_matrix(xo, in_len, mode, **kw)
+                y = _apply_matrix(y, W.astype(y.dtype, copy=False), d)
+            else:
+                y = _apply_taps(y, *interpolation_taps(xo, in_len, mode, **kw), d)
     out = _to_output(y, x.dtype) if mode != "nearest" else y
     if masks:
         m = masks[0]

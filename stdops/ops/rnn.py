@@ -7,7 +7,8 @@ Common shape rules (layout 0; layout 1 swaps the first two axes of X, Y and the 
 - Y ``[T, D, B, H]``; Y_h / Y_c ``[D, B, H]``. D is 2 for ``bidirectional``, else 1;
   G is the number of gates (1 RNN, 3 GRU ``zrh``, 4 LSTM ``iofc``).
 - Steps past a sequence's length output zeros and hold the state; the reverse direction runs
-  each sequence backwards from its own last valid step.
+  each sequence backwards from its own last valid step. A sequence of length 0 has zero final
+  states Y_h / Y_c (onnxruntime's convention; the spec is silent).
 
 The input projection ``X @ W^T`` of every step is one GEMM per direction; the loop runs over time
 steps only, with both directions advanced together. Arithmetic stays in float32 (float64 for

@@ -229,3 +229,25 @@ def test_rotary_errors():
         A.rotary_embedding(x, c, c, np.array([[0, 1, 2]]), rotary_embedding_dim=5)
     with pytest.raises(KernelError):
         A.rotary_embedding(x, c, c)  # 2-D caches without position_ids
+
+
+def test_onnx_attention_softmax_precision_and_version_checks():
+    from onnx import TensorProto as TP
+    from onnx import helper as h
+
+    import stdops.errors
+    import stdops.onnx
+
+    def model(opset, **kw):
+        g = h.make_graph([h.make_node("Attention", ["q", "k", "v"], ["y"], **kw)], "g",
+                         [h.make_tensor_value_info(n, TP.FLOAT, None) for n in "qkv"],
+                         [h.make_tensor_value_info("y", TP.FLOAT, None)])
+        return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+
+    q, k, v = (RNG.standard_normal((1, 2, 3, 4)) for _ in range(3))
+    (y,) = stdops.onnx.run(model(23, softmax_precision=TP.DOUBLE, is_causal=1), _f32(q, k, v))
+    np.testing.assert_allclose(y, _ref(q, k, v, causal=True)[0], rtol=1e-4, atol=1e-5)
+    (y,) = stdops.onnx.run(model(25, left_window_size=1), _f32(q, k, v))
+    np.testing.assert_allclose(y, _ref(q, k, v, left=1)[0], rtol=1e-4, atol=1e-5)
+    with pytest.raises(stdops.errors.StdopsError):
+        stdops.onnx.run(model(23, left_window_size=1), _f32(q, k, v))

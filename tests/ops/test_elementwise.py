@@ -217,6 +217,26 @@ def test_float_only_ops_refuse_ints(kernel):
         kernel(np.arange(3, dtype=np.int32))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+def test_erf_large_arrays(dtype):  # the blocked polynomial path (>= 4096 elements)
+    x = np.concatenate([np.linspace(-6, 6, 199999), RNG.standard_normal(5000) * 2,
+                        [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-38, 1.25, -1.25, 4.0]])
+    x = x.astype(dtype)
+    got = K.erf(x.reshape(-1, 7)[:, ::2])  # non-contiguous 2-D view
+    want = scipy.special.erf(x.reshape(-1, 7)[:, ::2].astype(np.float64))
+    assert got.dtype == dtype and got.shape == want.shape
+    if dtype == np.float32:
+        fin = np.isfinite(want)
+        ulps = np.abs(got[fin] - want[fin]) / np.spacing(np.abs(want[fin]).astype(np.float32))
+        assert ulps.max() <= 4
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    else:
+        check(got, want.astype(dtype), dtype)
+    tail = K.erf(np.concatenate([np.zeros(5000), [np.inf, -np.inf, np.nan, -0.0]]).astype(np.float32))
+    np.testing.assert_array_equal(tail[-4:], [1, -1, np.nan, -0.0])
+    assert np.signbit(tail[-1])
+
+
 def test_erf_integer_input_old_opset():
     check(K.erf(np.array([-2, 0, 3], np.int32)), np.array([0, 0, 0]), np.int32)  # erf in (-1, 1) truncates
 

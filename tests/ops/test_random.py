@@ -159,3 +159,63 @@ def test_bfloat16():
     assert R.random_uniform_like(np.zeros(3, bf)).dtype == bf
     assert R.bernoulli(np.full(4, 1.0, bf)).astype(np.float32).tolist() == [1.0] * 4
     assert R.multinomial(np.zeros((2, 3), bf), sample_size=4).shape == (2, 4)
+
+
+# --------------------------------------------------------------------------- through the ONNX front end (adapters)
+def _onnx_run(node, in_types, out_types, opset, feeds):
+    from onnx import helper as h
+
+    import stdops.onnx
+
+    g = h.make_graph([node], "g", [h.make_tensor_value_info(n, t, None) for n, t in in_types],
+                     [h.make_tensor_value_info(n, t, None) for n, t in out_types])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    return stdops.onnx.run(m, feeds)
+
+
+@pytest.mark.parametrize("opset", [7, 22])
+def test_onnx_random_dtype_enums(opset):
+    from onnx import TensorProto as TP
+    from onnx import helper as h
+
+    (y,) = _onnx_run(h.make_node("RandomNormal", [], ["y"], shape=[3, 4], dtype=TP.DOUBLE, seed=1.0, mean=2.0),
+                     [], [("y", TP.DOUBLE)], opset, [])
+    assert y.dtype == np.float64 and y.shape == (3, 4)
+    (y2,) = _onnx_run(h.make_node("RandomNormal", [], ["y"], shape=[3, 4], dtype=TP.DOUBLE, seed=1.0, mean=2.0),
+                      [], [("y", TP.DOUBLE)], opset, [])
+    np.testing.assert_array_equal(y, y2)
+    (y,) = _onnx_run(h.make_node("RandomUniform", [], ["y"], shape=[5]), [], [("y", TP.FLOAT)], opset, [])
+    assert y.dtype == np.float32 and ((0 <= y) & (y < 1)).all()
+    x = np.zeros((2, 3), np.float32)
+    (y,) = _onnx_run(h.make_node("RandomUniformLike", ["x"], ["y"], dtype=TP.FLOAT16), [("x", TP.FLOAT)],
+                     [("y", TP.FLOAT16)], opset, [x])
+    assert y.dtype == np.float16 and y.shape == (2, 3)
+    (y,) = _onnx_run(h.make_node("RandomNormalLike", ["x"], ["y"]), [("x", TP.FLOAT)], [("y", TP.FLOAT)], opset, [x])
+    assert y.dtype == np.float32
+    (y,) = _onnx_run(h.make_node("Multinomial", ["x"], ["y"], sample_size=6, dtype=TP.INT64), [("x", TP.FLOAT)],
+                     [("y", TP.INT64)], opset, [x])
+    assert y.dtype == np.int64 and y.shape == (2, 6)
+    (y,) = _onnx_run(h.make_node("Multinomial", ["x"], ["y"]), [("x", TP.FLOAT)], [("y", TP.INT32)], opset, [x])
+    assert y.dtype == np.int32 and y.shape == (2, 1)
+
+
+@pytest.mark.parametrize("opset, attrs, mask_dtype", [(6, {"is_test": 1, "ratio": 0.3}, np.float32),
+                                                      (7, {"ratio": 0.2}, np.float32), (10, {}, np.bool_),
+                                                      (12, {}, np.bool_), (22, {"seed": 3.0}, np.bool_)])
+def test_onnx_dropout_versions(opset, attrs, mask_dtype):
+    from onnx import TensorProto as TP
+    from onnx import helper as h
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y, m = _onnx_run(h.make_node("Dropout", ["x"], ["y", "m"], **attrs), [("x", TP.FLOAT)],
+                     [("y", TP.FLOAT), ("m", TP.BOOL if mask_dtype == np.bool_ else TP.FLOAT)], opset, [x])
+    np.testing.assert_array_equal(y, x)
+    assert m.dtype == mask_dtype and m.shape == x.shape and (m == 1).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_uniform_upper_bound_is_open(dtype):
+    y = R.random_uniform(shape=(N,), dtype=dtype, low=0.0, high=1.0).astype(np.float64)
+    assert y.max() < 1.0 and y.min() >= 0.0
+    y = R.random_uniform(shape=(N,), dtype=np.float16, low=1000.0, high=1000.9).astype(np.float64)
+    assert y.max() < 1000.9

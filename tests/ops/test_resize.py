@@ -231,7 +231,8 @@ def test_resize_empty_scales_count_as_absent():
     ({"axes": (4,)}, (None, np.array([2], np.float32), None)),
     ({}, (None, np.array([1, 1, -2, 2], np.float32), None)),
     ({}, (None, None, np.array([1, 1, -4, 4], np.int64))),
-    ({"coordinate_transformation_mode": "tf_crop_and_resize"}, (None, np.array([1, 1, 2, 2], np.float32), None)),
+    ({"coordinate_transformation_mode": "tf_crop_and_resize"},
+     (None, np.array([1, 1, 2, 2], np.float32), None)),
     ({"coordinate_transformation_mode": "tf_crop_and_resize"},
      (np.array([0, 1], np.float32), np.array([1, 1, 2, 2], np.float32), None)),
 ])
@@ -291,8 +292,8 @@ def test_upsample9_resize10_asymmetric(op, opset):
 
 def test_resize10_downsample_nearest_ceil():
     x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
-    y = _run_onnx("Resize", 10, {"mode": "nearest"}, [("x", x), ("scales", np.array([1, 1, 0.6, 0.6], np.float32))],
-                  np.float32)
+    sc = np.array([1, 1, 0.6, 0.6], np.float32)
+    y = _run_onnx("Resize", 10, {"mode": "nearest"}, [("x", x), ("scales", sc)], np.float32)
     idx = np.minimum(np.ceil(np.arange(2) / np.float64(np.float32(0.6))), 3).astype(int)
     np.testing.assert_array_equal(y[0, 0], x[0, 0][np.ix_(idx, idx)])
 
@@ -437,3 +438,22 @@ def test_affine_grid_bad():
         affine_grid(np.zeros((1, 2, 3), np.float32), np.array([1, 1, 2], np.int64))
     with pytest.raises(KernelError):
         affine_grid(np.zeros((1, 3, 4), np.float32), np.array([1, 1, 2, 2], np.int64))
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_tap_path_matches_matrix_path(mode, monkeypatch):
+    import stdops.ops.resize as R
+
+    x = RNG.standard_normal((2, 9, 11)).astype(np.float32)
+    sc = np.array([1, 0.4, 1.7], np.float32)
+    a = resize(x, None, sc, mode=mode, antialias=1)
+    monkeypatch.setattr(R, "_MATRIX_LIMIT", 0)
+    b = resize(x, None, sc, mode=mode, antialias=1)
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_resize_nan_stays_local():
+    x = np.zeros((1, 1, 8, 8), np.float32)
+    x[0, 0, 4, 4] = np.nan
+    y = resize(x, None, np.array([1, 1, 2, 2], np.float32), mode="linear")
+    assert np.isnan(y).sum() == 16  # only the 4x4 outputs whose taps read the NaN

@@ -94,7 +94,8 @@ def reference(kind, X, W, R, B=None, seq=None, h0=None, c0=None, P=None, *, dire
                     o = fs[0](cl(pre[1] + po * c))
                     h = o * fs[2](c)
                 Y[t, d, b] = h
-            Yh[d, b], Yc[d, b] = h, c
+            if seq[b] > 0:  # a length-0 sequence has zero final states (onnxruntime's convention)
+                Yh[d, b], Yc[d, b] = h, c
     if layout:
         Y, Yh, Yc = Y.transpose(2, 0, 1, 3), Yh.transpose(1, 0, 2), Yc.transpose(1, 0, 2)
     return (Y, Yh, Yc) if kind == "LSTM" else (Y, Yh)

@@ -142,3 +142,35 @@ def test_optional():
     assert S.optional_get_element(seq) is seq
     with pytest.raises(KernelError):
         S.optional_get_element(None)
+
+
+# --------------------------------------------------------------------------- through the ONNX front end (adapters)
+def test_onnx_sequence_graph():
+    """SequenceEmpty(dtype) -> SequenceInsert x2 -> SequenceErase -> ConcatFromSequence, and Optional(type)."""
+    from onnx import TensorProto as TP
+    from onnx import helper as h
+
+    import stdops.onnx
+
+    seq_t = h.make_sequence_type_proto(h.make_tensor_type_proto(TP.INT64, None))
+    nodes = [
+        h.make_node("SequenceEmpty", [], ["s0"], dtype=TP.INT64),
+        h.make_node("SequenceInsert", ["s0", "x"], ["s1"]),
+        h.make_node("SequenceInsert", ["s1", "x2"], ["s2"]),
+        h.make_node("SequenceInsert", ["s2", "x"], ["s3"]),
+        h.make_node("SequenceErase", ["s3", "p"], ["s4"]),
+        h.make_node("ConcatFromSequence", ["s4"], ["c"], axis=-1, new_axis=1),
+        h.make_node("SequenceLength", ["s4"], ["n"]),
+        h.make_node("Optional", [], ["o"], type=seq_t),
+        h.make_node("OptionalHasElement", ["o"], ["has"]),
+    ]
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TP.INT64, [2]),
+                                  h.make_tensor_value_info("x2", TP.INT64, [2]),
+                                  h.make_tensor_value_info("p", TP.INT64, [])],
+                     [h.make_tensor_value_info("c", TP.INT64, None), h.make_tensor_value_info("n", TP.INT64, None),
+                      h.make_value_info("s4", seq_t), h.make_tensor_value_info("has", TP.BOOL, None)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+    x, x2 = np.array([1, 2], np.int64), np.array([3, 4], np.int64)
+    c, n, s4, has = stdops.onnx.run(m, [x, x2, np.array(0, np.int64)])
+    np.testing.assert_array_equal(c, np.stack([x2, x], axis=-1))
+    assert int(n) == 2 and isinstance(s4, list) and len(s4) == 2 and not bool(has)

@@ -198,3 +198,26 @@ def test_dft_bfloat16_and_float16():
         got = G.dft(z[..., None].astype(dt), None, np.int64(1))
         assert got.dtype == dt
         np.testing.assert_allclose(got.astype(np.float32), _pack(_ref_dft(z, 1, 8)), rtol=5e-2, atol=5e-2)
+
+
+# --------------------------------------------------------------------------- through the ONNX front end (adapters)
+def test_onnx_dft17_axis_attribute_and_window_dtype():
+    from onnx import TensorProto as TP
+    from onnx import helper as h
+
+    import stdops.onnx
+
+    z = RNG.standard_normal((2, 8, 3))
+    x = z[..., None].astype(np.float32)
+    for opset, kw, inputs, axis in [(17, {}, ["x"], 1), (19, {"axis": 2}, ["x"], 2), (20, {}, ["x", "", "ax"], 1)]:
+        g = h.make_graph([h.make_node("DFT", inputs, ["y"], **kw)], "g",
+                         [h.make_tensor_value_info("x", TP.FLOAT, None), h.make_tensor_value_info("ax", TP.INT64, [])],
+                         [h.make_tensor_value_info("y", TP.FLOAT, None)])
+        m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+        (y,) = stdops.onnx.run(m, [x, np.array(axis, np.int64)])
+        np.testing.assert_allclose(y, _pack(_ref_dft(z, axis, z.shape[axis])), rtol=1e-4, atol=1e-4)
+    g = h.make_graph([h.make_node("HannWindow", ["n"], ["w"], output_datatype=TP.DOUBLE, periodic=0)], "g",
+                     [h.make_tensor_value_info("n", TP.INT64, [])], [h.make_tensor_value_info("w", TP.DOUBLE, None)])
+    (w,) = stdops.onnx.run(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), [np.array(7, np.int64)])
+    assert w.dtype == np.float64
+    np.testing.assert_allclose(w, scipy.signal.get_window("hann", 7, fftbins=False), atol=1e-12)

@@ -21,7 +21,7 @@ def _conv_prepared_weight(ctx):
     attrs = dict(ctx.attrs)
     group = attrs.pop("group", 1)
     try:
-        cw = prepare_conv_weight(w, group)
+        cw = prepare_conv_weight(w, group, attrs.get("strides", ()), attrs.get("dilations", ()))
     except KernelError:
         return fn  # the kernel reports the problem when the node runs
     wdt = w.dtype

@@ -1,2 +1,55 @@
-"""ONNX version adapters for the ml kernels."""
+"""ONNX adapters for the ai.onnx.ml kernels: look-up tables and tree ensembles are built once, at
+load time; LabelEncoder-1 (classes_strings) maps onto the LabelEncoder-2 table."""
 from __future__ import annotations
+
+import numpy as np
+
+from ...errors import KernelError
+from ...ops import ml
+from ..opset import adapter
+
+ML = "ai.onnx.ml"
+
+
+def _prepared(ctx, prepare):
+    ctx.bind()  # validates the attribute names (unknown / missing required ones)
+    try:
+        return prepare(**ctx.attrs)
+    except KernelError as e:
+        raise ctx.error(str(e)) from None
+
+
+@adapter("LabelEncoder", 2, domain=ML)
+def _label_encoder(ctx):
+    """LabelEncoder-2 and -4 (-4 adds the *_tensor attributes and NaN keys)."""
+    if ctx.opset < 4:
+        for a in ("keys_tensor", "values_tensor", "default_tensor"):
+            if a in ctx.attrs:
+                raise ctx.error(f"attribute {a} needs LabelEncoder-4 (model opset {ctx.opset})")
+    return _prepared(ctx, ml.label_encoder_prepare)
+
+
+@adapter("LabelEncoder", 1, domain=ML)
+def _label_encoder_v1(ctx):
+    """LabelEncoder-1: strings -> their index in classes_strings (default_int64 when absent),
+    integers -> classes_strings[i] (default_string when out of range)."""
+    classes = tuple(ctx.attrs.pop("classes_strings", ()))
+    d_int = int(ctx.attrs.pop("default_int64", -1))
+    d_str = str(ctx.attrs.pop("default_string", "_Unused"))
+    if ctx.attrs:
+        raise ctx.error(f"unknown attribute(s) {', '.join(sorted(ctx.attrs))} (accepted: classes_strings, "
+                        f"default_int64, default_string)")
+    idx = tuple(range(len(classes)))
+    to_int = ml.label_encoder_prepare(keys_strings=classes, values_int64s=idx, default_int64=d_int)
+    to_str = ml.label_encoder_prepare(keys_int64s=idx, values_strings=classes, default_string=d_str)
+
+    def label_encoder_v1(x):
+        x = np.asarray(x)
+        return to_int(x) if x.dtype.kind in "OUS" else to_str(x)
+
+    return label_encoder_v1
+
+
+@adapter("TreeEnsemble", 5, domain=ML)
+def _tree_ensemble(ctx):
+    return _prepared(ctx, ml.tree_ensemble_prepare)

@@ -1,0 +1,44 @@
+"""ncnn's fused activations (``activation_type`` 0..6 with ``activation_params``), shared by every layer
+that has them (Convolution*, Deconvolution*, InnerProduct, Gemm-like layers): one helper, on the kernels."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..ops import OPS
+
+
+def fused_activation(activation_type: int, params: Sequence[float]) -> Callable[[np.ndarray], np.ndarray] | None:
+    """0 none, 1 ReLU, 2 LeakyReLU(slope), 3 Clip(min, max), 4 Sigmoid, 5 Mish, 6 HardSwish(alpha, beta)
+    (y = x * clip(x * alpha + beta, 0, 1)). Returns None for 0."""
+    p = [float(v) for v in params]
+    t = int(activation_type)
+    if t == 0:
+        return None
+    if t == 1:
+        return lambda x: np.maximum(x, np.float32(0))
+    if t == 2:
+        slope = np.float32(p[0] if p else 0.0)
+        return lambda x: np.where(x > 0, x, x * slope)
+    if t == 3:
+        lo = np.float32(p[0] if len(p) > 0 else -np.inf)
+        hi = np.float32(p[1] if len(p) > 1 else np.inf)
+        return lambda x: np.minimum(np.maximum(x, lo), hi)
+    if t == 4:
+        return OPS["sigmoid"].fn
+    if t == 5:
+        return OPS["mish"].fn
+    if t == 6:
+        alpha = np.float32(p[0] if len(p) > 0 else 0.2)
+        beta = np.float32(p[1] if len(p) > 1 else 0.5)
+        return lambda x: x * np.clip(x * alpha + beta, np.float32(0), np.float32(1))
+    raise ValueError(f"activation_type {t} is not one of 0..6")
+
+
+def with_activation(fn: Callable, activation_type: int, params: Sequence[float]) -> Callable:
+    """``fn`` followed by the fused activation (``fn`` itself when there is none)."""
+    act = fused_activation(activation_type, params)
+    if act is None:
+        return fn
+    return lambda *xs: act(fn(*xs))

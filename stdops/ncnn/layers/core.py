@@ -1,0 +1,23 @@
+"""Graph plumbing layers: Input, Split, Noop."""
+from __future__ import annotations
+
+from ..spec import P, layer
+
+
+@layer("Input", params=[P(0, "w", 0), P(1, "h", 0), P(11, "d", 0), P(2, "c", 0)], inputs=0, outputs=None)
+def input_layer(p, w):
+    """Declares input blobs (its tops); the shape params are hints. Not executed."""
+    return None
+
+
+@layer("Split", outputs=None)
+def split(p, w):
+    """Every top is the bottom (one blob, several consumers)."""
+    n = p.n_tops
+    return lambda x: (x,) * n
+
+
+@layer("Noop", inputs=None, outputs=None)
+def noop(p, w):
+    """Passes its bottoms through as its tops."""
+    return lambda *xs: tuple(xs)

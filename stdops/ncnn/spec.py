@@ -1,0 +1,205 @@
+"""Declaring an ncnn layer once: its params (ids, names, types, defaults) in ncnn's load order, its
+weights in load order, and the adapter that builds a step from them (DESIGN.md, "ncnn binding").
+
+    @layer("Convolution",
+           params=[P(0, "num_output", 0), P(1, "kernel_w", 0), P(11, "kernel_h", Ref("kernel_w")), ...],
+           weights=lambda p: [W("weight", p.weight_data_size, tagged=True),
+                              *([W("bias", p.num_output)] if p.bias_term else [])])
+    def convolution(p, w):
+        ...                       # precompute from p (params) and w (weights, by name)
+        return lambda x: ...      # one step: bottoms in, top (or a tuple of tops) out
+
+A param's type comes from its default (int, float, str) or is given: ``kind="ints"`` / ``"floats"`` for
+arrays. ``Ref("kernel_w")`` makes a default follow another param's resolved value.
+"""
+from __future__ import annotations
+
+import dataclasses
+import struct
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import ModelFormatError
+
+KINDS = ("int", "float", "str", "ints", "floats")
+
+
+@dataclasses.dataclass(frozen=True)
+class Ref:
+    """A default that is another param's resolved value (kernel_h := kernel_w)."""
+
+    name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class P:
+    """One param: id, name, default (a value or Ref), kind."""
+
+    id: int
+    name: str
+    default: Any
+    kind: str | None = None
+
+    def resolved_kind(self, by_name: dict[str, "P"]) -> str:
+        if self.kind:
+            return self.kind
+        d = self.default
+        if isinstance(d, Ref):
+            return by_name[d.name].resolved_kind(by_name)
+        if isinstance(d, bool) or isinstance(d, int):
+            return "int"
+        if isinstance(d, float):
+            return "float"
+        if isinstance(d, str):
+            return "str"
+        raise TypeError(f"param {self.name}: give kind= for default {d!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class W:
+    """One weight blob in load order: element count and whether it is stored with a 4-byte type tag."""
+
+    name: str
+    size: int
+    tagged: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class RawScalar:
+    """A .param.bin scalar: 4 bytes whose type the layer's declaration decides."""
+
+    bits: bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class RawArray:
+    """A .param.bin array: 4-byte elements whose type the layer's declaration decides."""
+
+    bits: bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerSpec:
+    type_name: str
+    params: tuple[P, ...]
+    weights: Callable[[Any], Sequence[W]]
+    build: Callable[[Any, dict[str, np.ndarray]], Callable]
+    n_inputs: int | None  # None: any number
+    n_outputs: int | None
+    doc: str
+
+
+#: ncnn layer type name -> declaration
+LAYERS: dict[str, LayerSpec] = {}
+
+
+def layer(type_name: str, params: Sequence[P] = (), weights: Callable[[Any], Sequence[W]] | None = None,
+          inputs: int | None = 1, outputs: int | None = 1) -> Callable:
+    """Register an ncnn layer adapter (see the module docstring)."""
+
+    def register(build: Callable) -> Callable:
+        if type_name in LAYERS:
+            raise ValueError(f"ncnn layer {type_name} declared twice")
+        ids = [p.id for p in params]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"ncnn layer {type_name}: duplicate param ids")
+        by_name = {p.name: p for p in params}
+        for p in params:
+            k = p.resolved_kind(by_name)
+            if k not in KINDS:
+                raise ValueError(f"ncnn layer {type_name}: param {p.name} has unknown kind {k}")
+        LAYERS[type_name] = LayerSpec(type_name, tuple(params), weights or (lambda p: ()), build,
+                                      inputs, outputs, (build.__doc__ or "").strip())
+        return build
+
+    return register
+
+
+class Params:
+    """Resolved params of one layer: attribute access by name, ``ids`` the raw values seen, and
+    ``n_bottoms`` / ``n_tops``: how many blobs the layer reads and writes."""
+
+    def __init__(self, values: dict[str, Any], ids: dict[int, Any], n_bottoms: int = 1, n_tops: int = 1):
+        self.__dict__.update(values)
+        self._values = values
+        self.ids = ids
+        self.n_bottoms = n_bottoms
+        self.n_tops = n_tops
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def __repr__(self) -> str:
+        return "Params(" + ", ".join(f"{k}={v!r}" for k, v in self._values.items()) + ")"
+
+
+def _convert(value: Any, kind: str, where: str, path: str | None, pid: int, name: str) -> Any:
+    def bad(msg: str) -> ModelFormatError:
+        return ModelFormatError(path, where, f"param {pid} ({name}): {msg}")
+
+    if isinstance(value, RawScalar):
+        if kind == "int":
+            return struct.unpack("<i", value.bits)[0]
+        if kind == "float":
+            return struct.unpack("<f", value.bits)[0]
+        raise bad(f"a scalar was given for a {kind} param")
+    if isinstance(value, RawArray):
+        if kind == "ints":
+            return [int(v) for v in np.frombuffer(value.bits, "<i4")]
+        if kind == "floats":
+            return [float(v) for v in np.frombuffer(value.bits, "<f4")]
+        raise bad(f"an array was given for a {kind} param")
+    if kind == "int":
+        if isinstance(value, (bool, np.bool_)):
+            return int(value)
+        if isinstance(value, (int, np.integer)):
+            return int(value)
+        if isinstance(value, (float, np.floating)):
+            raise bad(f"a float literal {value!r} was given for an int param")
+        raise bad(f"expected an int, got {type(value).__name__}")
+    if kind == "float":
+        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            return float(np.float32(value))
+        raise bad(f"expected a float, got {type(value).__name__}")
+    if kind == "str":
+        if isinstance(value, str):
+            return value
+        raise bad(f"expected a string, got {type(value).__name__}")
+    # arrays
+    if isinstance(value, np.ndarray):
+        value = value.ravel().tolist()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value]  # a one-element array written as a scalar
+    if not isinstance(value, (list, tuple)):
+        raise bad(f"expected an array, got {type(value).__name__}")
+    if kind == "ints":
+        if any(isinstance(v, float) and not float(v).is_integer() for v in value):
+            raise bad("a float element was given for an int array")
+        return [int(v) for v in value]
+    return [float(np.float32(v)) for v in value]
+
+
+def resolve_params(spec: LayerSpec, raw: dict[int, Any], where: str, path: str | None,
+                   n_bottoms: int = 1, n_tops: int = 1) -> Params:
+    """Apply a layer's declaration to the raw ``id -> value`` map of a file or a caller: type checks,
+    defaults, Refs. Ids the declaration does not know (30 and 31 included) are kept in ``ids`` only."""
+    by_name = {p.name: p for p in spec.params}
+    by_id = {p.id: p for p in spec.params}
+    values: dict[str, Any] = {}
+    for pid, value in raw.items():
+        p = by_id.get(pid)
+        if p is not None:
+            values[p.name] = _convert(value, p.resolved_kind(by_name), where, path, pid, p.name)
+    # defaults in declaration order; a Ref reads a param declared (and resolved) before it
+    for p in spec.params:
+        if p.name in values:
+            continue
+        d = p.default
+        while isinstance(d, Ref):
+            if d.name in values:
+                d = values[d.name]
+                break
+            d = by_name[d.name].default
+        values[p.name] = list(d) if isinstance(d, tuple) else d
+    return Params(values, dict(raw), n_bottoms, n_tops)

@@ -1,0 +1,152 @@
+"""The official ncnn wheel as a test oracle, one layer at a time, in a forked subprocess.
+
+The layer is written with OUR writers (binary .param with raw 4-byte params typed by our declaration,
+.bin with our declared load order and tags), loaded by ncnn.Net with exact-fp32 options, and every top is
+extracted. A crash or a refusal in the wheel comes back as an OracleError instead of killing pytest.
+The weights written are also a check of our declarations: wrong sizes or tags make ncnn refuse the model.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import tempfile
+import traceback
+from typing import Any, Sequence
+
+import numpy as np
+
+from stdops.ncnn.modelbin import ModelBinWriter
+from stdops.ncnn.param import LayerDecl, ParamFile, write_binary
+from stdops.ncnn.spec import LAYERS, resolve_params
+
+EXACT_OPTIONS = dict(
+    num_threads=1, lightmode=False, use_vulkan_compute=False, use_packing_layout=False,
+    use_fp16_packed=False, use_fp16_storage=False, use_fp16_arithmetic=False,
+    use_bf16_packed=False, use_bf16_storage=False, use_winograd_convolution=False,
+    use_winograd23_convolution=False, use_winograd43_convolution=False, use_winograd63_convolution=False,
+    use_sgemm_convolution=False,
+)
+
+
+class OracleError(RuntimeError):
+    """The wheel refused or crashed on this case."""
+
+
+def available() -> bool:
+    try:
+        import ncnn  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def typed_params(type_name: str, params: dict[int, Any]) -> dict[int, Any]:
+    """Values typed by our declaration (a float param written as float bits even if given as int)."""
+    spec = LAYERS[type_name]
+    kinds = {p.id: p.resolved_kind({q.name: q for q in spec.params}) for p in spec.params}
+    out: dict[int, Any] = {}
+    for pid, v in params.items():
+        k = kinds.get(pid)
+        if k == "float":
+            v = float(v)
+        elif k == "floats":
+            v = [float(x) for x in np.asarray(v).ravel()]
+        elif k == "ints":
+            v = [int(x) for x in np.asarray(v).ravel()]
+        elif k == "int":
+            v = int(v)
+        out[pid] = v
+    return out
+
+
+def model_files(type_name: str, params: dict[int, Any], weights: Sequence[np.ndarray], n_in: int,
+                n_out: int) -> tuple[bytes, bytes]:
+    """(.param.bin, .bin) holding Input layers for blobs 0..n_in-1 and the layer writing the next n_out."""
+    spec = LAYERS[type_name]
+    p = resolve_params(spec, dict(params), type_name, None, n_in, n_out)
+    declared = list(spec.weights(p))
+    if len(declared) != len(weights):
+        raise ValueError(f"{type_name}: our declaration loads {len(declared)} weights, {len(weights)} given")
+    layers = [LayerDecl("Input", f"in{i}", [], [str(i)], {}, i) for i in range(n_in)]
+    layers.append(LayerDecl(type_name, "op", [str(i) for i in range(n_in)],
+                            [str(n_in + j) for j in range(n_out)], typed_params(type_name, params), n_in))
+    pbin = write_binary(ParamFile(layers, n_in + n_out, None, True))
+    mb = ModelBinWriter()
+    for w, arr in zip(declared, weights):
+        a = np.asarray(arr)
+        mb.write(a, w.tagged, "int8" if a.dtype == np.int8 else "fp32")
+    return pbin, mb.getvalue()
+
+
+def _child(conn, pbin: bytes, mbin: bytes, inputs: list, n_in: int, n_out: int, options: dict) -> None:
+    try:
+        import ncnn
+
+        with tempfile.TemporaryDirectory() as d:
+            pp, mp_ = os.path.join(d, "m.param.bin"), os.path.join(d, "m.bin")
+            with open(pp, "wb") as f:
+                f.write(pbin)
+            with open(mp_, "wb") as f:
+                f.write(mbin)
+            net = ncnn.Net()
+            for k, v in options.items():
+                setattr(net.opt, k, v)
+            if net.load_param_bin(pp) != 0:
+                raise RuntimeError("ncnn refused the .param.bin")
+            if net.load_model(mp_) != 0:
+                raise RuntimeError("ncnn refused the .bin (weights do not match its load order/sizes)")
+            ex = net.create_extractor()
+            mats = [ncnn.Mat(np.ascontiguousarray(x, dtype=np.float32)).clone() for x in inputs]
+            for i, m in enumerate(mats):
+                if ex.input(i, m) != 0:
+                    raise RuntimeError(f"input {i} refused")
+            outs = []
+            for j in range(n_out):
+                ret, m = ex.extract(n_in + j)
+                if ret != 0:
+                    raise RuntimeError(f"extract of output {j} returned {ret}")
+                outs.append(np.array(m.numpy(), copy=True) if m.dims else np.zeros((0,), np.float32))
+        conn.send(("ok", outs))
+    except BaseException:  # noqa: BLE001 - everything goes back to the parent
+        conn.send(("error", traceback.format_exc(limit=3)))
+    finally:
+        conn.close()
+
+
+def wheel_run(type_name: str, params: dict[int, Any], weights: Sequence[np.ndarray], inputs: Sequence[np.ndarray],
+              n_out: int = 1, timeout: float = 60.0, options: dict | None = None) -> list[np.ndarray]:
+    """Outputs of the wheel's ``type_name`` layer (exact-fp32 options unless ``options`` overrides)."""
+    pbin, mbin = model_files(type_name, params, weights, len(inputs), n_out)
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, pbin, mbin, [np.asarray(x) for x in inputs], len(inputs), n_out,
+                                            {**EXACT_OPTIONS, **(options or {})}))
+    proc.start()
+    child.close()
+    try:
+        if not parent.poll(timeout):
+            proc.kill()
+            raise OracleError(f"{type_name}: the wheel did not answer in {timeout}s")
+        status, payload = parent.recv()
+    except EOFError:
+        proc.join(5)
+        raise OracleError(f"{type_name}: the wheel crashed (exit code {proc.exitcode})") from None
+    finally:
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+    if status != "ok":
+        raise OracleError(f"{type_name}: {payload}")
+    return payload
+
+
+def assert_close(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], atol: float = 1e-4,
+                 rtol: float = 1e-4, what: str = "") -> None:
+    """Shapes equal (ncnn layout) and values within atol + rtol*|theirs| (a relative bound for large values)."""
+    assert len(ours) == len(theirs), f"{what}: {len(ours)} outputs vs the wheel's {len(theirs)}"
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        a = np.asarray(a)
+        b = np.asarray(b)
+        assert a.shape == b.shape, f"{what} output {k}: shape {a.shape} vs the wheel's {b.shape}"
+        np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), atol=atol, rtol=rtol,
+                                   equal_nan=True, err_msg=f"{what} output {k}")

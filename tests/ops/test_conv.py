@@ -1,0 +1,342 @@
+"""Convolution kernels against naive formulas written here (loops over output positions / taps)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import stdops.onnx
+from stdops.errors import KernelError, OpError
+from stdops.ops.conv import conv, conv_integer, qlinear_conv
+from stdops.ops.conv_transpose import col2im, conv_transpose, deform_conv
+
+RNG = np.random.default_rng(7)
+
+
+# ----------------------------------------------------------------------------- naive references
+def _pads(sp, k, s, d, pads, auto_pad):
+    n = len(sp)
+    dk = [(k[i] - 1) * d[i] + 1 for i in range(n)]
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        out = [math.ceil(sp[i] / s[i]) for i in range(n)]
+        tot = [max(0, (out[i] - 1) * s[i] + dk[i] - sp[i]) for i in range(n)]
+        b = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in tot]
+        return b, out
+    b = [0] * n if auto_pad == "VALID" or not pads else list(pads[:n])
+    e = [0] * n if auto_pad == "VALID" or not pads else list(pads[n:])
+    return b, [(sp[i] + b[i] + e[i] - dk[i]) // s[i] + 1 for i in range(n)]
+
+
+def naive_conv(x, w, b=None, strides=None, dilations=None, pads=None, auto_pad="NOTSET", group=1):
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    n = x.ndim - 2
+    s, d = strides or [1] * n, dilations or [1] * n
+    N, C = x.shape[:2]
+    M, Cg = w.shape[:2]
+    k = w.shape[2:]
+    begin, out = _pads(x.shape[2:], k, s, d, pads, auto_pad)
+    y = np.zeros((N, M) + tuple(out))
+    for m in range(M):
+        g = m // (M // group)
+        for o in np.ndindex(*out):
+            acc = np.zeros(N)
+            for t in np.ndindex(*k):
+                pos = [o[i] * s[i] + t[i] * d[i] - begin[i] for i in range(n)]
+                if all(0 <= pos[i] < x.shape[2 + i] for i in range(n)):
+                    acc += x[(slice(None), slice(g * Cg, (g + 1) * Cg)) + tuple(pos)] @ w[(m, slice(None)) + t]
+            y[(slice(None), m) + o] = acc + (0 if b is None else b[m])
+    return y
+
+
+CONV_CASES = [
+    # x shape, w shape, attrs
+    ((1, 3, 7, 7), (4, 3, 3, 3), {}),
+    ((2, 3, 8, 9), (5, 3, 3, 2), dict(pads=[1, 0, 2, 1], strides=[2, 1])),
+    ((1, 4, 9, 9), (6, 2, 3, 3), dict(group=2, dilations=[2, 1], pads=[1, 1, 1, 1])),
+    ((1, 6, 10, 9), (6, 1, 3, 3), dict(group=6, pads=[1, 1, 1, 1], strides=[2, 2])),  # depthwise
+    ((2, 4, 9, 8), (8, 1, 3, 3), dict(group=4, auto_pad="SAME_LOWER", strides=[2, 3])),  # multiplier 2
+    ((1, 5, 11, 10), (5, 1, 3, 2), dict(group=5, dilations=[2, 3], pads=[2, 0, 1, 1])),
+    ((2, 8, 5, 6), (4, 8, 1, 1), {}),  # 1x1
+    ((1, 8, 7, 7), (6, 4, 1, 1), dict(group=2, strides=[2, 2])),  # grouped strided 1x1
+    ((1, 4, 6, 6), (3, 4, 1, 1), dict(pads=[1, 0, 0, 1])),  # padded 1x1
+    ((1, 3, 7, 8), (2, 3, 3, 3), dict(auto_pad="SAME_UPPER", strides=[2, 2])),
+    ((1, 3, 8, 8), (2, 3, 4, 4), dict(auto_pad="SAME_UPPER")),
+    ((1, 3, 8, 8), (2, 3, 4, 4), dict(auto_pad="SAME_LOWER")),
+    ((1, 3, 7, 8), (2, 3, 3, 3), dict(auto_pad="VALID", strides=[2, 2])),
+    ((2, 3, 11), (4, 3, 3), dict(strides=[2], pads=[1, 2])),  # 1-D
+    ((1, 4, 9), (4, 1, 3), dict(group=4, strides=[2])),  # 1-D depthwise
+    ((1, 2, 5, 6, 7), (3, 2, 2, 3, 2), dict(pads=[1, 0, 1, 0, 1, 1])),  # 3-D
+    ((1, 4, 5, 6, 7), (8, 1, 2, 3, 2), dict(group=4, strides=[1, 2, 2], pads=[1, 0, 1, 0, 1, 1])),
+    ((2, 96, 4, 5), (100, 96, 3, 3), dict(pads=[1, 0, 2, 1])),  # Winograd F(2x2, 3x3)
+    ((1, 100, 5, 4), (96, 100, 3, 3), dict(auto_pad="SAME_LOWER")),  # Winograd, odd output
+]
+
+
+@pytest.mark.parametrize("xs,ws,attrs", CONV_CASES)
+def test_conv(xs, ws, attrs):
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal(ws).astype(np.float32)
+    b = RNG.standard_normal(ws[0]).astype(np.float32)
+    ref = naive_conv(x, w, b, **attrs)
+    y = conv(x, w, b, **attrs)
+    assert y.dtype == np.float32 and y.shape == ref.shape
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    y0 = conv(x, w, **attrs)  # no bias
+    np.testing.assert_allclose(y0, naive_conv(x, w, **attrs), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16])
+def test_conv_dtypes(dtype):
+    x = RNG.standard_normal((1, 4, 6, 6)).astype(dtype)
+    w = RNG.standard_normal((4, 2, 3, 3)).astype(dtype)
+    y = conv(x, w, group=2, pads=[1, 1, 1, 1])
+    assert y.dtype == dtype
+    tol = 1e-12 if dtype == np.float64 else 1e-2
+    np.testing.assert_allclose(y.astype(np.float64), naive_conv(x, w, group=2, pads=[1, 1, 1, 1]),
+                               rtol=tol, atol=tol * 5)
+
+
+def test_conv_does_not_modify_inputs():
+    x = RNG.standard_normal((1, 3, 5, 5)).astype(np.float32)
+    w = RNG.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(2).astype(np.float32)
+    xc, wc, bc = x.copy(), w.copy(), b.copy()
+    conv(x, w, b, pads=[1, 1, 1, 1])
+    np.testing.assert_array_equal(x, xc)
+    np.testing.assert_array_equal(w, wc)
+    np.testing.assert_array_equal(b, bc)
+
+
+def _one_node(op_type, inputs, initializers, attrs, opset=17):
+    vis = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name, _ in inputs]
+    node = helper.make_node(op_type, [n for n, _ in inputs] + [n for n, _ in initializers], ["Y"], **attrs)
+    g = helper.make_graph([node], "g", vis, [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, n) for n, v in initializers])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("opset", [1, 11, 22])
+@pytest.mark.parametrize("xs,ws,attrs", [CONV_CASES[i] for i in (1, 2, 3, 4, 7, 13, 15)])
+def test_conv_prepared_weights_through_onnx(xs, ws, attrs, opset):
+    """The load-time adapter (W an initializer) computes what the kernel computes."""
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal(ws).astype(np.float32)
+    b = RNG.standard_normal(ws[0]).astype(np.float32)
+    m = stdops.onnx.load(_one_node("Conv", [("X", x)], [("W", w), ("B", b)], attrs, opset))
+    y = m.run({"X": x})["Y"]
+    np.testing.assert_allclose(y, conv(x, w, b, **attrs), rtol=1e-5, atol=1e-5)
+    y2 = m.run({"X": x})["Y"]  # a second run with the same prepared weight
+    np.testing.assert_array_equal(y, y2)
+
+
+def test_conv_prepared_weights_reports_bad_shapes():
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    m = stdops.onnx.load(_one_node("Conv", [("X", None)], [("W", w)], {}))
+    with pytest.raises(OpError, match="channels"):
+        m.run({"X": np.zeros((1, 5, 8, 8), np.float32)})
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: conv(np.zeros((1, 4, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32)), "channels"),
+    (lambda: conv(np.zeros((1, 4, 5, 5), np.float32), np.zeros((3, 2, 3, 3), np.float32), group=2), "group"),
+    (lambda: conv(np.zeros((1, 3, 2, 2), np.float32), np.zeros((2, 3, 3, 3), np.float32)), "larger"),
+    (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), pads=[1, 1]), "pads"),
+    (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), kernel_shape=[2, 2]),
+     "kernel_shape"),
+    (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3), np.float32)), "spatial"),
+    (lambda: conv(np.zeros((3, 5), np.float32), np.zeros((2, 3, 3), np.float32)), "shape"),
+    (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32),
+                  np.zeros(3, np.float32)), "B"),
+    (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), strides=[0, 1]),
+     "strides"),
+    (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), auto_pad="SAME"),
+     "auto_pad"),
+    (lambda: conv(np.zeros((1, 3, 5, 5), np.int32), np.zeros((2, 3, 3, 3), np.int32)), "float"),
+    (lambda: conv_transpose(np.zeros((1, 3, 5, 5), np.float32), np.zeros((4, 2, 3, 3), np.float32)), "channels"),
+    (lambda: conv_transpose(np.zeros((1, 3, 5, 5), np.float32), np.zeros((3, 2, 3, 3), np.float32), group=2),
+     "group"),
+    (lambda: conv_integer(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.uint8)), "int8"),
+    (lambda: col2im(np.zeros((1, 4, 5), np.float32), np.array([3, 3]), np.array([2, 2])), "blocks"),
+    (lambda: deform_conv(np.zeros((1, 2, 4, 4), np.float32), np.zeros((1, 2, 2, 2), np.float32),
+                         np.zeros((1, 8, 2, 2), np.float32)), "offset"),
+])
+def test_bad_inputs(call, match):
+    with pytest.raises(KernelError, match=match):
+        call()
+
+
+# ----------------------------------------------------------------------------- integer convolutions
+@pytest.mark.parametrize("xdt,wdt", [(np.uint8, np.uint8), (np.uint8, np.int8), (np.int8, np.int8)])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_conv_integer(xdt, wdt, per_channel):
+    xi, wi = np.iinfo(xdt), np.iinfo(wdt)
+    x = RNG.integers(xi.min, xi.max, (1, 4, 6, 5), endpoint=True).astype(xdt)
+    w = RNG.integers(wi.min, wi.max, (6, 2, 3, 3), endpoint=True).astype(wdt)
+    xz = np.array(xi.min + 100, xdt)
+    wz = RNG.integers(wi.min, wi.max, 6).astype(wdt) if per_channel else np.array(wi.min + 3, wdt)
+    y = conv_integer(x, w, xz, wz, group=2, pads=[1, 0, 1, 2])
+    xx = x.astype(np.int64) - int(xz)
+    ww = w.astype(np.int64) - (wz.astype(np.int64).reshape(-1, 1, 1, 1) if per_channel else int(wz))
+    ref = naive_conv(xx, ww, group=2, pads=[1, 0, 1, 2])  # padding contributes (x_zp - x_zp) = 0
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y, np.rint(ref).astype(np.int32))
+    # default zero points are 0
+    np.testing.assert_array_equal(conv_integer(x, w, group=2),
+                                  np.rint(naive_conv(x.astype(np.int64), w.astype(np.int64), group=2)))
+
+
+@pytest.mark.parametrize("ydt", [np.uint8, np.int8])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_qlinear_conv(ydt, per_channel):
+    x = RNG.integers(0, 255, (1, 3, 5, 5), endpoint=True).astype(np.uint8)
+    w = RNG.integers(-128, 127, (4, 3, 2, 2), endpoint=True).astype(np.int8)
+    xs, xz = np.float32(0.02), np.uint8(120)
+    ws = RNG.uniform(0.001, 0.01, 4).astype(np.float32) if per_channel else np.float32(0.005)
+    wz = np.zeros(4, np.int8) if per_channel else np.int8(0)
+    ys, yz = np.float32(0.05), np.array(128 if ydt == np.uint8 else 0, ydt)
+    b = RNG.integers(-2000, 2000, 4).astype(np.int32)
+    y = qlinear_conv(x, xs, xz, w, ws, wz, ys, yz, b, pads=[1, 1, 0, 0], strides=[2, 1])
+    acc = naive_conv(x.astype(np.int64) - int(xz), w.astype(np.int64), b.astype(np.float64),
+                     pads=[1, 1, 0, 0], strides=[2, 1])
+    scale = (xs * np.asarray(ws, np.float32) / ys).astype(np.float64)
+    scale = scale.reshape(-1, 1, 1) if per_channel else scale
+    info = np.iinfo(ydt)
+    ref = np.clip(np.rint(acc * scale) + int(yz), info.min, info.max).astype(ydt)
+    assert y.dtype == ydt
+    np.testing.assert_array_equal(y, ref)
+
+
+def test_qlinear_conv_rounds_half_to_even_and_saturates():
+    x = np.array([[[[1, 3, 5, 200]]]], np.uint8)
+    w = np.array([[[[1]]]], np.uint8)
+    y = qlinear_conv(x, np.float32(1), np.uint8(0), w, np.float32(1), np.uint8(0), np.float32(2), np.uint8(0))
+    np.testing.assert_array_equal(y, [[[[0, 2, 2, 100]]]])  # 0.5 -> 0, 1.5 -> 2, 2.5 -> 2
+    y = qlinear_conv(x, np.float32(1), np.uint8(0), w, np.float32(1), np.uint8(0), np.float32(0.5),
+                     np.int8(0))
+    np.testing.assert_array_equal(y, [[[[2, 6, 10, 127]]]])
+
+
+# ----------------------------------------------------------------------------- transposed convolution
+def naive_conv_transpose(x, w, b=None, strides=None, dilations=None, group=1, begin=None, out=None,
+                         output_padding=None):
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    n = x.ndim - 2
+    s, d = strides or [1] * n, dilations or [1] * n
+    N, C = x.shape[:2]
+    Mg = w.shape[1]
+    k = w.shape[2:]
+    full = [s[i] * (x.shape[2 + i] - 1) + (k[i] - 1) * d[i] + 1 for i in range(n)]
+    big = np.zeros((N, Mg * group) + tuple(f + 20 for f in full))
+    for c in range(C):
+        g = c // (C // group)
+        for i in np.ndindex(*x.shape[2:]):
+            for t in np.ndindex(*k):
+                pos = tuple(i[a] * s[a] + t[a] * d[a] for a in range(n))
+                big[(slice(None), slice(g * Mg, (g + 1) * Mg)) + pos] += \
+                    x[(slice(None), c) + i][:, None] * w[(c, slice(None)) + t][None, :]
+    sl = tuple(slice(bb, bb + o) for bb, o in zip(begin, out))
+    y = big[(Ellipsis,) + sl]
+    if b is not None:
+        y = y + b.reshape((-1,) + (1,) * n)
+    return y
+
+
+CT_CASES = [
+    # x shape, w shape, attrs, begin, out
+    ((1, 2, 3, 3), (2, 3, 3, 3), {}, [0, 0], [5, 5]),
+    ((2, 2, 3, 4), (2, 2, 3, 3), dict(strides=[2, 3], pads=[1, 0, 1, 2]), [1, 0], [5, 10]),
+    ((1, 4, 3, 3), (4, 2, 2, 3), dict(group=2, dilations=[2, 1], strides=[2, 2]), [0, 0], [7, 7]),
+    ((1, 2, 3, 3), (2, 1, 3, 3), dict(strides=[3, 2], output_padding=[1, 1]), [0, 0], [10, 8]),
+    ((1, 2, 3, 3), (2, 1, 3, 3), dict(strides=[3, 2], output_shape=[10, 8]), [0, 0], [10, 8]),
+    ((1, 2, 3, 3), (2, 1, 3, 3), dict(strides=[2, 2], output_shape=[6, 6]), [1, 1], [6, 6]),
+    ((1, 1, 3, 3), (1, 2, 3, 3), dict(strides=[2, 2], auto_pad="SAME_UPPER"), [0, 0], [6, 6]),
+    ((1, 1, 3, 3), (1, 2, 3, 3), dict(strides=[2, 2], auto_pad="SAME_LOWER"), [1, 1], [6, 6]),
+    ((1, 1, 4), (1, 2, 3), dict(strides=[2], pads=[1, 1]), [1], [7]),
+    ((1, 2, 2, 3, 2), (2, 2, 2, 2, 3), dict(strides=[1, 2, 1], pads=[0, 1, 0, 0, 0, 1]), [0, 1, 0],
+     [3, 5, 3]),
+]
+
+
+@pytest.mark.parametrize("xs,ws,attrs,begin,out", CT_CASES)
+def test_conv_transpose(xs, ws, attrs, begin, out):
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal(ws).astype(np.float32)
+    b = RNG.standard_normal(ws[1] * attrs.get("group", 1)).astype(np.float32)
+    y = conv_transpose(x, w, b, **attrs)
+    ref = naive_conv_transpose(x, w, b, attrs.get("strides"), attrs.get("dilations"), attrs.get("group", 1),
+                               begin, out)
+    assert y.dtype == np.float32 and y.shape == ref.shape
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_transpose_onnx_versions():
+    x = RNG.standard_normal((1, 2, 3, 3)).astype(np.float32)
+    w = RNG.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    for opset in (1, 11, 22):
+        m = _one_node("ConvTranspose", [("X", x)], [("W", w)], dict(strides=[2, 2], output_shape=[8, 8]), opset)
+        y = stdops.onnx.load(m).run({"X": x})["Y"]
+        np.testing.assert_allclose(y, conv_transpose(x, w, strides=[2, 2], output_shape=[8, 8]), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- Col2Im, DeformConv
+def naive_col2im(cols, img, blk, s, d, pads):
+    n = len(img)
+    N, CK, L = cols.shape
+    C = CK // math.prod(blk)
+    padded = [img[i] + pads[i] + pads[n + i] for i in range(n)]
+    nb = [(padded[i] - ((blk[i] - 1) * d[i] + 1)) // s[i] + 1 for i in range(n)]
+    y = np.zeros((N, C) + tuple(padded))
+    c5 = cols.reshape((N, C) + tuple(blk) + (L,))
+    for li, o in enumerate(np.ndindex(*nb)):
+        for t in np.ndindex(*blk):
+            pos = tuple(o[i] * s[i] + t[i] * d[i] for i in range(n))
+            y[(slice(None), slice(None)) + pos] += c5[(slice(None), slice(None)) + t + (li,)]
+    return y[(Ellipsis,) + tuple(slice(pads[i], pads[i] + img[i]) for i in range(n))]
+
+
+@pytest.mark.parametrize("img,blk,s,d,pads", [
+    ([5, 5], [2, 2], [1, 1], [1, 1], [0, 0, 0, 0]),
+    ([6, 7], [3, 2], [2, 1], [1, 2], [1, 0, 1, 2]),
+    ([4, 5, 6], [2, 2, 3], [1, 2, 1], [1, 1, 2], [0, 1, 0, 1, 0, 0]),
+])
+def test_col2im(img, blk, s, d, pads):
+    n = len(img)
+    padded = [img[i] + pads[i] + pads[n + i] for i in range(n)]
+    L = math.prod((padded[i] - ((blk[i] - 1) * d[i] + 1)) // s[i] + 1 for i in range(n))
+    cols = RNG.standard_normal((2, 3 * math.prod(blk), L)).astype(np.float32)
+    y = col2im(cols, np.array(img), np.array(blk), dilations=d, pads=pads, strides=s)
+    assert y.dtype == np.float32 and y.shape == (2, 3) + tuple(img)
+    np.testing.assert_allclose(y, naive_col2im(cols, img, blk, s, d, pads), rtol=1e-5, atol=1e-5)
+
+
+def test_deform_conv_zero_offsets_is_conv():
+    x = RNG.standard_normal((2, 4, 6, 7)).astype(np.float32)
+    w = RNG.standard_normal((6, 2, 3, 2)).astype(np.float32)
+    b = RNG.standard_normal(6).astype(np.float32)
+    attrs = dict(group=2, pads=[1, 0, 1, 1], strides=[2, 1], dilations=[1, 2])
+    ref = naive_conv(x, w, b, **attrs)
+    off = np.zeros((2, 2 * 6 * 2) + ref.shape[2:], np.float32)
+    y = deform_conv(x, w, off, b, offset_group=2, **attrs)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    mask = RNG.uniform(size=(2, 2 * 6) + ref.shape[2:]).astype(np.float32)
+    ym = deform_conv(x, w, off, b, mask, offset_group=2, **attrs)
+    assert ym.shape == y.shape and not np.allclose(ym, y)
+
+
+def test_deform_conv_offsets_shift_and_interpolate():
+    x = RNG.standard_normal((1, 1, 5, 5)).astype(np.float32)
+    w = np.ones((1, 1, 1, 1), np.float32)
+    off = np.zeros((1, 2, 5, 5), np.float32)
+    off[0, 0] = 1.0  # move every sample one row down: row 4 reads outside -> 0
+    y = deform_conv(x, w, off)
+    ref = np.zeros_like(x)
+    ref[..., :4, :] = x[..., 1:, :]
+    np.testing.assert_allclose(y, ref, rtol=1e-6)
+    off[0, 0] = 0.0
+    off[0, 1] = 0.25  # a quarter pixel right: linear interpolation along the row
+    y = deform_conv(x, w, off)
+    ref = 0.75 * x.astype(np.float64)
+    ref[..., :4] += 0.25 * x[..., 1:]
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
