@@ -58,23 +58,44 @@ def _parse_inputs(items: List[str]) -> dict:
 
 
 @app.command()
-def run(model: Path = typer.Argument(..., help="Model file (.onnx)"),
+def run(model: Path = typer.Argument(..., help="Model file: .onnx, .param / .param.bin (ncnn)"),
+        weights: Optional[Path] = typer.Argument(None, help="ncnn .bin (default: beside the .param)"),
         input: List[str] = typer.Option([], "--input", "-i", help="NAME=FILE.npy (repeatable)"),
         output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o",
-                                                  help="Save every output as NAME.npy here")) -> None:
+                                                  help="Save every output as NAME.npy here"),
+        dump: Optional[Path] = typer.Option(None, "--dump", help="Save EVERY intermediate value as NAME.npy here")
+        ) -> None:
     """Run a model on inputs from .npy files; print each output's shape, dtype and summary."""
-    from . import load
-
-    m = load(model)
+    m = _load(model, weights)
     feeds = _parse_inputs(input)
-    result = m.run(feeds)
+    hook = None
+    if dump is not None:
+        dump.mkdir(parents=True, exist_ok=True)
+
+        def hook(_node: str, name: str, value) -> None:
+            if isinstance(value, np.ndarray) and value.dtype != object:
+                np.save(dump / f"{_safe(name)}.npy", value, allow_pickle=False)
+
+    result = m.run(feeds, hook=hook)
     _print_outputs(result)
+    if dump is not None:
+        console.print(f"saved every intermediate value to {dump}")
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
         for name, v in result.items():
-            if isinstance(v, np.ndarray):
+            if isinstance(v, np.ndarray) and v.dtype != object:
                 np.save(output_dir / f"{_safe(name)}.npy", v, allow_pickle=False)
         console.print(f"saved {len(result)} output(s) to {output_dir}")
+
+
+def _load(model: Path, weights: Optional[Path] = None):
+    from . import load
+
+    if weights is not None:
+        from . import ncnn
+
+        return ncnn.Net.load(model, weights)
+    return load(model)
 
 
 def _safe(name: str) -> str:
@@ -88,29 +109,56 @@ def _print_outputs(result: dict) -> None:
     for name, v in result.items():
         shape = str(tuple(np.shape(v))) if isinstance(v, np.ndarray) else "-"
         dtype = str(v.dtype) if isinstance(v, np.ndarray) else type(v).__name__
-        t.add_row(name, shape, dtype, _summary(v))
+        t.add_row(escape(name), shape, dtype, escape(_summary(v)))
     console.print(t)
 
 
 @app.command()
-def info(model: Path = typer.Argument(..., help="Model file (.onnx)")) -> None:
-    """Inputs, outputs, opsets, operator histogram and parameter count of a model."""
-    from . import load
+def info(model: Path = typer.Argument(..., help="Model file: .onnx, .param / .param.bin (ncnn)"),
+         weights: Optional[Path] = typer.Argument(None, help="ncnn .bin (default: beside the .param)")) -> None:
+    """Inputs, outputs, operators (layers) and parameters of a model."""
+    m = _load(model, weights)
+    from .ncnn import Net
 
-    m = load(model)
-    console.print(f"[bold]{model}[/bold]")
+    if isinstance(m, Net):
+        _info_ncnn(model, m)
+    else:
+        _info_onnx(model, m)
+
+
+def _histogram_table(title: str, hist: dict) -> Table:
+    t = Table(title=title)
+    t.add_column("type")
+    t.add_column("count", justify="right")
+    for op, n in sorted(hist.items(), key=lambda kv: (-kv[1], kv[0])):
+        t.add_row(escape(op), str(n))
+    return t
+
+
+def _info_onnx(model: Path, m) -> None:
+    console.print(f"[bold]{escape(str(model))}[/bold]")
     console.print("opsets: " + ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in m.opsets.items()))
     for title, vals in (("inputs", m.inputs), ("outputs", m.outputs)):
         console.print(f"{title}:")
         for v in vals:
             console.print(f"  {escape(str(v))}")
     console.print(f"parameters: {m.parameter_count():,}")
-    t = Table(title="operators")
-    t.add_column("op")
-    t.add_column("count", justify="right")
-    for op, n in m.op_histogram().items():
-        t.add_row(op, str(n))
-    console.print(t)
+    console.print(_histogram_table("operators", m.op_histogram()))
+
+
+def _info_ncnn(model: Path, net) -> None:
+    console.print(f"[bold]{escape(str(model))}[/bold] ({'binary' if net.param_file.binary else 'text'} .param"
+                  f"{', weights ' + escape(str(net.bin_path)) if net.bin_path else ', no .bin'})")
+    console.print(f"layers: {len(net.layers)}; blobs: {len(net.blob_names)}")
+    console.print("inputs: " + ", ".join(map(escape, net.input_names)))
+    console.print("outputs: " + ", ".join(map(escape, net.output_names)))
+    hist: dict = {}
+    for L in net.layers:
+        hist[L.type] = hist.get(L.type, 0) + 1
+    console.print(_histogram_table("layers", hist))
+    if net.weight_storage:
+        console.print("weight bytes by storage type: " +
+                      ", ".join(f"{k} {v:,}" for k, v in sorted(net.weight_storage.items())))
 
 
 @app.command()

@@ -128,12 +128,12 @@ def thresholded_relu(x, /, *, alpha=1.0):
 
 
 @op("onnx:Shrink-9")
-def shrink(x, /, *, bias=0.0, lambd=0.5):
+def shrink(input, /, *, bias=0.0, lambd=0.5):  # noqa: A002 - the ONNX input name
     """Y = X + bias if X < -lambd, X - bias if X > lambd, else 0.
 
     Shape and dtype of X (numeric types; integers are computed in float64 and cast back).
     """
-    x = as_array(x)
+    x = as_array(input)
     if is_int(x.dtype):
         xc, dt = x.astype(np.float64), x.dtype
     else:
@@ -208,9 +208,9 @@ def softplus(x, /):
 
 
 @op("onnx:Softsign-1")
-def softsign(x, /):
+def softsign(input, /):  # noqa: A002 - the ONNX input name
     """Y = X / (1 + |X|). Shape and dtype of X (float types)."""
-    xc, dt = _prep(x, "Softsign")
+    xc, dt = _prep(input, "Softsign")
     with np.errstate(all="ignore"):
         d = result(np.abs(xc))
         d += 1
@@ -273,12 +273,12 @@ def swish(x, /, *, alpha=1.0):
 
 
 @op("onnx:Softmax-13")
-def softmax(x, /, *, axis=-1):
+def softmax(input, /, *, axis=-1):  # noqa: A002 - the ONNX input name
     """Y = exp(X - max) / sum(exp(X - max)) along ``axis``.
 
     Shape and dtype of X (float types); axis in [-r, r-1].
     """
-    xc, dt = _prep(x, "Softmax")
+    xc, dt = _prep(input, "Softmax")
     if xc.ndim == 0:
         raise KernelError("Softmax: input must have rank >= 1")
     a = _axis(axis, xc.ndim, "Softmax")
@@ -290,12 +290,12 @@ def softmax(x, /, *, axis=-1):
 
 
 @op("onnx:LogSoftmax-13")
-def log_softmax(x, /, *, axis=-1):
+def log_softmax(input, /, *, axis=-1):  # noqa: A002 - the ONNX input name
     """Y = (X - max) - log(sum(exp(X - max))) along ``axis``.
 
     Shape and dtype of X (float types); axis in [-r, r-1].
     """
-    xc, dt = _prep(x, "LogSoftmax")
+    xc, dt = _prep(input, "LogSoftmax")
     if xc.ndim == 0:
         raise KernelError("LogSoftmax: input must have rank >= 1")
     a = _axis(axis, xc.ndim, "LogSoftmax")
@@ -306,12 +306,12 @@ def log_softmax(x, /, *, axis=-1):
 
 
 @op("onnx:Hardmax-13")
-def hardmax(x, /, *, axis=-1):
+def hardmax(input, /, *, axis=-1):  # noqa: A002 - the ONNX input name
     """Y = 1 at the first maximum of X along ``axis``, 0 elsewhere.
 
     Shape and dtype of X (float types); axis in [-r, r-1].
     """
-    x = float_input(x, "Hardmax")
+    x = float_input(input, "Hardmax")
     if x.ndim == 0:
         raise KernelError("Hardmax: input must have rank >= 1")
     a = _axis(axis, x.ndim, "Hardmax")

@@ -20,7 +20,7 @@ from ._window import check_float, check_rank, compute_dtype, geometry, ints, pad
 class ConvWeight:
     """W (M, C/group, *kernel) rearranged for the GEMM / tap-wise paths, in the compute dtype."""
 
-    __slots__ = ("w", "group", "dtype", "M", "Cg", "kernel", "_mat", "_taps", "_wino")
+    __slots__ = ("w", "group", "dtype", "M", "Cg", "kernel", "_mat", "_wino")
 
     def __init__(self, w: np.ndarray, group: int, dtype=None):
         if w.ndim < 3:
@@ -34,7 +34,7 @@ class ConvWeight:
         self.kernel = tuple(int(k) for k in w.shape[2:])
         if self.M % group:
             raise KernelError(f"W has {self.M} output channels, not divisible by group={group}")
-        self._mat = self._taps = self._wino = None
+        self._mat = self._wino = None
 
     @property
     def mat(self) -> np.ndarray:
@@ -44,15 +44,6 @@ class ConvWeight:
             self._mat = np.ascontiguousarray(
                 self.w.reshape(g, self.M // g, -1), dtype=self.dtype)
         return self._mat
-
-    @property
-    def taps(self) -> np.ndarray:
-        """(prod(kernel), group, M/group, 1, ...): per-tap weights of a C/group == 1 convolution."""
-        if self._taps is None:
-            g, kp, n = self.group, prod(self.kernel), len(self.kernel)
-            t = self.w.reshape(g, self.M // g, kp).transpose(2, 0, 1)
-            self._taps = np.ascontiguousarray(t, dtype=self.dtype).reshape((kp, g, self.M // g) + (1,) * n)
-        return self._taps
 
     @property
     def wino(self) -> np.ndarray:
@@ -71,9 +62,7 @@ class ConvWeight:
     def prepare(self, strides=(), dilations=()) -> "ConvWeight":
         """Compute now the layout :func:`conv_forward` will use (load-time precomputation)."""
         n = len(self.kernel)
-        if self.Cg == 1 and self.group > 1:
-            _ = self.taps
-        elif self.winograd_ok(ints(strides, n, 1, "strides"), ints(dilations, n, 1, "dilations")):
+        if self.winograd_ok(ints(strides, n, 1, "strides"), ints(dilations, n, 1, "dilations")):
             _ = self.wino
         else:
             _ = self.mat
@@ -190,7 +179,8 @@ def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations) -> np.nd
 
     The padded input is split into stride phases laid out flat per channel, so that every tap
     reads one contiguous run per channel (output rows computed at the phase width, cropped at
-    the end): each tap is one long vectorized multiply-add.
+    the end); the runs are gathered into (taps, L) columns per channel and reduced with one
+    batched GEMM (faster than a multiply-add pass per tap, which is memory bound).
     """
     N, C = xc.shape[:2]
     g, mg, kernel, dt = cw.group, cw.M // cw.group, cw.kernel, cw.dtype
@@ -209,31 +199,27 @@ def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations) -> np.nd
         for pi, a in enumerate(np.ndindex(*strides)):
             src = xp[(Ellipsis,) + tuple(slice(ai, None, si) for ai, si in zip(a, strides))]
             buf[pi][(Ellipsis,) + tuple(slice(0, d) for d in src.shape[2:])] = src
-    flat = buf.reshape(nph, N * g, 1, -1)
+    NG = N * g
+    flat = buf.reshape(nph, NG, -1)
     row = [prod(Q[i + 1:]) for i in range(n)]
     L = out[0] * row[0]
-    wt = cw.taps.reshape(prod(kernel), g, mg, 1)
-    y = np.empty((N * g, mg, L), dt)
-    tap_pos = []
-    for tap in np.ndindex(*kernel):
-        pos = [k * d for k, d in zip(tap, dilations)]
-        pi = int(np.ravel_multi_index([p % s for p, s in zip(pos, strides)], strides)) if nph > 1 else 0
-        tap_pos.append((pi, sum((p // s) * r for p, s, r in zip(pos, strides, row))))
-    # channel blocks of ~256 KiB keep the accumulator and the temporary in cache across the taps
-    block = max(1, (1 << 16) // max(1, mg * L))
-    tmp = np.empty((min(block, N * g), mg, L), dt)
-    wall = wt if N == 1 else np.concatenate([wt] * N, axis=1)  # weights of row n * g + c
-    for c0 in range(0, N * g, block):
-        c1 = min(N * g, c0 + block)
-        yb, tb = y[c0:c1], tmp[:c1 - c0]
-        wb = wall[:, c0:c1]
-        for t, (pi, off) in enumerate(tap_pos):
-            v = flat[pi, c0:c1, :, off:off + L]
-            if t == 0:
-                np.multiply(v, wb[t], out=yb)
-            else:
-                np.multiply(v, wb[t], out=tb)
-                yb += tb
+    kp = prod(kernel)
+    # cols[c, tap, :] = the contiguous run of channel c that tap reads for every output position
+    cols = np.empty((NG, kp, L), dt)
+    if nph == 1:
+        isz = flat.itemsize
+        view = np.lib.stride_tricks.as_strided(
+            flat[0], (NG,) + kernel + (L,),
+            (flat.strides[1],) + tuple(d * r * isz for d, r in zip(dilations, row)) + (isz,), writeable=False)
+        np.copyto(cols.reshape((NG,) + kernel + (L,)), view)
+    else:
+        for t, tap in enumerate(np.ndindex(*kernel)):
+            pos = [k * d for k, d in zip(tap, dilations)]
+            pi = int(np.ravel_multi_index([p % s for p, s in zip(pos, strides)], strides))
+            off = sum((p // s) * r for p, s, r in zip(pos, strides, row))
+            np.copyto(cols[:, t], flat[pi, :, off:off + L])
+    # one small GEMM per channel: (M/g, taps) @ (taps, L)
+    y = np.matmul(cw.mat, cols.reshape(N, g, kp, L))  # (N, g, M/g, L)
     y = y.reshape((N, g * mg, out[0]) + tuple(Q[1:]))
     if n > 1 and tuple(Q[1:]) != tuple(out[1:]):
         y = np.ascontiguousarray(y[(Ellipsis,) + tuple(slice(0, o) for o in out[1:])])

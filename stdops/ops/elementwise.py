@@ -227,9 +227,9 @@ def abs_(x, /):
 
 
 @op("onnx:Sign-9")
-def sign(x, /):
+def sign(input, /):  # noqa: A002 - the ONNX input name
     """Y = -1, 0 or 1 by the sign of X (NaN stays NaN). Shape and dtype of X (numeric types)."""
-    return _unary(np.sign, x, "Sign", floats_only=False)
+    return _unary(np.sign, input, "Sign", floats_only=False)
 
 
 @op("onnx:Reciprocal-6")
@@ -245,15 +245,15 @@ def sqrt(x, /):
 
 
 @op("onnx:Exp-6")
-def exp(x, /):
+def exp(input, /):  # noqa: A002 - the ONNX input name
     """Y = e ** X. Shape and dtype of X (float types)."""
-    return _unary(np.exp, x, "Exp")
+    return _unary(np.exp, input, "Exp")
 
 
 @op("onnx:Log-6")
-def log(x, /):
+def log(input, /):  # noqa: A002 - the ONNX input name
     """Y = ln(X) (-inf at 0, NaN below). Shape and dtype of X (float types)."""
-    return _unary(np.log, x, "Log")
+    return _unary(np.log, input, "Log")
 
 
 @op("onnx:Floor-6")
@@ -275,13 +275,13 @@ def round_(x, /):
 
 
 @op("onnx:Erf-9")
-def erf(x, /):
+def erf(input, /):  # noqa: A002 - the ONNX input name
     """Y = erf(X) = 2/sqrt(pi) * integral_0^X exp(-t^2) dt.
 
     Shape and dtype of X (float types; Erf-9..12 also allowed integer types, computed in float64
     and cast back).
     """
-    x = numeric_input(x, "Erf")
+    x = numeric_input(input, "Erf")
     if x.dtype == np.float64 or not is_float(x.dtype):
         return result(scipy.special.erf(x.astype(np.float64, copy=False)), x.dtype)
     return result(erf_float32(x.astype(np.float32, copy=False)), x.dtype)
@@ -346,8 +346,8 @@ def erf_float32(x: np.ndarray) -> np.ndarray:
 
 
 def _trig(name: str, ufunc, since: int):
-    def kernel(x, /):
-        return _unary(ufunc, x, name)
+    def kernel(input, /):  # noqa: A002 - the ONNX input name
+        return _unary(ufunc, input, name)
 
     kernel.__name__ = kernel.__qualname__ = name.lower()
     kernel.__doc__ = (f"Y = {ufunc.__name__}(X) (NaN outside the domain). "
@@ -454,20 +454,23 @@ def where(condition, x, y, /):
 
 
 @op("onnx:Clip-11")
-def clip(x, min=None, max=None, /):  # noqa: A002 - ONNX input names
+def clip(input, min=None, max=None, /):  # noqa: A002 - ONNX input names
     """Y = Min(max, Max(X, min)); an absent bound does not clip (min > max gives max everywhere).
 
     Shape and dtype of X; min and max are scalars (0-d or 1-element) of the same type.
     """
-    x = numeric_input(x, "Clip")
-    r = x
+    x = numeric_input(input, "Clip")
+    lo = None if min is None else _bound(min, x.dtype, "min")
+    hi = None if max is None else _bound(max, x.dtype, "max")
     with np.errstate(all="ignore"):
-        if min is not None:
-            r = np.maximum(r, _bound(min, x.dtype, "min"))
-        if max is not None:
-            r = np.minimum(r, _bound(max, x.dtype, "max"))
-    if r is x:
-        r = x.copy()
+        if lo is not None and hi is not None:
+            r = np.clip(x, lo, hi)  # = minimum(maximum(x, lo), hi): hi everywhere when lo > hi
+        elif lo is not None:
+            r = np.maximum(x, lo)
+        elif hi is not None:
+            r = np.minimum(x, hi)
+        else:
+            r = x.copy()
     return result(r, x.dtype)
 
 

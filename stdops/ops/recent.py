@@ -82,7 +82,10 @@ def causal_conv_with_state(input, weight, bias=None, past_state=None, /, *, acti
         b = np.asarray(bias)
         if b.shape != (C,):
             raise KernelError(f"CausalConvWithState: bias must have shape ({C},), got {b.shape}")
-    y = conv_forward(padded, ConvWeight(w, C, wt), b)  # depthwise, no padding: length L
+    if L == 0:
+        y = np.zeros((B, C, 0), wt)
+    else:
+        y = conv_forward(padded, ConvWeight(w, C, wt), b)  # depthwise, no padding: length L
     if act != "none":
         y = swish(y)
     present = padded[:, :, padded.shape[2] - (k - 1):]

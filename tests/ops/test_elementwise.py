@@ -521,3 +521,25 @@ def test_consumed_inputs_dropped():
     check(_run("Sqrt", 1, [x], consumed_inputs=[0]), np.array([2.0, 3.0]), np.float32)
     check(_run("Sum", 1, [x, x, x], consumed_inputs=[0, 0, 0]), 3 * x, np.float32)
     check(_run("Max", 6, [x, x[::-1]]), np.array([9.0, 9.0]), np.float32)
+
+
+# ------------------------------------------------------------------- property: broadcasting
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=4, max_side=3),
+       dtype=st.sampled_from([np.float32, np.int32, np.uint8]))
+def test_broadcasting_property(shapes, dtype):
+    xs = [data(s, dtype, 0, 5) for s in shapes.input_shapes]
+    want_shape = shapes.result_shape
+    b = [x.astype(np.float64) for x in np.broadcast_arrays(*xs)]
+    check(K.max_(*xs), np.maximum(np.maximum(b[0], b[1]), b[2]), dtype)
+    ref_t = np.int64 if np.dtype(dtype).kind in "iu" else np.float64
+    s2 = sum(x.astype(ref_t) for x in np.broadcast_arrays(xs[0], xs[1]))
+    check(K.add(xs[0], xs[1]), wrap(s2.astype(object), dtype) if np.dtype(dtype).kind in "iu" else s2, dtype)
+    got = K.where(xs[0] > 2, xs[1], xs[2])
+    assert got.shape == want_shape and got.dtype == dtype
+    np.testing.assert_array_equal(got, np.where(b[0] > 2, b[1], b[2]).astype(dtype))

@@ -1,0 +1,350 @@
+"""ai.onnx.ml kernels against independent references written here (tree walks per sample, dict look-ups)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.special
+from onnx import TensorProto, helper, numpy_helper
+
+import stdops.onnx
+from stdops.errors import KernelError, ModelFormatError
+from stdops.ops import ml as K
+
+RNG = np.random.default_rng(5)
+
+
+# --------------------------------------------------------------------------- ArrayFeatureExtractor
+
+
+@pytest.mark.parametrize("x,idx,want_shape", [
+    (np.arange(12, dtype=np.float32).reshape(3, 4), [0, 2], (3, 2)),
+    (np.arange(24, dtype=np.int64).reshape(2, 3, 4), [3, 3, 1], (2, 3, 3)),
+    (np.arange(5, dtype=np.float64), [4, 0], (1, 2)),                      # 1-D: one row
+    (np.arange(6, dtype=np.int32).reshape(2, 3), [[1], [2]], (2, 2)),       # indices flattened
+    (np.array([["a", "b"], ["c", "d"]], dtype=object), [1], (2, 1)),
+])
+def test_array_feature_extractor(x, idx, want_shape):
+    got = K.array_feature_extractor(x, np.array(idx, np.int64))
+    flat = np.array(idx).reshape(-1)
+    want = np.stack([x[..., i] for i in flat], axis=-1).reshape(want_shape)
+    assert got.dtype == x.dtype and got.shape == want_shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("idx", [[4], [-1], [0.5]])
+def test_array_feature_extractor_errors(idx):
+    with pytest.raises(KernelError):
+        K.array_feature_extractor(np.zeros((2, 4), np.float32), np.array(idx))
+
+
+# --------------------------------------------------------------------------- Binarizer
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64], ids=str)
+@pytest.mark.parametrize("threshold", [None, 0.0, 1.0, -2.5])
+def test_binarizer(dtype, threshold):
+    x = RNG.uniform(-4, 4, (3, 4, 5)).astype(dtype)
+    got = K.binarizer(x) if threshold is None else K.binarizer(x, threshold=threshold)
+    t = 0.0 if threshold is None else threshold
+    want = np.array([1 if v > t else 0 for v in x.reshape(-1).tolist()], dtype).reshape(x.shape)
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+# --------------------------------------------------------------------------- LabelEncoder
+
+
+def ref_lookup(x, keys, values, default):
+    table = {}
+    nan_val = None
+    for k, v in zip(keys, values):  # the last repeated key wins
+        if isinstance(k, float) and math.isnan(k):
+            nan_val = v
+        else:
+            table[k] = v
+    out = []
+    for e in np.asarray(x, dtype=object).reshape(-1).tolist():
+        if isinstance(e, float) and math.isnan(e):
+            out.append(nan_val if nan_val is not None else default)
+        else:
+            out.append(table.get(e, default))
+    return out
+
+
+LE_CASES = [  # attrs, input, output dtype
+    ({"keys_strings": ("a", "b", "c"), "values_int64s": (0, 1, 2), "default_int64": 42},
+     np.array(["a", "b", "d", "c", "a"], dtype=object), np.int64),
+    ({"keys_strings": ("a", "b", "c"), "values_int64s": (0, 1, 2)},
+     np.array(["a", "z"], dtype=object), np.int64),                                         # default -1
+    ({"keys_int64s": (5, 6, 5), "values_strings": ("x", "y", "z")},
+     np.array([[5, 6], [7, 5]], np.int64), object),                                         # repeated key, _Unused
+    ({"keys_floats": (0.5, float("nan"), -1.0), "values_floats": (1.0, 2.0, 3.0), "default_float": 9.0},
+     np.array([0.5, np.nan, -1.0, 4.0], np.float32), np.float32),                           # NaN key
+    ({"keys_floats": (0.5,), "values_floats": (1.0,)}, np.array([0.25], np.float32), np.float32),  # -0.0
+    ({"keys_tensor": np.array(["a", "b", "c"], dtype=object), "values_tensor": np.array([0, 1, 2], np.int16),
+      "default_tensor": np.array([42], np.int16)}, np.array(["a", "b", "d"], dtype=object), np.int16),
+    ({"keys_strings": ("a", "b"), "values_tensor": np.array([1.5, 2.5], np.float64)},
+     np.array(["b", "q"], dtype=object), np.float64),                                       # default -0.0
+    ({"keys_tensor": np.array([3, 1], np.int32), "values_tensor": np.array(["p", "q"], dtype=object)},
+     np.array([1, 2, 3], np.int32), object),                                                # default _Unused
+    ({"keys_int64s": (), "values_int64s": ()}, np.array([1, 2], np.int64), np.int64),       # empty map
+]
+
+
+@pytest.mark.parametrize("attrs,x,odt", LE_CASES, ids=[str(i) for i in range(len(LE_CASES))])
+def test_label_encoder(attrs, x, odt):
+    got = K.label_encoder(x, **attrs)
+    keys = next(v for k, v in attrs.items() if k.startswith("keys_"))
+    vals = next(v for k, v in attrs.items() if k.startswith("values_"))
+    keys = [float(k) if isinstance(k, (float, np.floating)) else k for k in np.asarray(keys, dtype=object).tolist()]
+    vals = np.asarray(vals, dtype=object).tolist()
+    vdt = np.dtype(odt)
+    if "default_tensor" in attrs:
+        default = attrs["default_tensor"].reshape(-1)[0]
+    elif vdt == object:
+        default = attrs.get("default_string", "_Unused")
+    elif vdt.kind == "f":
+        default = attrs.get("default_float", -0.0)
+    else:
+        default = attrs.get("default_int64", -1)
+    want = ref_lookup(x, keys, vals, default)
+    assert got.dtype == vdt and got.shape == x.shape
+    assert got.reshape(-1).tolist() == want
+    if vdt.kind == "f":  # the float default is -0.0 unless given
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(np.array(want, np.float64)))
+
+
+@pytest.mark.parametrize("attrs,x", [
+    ({"keys_strings": ("a",), "values_int64s": (1, 2)}, np.array(["a"], dtype=object)),     # lengths differ
+    ({"keys_strings": ("a",)}, np.array(["a"], dtype=object)),                             # no values
+    ({"keys_strings": ("a",), "keys_int64s": (1,), "values_int64s": (1,)}, np.array(["a"], dtype=object)),
+    ({"keys_strings": ("a",), "values_int64s": (1,)}, np.array([1], np.int64)),             # wrong input type
+])
+def test_label_encoder_errors(attrs, x):
+    with pytest.raises(KernelError):
+        K.label_encoder(x, **attrs)
+
+
+def _ml_model(node, inputs, outputs, ml_opset, inits=()):
+    g = helper.make_graph([node], "g", inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", ml_opset)])
+    m.ir_version = 8
+    return m
+
+
+def test_label_encoder_v1_both_directions():
+    node = helper.make_node("LabelEncoder", ["X"], ["Y"], domain="ai.onnx.ml", classes_strings=["x", "y", "z"],
+                            default_int64=-7)
+    m = _ml_model(node, [helper.make_tensor_value_info("X", TensorProto.STRING, [3])],
+                  [helper.make_tensor_value_info("Y", TensorProto.INT64, [3])], 1)
+    (y,) = stdops.onnx.run(m, [np.array(["z", "w", "x"], dtype=object)])
+    assert y.dtype == np.int64 and y.tolist() == [2, -7, 0]
+    node = helper.make_node("LabelEncoder", ["X"], ["Y"], domain="ai.onnx.ml", classes_strings=["x", "y", "z"],
+                            default_string="?")
+    m = _ml_model(node, [helper.make_tensor_value_info("X", TensorProto.INT64, [3])],
+                  [helper.make_tensor_value_info("Y", TensorProto.STRING, [3])], 1)
+    (y,) = stdops.onnx.run(m, [np.array([1, 5, 0], np.int64)])
+    assert y.tolist() == ["y", "?", "x"]
+
+
+def test_label_encoder_tensor_attributes_need_opset_4():
+    t = numpy_helper.from_array(np.array([1, 2], np.int64))
+    node = helper.make_node("LabelEncoder", ["X"], ["Y"], domain="ai.onnx.ml", keys_strings=["a", "b"],
+                            values_tensor=t)
+    vi = [helper.make_tensor_value_info("X", TensorProto.STRING, [2])], \
+        [helper.make_tensor_value_info("Y", TensorProto.INT64, [2])]
+    with pytest.raises(ModelFormatError, match="LabelEncoder-4"):
+        stdops.onnx.load(_ml_model(node, *vi, 2))
+    (y,) = stdops.onnx.run(_ml_model(node, *vi, 4), [np.array(["b", "c"], dtype=object)])
+    assert y.tolist() == [2, -1]
+
+
+# --------------------------------------------------------------------------- TreeEnsemble
+
+
+def ref_tree_ensemble(X, a):
+    """Walk every tree for every sample (recursive, per element) and aggregate as the spec says."""
+    sets = []
+    if a.get("membership_values") is not None:
+        cur = []
+        for v in np.asarray(a["membership_values"], np.float64).tolist():
+            if math.isnan(v):
+                sets.append(cur)
+                cur = []
+            else:
+                cur.append(v)
+    member_of = {}
+    for i, m in enumerate(np.asarray(a["nodes_modes"]).tolist()):
+        if m == 6:
+            member_of[i] = sets[len(member_of)]
+    splits = np.asarray(a["nodes_splits"]).astype(X.dtype).astype(np.float64)
+    miss = a.get("nodes_missing_value_tracks_true") or [0] * len(splits)
+    nt = a["n_targets"]
+    agg = a.get("aggregate_function", 1)
+    out = np.zeros((X.shape[0], nt))
+    for n, row in enumerate(X.astype(np.float64)):
+        per_target = [[] for _ in range(nt)]
+        for root in a["tree_roots"]:
+            node, leaf = root, None
+            while leaf is None:
+                v = row[a["nodes_featureids"][node]]
+                m, s = int(a["nodes_modes"][node]), splits[node]
+                if math.isnan(v) and miss[node]:
+                    go = True
+                else:
+                    go = [v <= s, v < s, v >= s, v > s, v == s, v != s, v in member_of.get(node, ())][m]
+                nxt = a["nodes_truenodeids" if go else "nodes_falsenodeids"][node]
+                if a["nodes_trueleafs" if go else "nodes_falseleafs"][node]:
+                    leaf = nxt
+                else:
+                    node = nxt
+            per_target[a["leaf_targetids"][leaf]].append(float(np.asarray(a["leaf_weights"])[leaf]))
+        for t, ws in enumerate(per_target):
+            if not ws:
+                continue
+            out[n, t] = {0: sum(ws) / len(a["tree_roots"]), 1: sum(ws), 2: min(ws), 3: max(ws)}[agg]
+    pt = a.get("post_transform", 0)
+    if pt == 1:
+        out = scipy.special.softmax(out, axis=1)
+    elif pt == 2:
+        out = scipy.special.expit(out)
+    elif pt == 4:
+        out = math.sqrt(2) * scipy.special.erfinv(2 * out - 1)
+    return out
+
+
+SINGLE = dict(aggregate_function=1, leaf_targetids=[0, 1, 0, 1], leaf_weights=np.array([5.23, 12.12, -12.23, 7.21]),
+              n_targets=2, nodes_falseleafs=[0, 1, 1], nodes_falsenodeids=[2, 2, 3], nodes_featureids=[0, 0, 0],
+              nodes_modes=np.array([0, 0, 0], np.uint8), nodes_splits=np.array([3.14, 1.2, 4.2]),
+              nodes_trueleafs=[0, 1, 1], nodes_truenodeids=[1, 0, 1], post_transform=0, tree_roots=[0])
+MEMBER = dict(aggregate_function=1, leaf_targetids=[0, 1, 2, 3],
+              leaf_weights=np.array([1.0, 10.0, 1000.0, 100.0], np.float32),
+              membership_values=np.array([1.2, 3.7, 8.0, 9.0, np.nan, 12.0, 7.0, np.nan], np.float32), n_targets=4,
+              nodes_falseleafs=[1, 0, 1], nodes_falsenodeids=[2, 2, 3], nodes_featureids=[0, 0, 0],
+              nodes_modes=np.array([0, 6, 6], np.uint8), nodes_splits=np.array([11.0, 232344.0, np.nan], np.float32),
+              nodes_trueleafs=[0, 1, 1], nodes_truenodeids=[1, 0, 1], post_transform=0, tree_roots=[0])
+
+
+def random_forest(n_trees, depth, n_features, n_targets, rng, modes=(0, 1, 2, 3, 4, 5, 6)):
+    """Complete binary trees of the given depth, leaves with random targets and weights."""
+    a = {k: [] for k in ("nodes_featureids", "nodes_modes", "nodes_splits", "nodes_truenodeids", "nodes_trueleafs",
+                         "nodes_falsenodeids", "nodes_falseleafs", "nodes_missing_value_tracks_true",
+                         "leaf_targetids", "leaf_weights", "tree_roots")}
+    members = []
+
+    def build(d):
+        i = len(a["nodes_featureids"])
+        m = int(rng.choice(modes))
+        a["nodes_featureids"].append(int(rng.integers(n_features)))
+        a["nodes_modes"].append(m)
+        a["nodes_splits"].append(float(rng.integers(-3, 4)) if m in (4, 5) else float(rng.normal()))
+        a["nodes_missing_value_tracks_true"].append(int(rng.integers(2)))
+        if m == 6:
+            members.extend([float(v) for v in rng.integers(-3, 4, size=3)] + [np.nan])
+        for side in ("true", "false"):
+            a[f"nodes_{side}nodeids"].append(0)
+            a[f"nodes_{side}leafs"].append(0)
+        for side in ("true", "false"):
+            if d == depth - 1 or rng.random() < 0.2:
+                a[f"nodes_{side}leafs"][i] = 1
+                a[f"nodes_{side}nodeids"][i] = len(a["leaf_weights"])
+                a["leaf_targetids"].append(int(rng.integers(n_targets)))
+                a["leaf_weights"].append(float(rng.normal()))
+            else:
+                a[f"nodes_{side}nodeids"][i] = build(d + 1)
+        return i
+
+    for _ in range(n_trees):
+        a["tree_roots"].append(build(0))
+    a["nodes_modes"] = np.array(a["nodes_modes"], np.uint8)
+    a["nodes_splits"] = np.array(a["nodes_splits"])
+    a["leaf_weights"] = np.array(a["leaf_weights"])
+    a["n_targets"] = n_targets
+    if members:
+        a["membership_values"] = np.array(members)
+    return a
+
+
+@pytest.mark.parametrize("attrs,x", [
+    (SINGLE, np.array([[1.2, 3.4], [-0.12, 1.66], [4.14, 1.77]])),
+    (MEMBER, np.array([[1.2], [3.4], [-0.12], [np.nan], [12.0], [7.0]], np.float32)),
+    (dict(SINGLE, aggregate_function=0), np.array([[1.2, 3.4], [5.0, 0.0]])),
+    (dict(SINGLE, nodes_missing_value_tracks_true=[1, 0, 1]), np.array([[np.nan, 0.0], [2.0, 1.0]])),
+    (dict(SINGLE, post_transform=2), np.array([[1.2, 3.4], [5.0, 0.0]], np.float32)),
+])
+def test_tree_ensemble_examples(attrs, x):
+    got = K.tree_ensemble(x, **attrs)
+    assert got.dtype == x.dtype and got.shape == (x.shape[0], attrs["n_targets"])
+    np.testing.assert_allclose(got, ref_tree_ensemble(x, attrs), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64], ids=str)
+@pytest.mark.parametrize("agg", [0, 1, 2, 3])
+@pytest.mark.parametrize("post", [0, 1, 2])
+def test_tree_ensemble_random(dtype, agg, post):
+    rng = np.random.default_rng(100 * agg + post)
+    attrs = random_forest(n_trees=5, depth=5, n_features=4, n_targets=3, rng=rng)
+    attrs.update(aggregate_function=agg, post_transform=post)
+    x = np.round(rng.normal(size=(40, 4)) * 2).astype(dtype)  # integers hit the EQ / member splits
+    x[rng.random(x.shape) < 0.1] = np.nan
+    x[:10] = rng.normal(size=(10, 4)).astype(dtype)
+    got = K.tree_ensemble(x, **attrs)
+    want = ref_tree_ensemble(x, attrs)
+    assert got.dtype == np.dtype(dtype)
+    tol = 2e-3 if dtype == np.float16 else 1e-6
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+def test_tree_ensemble_probit_and_softmax_zero():
+    leaf = dict(SINGLE, leaf_weights=np.array([0.2, 0.7, 0.0, 0.9]))
+    x = np.array([[1.2, 0], [-0.12, 0], [4.14, 0], [10.0, 0]])
+    raw = ref_tree_ensemble(x, dict(leaf, post_transform=0))
+    got = K.tree_ensemble(x, **dict(leaf, post_transform=4))
+    np.testing.assert_allclose(got, scipy.special.ndtri(raw), rtol=1e-9)
+    got = K.tree_ensemble(x, **dict(leaf, post_transform=3))
+    for g, r in zip(got, raw):
+        nz = r != 0
+        e = np.where(nz, np.exp(r - r.max()), 0)
+        np.testing.assert_allclose(g, e / e.sum() if e.sum() else np.full_like(r, 0.5), rtol=1e-9)
+
+
+def test_tree_ensemble_single_leaf_tree():
+    """A tree that is one leaf: both branches of its only node point at the same leaf."""
+    attrs = dict(tree_roots=[0], nodes_featureids=[0], nodes_modes=np.array([0], np.uint8),
+                 nodes_splits=np.array([0.0]), nodes_truenodeids=[0], nodes_falsenodeids=[0], nodes_trueleafs=[1],
+                 nodes_falseleafs=[1], leaf_targetids=[1], leaf_weights=np.array([3.0]), n_targets=2)
+    got = K.tree_ensemble(np.array([[5.0], [-5.0], [np.nan]]), **attrs)
+    np.testing.assert_array_equal(got, [[0, 3], [0, 3], [0, 3]])
+
+
+@pytest.mark.parametrize("change,x", [
+    ({"leaf_targetids": [0, 1, 0, 5]}, None),                   # target out of range
+    ({"nodes_modes": np.array([0, 9, 0], np.uint8)}, None),     # unknown mode
+    ({"nodes_truenodeids": [1, 0, 7]}, None),                   # leaf index out of range
+    ({"nodes_featureids": [0, 0, 3]}, None),                    # feature beyond X
+    ({"nodes_modes": np.array([0, 6, 0], np.uint8)}, None),     # member node without a set
+    ({"aggregate_function": 7}, None),
+    ({}, np.zeros((2, 2), np.int64)),                           # integer X
+    ({"nodes_falseleafs": [0, 0, 1], "nodes_falsenodeids": [1, 0, 3]}, None),   # a cycle 0 -> 1 -> 0
+])
+def test_tree_ensemble_errors(change, x):
+    attrs = dict(SINGLE, **change)
+    if change.get("nodes_falseleafs") == [0, 0, 1]:
+        attrs.update(nodes_trueleafs=[0, 0, 1], nodes_truenodeids=[1, 0, 3])
+    with pytest.raises(KernelError):
+        K.tree_ensemble(np.ones((2, 2)) if x is None else x, **attrs)
+
+
+def test_tree_ensemble_onnx_attributes_checked_at_load():
+    a = {k: v for k, v in SINGLE.items() if k != "leaf_weights"}
+    a["leaf_targetids"] = [0, 1, 0, 9]
+    tensors = {k: numpy_helper.from_array(np.asarray(v)) for k, v in a.items() if isinstance(v, np.ndarray)}
+    node = helper.make_node("TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml",
+                            leaf_weights=numpy_helper.from_array(np.array([1.0, 2, 3, 4])),
+                            **{k: tensors.get(k, v) for k, v in a.items()})
+    m = _ml_model(node, [helper.make_tensor_value_info("X", TensorProto.DOUBLE, [None, 2])],
+                  [helper.make_tensor_value_info("Y", TensorProto.DOUBLE, [None, 2])], 5)
+    with pytest.raises(ModelFormatError, match="leaf_targetids"):
+        stdops.onnx.load(m)
