@@ -57,8 +57,10 @@ def main(argv=None) -> int:
     from threadpoolctl import threadpool_limits
 
     import stdops.onnx
+    from stdops.perf import tune_allocator
 
     print(blas_line())
+    print(f"allocator tuned: {tune_allocator()}")
     print(f"numpy {np.__version__}; onnxruntime {ort.__version__}; cores {os.cpu_count()}")
     header = (f"{'model':<20}{'thr':>4}{'stdops ms':>11}{'ort ms':>9}{'ref ms':>9}{'stdops/ort':>12}"
               f"{'ref/stdops':>12}{'GFLOP/s':>9}{'max|diff|':>11}")

@@ -208,6 +208,9 @@ def demo() -> None:
 def main(argv: Optional[list] = None) -> int:
     """Console entry point: one line and exit 2 for a StdopsError."""
     args = list(sys.argv[1:] if argv is None else argv)
+    from .perf import tune_allocator
+
+    tune_allocator()
     debug = "--debug" in args or os.environ.get("STDOPS_DEBUG") == "1"
     try:
         app(args=args, standalone_mode=False)

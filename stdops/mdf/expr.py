@@ -279,6 +279,8 @@ def compile_value(value: Any, known: Mapping[str, Hashable], *, where: str = "",
     if not names:
         try:
             v = fn({})
+        except ExprError as e:
+            raise ValidationError(path, where or "(expression)", f"{e}: {value!r}") from None
         except Exception:  # noqa: BLE001 - evaluated at run time then, where it will raise again
             return Compiled(fn, frozenset(), False, None, value)
         return Compiled(lambda s, v=v: v, frozenset(), True, v, value)

@@ -17,14 +17,14 @@ def fused_activation(activation_type: int, params: Sequence[float]) -> Callable[
     if t == 0:
         return None
     if t == 1:
-        return lambda x: np.maximum(x, np.float32(0))
+        return OPS["relu"].fn
     if t == 2:
-        slope = np.float32(p[0] if p else 0.0)
-        return lambda x: np.where(x > 0, x, x * slope)
+        slope = p[0] if p else 0.0
+        return lambda x: OPS["leaky_relu"].fn(x, alpha=slope)
     if t == 3:
-        lo = np.float32(p[0] if len(p) > 0 else -np.inf)
-        hi = np.float32(p[1] if len(p) > 1 else np.inf)
-        return lambda x: np.minimum(np.maximum(x, lo), hi)
+        lo = np.array(p[0] if len(p) > 0 else -np.inf, np.float32)
+        hi = np.array(p[1] if len(p) > 1 else np.inf, np.float32)
+        return lambda x: OPS["clip"].fn(x, lo, hi)
     if t == 4:
         return OPS["sigmoid"].fn
     if t == 5:
@@ -32,7 +32,7 @@ def fused_activation(activation_type: int, params: Sequence[float]) -> Callable[
     if t == 6:
         alpha = np.float32(p[0] if len(p) > 0 else 0.2)
         beta = np.float32(p[1] if len(p) > 1 else 0.5)
-        return lambda x: x * np.clip(x * alpha + beta, np.float32(0), np.float32(1))
+        return lambda x: x * OPS["hard_sigmoid"].fn(x, alpha=float(alpha), beta=float(beta))
     raise ValueError(f"activation_type {t} is not one of 0..6")
 
 

@@ -80,6 +80,7 @@ _WAT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 _WINO_IN = {dt: np.kron(_WBT, _WBT).astype(dt) for dt in (np.float32, np.float64)}  # (16, 16)
 _WINO_OUT = {dt: np.kron(_WAT, _WAT).astype(dt) for dt in (np.float32, np.float64)}  # (4, 16)
 _WINO_MIN_CHANNELS = 96
+_DW_BLOCK = 1 << 18  # elements of the depthwise column block (1 MiB of float32)
 
 
 def _winograd_3x3(xc: np.ndarray, cw: ConvWeight, geo) -> np.ndarray:
@@ -194,32 +195,47 @@ def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations) -> np.nd
     interior = tuple(slice(b, b + d) for b, d in zip(geo.begin, xc.shape[2:]))
     if nph == 1:
         buf[0][(slice(None), slice(None)) + interior] = xc
-    else:
-        xp = pad_input(xc, geo.begin, geo.end)
+    else:  # phase a holds padded positions a + q * s, i.e. x[a + q * s - begin] where that exists
         for pi, a in enumerate(np.ndindex(*strides)):
-            src = xp[(Ellipsis,) + tuple(slice(ai, None, si) for ai, si in zip(a, strides))]
-            buf[pi][(Ellipsis,) + tuple(slice(0, d) for d in src.shape[2:])] = src
+            dst, src = [], []
+            for ai, si, b, D in zip(a, strides, geo.begin, xc.shape[2:]):
+                q0 = max(0, -(-(b - ai) // si))
+                x0 = ai + q0 * si - b
+                cnt = max(0, -(-(D - x0) // si))
+                dst.append(slice(q0, q0 + cnt))
+                src.append(slice(x0, x0 + (cnt - 1) * si + 1 if cnt else x0, si))
+            buf[pi][(Ellipsis,) + tuple(dst)] = xc[(Ellipsis,) + tuple(src)]
     NG = N * g
     flat = buf.reshape(nph, NG, -1)
     row = [prod(Q[i + 1:]) for i in range(n)]
     L = out[0] * row[0]
     kp = prod(kernel)
-    # cols[c, tap, :] = the contiguous run of channel c that tap reads for every output position
-    cols = np.empty((NG, kp, L), dt)
+    # cols[c, tap, :] = the contiguous run of channel c that tap reads for every output position;
+    # built and reduced (one small GEMM (M/g, taps) @ (taps, L) per channel) in cache-sized blocks
+    wall = cw.mat if N == 1 else np.concatenate([cw.mat] * N, axis=0)  # weights of row n * g + c
+    y = np.empty((NG, mg, L), dt)
+    block = max(1, _DW_BLOCK // (kp * L))
+    cols = np.empty((min(block, NG), kp, L), dt)
+    isz = flat.itemsize
     if nph == 1:
-        isz = flat.itemsize
         view = np.lib.stride_tricks.as_strided(
             flat[0], (NG,) + kernel + (L,),
             (flat.strides[1],) + tuple(d * r * isz for d, r in zip(dilations, row)) + (isz,), writeable=False)
-        np.copyto(cols.reshape((NG,) + kernel + (L,)), view)
     else:
-        for t, tap in enumerate(np.ndindex(*kernel)):
+        tap_runs = []
+        for tap in np.ndindex(*kernel):
             pos = [k * d for k, d in zip(tap, dilations)]
             pi = int(np.ravel_multi_index([p % s for p, s in zip(pos, strides)], strides))
-            off = sum((p // s) * r for p, s, r in zip(pos, strides, row))
-            np.copyto(cols[:, t], flat[pi, :, off:off + L])
-    # one small GEMM per channel: (M/g, taps) @ (taps, L)
-    y = np.matmul(cw.mat, cols.reshape(N, g, kp, L))  # (N, g, M/g, L)
+            tap_runs.append((pi, sum((p // s) * r for p, s, r in zip(pos, strides, row))))
+    for c0 in range(0, NG, block):
+        c1 = min(NG, c0 + block)
+        cb = cols[:c1 - c0]
+        if nph == 1:
+            np.copyto(cb.reshape((c1 - c0,) + kernel + (L,)), view[c0:c1])
+        else:
+            for t, (pi, off) in enumerate(tap_runs):
+                np.copyto(cb[:, t], flat[pi, c0:c1, off:off + L])
+        np.matmul(wall[c0:c1], cb, out=y[c0:c1])
     y = y.reshape((N, g * mg, out[0]) + tuple(Q[1:]))
     if n > 1 and tuple(Q[1:]) != tuple(out[1:]):
         y = np.ascontiguousarray(y[(Ellipsis,) + tuple(slice(0, o) for o in out[1:])])

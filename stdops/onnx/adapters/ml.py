@@ -53,3 +53,29 @@ def _label_encoder_v1(ctx):
 @adapter("TreeEnsemble", 5, domain=ML)
 def _tree_ensemble(ctx):
     return _prepared(ctx, ml.tree_ensemble_prepare)
+
+
+_AS_TENSOR = ("base_values_as_tensor", "nodes_hitrates_as_tensor", "nodes_values_as_tensor",
+              "target_weights_as_tensor", "class_weights_as_tensor")
+
+
+def _no_tensor_attrs_before_3(ctx):
+    if ctx.opset < 3:
+        for a in _AS_TENSOR:
+            if a in ctx.attrs:
+                raise ctx.error(f"attribute {a} needs {ctx.op_type}-3 (model opset {ctx.opset})")
+
+
+@adapter("TreeEnsembleRegressor", 1, domain=ML)
+def _tree_ensemble_regressor(ctx):
+    """TreeEnsembleRegressor-1 and -3 (-3 adds the *_as_tensor attributes); the forest is built here."""
+    _no_tensor_attrs_before_3(ctx)
+    forest = _prepared(ctx, ml.tree_ensemble_regressor_prepare)
+    return lambda X: ml._legacy_scores(forest, X)
+
+
+@adapter("TreeEnsembleClassifier", 1, domain=ML)
+def _tree_ensemble_classifier(ctx):
+    """TreeEnsembleClassifier-1 and -3 (-3 adds the *_as_tensor attributes); outputs (labels, scores)."""
+    _no_tensor_attrs_before_3(ctx)
+    return _prepared(ctx, ml.tree_ensemble_classifier_prepare)
