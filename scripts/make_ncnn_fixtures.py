@@ -114,7 +114,7 @@ def export(out: str) -> None:
             cwd = os.getcwd()
             os.chdir(tmp)
             try:
-                pnnx.export(module, "model.pt", inputs, fp16=False)
+                pnnx.export(module, "model.pt", inputs, fp16=False, check_trace=False)
             finally:
                 os.chdir(cwd)
             shutil.copy(os.path.join(tmp, "model.ncnn.param"), os.path.join(folder, "model.param"))

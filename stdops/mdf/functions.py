@@ -1,0 +1,447 @@
+"""The MDF standard functions, and ONNX operators as ``onnx::Op`` functions.
+
+Standard functions take the reference's argument names and formulas (``variable0`` is the input):
+
+====================  =====================================================================
+linear                variable0 * slope + intercept
+logistic              1 / (1 + exp(-1*gain*(variable0 + bias) + offset))   (offset inside exp)
+exponential           scale * exp(rate*variable0 + bias) + offset
+sin cos tan           scale * f(variable0)
+sinh cosh tanh        scale * f(variable0)
+arcsin arccos arctan  scale * f(variable0)
+MatMul                A @ B
+Relu                  A * (A > 0)
+drift_diffusion_...   Euler-Maruyama drift diffusion to +-threshold (vectorized, seedable)
+ACT-R                 see :mod:`stdops.mdf.actr`
+====================  =====================================================================
+
+A function's ``args`` are evaluated in order (a later arg sees the earlier ones); an argument that
+``args`` does not give is read from the node's port/parameter/function of that name, else takes the
+function's default. ``onnx::Op`` calls the stdops kernel bound by :mod:`stdops.onnx.opset`:
+named arguments are mapped onto the ONNX input order, attributes come from ``args`` or same-named
+node parameters, several outputs come back as a tuple (``name[0]``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any, Callable, Hashable, Mapping, Optional
+
+import numpy as np
+
+from .. import limits
+from ..errors import StdopsError, UnsupportedOp, ValidationError
+from . import actr
+from .expr import EXTRA_FUNCTIONS, Compiled, compile_value
+
+
+# ---------------------------------------------------------------------------------------------
+# Standard functions (formulas written in the reference's operation order, for identical floats)
+
+
+def linear(variable0, slope, intercept):
+    """variable0 * slope + intercept"""
+    return variable0 * slope + intercept
+
+
+def logistic(variable0, gain, bias, offset):
+    """1 / (1 + exp(-1*gain*(variable0 + bias) + offset))"""
+    return 1 / (1 + np.exp(-1 * gain * (variable0 + bias) + offset))
+
+
+def exponential(variable0, scale, rate, bias, offset):
+    """scale * exp((rate * variable0) + bias) + offset"""
+    return scale * np.exp((rate * variable0) + bias) + offset
+
+
+def _scaled(f: Callable, name: str) -> Callable:
+    def fn(variable0, scale):
+        return scale * f(variable0)
+
+    fn.__name__ = name
+    fn.__doc__ = f"scale * {name}(variable0)"
+    return fn
+
+
+def MatMul(A, B):  # noqa: N802 - MDF's name
+    """A @ B"""
+    return A @ B
+
+
+def Relu(A):  # noqa: N802 - MDF's name
+    """A * (A > 0)"""
+    return A * (A > 0)
+
+
+def drift_diffusion_integrator(starting_point, non_decision_time, drift_rate, threshold, noise=1.0, dt=0.01,
+                               *, rng: Optional[np.random.Generator] = None, n_trials: Optional[int] = None):
+    """Euler-Maruyama drift diffusion: x = starting_point; until |x| >= threshold,
+    x += Normal(drift_rate*dt, noise*sqrt(dt)); returns +(non_decision_time + steps*dt) when x ends
+    above threshold, else -(non_decision_time + steps*dt).
+
+    Vectorized over trials: array arguments (broadcast together, or ``n_trials`` copies of scalar
+    ones) integrate every trial at once. ``rng`` is a ``numpy.random.Generator`` (seedable).
+    """
+    if rng is None:
+        rng = np.random.default_rng()
+    arrs = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in
+                                 (starting_point, non_decision_time, drift_rate, threshold, noise, dt)))
+    shape = arrs[0].shape
+    if n_trials is not None:
+        shape = (int(n_trials),) + shape
+        limits.check_elements(shape, "drift_diffusion_integrator trials")
+        arrs = [np.broadcast_to(a, shape) for a in arrs]
+    x0, ndt, drift, thr, sd, step = (np.array(a, dtype=np.float64).reshape(-1) for a in arrs)
+    x = x0.copy()
+    n = np.zeros(x.shape, dtype=np.int64)
+    mu, sigma = drift * step, sd * np.sqrt(step)
+    active = np.flatnonzero(np.abs(x) < thr)
+    cap = limits.max_loop_iterations()
+    k = 0
+    while active.size:
+        x[active] = x[active] + rng.normal(mu[active], sigma[active])
+        n[active] += 1
+        active = active[np.abs(x[active]) < thr[active]]
+        k += 1
+        if k > cap:
+            raise StdopsError(f"drift_diffusion_integrator: no boundary crossing after {cap} steps "
+                              f"(zero noise and drift?)")
+    t = ndt + n * step
+    out = np.where(x > thr, t, -t).reshape(shape)
+    return float(out) if out.ndim == 0 else out
+
+
+@dataclasses.dataclass(frozen=True)
+class StdFunction:
+    """One MDF standard function."""
+
+    name: str
+    fn: Callable
+    args: tuple  # argument names in order
+    defaults: dict  # arg -> default
+    description: str
+    expression: str
+    positional: bool = False  # called with args in the order ``args`` lists them (ACT-R)
+    needs_rng: bool = False
+
+
+STANDARD: dict[str, StdFunction] = {}
+
+
+def _register(fn: Callable, name: Optional[str] = None, description: str = "", expression: str = "",
+              positional: bool = False, needs_rng: bool = False) -> None:
+    name = name or fn.__name__
+    sig = inspect.signature(fn)
+    args, defaults = [], {}
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            args.append(p.name)
+            if p.default is not p.empty:
+                defaults[p.name] = p.default
+    doc = inspect.cleandoc(fn.__doc__ or "")
+    STANDARD[name] = StdFunction(name, fn, tuple(args), defaults, description or doc.splitlines()[0] if doc else "",
+                                 expression or (doc.splitlines()[0] if doc else name), positional, needs_rng)
+
+
+_register(linear, description="A linear function, calculated from a slope and an intercept")
+_register(logistic, description="Logistic function")
+_register(exponential, description="Exponential function")
+for _n, _f in (("sin", np.sin), ("cos", np.cos), ("tan", np.tan), ("sinh", np.sinh), ("cosh", np.cosh),
+               ("tanh", np.tanh), ("arcsin", np.arcsin), ("arccos", np.arccos), ("arctan", np.arctan)):
+    _register(_scaled(_f, _n), _n, description=f"{_n} scaled: scale * {_n}(variable0)")
+_register(MatMul, description="Matrix multiplication")
+_register(Relu, description="Rectified linear function")
+_register(drift_diffusion_integrator, needs_rng=True,
+          description="Drift diffusion (Euler-Maruyama) to a symmetric threshold; signed response time")
+for _n in actr.__all__:
+    _register(getattr(actr, _n), positional=True, needs_rng=_n == "conflict_resolution_function")
+
+# the standard functions are callable by name inside expressions too
+for _n, _s in STANDARD.items():
+    if not _s.needs_rng:
+        EXTRA_FUNCTIONS.setdefault(_n, _s.fn)
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiling a call (a Function or a Parameter with ``function``)
+
+
+@dataclasses.dataclass
+class CallContext:
+    """What compiling a call needs from the engine."""
+
+    path: Optional[str]
+    opset: int
+    state: Any  # has .rng (numpy Generator), shared by the simulation
+    compile_subgraph: Optional[Callable] = None  # Graph -> runner (for onnx::Loop bodies)
+    constants: dict = dataclasses.field(default_factory=dict)  # scope key -> value fixed at load time
+
+
+def compile_args(args: Optional[Mapping[str, Any]], known: Mapping[str, Hashable], owner: str, where: str,
+                 path: Optional[str]) -> tuple[list[tuple[Hashable, Compiled]], dict[str, Hashable], set[str]]:
+    """Compile ``args`` in order; each arg is stored in the scope under a private key that later
+    args (and the function body) see by the arg's name."""
+    steps: list[tuple[Hashable, Compiled]] = []
+    local = dict(known)
+    names: set[str] = set()
+    for a, expr in (args or {}).items():
+        c = compile_value(expr, local, where=f"{where}.args.{a}", path=path)
+        key = ("arg", owner, a)
+        steps.append((key, c))
+        names |= {n for n in c.names if n in known and known[n] == local.get(n)}
+        local[a] = key
+    return steps, local, names
+
+
+def compile_call(name: str, args: Optional[Mapping[str, Any]], known: Mapping[str, Hashable], owner: str,
+                 where: str, ctx: CallContext) -> tuple[Callable, set[str]]:
+    """-> (fn(scope) -> value, the node ids it reads)."""
+    steps, local, names = compile_args(args, known, owner, where, ctx.path)
+    for k, c in steps:
+        if c.const:
+            ctx.constants[k] = c.value
+    if name.startswith("onnx::"):
+        impl, more = _compile_onnx(name[6:], args or {}, known, local, owner, where, ctx)
+        names |= more
+    elif name in STANDARD:
+        impl, more = _compile_standard(STANDARD[name], args or {}, known, local, where, ctx)
+        names |= more
+    else:
+        raise ValidationError(ctx.path, f"{where}.function", f"unknown function {name!r} (standard functions: "
+                                                             f"{', '.join(sorted(STANDARD))}, or onnx::<Op>)")
+    if not steps:
+        return impl, names
+
+    def run(s: dict) -> Any:
+        for k, c in steps:
+            s[k] = c.fn(s)
+        return impl(s)
+
+    return run, names
+
+
+def _compile_standard(std: StdFunction, args: Mapping[str, Any], known: Mapping[str, Hashable],
+                      local: Mapping[str, Hashable], where: str, ctx: CallContext) -> tuple[Callable, set[str]]:
+    names: set[str] = set()
+    if std.positional and args and not set(args) <= set(std.args):
+        keys = [local[a] for a in args]  # the reference passes ACT-R args positionally, in order
+        kw_names = None
+    else:
+        keys, kw_names = [], []
+        for a in std.args:
+            if a in args:
+                keys.append(local[a])
+            elif a in known:
+                keys.append(known[a])
+                names.add(a)
+            elif a in std.defaults:
+                keys.append(("const", std.defaults[a]))
+            else:
+                raise ValidationError(ctx.path, f"{where}.args", f"{std.name}: missing argument {a!r}")
+            kw_names.append(a)
+    fn = std.fn
+    consts = {i: k[1] for i, k in enumerate(keys) if isinstance(k, tuple) and len(k) == 2 and k[0] == "const"}
+    if std.needs_rng:
+        state = ctx.state
+
+        def run(s: dict) -> Any:
+            vals = [consts[i] if i in consts else s[k] for i, k in enumerate(keys)]
+            return fn(*vals, rng=state.rng)
+
+        return run, names
+    if consts:
+        def run(s: dict) -> Any:
+            return fn(*[consts[i] if i in consts else s[k] for i, k in enumerate(keys)])
+
+        return run, names
+    if len(keys) == 1:
+        k0 = keys[0]
+        return (lambda s: fn(s[k0])), names
+    if len(keys) == 2:
+        k0, k1 = keys
+        return (lambda s: fn(s[k0], s[k1])), names
+    if len(keys) == 3:
+        k0, k1, k2 = keys
+        return (lambda s: fn(s[k0], s[k1], s[k2])), names
+    return (lambda s: fn(*[s[k] for k in keys])), names
+
+
+# ---------------------------------------------------------------------------------------------
+# ONNX operators
+
+#: element-wise ops used only when no stdops kernel binds them yet (numpy formulas)
+_FALLBACK_UNARY = {"Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Asin": np.arcsin, "Acos": np.arccos,
+                   "Atan": np.arctan, "Sinh": np.sinh, "Cosh": np.cosh, "Asinh": np.arcsinh,
+                   "Acosh": np.arccosh, "Atanh": np.arctanh}
+
+
+def _onnx_schema(op: str, opset: int, where: str, path: Optional[str]):
+    import onnx.defs
+
+    try:
+        return onnx.defs.get_schema(op, opset, "")
+    except Exception:  # noqa: BLE001 - onnx raises SchemaError
+        raise UnsupportedOp("", op, opset, where, path) from None
+
+
+def _convert_attr(value: Any, atype: Any) -> Any:
+    import onnx.defs
+
+    T = onnx.defs.OpSchema.AttrType
+    if value is None:
+        return None
+    if atype == T.INT:
+        return int(np.asarray(value).reshape(-1)[0]) if not isinstance(value, (int, np.integer)) else int(value)
+    if atype == T.FLOAT:
+        return float(np.asarray(value).reshape(-1)[0])
+    if atype == T.STRING:
+        return value.decode() if isinstance(value, bytes) else str(value)
+    if atype == T.INTS:
+        return tuple(int(v) for v in np.asarray(value).reshape(-1))
+    if atype == T.FLOATS:
+        return tuple(float(v) for v in np.asarray(value).reshape(-1))
+    if atype == T.STRINGS:
+        return tuple(str(v) for v in np.asarray(value).reshape(-1))
+    if atype == T.TENSOR:
+        return np.asarray(value)
+    return value
+
+
+def _as_input(v: Any, like: Optional[np.dtype]) -> Any:
+    if v is None or isinstance(v, (np.ndarray, list, tuple)):
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return np.asarray(v)
+    if isinstance(v, (int, float, np.number)):
+        a = np.asarray(v)
+        if like is not None and a.dtype != like and a.dtype.kind in "iuf" and like.kind in "iuf":
+            a = a.astype(like)
+        return a
+    return v
+
+
+def _to_float64(r: Any) -> Any:
+    if isinstance(r, np.ndarray) and r.dtype == np.float32:
+        return r.astype(np.float64)
+    if isinstance(r, tuple):
+        return tuple(_to_float64(x) for x in r)
+    return r
+
+
+def _compile_onnx(op: str, args: Mapping[str, Any], known: Mapping[str, Hashable], local: Mapping[str, Hashable],
+                  owner: str, where: str, ctx: CallContext) -> tuple[Callable, set[str]]:
+    from ..onnx.opset import BindContext, resolve
+
+    schema = _onnx_schema(op, ctx.opset, where, ctx.path)
+    in_names = [i.name for i in schema.inputs]
+    variadic = bool(schema.inputs) and schema.inputs[-1].option.name == "Variadic"
+    attr_types = {k: a.type for k, a in schema.attributes.items()}
+    names: set[str] = set()
+
+    def source(n: str) -> Optional[Hashable]:
+        if n in args:
+            return local[n]
+        if n in known:
+            names.add(n)
+            return known[n]
+        return None
+
+    if op in ("Loop",) and ctx.compile_subgraph is not None:
+        return _compile_loop(args, known, local, where, ctx, source, names)
+
+    input_keys = [source(n) for n in in_names]
+    while input_keys and input_keys[-1] is None:
+        input_keys.pop()
+    attr_keys = {a: source(a) for a in attr_types}
+    attr_keys = {a: k for a, k in attr_keys.items() if k is not None}
+
+    try:
+        since, kernel, adapt = resolve("", op, ctx.opset)
+    except UnsupportedOp:
+        if op in _FALLBACK_UNARY and len(input_keys) == 1:
+            f, k0 = _FALLBACK_UNARY[op], input_keys[0]
+            return (lambda s: _to_float64(f(np.asarray(s[k0])))), names
+        raise UnsupportedOp("", op, ctx.opset, where, ctx.path) from None
+
+    n_out = len(schema.outputs)
+
+    def bind(attr_values: dict) -> Callable:
+        attrs = {a: _convert_attr(v, attr_types[a]) for a, v in attr_values.items() if v is not None}
+        bctx = BindContext(op_type=op, domain="", opset=ctx.opset, since=since, node_name=owner, path=ctx.path,
+                           attrs=attrs, n_inputs=len(input_keys), input_present=[k is not None for k in input_keys],
+                           n_outputs=n_out, kernel=kernel, constants=[None] * len(input_keys), opsets={"": ctx.opset})
+        return adapt(bctx) if adapt is not None else bctx.bind()
+
+    # attributes fixed at load time are bound once; others on each call
+    fixed = None
+    if all(k in ctx.constants for k in attr_keys.values()):
+        fixed = bind({a: ctx.constants[k] for a, k in attr_keys.items()})
+
+    def call(s: dict) -> Any:
+        vals = [None if k is None else s[k] for k in input_keys]
+        if variadic and len(vals) == len(in_names) and isinstance(vals[-1], (list, tuple)):
+            vals = vals[:-1] + list(vals[-1])
+        like = next((v.dtype for v in vals if isinstance(v, np.ndarray) and v.dtype.kind == "f"), None)
+        vals = [_as_input(v, like) for v in vals]
+        fn = fixed if fixed is not None else bind({a: s[k] for a, k in attr_keys.items()})
+        try:
+            r = fn(*vals)
+        except StdopsError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a kernel refusing its inputs
+            raise StdopsError(f"{ctx.path + ': ' if ctx.path else ''}{where}: onnx::{op}: "
+                              f"{type(e).__name__}: {e}") from None
+        if isinstance(r, tuple) and len(r) == 1:
+            r = r[0]
+        return _to_float64(r)
+
+    return call, names
+
+
+def _compile_loop(args, known, local, where, ctx, source, names) -> tuple[Callable, set[str]]:
+    """onnx::Loop whose ``body`` is an MDF graph (as the reference's ONNX importer writes it)."""
+    from .schema import graph_from_value
+
+    body_key = source("body")
+    body_val = None
+    if body_key is not None:
+        # the body is a constant parameter value: find it in the node's parameters via the scope
+        body_val = ctx.constants.get(body_key)
+    graph = graph_from_value(body_val)
+    if graph is None:
+        raise ValidationError(ctx.path, f"{where}", "onnx::Loop needs a 'body' parameter holding an MDF graph")
+    runner = ctx.compile_subgraph(graph, f"{where}.body")
+    m_key, cond_key = source("M"), source("cond")
+    carried_keys = [local[a] for a in args if a not in ("M", "cond", "body")]
+    cap = limits.max_loop_iterations()
+
+    def call(s: dict) -> Any:
+        m = None if m_key is None else s[m_key]
+        trip = None if m is None else int(np.asarray(m).reshape(-1)[0]) if np.size(m) else 0
+        cond = True if cond_key is None else bool(np.asarray(s[cond_key]).reshape(-1)[0])
+        carried = [s[k] for k in carried_keys]
+        i = 0
+        while (trip is None or i < trip) and cond:
+            if i >= cap:
+                raise StdopsError(f"{where}: onnx::Loop ran {cap} iterations without stopping")
+            outs = runner(i, cond, carried)
+            cond_out, new = _split_loop_outputs(outs, len(carried))
+            if cond_out is not None:
+                cond = bool(np.asarray(cond_out).reshape(-1)[0])
+            carried = new
+            i += 1
+        return carried[0] if len(carried) == 1 else tuple(carried)
+
+    return call, names
+
+
+def _split_loop_outputs(outs: list, n_carried: int) -> tuple[Any, list]:
+    """Body outputs -> (condition, carried values): the one boolean output is the condition."""
+    if len(outs) == n_carried:
+        return None, list(outs)
+    flags = [isinstance(v, (bool, np.bool_)) or (isinstance(v, np.ndarray) and v.dtype == np.bool_) for v in outs]
+    if flags.count(True) == 1:
+        i = flags.index(True)
+        rest = outs[:i] + outs[i + 1:]
+        return outs[i], rest[:n_carried]
+    return outs[0], list(outs[1:1 + n_carried])

@@ -1,0 +1,1 @@
+"""ncnn attention layers (in progress)."""

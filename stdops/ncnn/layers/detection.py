@@ -1,0 +1,1 @@
+"""ncnn detection layers (in progress)."""

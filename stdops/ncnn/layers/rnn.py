@@ -1,0 +1,1 @@
+"""ncnn rnn layers (in progress)."""

@@ -1,0 +1,1 @@
+"""ncnn spectral layers (in progress)."""
