@@ -12,6 +12,17 @@ from .errors import ModelFormatError, StdopsError  # noqa: F401
 __version__ = "0.1.0"
 
 
+def model_kind(path: Any) -> str:
+    """"onnx", "ncnn" or "mdf" by the file name (and, for .onnx without the extension, its first byte)."""
+    p = os.fspath(path)
+    low = p.lower()
+    if low.endswith((".param", ".param.bin")):
+        return "ncnn"
+    if low.endswith((".json", ".yaml", ".yml")):
+        return "mdf"
+    return "onnx"
+
+
 def load(path: Any):
     """Load a model file, choosing the front end by its type: .onnx (ONNX), .param / .param.bin (ncnn,
     with the .bin beside it)."""

@@ -162,6 +162,51 @@ def _info_ncnn(model: Path, net) -> None:
 
 
 @app.command()
+def compare(model: Path = typer.Argument(..., help="Model file: .onnx, .param / .param.bin (ncnn)"),
+            weights: Optional[Path] = typer.Argument(None, help="ncnn .bin (default: beside the .param)"),
+            input: List[str] = typer.Option([], "--input", "-i", help="NAME=FILE.npy (repeatable)"),
+            atol: float = typer.Option(1e-4, help="absolute tolerance"),
+            rtol: float = typer.Option(1e-4, help="tolerance relative to the value's magnitude"),
+            wheel_defaults: bool = typer.Option(False, "--wheel-defaults",
+                                                help="ncnn: the wheel's default options (fp16 storage, "
+                                                     "Winograd) instead of exact fp32"),
+            show: int = typer.Option(40, help="rows to show around the first disagreement")) -> None:
+    """Run the model in stdops and in its peer runtime (onnxruntime for ONNX, the ncnn wheel for ncnn),
+    compare every intermediate value, and name the first node that disagrees."""
+    from . import compare as cmp
+    from . import model_kind
+
+    feeds = _parse_inputs(input)
+    kind = model_kind(model)
+    if kind == "onnx":
+        diffs = cmp.compare_onnx(str(model), feeds)
+        peer = "onnxruntime"
+    elif kind == "ncnn":
+        diffs = cmp.compare_ncnn(str(model), str(weights) if weights else None, feeds, exact=not wheel_defaults)
+        peer = "ncnn wheel" + (" (default options)" if wheel_defaults else " (exact fp32)")
+    else:
+        raise StdopsError(f"{model}: compare works on ONNX and ncnn models")
+    first = cmp.first_disagreement(diffs, atol, rtol)
+    start = 0 if first is None else max(0, diffs.index(first) - show // 2)
+    t = Table(title=f"stdops vs {peer}: {len(diffs)} values")
+    for col in ("node", "op", "value", "shape", "max |diff|", "max rel"):
+        t.add_column(col)
+    for d in diffs[start:start + show]:
+        style = "bold red" if d is first else ("" if d.ok(atol, rtol) else "red")
+        t.add_row(escape(d.node), escape(d.op), escape(d.name), str(d.shape),
+                  d.note or f"{d.max_abs:.3g}", "" if d.note else f"{d.max_rel:.3g}", style=style)
+    console.print(t)
+    if first is None:
+        console.print(f"[green]all {len(diffs)} values agree[/green] within atol {atol:g} + rtol {rtol:g}")
+    else:
+        bad = sum(not d.ok(atol, rtol) for d in diffs)
+        console.print(f"[red]first disagreement[/red]: node {escape(first.node)!r} ({escape(first.op)}), value "
+                      f"{escape(first.name)!r}: {first.note or f'max |diff| {first.max_abs:.3g}'}; "
+                      f"{bad} of {len(diffs)} values outside tolerance")
+        raise typer.Exit(1)
+
+
+@app.command()
 def ops(front_end: Optional[str] = typer.Option(None, "--front-end", "-f",
                                                 help="Only kernels bound by this front end (onnx, ncnn, mdf)")) -> None:
     """Every registered kernel, what it implements, and which front ends bind it."""

@@ -143,3 +143,70 @@ def check_rank(x: np.ndarray, what: str = "X") -> int:
 
 def prod(v) -> int:
     return math.prod(int(a) for a in v)
+
+
+class FlatTaps:
+    """The padded input split into stride phases and laid out flat per (n, c) plane, so that each
+    kernel tap reads ONE contiguous run ``run(t)`` of length ``L`` per plane for all output
+    positions. Rows are computed at the phase width (junk columns past the output width);
+    :meth:`crop` drops them. Vectorized tap loops then work on long contiguous inner loops.
+
+    ``fill`` is the padding value (0 for sums, -inf for max).
+    """
+
+    def __init__(self, x: np.ndarray, geo: Geometry, kernel, strides, dilations, fill=0):
+        N, C = x.shape[:2]
+        n = len(kernel)
+        self.out = out = geo.out
+        self.kernel = tuple(kernel)
+        sp = tuple(d + b + e for d, b, e in zip(x.shape[2:], geo.begin, geo.end))
+        Q = [-(-S // s) for S, s in zip(sp, strides)]
+        Q0 = Q[0] + (1 if n > 1 else 0)  # a spare row: the last tap's run may spill past the end
+        nph = prod(strides)
+        shape = (nph, N, C, Q0) + tuple(Q[1:])
+        buf = np.zeros(shape, x.dtype) if fill == 0 else np.full(shape, fill, x.dtype)
+        if nph == 1:
+            buf[0][(Ellipsis,) + tuple(slice(b, b + d) for b, d in zip(geo.begin, x.shape[2:]))] = x
+        else:  # phase a holds padded positions a + q * s, i.e. x[a + q * s - begin] where that exists
+            for pi, a in enumerate(np.ndindex(*strides)):
+                dst, src = [], []
+                for ai, si, b, D in zip(a, strides, geo.begin, x.shape[2:]):
+                    q0 = max(0, -(-(b - ai) // si))
+                    x0 = ai + q0 * si - b
+                    cnt = max(0, -(-(D - x0) // si))
+                    dst.append(slice(q0, q0 + cnt))
+                    src.append(slice(x0, x0 + (cnt - 1) * si + 1 if cnt else x0, si))
+                buf[pi][(Ellipsis,) + tuple(dst)] = x[(Ellipsis,) + tuple(src)]
+        self.N, self.C, self.nph = N, C, nph
+        self.flat = buf.reshape(nph, N * C, -1)
+        self.tail = tuple(Q[1:])
+        self.row = [prod(Q[i + 1:]) for i in range(n)]
+        self.L = out[0] * self.row[0]
+        self.strides, self.dilations = tuple(strides), tuple(dilations)
+        self.runs = []
+        for tap in np.ndindex(*kernel):
+            pos = [k * d for k, d in zip(tap, dilations)]
+            pi = int(np.ravel_multi_index([p % s for p, s in zip(pos, strides)], strides)) if nph > 1 else 0
+            self.runs.append((pi, sum((p // s) * r for p, s, r in zip(pos, strides, self.row))))
+
+    def run(self, t: int, rows=slice(None)) -> np.ndarray:
+        pi, off = self.runs[t]
+        return self.flat[pi, rows, off:off + self.L]
+
+    def all_runs(self, rows=slice(None)) -> np.ndarray | None:
+        """Every tap's run at once, (rows, *kernel, L), as a strided view (stride 1 only)."""
+        if self.nph != 1:
+            return None
+        f = self.flat[0, rows]
+        isz = f.itemsize
+        return np.lib.stride_tricks.as_strided(
+            f, (f.shape[0],) + self.kernel + (self.L,),
+            (f.strides[0],) + tuple(d * r * isz for d, r in zip(self.dilations, self.row)) + (isz,),
+            writeable=False)
+
+    def crop(self, y: np.ndarray, lead: tuple) -> np.ndarray:
+        """(rows, ..., L) results -> lead + out, dropping the junk columns (a copy only if any)."""
+        y = y.reshape(lead + (self.out[0],) + self.tail)
+        if len(self.out) > 1 and self.tail != tuple(self.out[1:]):
+            y = np.ascontiguousarray(y[(Ellipsis,) + tuple(slice(0, o) for o in self.out[1:])])
+        return y

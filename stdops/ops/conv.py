@@ -14,7 +14,8 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
-from ._window import check_float, check_rank, compute_dtype, geometry, ints, pad_input, prod, tap_slices, windows
+from ._window import (FlatTaps, check_float, check_rank, compute_dtype, geometry, ints, pad_input, prod, tap_slices,
+                      windows)
 
 
 class ConvWeight:
@@ -185,62 +186,25 @@ def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations) -> np.nd
     """
     N, C = xc.shape[:2]
     g, mg, kernel, dt = cw.group, cw.M // cw.group, cw.kernel, cw.dtype
-    out = geo.out
-    n = len(out)
-    sp = tuple(d + b + e for d, b, e in zip(xc.shape[2:], geo.begin, geo.end))
-    Q = [-(-S // s) for S, s in zip(sp, strides)]
-    Q0 = Q[0] + (1 if n > 1 else 0)  # one spare row: the last tap's run may spill past the end
-    nph = prod(strides)
-    buf = np.zeros((nph, N, C, Q0) + tuple(Q[1:]), dt)
-    interior = tuple(slice(b, b + d) for b, d in zip(geo.begin, xc.shape[2:]))
-    if nph == 1:
-        buf[0][(slice(None), slice(None)) + interior] = xc
-    else:  # phase a holds padded positions a + q * s, i.e. x[a + q * s - begin] where that exists
-        for pi, a in enumerate(np.ndindex(*strides)):
-            dst, src = [], []
-            for ai, si, b, D in zip(a, strides, geo.begin, xc.shape[2:]):
-                q0 = max(0, -(-(b - ai) // si))
-                x0 = ai + q0 * si - b
-                cnt = max(0, -(-(D - x0) // si))
-                dst.append(slice(q0, q0 + cnt))
-                src.append(slice(x0, x0 + (cnt - 1) * si + 1 if cnt else x0, si))
-            buf[pi][(Ellipsis,) + tuple(dst)] = xc[(Ellipsis,) + tuple(src)]
-    NG = N * g
-    flat = buf.reshape(nph, NG, -1)
-    row = [prod(Q[i + 1:]) for i in range(n)]
-    L = out[0] * row[0]
-    kp = prod(kernel)
+    ft = FlatTaps(xc, geo, kernel, strides, dilations)
+    NG, L, kp = N * g, ft.L, prod(kernel)
     # cols[c, tap, :] = the contiguous run of channel c that tap reads for every output position;
     # built and reduced (one small GEMM (M/g, taps) @ (taps, L) per channel) in cache-sized blocks
     wall = cw.mat if N == 1 else np.concatenate([cw.mat] * N, axis=0)  # weights of row n * g + c
     y = np.empty((NG, mg, L), dt)
     block = max(1, _DW_BLOCK // (kp * L))
     cols = np.empty((min(block, NG), kp, L), dt)
-    isz = flat.itemsize
-    if nph == 1:
-        view = np.lib.stride_tricks.as_strided(
-            flat[0], (NG,) + kernel + (L,),
-            (flat.strides[1],) + tuple(d * r * isz for d, r in zip(dilations, row)) + (isz,), writeable=False)
-    else:
-        tap_runs = []
-        for tap in np.ndindex(*kernel):
-            pos = [k * d for k, d in zip(tap, dilations)]
-            pi = int(np.ravel_multi_index([p % s for p, s in zip(pos, strides)], strides))
-            tap_runs.append((pi, sum((p // s) * r for p, s, r in zip(pos, strides, row))))
+    view = ft.all_runs()
     for c0 in range(0, NG, block):
         c1 = min(NG, c0 + block)
         cb = cols[:c1 - c0]
-        if nph == 1:
+        if view is not None:
             np.copyto(cb.reshape((c1 - c0,) + kernel + (L,)), view[c0:c1])
         else:
-            for t, (pi, off) in enumerate(tap_runs):
-                np.copyto(cb[:, t], flat[pi, c0:c1, off:off + L])
+            for t in range(kp):
+                np.copyto(cb[:, t], ft.run(t, slice(c0, c1)))
         np.matmul(wall[c0:c1], cb, out=y[c0:c1])
-    y = y.reshape((N, g * mg, out[0]) + tuple(Q[1:]))
-    if n > 1 and tuple(Q[1:]) != tuple(out[1:]):
-        y = np.ascontiguousarray(y[(Ellipsis,) + tuple(slice(0, o) for o in out[1:])])
-    return y
-
+    return ft.crop(y, (N, g * mg))
 
 @op("onnx:Conv-1")
 def conv(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1, kernel_shape=(), pads=(), strides=()):

@@ -330,8 +330,9 @@ class Forest:
                 raise KernelError(f"{self.what}: the trees contain a cycle")
         return -cur - 1
 
-    def scores(self, x: np.ndarray) -> np.ndarray:
-        """Aggregated scores (N, n_targets) in float64, base values added, before post_transform."""
+    def scores(self, x: np.ndarray, with_votes: bool = False):
+        """Aggregated scores (N, n_targets) in float64, base values added, before post_transform
+        (with_votes: also the (N, n_targets) mask of targets some reached leaf feeds)."""
         if x.ndim == 1:
             x = x.reshape(1, -1)
         if x.ndim != 2:
@@ -339,15 +340,17 @@ class Forest:
         leaves = self.leaves(x)
         N, T = x.shape[0], self.n_targets
         agg = self.aggregate
+        seen = np.zeros((N, T), bool)
         if agg in (0, 1):
             acc = np.zeros((N, T))
             for j in range(leaves.shape[1]):  # one pass per tree
                 acc += self.leaf_weight[leaves[:, j]]
+                if with_votes:
+                    seen |= self.leaf_has[leaves[:, j]]
             if agg == 0 and leaves.shape[1]:
                 acc /= leaves.shape[1]
         else:
             acc = np.full((N, T), np.inf if agg == 2 else -np.inf)
-            seen = np.zeros((N, T), bool)
             pick = np.minimum if agg == 2 else np.maximum
             for j in range(leaves.shape[1]):
                 h = self.leaf_has[leaves[:, j]]
@@ -356,7 +359,7 @@ class Forest:
             acc = np.where(seen, acc, 0.0)
         if self.base_values is not None:
             acc = acc + self.base_values
-        return acc
+        return (acc, seen) if with_votes else acc
 
     def __call__(self, X) -> np.ndarray:
         x = _as_array(X)
@@ -597,13 +600,18 @@ class LegacyClassifier:
         x = _as_array(X)
         if x.dtype.kind not in "fiu":
             raise KernelError(f"TreeEnsembleClassifier: X must be a numeric tensor, got {x.dtype}")
-        s = self.forest.scores(x).astype(np.float32)
-        if self.binary:  # one class column holds the score: the other is its complement
+        s, votes = self.forest.scores(x, with_votes=True)
+        s = s.astype(np.float32)
+        if self.binary:  # one class column holds the score s of the second class: scores (-s, s)
             c = s[:, 1:2] if self.binary == 2 else s[:, 0:1]
-            other = 1 - c if self.forest.transform in (0, 4) else -c
-            s = np.concatenate([other, c], axis=1)
+            s = np.concatenate([-c, c], axis=1)
+            votes = np.ones_like(s, bool)
+        elif self.forest.base_values is not None:
+            votes = np.ones_like(votes)
         z = post_transform_scores(s, self.forest.transform).astype(np.float32, copy=False)
-        idx = np.argmax(z, axis=1) if z.shape[0] else np.zeros(0, np.int64)
+        # the top class among the classes some reached leaf votes for (all classes if none does)
+        votes = votes | ~votes.any(axis=1, keepdims=True)
+        idx = np.argmax(np.where(votes, z, -np.inf), axis=1) if z.shape[0] else np.zeros(0, np.int64)
         return self.labels[idx], z
 
 
@@ -647,11 +655,11 @@ def tree_ensemble_classifier(X, /, *, base_values=None, base_values_as_tensor=No
                              nodes_treeids=None, nodes_truenodeids=None, nodes_values=None,
                              nodes_values_as_tensor=None, post_transform="NONE"):
     """Z[n, e] = post_transform(base_values[e] + sum over trees of the class_weights the LEAF reached
-    by sample n lists for class e); Y[n] = classlabels[argmax_e Z[n, e]].
+    by sample n lists for class e); Y[n] = classlabels[argmax of Z[n, e] over the classes some reached
+    leaf votes for (every class when base_values are given or no class gets a vote)].
 
     Nodes as in TreeEnsembleRegressor. With two classes and every weight on one class, that
-    column's score s is completed by 1 - s (NONE, PROBIT) or -s (other transforms) before the
-    transform. X (N, F) float, double, int64 or int32; Y (N,) int64 or string labels; Z (N, E) float32.
+    score s is the second class's: the scores are (-s, s) before the transform (as onnxruntime). X (N, F) float, double, int64 or int32; Y (N,) int64 or string labels; Z (N, E) float32.
     """
     return tree_ensemble_classifier_prepare(
         base_values=base_values, base_values_as_tensor=base_values_as_tensor, class_ids=class_ids,

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
-from ._window import check_float, check_rank, compute_dtype, geometry, ints, pad_input, pad_pairs, prod, tap_slices
+from ._window import FlatTaps, check_float, check_rank, compute_dtype, geometry, ints, pad_pairs, prod
 
 
 def _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
@@ -45,26 +45,26 @@ def _max_pool(x, with_indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), 
         fill = np.iinfo(np.int64).min
     else:
         fill = _lowest(x.dtype)
-    xp = pad_input(src, geo.begin, geo.end, fill)
-    y = arg = None
-    for t, tap in enumerate(np.ndindex(*kernel)):
-        v = xp[tap_slices(tap, dilations, strides, out)]
-        if t == 0:
-            y = v.copy()
-            if with_indices:
-                arg = np.zeros(y.shape, np.int64)
-        elif with_indices:
+    ft = FlatTaps(src, geo, kernel, strides, dilations, fill)
+    y = ft.run(0).copy()
+    arg = np.zeros(y.shape, np.int64) if with_indices else None
+    for t in range(1, len(ft.runs)):
+        v = ft.run(t)
+        if with_indices:
             m = v > y
             np.copyto(y, v, where=m)
             np.copyto(arg, t, where=m)
         else:
             np.maximum(y, v, out=y)
+    N, C = x.shape[:2]
+    y = ft.crop(y, (N, C))
+    if with_indices:
+        arg = ft.crop(arg, (N, C))
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
     if not with_indices:
         return y
     # tap number -> flat index into X (row-major, or column-major over the spatial axes)
-    N, C = x.shape[:2]
     sp = x.shape[2:]
     tap_coords = np.array(list(np.ndindex(*kernel)), dtype=np.int64).reshape(-1, n)
     if storage_order:
@@ -123,14 +123,11 @@ def _sum_pool(x, kernel, strides, dilations, geo, power=None):
             xc = xc * xc
         elif power != 1:
             xc = np.power(xc, dt.type(power))
-    xp = pad_input(xc, geo.begin, geo.end, 0)
-    s = None
-    for t, tap in enumerate(np.ndindex(*kernel)):
-        v = xp[tap_slices(tap, dilations, strides, geo.out)]
-        if t == 0:
-            s = v.copy()
-        else:
-            s += v
+    ft = FlatTaps(xc, geo, kernel, strides, dilations, 0)
+    s = ft.run(0).copy()
+    for t in range(1, len(ft.runs)):
+        s += ft.run(t)
+    s = ft.crop(s, x.shape[:2])
     return s, dt
 
 

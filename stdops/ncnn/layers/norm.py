@@ -119,20 +119,21 @@ def instance_norm(p, w):
 @layer("LRN", params=[P(0, "region_type", 0), P(1, "local_size", 5), P(2, "alpha", 1.0), P(3, "beta", 0.75),
                       P(4, "bias", 1.0)])
 def lrn(p, w):
-    """y = x * (bias + alpha / n * square_sum)^-beta; square_sum over the channel window
-    [c - local_size/2, c + local_size/2] (region_type 0, n = local_size) or over the local_size^2 spatial
+    """y = x * (bias + alpha / n * square_sum)^-beta; square_sum over the channel window of local_size
+    channels starting at c - local_size/2 (region_type 0, n = local_size) or over the local_size^2 spatial
     window with zero padding local_size/2 before (region_type 1, n = local_size^2)."""
     size = int(p.local_size)
     alpha, beta, bias = float(p.alpha), float(p.beta), float(p.bias)
     if size <= 0:
         raise ValueError(f"local_size must be positive, got {size}")
     if p.region_type == 0:
-        # ncnn's window is symmetric (local_size/2 each side); for an even local_size that is the odd
-        # window local_size + 1 of the ONNX kernel, with alpha rescaled to keep alpha / local_size.
-        n = size if size % 2 else size + 1
-        a = alpha * n / size
+        # the wheel's window is the local_size channels [c - local_size/2, c - local_size/2 + local_size - 1];
+        # the ONNX kernel's is [c - (local_size-1)/2, ...]: equal for odd sizes, mirrored for even ones,
+        # so an even size runs the kernel on the channel-reversed blob.
         k = OPS["lrn"].fn
-        return lambda x: k(x[None], size=n, alpha=a, beta=beta, bias=bias)[0]
+        if size % 2:
+            return lambda x: k(x[None], size=size, alpha=alpha, beta=beta, bias=bias)[0]
+        return lambda x: k(x[None, ::-1], size=size, alpha=alpha, beta=beta, bias=bias)[0, ::-1]
     if p.region_type == 1:
         pad = size // 2
         pool = OPS["average_pool"].fn
