@@ -35,4 +35,4 @@ from . import (  # noqa: F401,E402
 
 # Operators outside the MDF list that the ONNX node suite exercises (newest opsets, ai.onnx.ml,
 # ai.onnx.preview.training, ai.onnx.preview)
-from . import ml, preview, recent, training  # noqa: F401,E402
+from . import image, ml, preview, recent, training  # noqa: F401,E402

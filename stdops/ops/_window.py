@@ -164,19 +164,22 @@ class FlatTaps:
         Q0 = Q[0] + (1 if n > 1 else 0)  # a spare row: the last tap's run may spill past the end
         nph = prod(strides)
         shape = (nph, N, C, Q0) + tuple(Q[1:])
-        buf = np.zeros(shape, x.dtype) if fill == 0 else np.full(shape, fill, x.dtype)
-        if nph == 1:
-            buf[0][(Ellipsis,) + tuple(slice(b, b + d) for b, d in zip(geo.begin, x.shape[2:]))] = x
-        else:  # phase a holds padded positions a + q * s, i.e. x[a + q * s - begin] where that exists
-            for pi, a in enumerate(np.ndindex(*strides)):
-                dst, src = [], []
-                for ai, si, b, D in zip(a, strides, geo.begin, x.shape[2:]):
-                    q0 = max(0, -(-(b - ai) // si))
-                    x0 = ai + q0 * si - b
-                    cnt = max(0, -(-(D - x0) // si))
-                    dst.append(slice(q0, q0 + cnt))
-                    src.append(slice(x0, x0 + (cnt - 1) * si + 1 if cnt else x0, si))
-                buf[pi][(Ellipsis,) + tuple(dst)] = x[(Ellipsis,) + tuple(src)]
+        buf = np.empty(shape, x.dtype)
+        for pi, a in enumerate(np.ndindex(*strides)):
+            # phase a holds padded positions a + q * s, i.e. x[a + q * s - begin] where that exists
+            dst, src = [], []
+            for ai, si, b, D in zip(a, strides, geo.begin, x.shape[2:]):
+                q0 = max(0, -(-(b - ai) // si))
+                x0 = ai + q0 * si - b
+                cnt = max(0, -(-(D - x0) // si))
+                dst.append((q0, q0 + cnt))
+                src.append(slice(x0, x0 + (cnt - 1) * si + 1 if cnt else x0, si))
+            ph = buf[pi]
+            ph[(Ellipsis,) + tuple(slice(lo, hi) for lo, hi in dst)] = x[(Ellipsis,) + tuple(src)]
+            for ax, (lo, hi) in enumerate(dst):  # the padding around the copied box
+                pre = (slice(None),) * (2 + ax)
+                ph[pre + (slice(0, lo),)] = fill
+                ph[pre + (slice(hi, None),)] = fill
         self.N, self.C, self.nph = N, C, nph
         self.flat = buf.reshape(nph, N * C, -1)
         self.tail = tuple(Q[1:])

@@ -46,37 +46,43 @@ def _max_pool(x, with_indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), 
     else:
         fill = _lowest(x.dtype)
     ft = FlatTaps(src, geo, kernel, strides, dilations, fill)
+    N, C = x.shape[:2]
+    sp = x.shape[2:]
+    if with_indices:
+        # flat index in X = base(output position) + delta(tap); track the winning tap's delta
+        if storage_order:
+            mult = [prod(sp[:i]) for i in range(n)]
+        else:
+            mult = [prod(sp[i + 1:]) for i in range(n)]
+        deltas = [sum(k * d * m for k, d, m in zip(tap, dilations, mult)) for tap in np.ndindex(*kernel)]
     y = ft.run(0).copy()
-    arg = np.zeros(y.shape, np.int64) if with_indices else None
+    if with_indices:
+        # masked writes are slow on irregular masks: update by arithmetic, arg += m * (delta - arg)
+        adt = np.int32 if prod(sp) * max(1, N * C) < 2**31 else np.int64
+        arg = np.full(y.shape, deltas[0], adt)
+        m = np.empty(y.shape, bool)
+        tmp = np.empty(y.shape, adt)
     for t in range(1, len(ft.runs)):
         v = ft.run(t)
         if with_indices:
-            m = v > y
-            np.copyto(y, v, where=m)
-            np.copyto(arg, t, where=m)
+            np.greater(v, y, out=m)
+            np.maximum(y, v, out=y)
+            np.subtract(adt(deltas[t]), arg, out=tmp)
+            np.multiply(tmp, m, out=tmp)
+            arg += tmp
         else:
             np.maximum(y, v, out=y)
-    N, C = x.shape[:2]
     y = ft.crop(y, (N, C))
-    if with_indices:
-        arg = ft.crop(arg, (N, C))
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
     if not with_indices:
         return y
-    # tap number -> flat index into X (row-major, or column-major over the spatial axes)
-    sp = x.shape[2:]
-    tap_coords = np.array(list(np.ndindex(*kernel)), dtype=np.int64).reshape(-1, n)
-    if storage_order:
-        mult = [prod(sp[:i]) for i in range(n)]
-    else:
-        mult = [prod(sp[i + 1:]) for i in range(n)]
-    idx = (np.arange(N * C, dtype=np.int64) * prod(sp)).reshape((N, C) + (1,) * n)
+    idx = ft.crop(arg, (N, C)).astype(np.int64)
+    idx += (np.arange(N * C, dtype=np.int64) * prod(sp)).reshape((N, C) + (1,) * n)
     for i in range(n):
         shp = [1] * (n + 2)
         shp[2 + i] = out[i]
-        base = (np.arange(out[i], dtype=np.int64) * strides[i] - geo.begin[i]).reshape(shp)
-        idx = idx + (base + tap_coords[:, i][arg] * dilations[i]) * mult[i]
+        idx += ((np.arange(out[i], dtype=np.int64) * strides[i] - geo.begin[i]) * mult[i]).reshape(shp)
     return y, idx
 
 

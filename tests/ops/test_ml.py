@@ -348,3 +348,166 @@ def test_tree_ensemble_onnx_attributes_checked_at_load():
                   [helper.make_tensor_value_info("Y", TensorProto.DOUBLE, [None, 2])], 5)
     with pytest.raises(ModelFormatError, match="leaf_targetids"):
         stdops.onnx.load(m)
+
+
+# --------------------------------------------------------------------------- TreeEnsembleRegressor / -Classifier
+
+LEGACY_MODES = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
+
+
+def to_legacy(a, shuffle=True):
+    """TreeEnsemble-5 arrays -> the (tree id, node id) encoding; leaves become LEAF nodes numbered
+    depth-first, the node list shuffled (shuffle) or in pre-order."""
+    nodes = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes", "nodes_values",
+                             "nodes_truenodeids", "nodes_falsenodeids", "nodes_missing_value_tracks_true")}
+    w = {k: [] for k in ("treeids", "nodeids", "ids", "weights")}
+    for t, root in enumerate(a["tree_roots"]):
+        count = [0]
+
+        def emit(is_leaf, idx):
+            my = count[0]
+            count[0] += 1
+            pos = len(nodes["nodes_treeids"])  # pre-order: a node is listed before its children
+            for k in nodes:
+                nodes[k].append(0)
+            row = {"nodes_treeids": t, "nodes_nodeids": my}
+            if is_leaf:
+                row.update(nodes_featureids=0, nodes_modes="LEAF", nodes_values=0.0, nodes_truenodeids=0,
+                           nodes_falsenodeids=0, nodes_missing_value_tracks_true=0)
+                for k, v in (("treeids", t), ("nodeids", my), ("ids", a["leaf_targetids"][idx]),
+                             ("weights", float(a["leaf_weights"][idx]))):
+                    w[k].append(v)
+            else:
+                row.update(nodes_featureids=a["nodes_featureids"][idx],
+                           nodes_modes=LEGACY_MODES[int(a["nodes_modes"][idx])],
+                           nodes_values=float(a["nodes_splits"][idx]),
+                           nodes_missing_value_tracks_true=a["nodes_missing_value_tracks_true"][idx])
+                for side in ("true", "false"):
+                    row[f"nodes_{side}nodeids"] = emit(a[f"nodes_{side}leafs"][idx], a[f"nodes_{side}nodeids"][idx])
+            for k, v in row.items():
+                nodes[k][pos] = v
+            return my
+
+        emit(False, root)
+    if shuffle:
+        perm = np.random.default_rng(len(nodes["nodes_treeids"])).permutation(len(nodes["nodes_treeids"]))
+        nodes = {k: [v[i] for i in perm] for k, v in nodes.items()}
+    return nodes, w
+
+
+AGG = {0: "AVERAGE", 1: "SUM", 2: "MIN", 3: "MAX"}
+
+
+@pytest.mark.parametrize("agg", [0, 1, 2, 3])
+@pytest.mark.parametrize("post", [0, 1, 2])
+@pytest.mark.parametrize("xdtype", [np.float32, np.float64, np.int64], ids=str)
+def test_tree_ensemble_regressor(agg, post, xdtype):
+    rng = np.random.default_rng(7 * agg + post)
+    a = random_forest(n_trees=4, depth=4, n_features=3, n_targets=2, rng=rng, modes=(0, 1, 2, 3, 4, 5))
+    nodes, w = to_legacy(a)
+    base = [0.5, -1.0]
+    x = np.round(rng.normal(size=(30, 3)) * 2)
+    if xdtype != np.int64:
+        x[:10] = rng.normal(size=(10, 3))
+        x[rng.random(x.shape) < 0.1] = np.nan
+    x = x.astype(xdtype)
+    got = K.tree_ensemble_regressor(
+        x, **nodes, target_treeids=w["treeids"], target_nodeids=w["nodeids"], target_ids=w["ids"],
+        target_weights=w["weights"], n_targets=2, aggregate_function=AGG[agg],
+        post_transform=["NONE", "SOFTMAX", "LOGISTIC"][post], base_values=base)
+    raw = ref_tree_ensemble(x.astype(np.float32), dict(a, aggregate_function=agg, post_transform=0)) + base
+    want = ref_tree_ensemble.__globals__["scipy"].special.softmax(raw, axis=1) if post == 1 else \
+        (scipy.special.expit(raw) if post == 2 else raw)
+    assert got.dtype == np.float32 and got.shape == (30, 2)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_tree_ensemble_classifier_multiclass_and_votes():
+    rng = np.random.default_rng(3)
+    a = random_forest(n_trees=3, depth=4, n_features=3, n_targets=4, rng=rng, modes=(0, 1, 2, 3, 4, 5))
+    nodes, w = to_legacy(a)
+    x = rng.normal(size=(50, 3)).astype(np.float32)
+    for labels, post in ((dict(classlabels_strings=["a", "b", "c", "d"]), "NONE"),
+                         (dict(classlabels_int64s=[4, 3, 2, 1]), "LOGISTIC")):
+        y, z = K.tree_ensemble_classifier(x, **nodes, class_treeids=w["treeids"], class_nodeids=w["nodeids"],
+                                          class_ids=w["ids"], class_weights=w["weights"], post_transform=post,
+                                          **labels)
+        raw = ref_tree_ensemble(x, dict(a, aggregate_function=1, post_transform=0))
+        want = raw if post == "NONE" else scipy.special.expit(raw)
+        np.testing.assert_allclose(z, want, rtol=1e-5, atol=1e-6)
+        assert z.dtype == np.float32
+        # votes: the classes some reached leaf lists (the reference walk again, per sample)
+        lab = np.asarray(next(iter(labels.values())), dtype=object)
+        for n in range(x.shape[0]):
+            voted = set()
+            for root in a["tree_roots"]:
+                sub = dict(a, tree_roots=[root], aggregate_function=3)
+                r = ref_tree_ensemble(x[n:n + 1], dict(sub, leaf_weights=np.ones(len(a["leaf_weights"]))))
+                voted |= set(np.nonzero(r[0] != 0)[0].tolist())
+            best = max(sorted(voted), key=lambda e: (want[n, e], -e))
+            assert y[n] == lab[best]
+
+
+@pytest.mark.parametrize("post,f", [("NONE", lambda s: np.c_[-s, s]), ("LOGISTIC", lambda s: scipy.special.expit(np.c_[-s, s]))])
+def test_tree_ensemble_classifier_binary_single_score(post, f):
+    """Two classes, every weight on class 0: that score s belongs to the second class, scores (-s, s)."""
+    nodes = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_featureids=[0, 0, 0],
+                 nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"], nodes_values=[0.0, 0, 0], nodes_truenodeids=[1, 0, 0],
+                 nodes_falsenodeids=[2, 0, 0])
+    y, z = K.tree_ensemble_classifier(np.array([[-1.0], [1.0]]), **nodes, class_treeids=[0, 0], class_nodeids=[1, 2],
+                                      class_ids=[0, 0], class_weights=[-0.7, 0.4], classlabels_int64s=[0, 1],
+                                      post_transform=post)
+    np.testing.assert_allclose(z, f(np.array([-0.7, 0.4])), rtol=1e-6)
+    assert y.tolist() == [0, 1]
+
+
+def test_legacy_trees_against_onnxruntime():
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(9)
+    # (onnxruntime merges runs of BRANCH_EQ nodes and then insists on a node order: no EQ here)
+    a = random_forest(n_trees=5, depth=5, n_features=3, n_targets=3, rng=rng, modes=(0, 1, 2, 3, 5))
+    nodes, w = to_legacy(a, shuffle=False)
+    x = np.round(rng.normal(size=(40, 3)) * 2).astype(np.float32)
+    x[:15] = rng.normal(size=(15, 3))
+    x[rng.random(x.shape) < 0.1] = np.nan
+    X = helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, 3])
+    for agg in ("SUM", "AVERAGE", "MIN", "MAX"):
+        node = helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", **nodes,
+                                target_treeids=w["treeids"], target_nodeids=w["nodeids"], target_ids=w["ids"],
+                                target_weights=w["weights"], n_targets=3, aggregate_function=agg,
+                                base_values=[0.1, 0.2, 0.3], post_transform="LOGISTIC")
+        m = _ml_model(node, [X], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, 3])], 3)
+        want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"X": x})[0]
+        np.testing.assert_allclose(stdops.onnx.run(m, [x])[0], want, rtol=1e-5, atol=1e-6)
+    node = helper.make_node("TreeEnsembleClassifier", ["X"], ["Y", "Z"], domain="ai.onnx.ml", **nodes,
+                            class_treeids=w["treeids"], class_nodeids=w["nodeids"], class_ids=w["ids"],
+                            class_weights=w["weights"], classlabels_strings=["p", "q", "r"], post_transform="SOFTMAX")
+    m = _ml_model(node, [X], [helper.make_tensor_value_info("Y", TensorProto.STRING, [None]),
+                              helper.make_tensor_value_info("Z", TensorProto.FLOAT, [None, 3])], 3)
+    wy, wz = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"X": x})
+    gy, gz = stdops.onnx.run(m, [x])
+    np.testing.assert_allclose(gz, wz, rtol=1e-5, atol=1e-6)
+    assert gy.tolist() == list(wy)
+
+
+def test_legacy_tree_attribute_errors():
+    nodes = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_featureids=[0, 0, 0],
+                 nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"], nodes_values=[0.0, 0, 0], nodes_truenodeids=[1, 0, 0],
+                 nodes_falsenodeids=[2, 0, 0])
+    tw = dict(target_treeids=[0], target_nodeids=[1], target_ids=[0], target_weights=[1.0])
+    x = np.zeros((1, 1), np.float32)
+    for bad in (dict(nodes_modes=["BRANCH_XX", "LEAF", "LEAF"]), dict(nodes_truenodeids=[5, 0, 0]),
+                dict(nodes_nodeids=[0, 1, 1]), dict(target_nodeids=[0]), dict(aggregate_function="MEDIAN"),
+                dict(post_transform="TANH"), dict(nodes_values=[0.0])):
+        with pytest.raises(KernelError):
+            K.tree_ensemble_regressor(x, **{**nodes, **tw, **bad})
+    with pytest.raises(KernelError):
+        K.tree_ensemble_classifier(x, **nodes, class_treeids=[0], class_nodeids=[1], class_ids=[0],
+                                   class_weights=[1.0])  # no class labels
+    node = helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", **nodes,
+                            target_treeids=[0], target_nodeids=[1], target_ids=[0],
+                            target_weights_as_tensor=numpy_helper.from_array(np.array([1.0])))
+    m = _ml_model(node, [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, 1])],
+                  [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, 1])], 1)
+    with pytest.raises(ModelFormatError, match="TreeEnsembleRegressor-3"):
+        stdops.onnx.load(m)

@@ -1,10 +1,27 @@
-"""Elementwise activation layers (ncnn-operators.txt: ReLU, Sigmoid, TanH, AbsVal), on the shared kernels."""
+"""Elementwise activation layers and Softmax (ncnn-operators.txt), on the shared kernels.
+
+Every layer here keeps the blob's shape (GLU halves one axis). Semantics follow ncnn's reference
+layers; where ncnn evaluates a formula naively (Softplus, BNLL, Mish: log(1 + exp(x))) the kernels use
+the overflow-free form, which agrees wherever ncnn's result is finite.
+"""
 from __future__ import annotations
 
 import numpy as np
 
+from ...errors import KernelError
 from ...ops import OPS
-from ..spec import P, layer
+from ..activation import fused_activation
+from ..spec import P, W, layer
+
+_F32 = np.float32
+
+
+def _axis(axis: int, ndim: int, what: str) -> int:
+    """A possibly negative ncnn axis over the numpy blob shape (axis 0 = the outermost dim)."""
+    a = axis + ndim if axis < 0 else axis
+    if not 0 <= a < ndim:
+        raise KernelError(f"{what}: axis {axis} is out of range for a {ndim}d blob")
+    return a
 
 
 @layer("ReLU", params=[P(0, "slope", 0.0)])
@@ -31,3 +48,200 @@ def tanh(p, w):
 def absval(p, w):
     """y = |x|."""
     return OPS["abs_"].fn
+
+
+@layer("BNLL")
+def bnll(p, w):
+    """y = log(1 + exp(x)) (softplus)."""
+    return OPS["softplus"].fn
+
+
+@layer("Softplus")
+def softplus(p, w):
+    """y = log(exp(x) + 1)."""
+    return OPS["softplus"].fn
+
+
+@layer("CELU", params=[P(0, "alpha", 1.0)])
+def celu(p, w):
+    """y = x if x >= 0 else (exp(x / alpha) - 1) * alpha (alpha 0: the limit, ReLU)."""
+    if p.alpha == 0.0:
+        return OPS["relu"].fn
+    fn = OPS["celu"].fn
+    return lambda x: fn(x, alpha=p.alpha)
+
+
+@layer("ELU", params=[P(0, "alpha", 0.1)])
+def elu(p, w):
+    """y = x if x >= 0 else alpha * (exp(x) - 1)."""
+    fn = OPS["elu"].fn
+    return lambda x: fn(x, alpha=p.alpha)
+
+
+@layer("SELU", params=[P(0, "alpha", 1.67326324), P(1, "lambda_", 1.050700987)])
+def selu(p, w):
+    """y = x * lambda if x >= 0 else (exp(x) - 1) * alpha * lambda."""
+    fn = OPS["selu"].fn
+    return lambda x: fn(x, alpha=p.alpha, gamma=p.lambda_)
+
+
+@layer("Clip", params=[P(0, "min", -3.4028234663852886e38), P(1, "max", 3.4028234663852886e38)])
+def clip(p, w):
+    """y = min(max(x, min), max) (min > max gives max everywhere)."""
+    fn = OPS["clip"].fn
+    lo, hi = np.asarray(p.min, _F32), np.asarray(p.max, _F32)
+    return lambda x: fn(x, lo, hi)
+
+
+@layer("Erf")
+def erf(p, w):
+    """y = erf(x)."""
+    return OPS["erf"].fn
+
+
+@layer("Exp", params=[P(0, "base", -1.0), P(1, "scale", 1.0), P(2, "shift", 0.0)])
+def exp(p, w):
+    """y = exp(shift + x * scale) (base -1) or base ** (shift + x * scale)."""
+    lin = _affine(p.scale, p.shift)
+    if p.base == -1.0:
+        fn = OPS["exp"].fn
+        return lambda x: fn(lin(x))
+    pw, base = OPS["pow_"].fn, np.asarray(p.base, _F32)
+    return lambda x: pw(np.broadcast_to(base, np.shape(x)), lin(x))
+
+
+@layer("Log", params=[P(0, "base", -1.0), P(1, "scale", 1.0), P(2, "shift", 0.0)])
+def log(p, w):
+    """y = log(shift + x * scale) (base -1), divided by log(base) otherwise."""
+    lin, fn = _affine(p.scale, p.shift), OPS["log"].fn
+    if p.base == -1.0:
+        return lambda x: fn(lin(x))
+    mul = OPS["mul"].fn
+    inv = np.asarray(_F32(1) / np.log(_F32(p.base)), _F32)
+    return lambda x: mul(fn(lin(x)), inv)
+
+
+@layer("Power", params=[P(0, "power", 1.0), P(1, "scale", 1.0), P(2, "shift", 0.0)])
+def power(p, w):
+    """y = (shift + x * scale) ** power."""
+    lin, pw = _affine(p.scale, p.shift), OPS["pow_"].fn
+    e = np.asarray(p.power, _F32)
+    return lambda x: pw(lin(x), e)
+
+
+def _affine(scale: float, shift: float):
+    """x -> shift + x * scale in float32 (the identity when scale 1, shift 0)."""
+    if scale == 1.0 and shift == 0.0:
+        return lambda x: x
+    mul, add = OPS["mul"].fn, OPS["add"].fn
+    s, b = np.asarray(scale, _F32), np.asarray(shift, _F32)
+    return lambda x: add(mul(x, s), b)
+
+
+@layer("GELU", params=[P(0, "fast_gelu", 0)])
+def gelu(p, w):
+    """y = 0.5 x (1 + erf(x / sqrt 2)); fast_gelu: the tanh approximation."""
+    fn = OPS["gelu"].fn
+    mode = "tanh" if p.fast_gelu else "none"
+    return lambda x: fn(x, approximate=mode)
+
+
+@layer("GLU", params=[P(0, "axis", 0)])
+def glu(p, w):
+    """y = a * sigmoid(b): a the first half of x along axis, b the second (1d: axis ignored; an odd
+    length drops its last element)."""
+    sig, mul = OPS["sigmoid"].fn, OPS["mul"].fn
+
+    def run(x):
+        ax = 0 if x.ndim == 1 else _axis(p.axis, x.ndim, "GLU")
+        n = x.shape[ax] // 2
+        a = np.take(x, np.arange(n), axis=ax)
+        b = np.take(x, np.arange(n, 2 * n), axis=ax)
+        return mul(a, sig(b))
+
+    return run
+
+
+@layer("HardSigmoid", params=[P(0, "alpha", 0.2), P(1, "beta", 0.5)])
+def hardsigmoid(p, w):
+    """y = clamp(x * alpha + beta, 0, 1)."""
+    fn = OPS["hard_sigmoid"].fn
+    return lambda x: fn(x, alpha=p.alpha, beta=p.beta)
+
+
+@layer("HardSwish", params=[P(0, "alpha", 0.2), P(1, "beta", 0.5)])
+def hardswish(p, w):
+    """y = x * clamp(x * alpha + beta, 0, 1) (the fused-activation helper, type 6)."""
+    return fused_activation(6, [p.alpha, p.beta])
+
+
+@layer("Mish")
+def mish(p, w):
+    """y = x * tanh(log(1 + exp(x)))."""
+    return OPS["mish"].fn
+
+
+@layer("Swish")
+def swish(p, w):
+    """y = x / (1 + exp(-x))."""
+    return OPS["swish"].fn
+
+
+@layer("Shrink", params=[P(0, "bias", 0.0), P(1, "lambd", 0.5)])
+def shrink(p, w):
+    """y = x + bias if x < -lambd, x - bias if x > lambd, else 0."""
+    fn = OPS["shrink"].fn
+    return lambda x: fn(x, bias=p.bias, lambd=p.lambd)
+
+
+@layer("Threshold", params=[P(0, "threshold", 0.0)])
+def threshold(p, w):
+    """y = 1 if x > threshold else 0."""
+    fn = OPS["binarizer"].fn
+    t = _F32(p.threshold)
+    return lambda x: fn(x, threshold=t)
+
+
+@layer("Dropout", params=[P(0, "scale", 1.0)])
+def dropout(p, w):
+    """y = x * scale (inference: identity when scale is 1)."""
+    if p.scale == 1.0:
+        return lambda x: x
+    mul, s = OPS["mul"].fn, np.asarray(p.scale, _F32)
+    return lambda x: mul(x, s)
+
+
+@layer("PReLU", params=[P(0, "num_slope", 0)], weights=lambda p: [W("slope", p.num_slope)])
+def prelu(p, w):
+    """y = x if x >= 0 else x * slope; one slope, or one per element of axis 0 (1d: per element,
+    2d: per row, 3d/4d: per channel)."""
+    slope = w["slope"]
+    if slope.size < 1:
+        raise ValueError("PReLU needs num_slope >= 1")
+    fn = OPS["prelu"].fn
+    if p.num_slope == 1:
+        s1 = np.asarray(slope[0], _F32)
+        return lambda x: fn(x, s1)
+    shapes = {nd: (slope.size,) + (1,) * (nd - 1) for nd in range(1, 5)}
+
+    def run(x):
+        if x.shape[0] != slope.size:
+            raise KernelError(f"PReLU: {slope.size} slopes for a blob of shape {x.shape} "
+                              f"(axis 0 has {x.shape[0]})")
+        return fn(x, slope.reshape(shapes[x.ndim]))
+
+    return run
+
+
+@layer("Softmax", params=[P(0, "axis", 0), P(1, "fixbug0", 0)])
+def softmax(p, w):
+    """y = exp(x - max) / sum(exp(x - max)) along axis (1d: axis ignored). ncnn refuses a nonzero
+    axis without fixbug0=1 (params written before its axis fix)."""
+    if p.fixbug0 == 0 and p.axis != 0:
+        raise ValueError(f"Softmax axis={p.axis} needs fixbug0=1 (param file too old: regenerate it)")
+    fn = OPS["softmax"].fn
+
+    def run(x):
+        return fn(x, axis=0 if x.ndim == 1 else _axis(p.axis, x.ndim, "Softmax"))
+
+    return run

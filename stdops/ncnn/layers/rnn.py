@@ -1,1 +1,310 @@
-"""ncnn rnn layers (in progress)."""
+"""Recurrent layers (ncnn-operators.txt: LSTM, GRU, RNN) on the shared ONNX-layout kernels.
+
+ncnn stores, per direction, weight_xc [gates*H, I], bias_c [gates', H], weight_hc [gates*H, num_output]
+(LSTM: weight_hr [num_output, H] when a projection is present), gate order LSTM I F O G, GRU R U N with
+bias rows R U WN BN. At load time these become the kernels' W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H]
+in ONNX gate order (LSTM i o f c, GRU z r h with linear_before_reset). A blob is [T, size] (2d); the
+output is [T, num_output * D]; optional bottoms/tops carry the hidden (and cell) state [D, num_output].
+
+int8 weights (int8_scale_term, id 8) run ncnn's own dynamic-quantization recurrence (per-step absmax
+quantization of x and h, int32 dot products): no shared kernel computes that, so it is written here.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import special as _sp
+
+from ...ops import OPS
+from ..spec import P, W, layer
+
+_F32 = np.float32
+
+_RNN_PARAMS = [P(0, "num_output", 0), P(1, "weight_data_size", 0), P(2, "direction", 0), P(8, "int8_scale_term", 0)]
+
+
+def _dirs(p) -> int:
+    if p.direction not in (0, 1, 2):
+        raise ValueError(f"direction must be 0 (forward), 1 (reverse) or 2 (bidirectional), got {p.direction}")
+    return 2 if p.direction == 2 else 1
+
+
+def _input_size(p, gates: int, hidden: int) -> int:
+    d = _dirs(p)
+    if p.num_output <= 0 or hidden <= 0:
+        raise ValueError(f"num_output must be positive, got {p.num_output}")
+    per = d * hidden * gates
+    if p.weight_data_size <= 0 or p.weight_data_size % per:
+        raise ValueError(f"weight_data_size {p.weight_data_size} is not a positive multiple of "
+                         f"{per} (directions x hidden x gates)")
+    return p.weight_data_size // per
+
+
+def _weights(p, gates: int, bias_rows: int, hidden: int, proj: bool) -> list:
+    d = _dirs(p)
+    size = _input_size(p, gates, hidden)
+    ws = [W("weight_xc", size * hidden * gates * d, True), W("bias_c", hidden * bias_rows * d, True),
+          W("weight_hc", p.num_output * hidden * gates * d, True)]
+    if proj:
+        ws.append(W("weight_hr", hidden * p.num_output * d, True))
+    if p.int8_scale_term:
+        ws += [W("weight_xc_int8_scales", hidden * gates * d), W("weight_hc_int8_scales", hidden * gates * d)]
+    return ws
+
+
+def _direction_name(p) -> str:
+    return ("forward", "reverse", "bidirectional")[p.direction]
+
+
+def _state(blob: np.ndarray | None, d: int, n: int, what: str) -> np.ndarray:
+    """A state bottom ([D, n] or [n]) as [D, n] float32 (zeros when absent)."""
+    if blob is None:
+        return np.zeros((d, n), _F32)
+    if blob.size != d * n:
+        raise ValueError(f"{what} state has {blob.size} values, expected {d} x {n}")
+    return np.asarray(blob, _F32).reshape(d, n)
+
+
+def _state_out(state: np.ndarray, like: np.ndarray | None) -> np.ndarray:
+    """The state top: the shape of the state bottom when one was given, else [D, n]."""
+    return state.reshape(like.shape) if like is not None else state
+
+
+def _check_x(x: np.ndarray, size: int, name: str) -> np.ndarray:
+    if x.ndim != 2 or x.shape[1] != size:
+        raise ValueError(f"{name} takes a 2d blob [T, {size}], got shape {x.shape}")
+    return x
+
+
+# --------------------------------------------------------------------------- int8 (ncnn's own scheme)
+
+def _dyn_quant(v: np.ndarray, axis=None) -> tuple[np.ndarray, np.ndarray]:
+    """Round-half-away-from-zero int8 quantization with scale 127 / absmax (1 if absmax is 0)."""
+    absmax = np.abs(v).max(axis=axis, keepdims=True) if v.size else np.zeros((1,) * v.ndim, _F32)
+    scale = np.where(absmax == 0, _F32(1), _F32(127) / np.where(absmax == 0, _F32(1), absmax)).astype(_F32)
+    q = np.clip(np.trunc(v * scale + np.copysign(_F32(0.5), v * scale)), -127, 127)
+    return q.astype(np.int32), scale
+
+
+def _int8_run(x, wxc, scx, wb, whc, sch, h0, c0, reverse, cell_fn, out_fn=None):
+    """One direction of an int8 recurrence: gate pre-activations = bias + descaled int dot products.
+    cell_fn(pre_x, pre_h_fn, h, c) -> (h_new, c_new)."""
+    xq, xs = _dyn_quant(x, axis=1)  # per time step
+    T = x.shape[0]
+    h, c = h0.copy(), (None if c0 is None else c0.copy())
+    ys = np.zeros((T, h.shape[0]), _F32)
+    dx = (_F32(1) / xs[:, 0])[:, None] * (_F32(1) / scx)[None, :]          # [T, G*H]
+    gx = (xq @ wxc.T).astype(_F32) * dx                                      # [T, G*H]
+    for t in range(T):
+        ti = T - 1 - t if reverse else t
+        hq, hs = _dyn_quant(h)
+        gh = (whc @ hq).astype(_F32) * ((_F32(1) / hs[0]) * (_F32(1) / sch))
+        h, c = cell_fn(gx[ti], gh, h, c)
+        ys[ti] = h
+    return ys, h, c
+
+
+# --------------------------------------------------------------------------- LSTM
+
+def _lstm_weights(p):
+    hidden = p.hidden_size if p.hidden_size else p.num_output
+    return _weights(p, 4, 4, hidden, p.num_output != hidden)
+
+
+@layer("LSTM", params=_RNN_PARAMS[:3] + [P(3, "hidden_size", 0), P(8, "int8_scale_term", 0)],
+       weights=_lstm_weights, inputs=None, outputs=None)
+def lstm(p, w):
+    """c = sigmoid(F) * c + sigmoid(I) * tanh(G); h = sigmoid(O) * tanh(c) (times weight_hr when
+    hidden_size != num_output); gates = W_xc x + W_hc h + b. Bottoms x[, h0, c0]; tops y[, h, c]."""
+    H = p.hidden_size if p.hidden_size else p.num_output
+    O = p.num_output
+    D = _dirs(p)
+    size = _input_size(p, 4, H)
+    proj = O != H
+    wxc = w["weight_xc"].reshape(D, 4 * H, size)
+    bc = w["bias_c"].reshape(D, 4, H)
+    whc = w["weight_hc"].reshape(D, 4 * H, O)
+    whr = w["weight_hr"].reshape(D, O, H) if proj else None
+    int8 = bool(p.int8_scale_term)
+    order = [0, 2, 1, 3]  # ONNX i o f c from ncnn I F O G
+
+    def onnx_gates(m, k):  # [D, 4H, k] in ONNX order
+        return np.ascontiguousarray(m.reshape(D, 4, H, k)[:, order].reshape(D, 4 * H, k), dtype=_F32)
+
+    kern = OPS["lstm"].fn
+    direction = _direction_name(p)
+
+    if int8:
+        scx = w["weight_xc_int8_scales"].reshape(D, 4 * H)
+        sch = w["weight_hc_int8_scales"].reshape(D, 4 * H)
+        wx8 = wxc.astype(np.int32)
+        wh8 = whc.astype(np.int32)
+        bias = bc.reshape(D, 4 * H).astype(_F32)
+
+        def run_dir(x, d, h0, c0, reverse):
+            def cell(px, ph, h, c):
+                g = (bias[d] + px + ph).reshape(4, H)
+                i, f, o = _sp.expit(g[:3])
+                c = f * c + i * np.tanh(g[3])
+                hh = o * np.tanh(c)
+                return (whr[d] @ hh if proj else hh).astype(_F32), c.astype(_F32)
+            return _int8_run(x, wx8[d], scx[d], None, wh8[d], sch[d], h0, c0, reverse, cell)
+    elif not proj:
+        Wk = onnx_gates(wxc, size)
+        Rk = onnx_gates(whc, O)
+        Bk = np.concatenate([bc[:, order].reshape(D, 4 * H), np.zeros((D, 4 * H), _F32)], axis=1)
+
+        def run_all(x, h0, c0):
+            y, yh, yc = kern(x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :], c0[:, None, :], hidden_size=H,
+                             direction=direction)
+            return y.reshape(x.shape[0], D * O), yh[:, 0], yc[:, 0]
+    else:
+        # the kernel has no projection: run it one step at a time with the projected hidden state fed
+        # as part of the input (W = [W_xc | W_hc], R = 0) and project its h with weight_hr
+        Wcat = [np.concatenate([onnx_gates(wxc, size)[d], onnx_gates(whc, O)[d]], axis=1)[None] for d in range(D)]
+        Rzero = np.zeros((1, 4 * H, H), _F32)
+        Bk = [np.concatenate([bc[d, order].reshape(1, 4 * H), np.zeros((1, 4 * H), _F32)], axis=1) for d in range(D)]
+        hz = np.zeros((1, 1, H), _F32)
+
+        def run_dir(x, d, h0, c0, reverse):
+            T = x.shape[0]
+            ys = np.zeros((T, O), _F32)
+            r, c = h0, c0
+            for t in range(T):
+                ti = T - 1 - t if reverse else t
+                xt = np.concatenate([x[ti], r])[None, None, :]
+                _, yh, yc = kern(xt, Wcat[d], Rzero, Bk[d], None, hz, c[None, None, :], hidden_size=H)
+                c = yc[0, 0]
+                r = (whr[d] @ yh[0, 0]).astype(_F32)
+                ys[ti] = r
+            return ys, r, c
+
+    def step(*bottoms):
+        x = _check_x(bottoms[0], size, "LSTM")
+        hb = bottoms[1] if len(bottoms) >= 3 else None
+        cb = bottoms[2] if len(bottoms) >= 3 else None
+        h0 = _state(hb, D, O, "LSTM hidden")
+        c0 = _state(cb, D, H, "LSTM cell")
+        if not int8 and not proj:
+            y, yh, yc = run_all(x, h0, c0)
+        else:
+            outs = [run_dir(x, d, h0[d], c0[d], (p.direction == 1) or d == 1) for d in range(D)]
+            y = np.concatenate([o[0] for o in outs], axis=1)
+            yh = np.stack([o[1] for o in outs])
+            yc = np.stack([o[2] for o in outs])
+        if p.n_tops >= 3:
+            return y, _state_out(yh, hb), _state_out(yc, cb)
+        return y
+
+    return step
+
+
+# --------------------------------------------------------------------------- GRU
+
+@layer("GRU", params=_RNN_PARAMS, weights=lambda p: _weights(p, 3, 4, p.num_output, False), inputs=None,
+       outputs=None)
+def gru(p, w):
+    """r = sigmoid(W_r x + U_r h + b_r), u = sigmoid(W_u x + U_u h + b_u),
+    n = tanh(W_n x + b_wn + r * (U_n h + b_bn)), h = (1 - u) * n + u * h. Bottoms x[, h0]; tops y[, h]."""
+    H = p.num_output
+    D = _dirs(p)
+    size = _input_size(p, 3, H)
+    wxc = w["weight_xc"].reshape(D, 3, H, size)
+    bc = w["bias_c"].reshape(D, 4, H)
+    whc = w["weight_hc"].reshape(D, 3, H, H)
+    order = [1, 0, 2]  # ONNX z r h from ncnn R U N
+    int8 = bool(p.int8_scale_term)
+    kern = OPS["gru"].fn
+    direction = _direction_name(p)
+
+    if int8:
+        scx = w["weight_xc_int8_scales"].reshape(D, 3 * H)
+        sch = w["weight_hc_int8_scales"].reshape(D, 3 * H)
+        wx8 = wxc.reshape(D, 3 * H, size).astype(np.int32)
+        wh8 = whc.reshape(D, 3 * H, H).astype(np.int32)
+        bias = bc.astype(_F32)
+
+        def run_dir(x, d, h0, reverse):
+            def cell(px, ph, h, c):
+                px, ph = px.reshape(3, H), ph.reshape(3, H)
+                r = _sp.expit(bias[d, 0] + px[0] + ph[0])
+                u = _sp.expit(bias[d, 1] + px[1] + ph[1])
+                n = np.tanh(bias[d, 2] + r * (bias[d, 3] + ph[2]) + px[2])
+                return ((1 - u) * n + u * h).astype(_F32), None
+            ys, h, _ = _int8_run(x, wx8[d], scx[d], None, wh8[d], sch[d], h0, None, reverse, cell)
+            return ys, h
+    else:
+        Wk = np.ascontiguousarray(wxc[:, order].reshape(D, 3 * H, size), dtype=_F32)
+        Rk = np.ascontiguousarray(whc[:, order].reshape(D, 3 * H, H), dtype=_F32)
+        zero = np.zeros((D, H), _F32)
+        Wb = np.concatenate([bc[:, 1], bc[:, 0], bc[:, 2]], axis=1)
+        Rb = np.concatenate([zero, zero, bc[:, 3]], axis=1)
+        Bk = np.concatenate([Wb, Rb], axis=1).astype(_F32)
+
+    def step(*bottoms):
+        x = _check_x(bottoms[0], size, "GRU")
+        hb = bottoms[1] if len(bottoms) >= 2 else None
+        h0 = _state(hb, D, H, "GRU hidden")
+        if int8:
+            outs = [run_dir(x, d, h0[d], (p.direction == 1) or d == 1) for d in range(D)]
+            y = np.concatenate([o[0] for o in outs], axis=1)
+            yh = np.stack([o[1] for o in outs])
+        else:
+            y, yh = kern(x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :], hidden_size=H, direction=direction,
+                         linear_before_reset=1)
+            y, yh = y.reshape(x.shape[0], D * H), yh[:, 0]
+        if p.n_tops >= 2:
+            return y, _state_out(yh, hb)
+        return y
+
+    return step
+
+
+# --------------------------------------------------------------------------- RNN
+
+@layer("RNN", params=_RNN_PARAMS, weights=lambda p: _weights(p, 1, 1, p.num_output, False), inputs=None,
+       outputs=None)
+def rnn(p, w):
+    """h = tanh(W_xc x + W_hc h + b). Bottoms x[, h0]; tops y[, h]."""
+    H = p.num_output
+    D = _dirs(p)
+    size = _input_size(p, 1, H)
+    wxc = w["weight_xc"].reshape(D, H, size)
+    bc = w["bias_c"].reshape(D, H)
+    whc = w["weight_hc"].reshape(D, H, H)
+    int8 = bool(p.int8_scale_term)
+    kern = OPS["rnn"].fn
+    direction = _direction_name(p)
+
+    if int8:
+        scx = w["weight_xc_int8_scales"].reshape(D, H)
+        sch = w["weight_hc_int8_scales"].reshape(D, H)
+        wx8 = wxc.astype(np.int32)
+        wh8 = whc.astype(np.int32)
+        bias = bc.astype(_F32)
+
+        def run_dir(x, d, h0, reverse):
+            def cell(px, ph, h, c):
+                return np.tanh(bias[d] + px + ph).astype(_F32), None
+            ys, h, _ = _int8_run(x, wx8[d], scx[d], None, wh8[d], sch[d], h0, None, reverse, cell)
+            return ys, h
+    else:
+        Wk = np.ascontiguousarray(wxc, dtype=_F32)
+        Rk = np.ascontiguousarray(whc, dtype=_F32)
+        Bk = np.concatenate([bc, np.zeros((D, H), _F32)], axis=1).astype(_F32)
+
+    def step(*bottoms):
+        x = _check_x(bottoms[0], size, "RNN")
+        hb = bottoms[1] if len(bottoms) >= 2 else None
+        h0 = _state(hb, D, H, "RNN hidden")
+        if int8:
+            outs = [run_dir(x, d, h0[d], (p.direction == 1) or d == 1) for d in range(D)]
+            y = np.concatenate([o[0] for o in outs], axis=1)
+            yh = np.stack([o[1] for o in outs])
+        else:
+            y, yh = kern(x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :], hidden_size=H, direction=direction)
+            y, yh = y.reshape(x.shape[0], D * H), yh[:, 0]
+        if p.n_tops >= 2:
+            return y, _state_out(yh, hb)
+        return y
+
+    return step
