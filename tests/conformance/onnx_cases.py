@@ -1,7 +1,7 @@
 """The ONNX node suite (regenerated in memory by the pinned onnx package) and our comparison rule.
 
 The rule follows NOTES-onnx.md: floats within rtol 1e-3 / atol 1e-5 with NaNs in the same places,
-sub-16-bit floats (bfloat16, float8, float4) within two units of their precision, integers, bools and
+floats of 16 bits or fewer (float16, bfloat16, float8, float4) within two units of their precision, integers, bools and
 strings exact, shape and dtype exact, sequences and optionals structurally; ops whose output is random
 by nature are compared on shape and dtype only.
 """
@@ -65,9 +65,11 @@ def to_numpy(x):
 def _small_float_kind(dt: np.dtype) -> bool:
     import ml_dtypes
 
+    if dt == np.float16:
+        return True
     try:
         ml_dtypes.finfo(dt)
-        return dt.itemsize < 2 or dt == ml_dtypes.bfloat16
+        return dt.itemsize <= 2
     except Exception:  # noqa: BLE001 - not an ml_dtypes float
         return False
 

@@ -16,11 +16,13 @@ onnx = pytest.importorskip("onnx")
 CASES = sorted(node_cases())
 
 
-def _params():
+def _params() -> list:
+    params = []
     for name in CASES:
         reason = EXPECTED_FAILURES.get(name)
         marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
-        yield pytest.param(name, marks=marks, id=name)
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
 
 
 @pytest.mark.conformance

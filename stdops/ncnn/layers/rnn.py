@@ -15,7 +15,7 @@ import numpy as np
 from scipy import special as _sp
 
 from ...ops import OPS
-from ..spec import P, W, layer
+from ..spec import P, Ref, W, layer
 
 _F32 = np.float32
 
@@ -81,8 +81,15 @@ def _dyn_quant(v: np.ndarray, axis=None) -> tuple[np.ndarray, np.ndarray]:
     """Round-half-away-from-zero int8 quantization with scale 127 / absmax (1 if absmax is 0)."""
     absmax = np.abs(v).max(axis=axis, keepdims=True) if v.size else np.zeros((1,) * v.ndim, _F32)
     scale = np.where(absmax == 0, _F32(1), _F32(127) / np.where(absmax == 0, _F32(1), absmax)).astype(_F32)
-    q = np.clip(np.trunc(v * scale + np.copysign(_F32(0.5), v * scale)), -127, 127)
-    return q.astype(np.int32), scale
+    return _round_int8(v * scale), scale
+
+
+def _round_int8(a: np.ndarray) -> np.ndarray:
+    """round(a) half away from zero, clamped to [-127, 127], as int32."""
+    m = np.abs(a)
+    f = np.floor(m)
+    q = f + (m - f >= 0.5)
+    return np.clip(np.copysign(q, a), -127, 127).astype(np.int32)
 
 
 def _int8_run(x, wxc, scx, wb, whc, sch, h0, c0, reverse, cell_fn, out_fn=None):
@@ -106,16 +113,15 @@ def _int8_run(x, wxc, scx, wb, whc, sch, h0, c0, reverse, cell_fn, out_fn=None):
 # --------------------------------------------------------------------------- LSTM
 
 def _lstm_weights(p):
-    hidden = p.hidden_size if p.hidden_size else p.num_output
-    return _weights(p, 4, 4, hidden, p.num_output != hidden)
+    return _weights(p, 4, 4, p.hidden_size, p.num_output != p.hidden_size)
 
 
-@layer("LSTM", params=_RNN_PARAMS[:3] + [P(3, "hidden_size", 0), P(8, "int8_scale_term", 0)],
+@layer("LSTM", params=_RNN_PARAMS[:3] + [P(3, "hidden_size", Ref("num_output")), P(8, "int8_scale_term", 0)],
        weights=_lstm_weights, inputs=None, outputs=None)
 def lstm(p, w):
     """c = sigmoid(F) * c + sigmoid(I) * tanh(G); h = sigmoid(O) * tanh(c) (times weight_hr when
     hidden_size != num_output); gates = W_xc x + W_hc h + b. Bottoms x[, h0, c0]; tops y[, h, c]."""
-    H = p.hidden_size if p.hidden_size else p.num_output
+    H = p.hidden_size
     O = p.num_output
     D = _dirs(p)
     size = _input_size(p, 4, H)
