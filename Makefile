@@ -26,6 +26,7 @@ conformance: $(STAMP)
 
 bench: $(STAMP)
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/run.py
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_ncnn.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -580,6 +580,19 @@ def toposort(nodes: list, deps: dict) -> list[list]:
     return levels
 
 
+_max_passes = [1_000_000]
+
+
+def max_passes() -> int:
+    return _max_passes[0]
+
+
+def set_max_passes(n: int) -> int:
+    """Passes one trial may take before it is declared non-terminating; returns the old cap."""
+    old, _max_passes[0] = _max_passes[0], int(n)
+    return old
+
+
 class Scheduler:
     """Yields, per consideration set execution, the nodes to run (graph-scheduler's ``run``)."""
 
@@ -623,7 +636,13 @@ class Scheduler:
                 total[ts][n] = 0
         scales = tuple(TimeScale)
         absolute = self.absolute
+        cap, passes = max_passes(), 0
         while not term_esu.satisfied(self, None) and not term_es.satisfied(self, None):
+            passes += 1
+            if passes > cap:
+                raise StdopsError(f"the trial did not terminate after {cap} passes (termination condition "
+                                  f"{self.termination[ESU]!r} never held); raise the cap with "
+                                  f"stdops.mdf.conditions.set_max_passes")
             for ts in (CSE, PASS):
                 for n in total[ts]:
                     total[ts][n] = 0

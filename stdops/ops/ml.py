@@ -670,3 +670,232 @@ def tree_ensemble_classifier(X, /, *, base_values=None, base_values_as_tensor=No
         nodes_modes=nodes_modes, nodes_nodeids=nodes_nodeids, nodes_treeids=nodes_treeids,
         nodes_truenodeids=nodes_truenodeids, nodes_values=nodes_values, nodes_values_as_tensor=nodes_values_as_tensor,
         post_transform=post_transform)(X)
+
+
+# --------------------------------------------------------------------------- linear models and preprocessing
+
+
+def _numeric_2d(x, opname: str) -> np.ndarray:
+    x = _as_array(x)
+    if x.dtype.kind not in "fiu":
+        raise KernelError(f"{opname}: X must be a numeric tensor, got {x.dtype}")
+    if x.ndim == 1:
+        x = x.reshape(1, -1)
+    if x.ndim != 2:
+        raise KernelError(f"{opname}: X must have shape (N, F) or (F,), got {x.shape}")
+    return x
+
+
+def _floats(x: np.ndarray) -> np.ndarray:
+    """Arithmetic type of the ML ops: float64 stays float64, everything else computes in float32."""
+    return x if x.dtype == np.float64 else x.astype(np.float32)
+
+
+def _per_feature(v, f: int, opname: str, name: str, dtype) -> np.ndarray:
+    a = np.asarray(v if v is not None and len(v) else [0.0], dtype).reshape(-1)
+    if a.size not in (1, f):
+        raise KernelError(f"{opname}: {name} has {a.size} values for {f} features (need 1 or {f})")
+    return a
+
+
+@op("onnx-ml:Scaler-1")
+def scaler(X, /, *, offset=None, scale=None):
+    """Y = (X - offset) * scale, offset and scale of length 1 or F (last axis; absent: 0 and 1).
+
+    X float, double, int64 or int32; Y float32 of X's shape.
+    """
+    x = _as_array(X)
+    if x.dtype.kind not in "fiu":
+        raise KernelError(f"Scaler: X must be a numeric tensor, got {x.dtype}")
+    f = x.shape[-1] if x.ndim else 1
+    off = _per_feature(offset, f, "Scaler", "offset", np.float32)
+    sc = _per_feature(scale if scale is not None and len(scale) else [1.0], f, "Scaler", "scale", np.float32)
+    return ((_floats(x) - off) * sc).astype(np.float32)
+
+
+@op("onnx-ml:Normalizer-1")
+def normalizer(X, /, *, norm="MAX"):
+    """Per row of X (N, C) or of X (C,): Y = X / max(X) (MAX), X / sum|X| (L1), X / sqrt(sum X^2)
+    (L2); a row whose divisor is 0 is returned unchanged. Y float32 of X's shape."""
+    x = _as_array(X)
+    if x.dtype.kind not in "fiu" or x.ndim not in (1, 2):
+        raise KernelError(f"Normalizer: X must be a numeric (N, C) or (C,) tensor, got {x.dtype} {x.shape}")
+    xf = _floats(x)
+    mode = str(norm).upper()
+    if mode == "MAX":
+        d = xf.max(axis=-1, keepdims=True) if x.shape[-1] else np.ones(x.shape[:-1] + (1,), xf.dtype)
+    elif mode == "L1":
+        d = np.abs(xf).sum(axis=-1, keepdims=True)
+    elif mode == "L2":
+        d = np.sqrt((xf * xf).sum(axis=-1, keepdims=True))
+    else:
+        raise KernelError(f"Normalizer: norm must be MAX, L1 or L2, got {norm!r}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.where(d == 0, xf, xf / np.where(d == 0, 1, d))
+    return y.astype(np.float32)
+
+
+def _linear_scores(x: np.ndarray, coefficients, intercepts, rows: int | None, opname: str) -> np.ndarray:
+    """X (N, F) @ W^T + b with W the coefficients as (rows, F) (rows inferred when None)."""
+    w = np.asarray(coefficients if coefficients is not None else [], np.float64).reshape(-1)
+    f = x.shape[1]
+    if rows is None:
+        if f == 0 or w.size % f:
+            raise KernelError(f"{opname}: {w.size} coefficients do not split into rows of {f} features")
+        rows = w.size // f
+    if w.size != rows * f:
+        raise KernelError(f"{opname}: expected {rows} x {f} coefficients, got {w.size}")
+    xf = _floats(x)
+    s = xf @ w.reshape(rows, f).T.astype(xf.dtype)
+    if intercepts is not None and len(intercepts):
+        b = np.asarray(intercepts, xf.dtype).reshape(-1)
+        if b.size not in (1, rows):
+            raise KernelError(f"{opname}: {b.size} intercepts for {rows} outputs")
+        s = s + b
+    return s
+
+
+@op("onnx-ml:LinearRegressor-1")
+def linear_regressor(X, /, *, coefficients=None, intercepts=None, post_transform="NONE", targets=1):
+    """Y = post_transform(X W^T + intercepts), W = coefficients as (targets, F).
+
+    X (N, F) or (F,) numeric; Y (N, targets) float32.
+    """
+    x = _numeric_2d(X, "LinearRegressor")
+    t = _enum(post_transform, TRANSFORMS, "LinearRegressor", "post_transform")
+    s = _linear_scores(x, coefficients, intercepts, int(targets), "LinearRegressor").astype(np.float32)
+    return post_transform_scores(s, t).astype(np.float32, copy=False)
+
+
+@op("onnx-ml:LinearClassifier-1")
+def linear_classifier(X, /, *, classlabels_ints=None, classlabels_strings=None, coefficients, intercepts=None,
+                      multi_class=0, post_transform="NONE"):
+    """Z = post_transform(X W^T + intercepts), W = coefficients as (E, F); Y = labels[argmax Z].
+
+    With two labels and one row of coefficients the score s is the second class's: Z =
+    post_transform((-s, s)). With one row and one label (or none), Y = label (1) where the score
+    is >= 0 (NONE) / 0.5 (other transforms), else 0 (the empty string). multi_class is not used.
+    X (N, F) or (F,) numeric; Y (N,) int64 or strings; Z (N, E) float32.
+    """
+    x = _numeric_2d(X, "LinearClassifier")
+    t = _enum(post_transform, TRANSFORMS, "LinearClassifier", "post_transform")
+    if classlabels_ints is not None and classlabels_strings is not None:
+        raise KernelError("LinearClassifier: only one of classlabels_ints and classlabels_strings may be given")
+    labels = (np.asarray(classlabels_strings, dtype=object) if classlabels_strings is not None
+              else np.asarray(classlabels_ints if classlabels_ints is not None else [], np.int64))
+    s = _linear_scores(x, coefficients, intercepts, None, "LinearClassifier").astype(np.float32)
+    if s.shape[1] == 1 and labels.size == 2:
+        s = np.concatenate([-s, s], axis=1)
+    z = post_transform_scores(s, t).astype(np.float32, copy=False)
+    if z.shape[1] > 1:
+        if labels.size != z.shape[1]:
+            raise KernelError(f"LinearClassifier: {labels.size} class labels for {z.shape[1]} score columns")
+        return labels[np.argmax(z, axis=1)] if z.shape[0] else labels[:0], z
+    hit = z[:, 0] >= (0.0 if t == 0 else 0.5)
+    if labels.dtype == object:
+        lab = labels[0] if labels.size else ""
+        return np.where(hit, lab, "").astype(object), z
+    return np.where(hit, labels[0] if labels.size else 1, 0).astype(np.int64), z
+
+
+@op("onnx-ml:Imputer-1")
+def imputer(X, /, *, imputed_value_floats=None, imputed_value_int64s=None, replaced_value_float=0.0,
+            replaced_value_int64=0):
+    """Y = X with every element equal to the replaced value (NaN matches NaN) set to the imputed
+    value of its feature (one value, or one per feature of the last axis). Shape and dtype of X."""
+    x = _as_array(X)
+    if x.dtype.kind == "f":
+        vals, rep = imputed_value_floats, float(replaced_value_float)
+    elif x.dtype.kind in "iu":
+        vals, rep = imputed_value_int64s, int(replaced_value_int64)
+    else:
+        raise KernelError(f"Imputer: X must be a numeric tensor, got {x.dtype}")
+    if vals is None or len(vals) == 0:
+        raise KernelError(f"Imputer: imputed_value_{'floats' if x.dtype.kind == 'f' else 'int64s'} is needed for "
+                          f"{x.dtype} input")
+    f = x.shape[-1] if x.ndim else 1
+    v = _per_feature(vals, f, "Imputer", "the imputed values", x.dtype)
+    hit = np.isnan(x) if (x.dtype.kind == "f" and np.isnan(rep)) else (x == rep)
+    return np.where(hit, v, x).astype(x.dtype, copy=False)
+
+
+@op("onnx-ml:FeatureVectorizer-1")
+def feature_vectorizer(*X, inputdimensions=None):
+    """Y = the inputs side by side: each (N, C_i) (a 1-D input is (1, C)) cut or zero-padded to
+    inputdimensions[i] columns, concatenated along axis 1. Y float32."""
+    if not X:
+        raise KernelError("FeatureVectorizer needs at least one input")
+    dims = list(inputdimensions) if inputdimensions is not None else [None] * len(X)
+    if len(dims) != len(X):
+        raise KernelError(f"FeatureVectorizer: {len(dims)} inputdimensions for {len(X)} inputs")
+    parts = []
+    for a, d in zip(X, dims):
+        a = _as_array(a)
+        if a.dtype.kind not in "fiu" or a.ndim not in (1, 2):
+            raise KernelError(f"FeatureVectorizer: inputs must be numeric (N, C) or (C,), got {a.dtype} {a.shape}")
+        a = a.reshape(1, -1) if a.ndim == 1 else a
+        d = a.shape[1] if d is None else int(d)
+        b = np.zeros((a.shape[0], d), np.float32)
+        b[:, :min(d, a.shape[1])] = a[:, :d]
+        parts.append(b)
+    n = {p.shape[0] for p in parts}
+    if len(n) != 1:
+        raise KernelError(f"FeatureVectorizer: inputs have different batch sizes {sorted(n)}")
+    return np.concatenate(parts, axis=1)
+
+
+@op("onnx-ml:CategoryMapper-1")
+def category_mapper(X, /, *, cats_int64s=None, cats_strings=None, default_int64=-1, default_string="_Unused"):
+    """Strings -> the integer paired with them in (cats_strings, cats_int64s) (default_int64 when
+    absent); integers -> the paired string (default_string). Y has X's shape."""
+    ints, strs = tuple(cats_int64s or ()), tuple(cats_strings or ())
+    if len(ints) != len(strs):
+        raise KernelError(f"CategoryMapper: {len(ints)} cats_int64s but {len(strs)} cats_strings")
+    x = _as_array(X)
+    if x.dtype.kind in "OUS":
+        return label_encoder_prepare(keys_strings=strs, values_int64s=ints, default_int64=default_int64)(x)
+    if x.dtype.kind in "iu":
+        return label_encoder_prepare(keys_int64s=ints, values_strings=strs, default_string=default_string)(x)
+    raise KernelError(f"CategoryMapper: X must be strings or int64, got {x.dtype}")
+
+
+@op("onnx-ml:OneHotEncoder-1")
+def one_hot_encoder(X, /, *, cats_int64s=None, cats_strings=None, zeros=1):
+    """Y[..., j] = 1 where X equals category j, else 0 (numbers are truncated to int64 and looked up
+    in cats_int64s, strings in cats_strings); with zeros=0 a value in no category is an error.
+    Y float32 of shape X.shape + (number of categories,)."""
+    x = _as_array(X)
+    if (cats_int64s is None) == (cats_strings is None):
+        raise KernelError("OneHotEncoder: exactly one of cats_int64s and cats_strings must be given")
+    if x.dtype.kind in "OUS":
+        if cats_strings is None:
+            raise KernelError("OneHotEncoder: string input needs cats_strings")
+        cats = np.asarray([str(c) for c in cats_strings], dtype=object)
+        xs = _str_array(x)
+        key = _str_array(cats)
+    elif x.dtype.kind in "fiu":
+        if cats_int64s is None:
+            raise KernelError("OneHotEncoder: numeric input needs cats_int64s")
+        key = np.asarray(cats_int64s, np.int64)
+        xs = x.astype(np.int64) if x.dtype.kind != "f" else np.where(np.isfinite(x), x, -2**62).astype(np.int64)
+    else:
+        raise KernelError(f"OneHotEncoder: unsupported input dtype {x.dtype}")
+    y = (xs[..., None] == key.reshape((1,) * xs.ndim + (-1,))).astype(np.float32)
+    if not int(zeros) and x.size and not y.any(axis=-1).all():
+        raise KernelError("OneHotEncoder: an input value is in no category (zeros=0)")
+    return y
+
+
+@op("onnx-ml:ZipMap-1")
+def zip_map(X, /, *, classlabels_int64s=None, classlabels_strings=None):
+    """Z = [{label_j: X[n, j]} for each row n]: a sequence of maps (Python dicts) from the class
+    labels to the row's float32 values. X (N, E) float32, E = number of labels."""
+    if (classlabels_int64s is None) == (classlabels_strings is None):
+        raise KernelError("ZipMap: exactly one of classlabels_int64s and classlabels_strings must be given")
+    labels = list(classlabels_strings) if classlabels_strings is not None else [int(v) for v in classlabels_int64s]
+    x = _as_array(X)
+    x = x.reshape(1, -1) if x.ndim == 1 else x
+    if x.ndim != 2 or x.shape[1] != len(labels):
+        raise KernelError(f"ZipMap: X must have shape (N, {len(labels)}), got {x.shape}")
+    rows = x.astype(np.float32).tolist()  # one dict per row: the output type is a sequence of maps
+    return [dict(zip(labels, r)) for r in rows]

@@ -26,9 +26,9 @@ def _conv_prepared_weight(ctx):
         return fn  # the kernel reports the problem when the node runs
     wdt = w.dtype
 
-    def conv_prepared(x, w_=None, b=None):
-        if x.dtype != wdt or (w_ is not None and w_ is not w and w_.shape != w.shape):
-            return fn(x, w_, b)  # an overridden or mismatched W: the plain kernel decides
+    def conv_prepared(x, w_, b=None):
+        if w_ is not w or x.dtype != wdt:
+            return fn(x, w_, b)  # W overridden by a feed, or a dtype mismatch: the plain kernel decides
         y = conv_forward(x, cw, b, **attrs)
         return y if y.dtype == wdt else y.astype(wdt)
 

@@ -11,7 +11,7 @@ from ..opset import adapter
 def _max_pool_outputs(ctx):
     """A MaxPool node without the Indices output skips computing them."""
     fn = ctx.bind()  # validates the attributes
-    if ctx.n_outputs >= 2 and len(ctx.input_present) >= 1:
+    if ctx.n_outputs >= 2:
         return fn
     return functools.partial(max_pool_values, **ctx.attrs)
 
