@@ -113,11 +113,17 @@ def conv_transpose(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1,
     kp = prod(kernel)
     Cg = C // group
     # cols[n, g, (m, k), i] = sum_c W[c, m, k] X[n, c, i]: one GEMM per group (and sample)
-    wt = np.ascontiguousarray(w.astype(dt, copy=False).reshape(group, Cg, Mg * kp).transpose(0, 2, 1))
+    wt = w.astype(dt, copy=False).reshape(group, Cg, Mg * kp).transpose(0, 2, 1)  # BLAS reads it transposed
     xg = x.astype(dt, copy=False).reshape(N, group, Cg, prod(in_sp))
     cols = np.matmul(wt, xg)  # (N, g, Mg*kp, P)
     cols = cols.reshape((N, M) + kernel + tuple(in_sp))
-    yfull = _scatter_taps(cols, full, kernel, strides, dilations, in_sp)
+    if tuple(strides) == kernel and all(d == 1 for d in dilations):  # the taps tile the output exactly
+        yfull = np.empty((N, M) + full, cols.dtype)
+        for tap in np.ndindex(*kernel):
+            yfull[(Ellipsis,) + tuple(slice(t, None, s) for t, s in zip(tap, strides))] = \
+                cols[(slice(None), slice(None)) + tap]
+    else:
+        yfull = _scatter_taps(cols, full, kernel, strides, dilations, in_sp)
     y = _place(yfull, begin, out)
     if b is not None:
         y += b.astype(dt).reshape((M,) + (1,) * n)

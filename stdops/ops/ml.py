@@ -772,9 +772,11 @@ def linear_classifier(X, /, *, classlabels_ints=None, classlabels_strings=None, 
                       multi_class=0, post_transform="NONE"):
     """Z = post_transform(X W^T + intercepts), W = coefficients as (E, F); Y = labels[argmax Z].
 
-    With two labels and one row of coefficients the score s is the second class's: Z =
-    post_transform((-s, s)). With one row and one label (or none), Y = label (1) where the score
-    is >= 0 (NONE) / 0.5 (other transforms), else 0 (the empty string). multi_class is not used.
+    With two labels and one row of coefficients the score s is the second class's: p = s
+    (LOGISTIC: sigmoid(s), PROBIT: probit(s); a softmax of one score is skipped), Z = (1 - p, p),
+    Y = the second label where p > 0 (LOGISTIC: p > 0.5). With one row and one label (or none),
+    Y = label (1) where the score is >= 0 (NONE) / 0.5 (other transforms), else 0 (the empty
+    string). multi_class is not used (as in onnxruntime).
     X (N, F) or (F,) numeric; Y (N,) int64 or strings; Z (N, E) float32.
     """
     x = _numeric_2d(X, "LinearClassifier")
@@ -784,8 +786,10 @@ def linear_classifier(X, /, *, classlabels_ints=None, classlabels_strings=None, 
     labels = (np.asarray(classlabels_strings, dtype=object) if classlabels_strings is not None
               else np.asarray(classlabels_ints if classlabels_ints is not None else [], np.int64))
     s = _linear_scores(x, coefficients, intercepts, None, "LinearClassifier").astype(np.float32)
-    if s.shape[1] == 1 and labels.size == 2:
-        s = np.concatenate([-s, s], axis=1)
+    if s.shape[1] == 1 and labels.size == 2:  # binary: one score, the second class's
+        p = post_transform_scores(s, t) if t in (2, 4) else s  # softmax of one score is skipped
+        hit = p[:, 0] > (0.5 if t == 2 else 0.0)
+        return labels[hit.astype(np.int64)], np.concatenate([1 - p, p], axis=1).astype(np.float32)
     z = post_transform_scores(s, t).astype(np.float32, copy=False)
     if z.shape[1] > 1:
         if labels.size != z.shape[1]:

@@ -1,0 +1,445 @@
+"""ncnn convolution layers (ncnn-operators.txt): Convolution, Convolution1D, Convolution3D,
+ConvolutionDepthWise, ConvolutionDepthWise1D, ConvolutionDepthWise3D, Deconvolution*,
+DeconvolutionDepthWise*, DeformableConv2D, on the shared Conv / ConvTranspose / DeformConv kernels.
+
+Layout: a 1D layer takes (C, W), a 2D layer (C, H, W), a 3D layer (C, D, H, W); the kernels get the
+blob with a batch axis of 1. ncnn stores convolution weights as (M, C/group, *k) - ONNX's layout - and
+deconvolution weights as (group, M/group, C/group, *k), transposed here once to ONNX's (C, M/group, *k).
+Params list spatial values innermost first (w, h, d); the kernels want them outermost first (d, h, w).
+
+Padding: any pad > 0 pads explicitly (convolution: with ``pad_value``); every pad -233 / -234 is
+SAME_UPPER / SAME_LOWER with ncnn's rule (total = extent + (size - 1) // stride * stride - size, the odd
+one at the end / the beginning). Deconvolution crops its full output by the pads, or to
+``output_w/h/d`` with -233 / -234 deciding where the odd one goes.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from ...errors import KernelError
+from ...ops import OPS
+from ...ops.conv import conv_forward, prepare_conv_weight
+from ..activation import fused_activation
+from ..spec import P, Ref, W, layer
+from .quant import dequant_scales, float2int8, int8_input, quantize_rows
+
+_AXES = ("w", "h", "d")  # innermost first
+
+
+# ----------------------------------------------------------------------------- param tables
+def _conv_params(nd: int, depthwise: bool, deconv: bool, int8: bool, dynamic: bool) -> list[P]:
+    """The param table of one variant, in ncnn's load order (Refs point at params declared earlier)."""
+    ps = [P(0, "num_output", 0), P(1, "kernel_w", 0), P(2, "dilation_w", 1), P(3, "stride_w", 1),
+          P(4, "pad_left", 0), P(5, "bias_term", 0), P(6, "weight_data_size", 0)]
+    if depthwise:
+        ps.append(P(7, "group", 1))
+    if int8:
+        ps.append(P(8, "int8_scale_term", 0))
+    ps += [P(9, "activation_type", 0), P(10, "activation_params", (), kind="floats")]
+    if nd >= 2:
+        ps += [P(11, "kernel_h", Ref("kernel_w")), P(12, "dilation_h", Ref("dilation_w")),
+               P(13, "stride_h", Ref("stride_w")), P(14, "pad_top", Ref("pad_left"))]
+    ps.append(P(15, "pad_right", Ref("pad_left")))
+    if nd >= 2:
+        ps.append(P(16, "pad_bottom", Ref("pad_top")))
+    if nd == 3:
+        ps += [P(21, "kernel_d", Ref("kernel_w")), P(22, "dilation_d", Ref("dilation_w")),
+               P(23, "stride_d", Ref("stride_w")), P(24, "pad_front", Ref("pad_left")),
+               P(17, "pad_behind", Ref("pad_front"))]
+    if deconv:
+        ps.append(P(18, "output_pad_right", 0))
+        if nd >= 2:
+            ps.append(P(19, "output_pad_bottom", Ref("output_pad_right")))
+        if nd == 3:
+            ps += [P(20, "output_pad_behind", Ref("output_pad_right")), P(25, "output_w", 0),
+                   P(26, "output_h", Ref("output_w")), P(27, "output_d", Ref("output_w"))]
+        else:
+            ps.append(P(20, "output_w", 0))
+            if nd == 2:
+                ps.append(P(21, "output_h", Ref("output_w")))
+        if dynamic:
+            ps.append(P(28, "dynamic_weight", 0))
+    else:
+        ps.append(P(18, "pad_value", 0.0))
+        if dynamic:
+            ps.append(P(19, "dynamic_weight", 0))
+    return ps
+
+
+def _conv_weights(depthwise: bool) -> Callable:
+    def weights(p):
+        if getattr(p, "dynamic_weight", 0):
+            return []
+        ws = [W("weight_data", p.weight_data_size, tagged=True)]
+        if p.bias_term:
+            ws.append(W("bias_data", p.num_output))
+        term = getattr(p, "int8_scale_term", 0)
+        if term:
+            if depthwise:
+                n = 1 if term in (2, 102) else p.group
+            else:
+                n = p.num_output
+            ws += [W("weight_data_int8_scales", n), W("bottom_blob_int8_scales", 1)]
+            if term > 100:
+                ws.append(W("top_blob_int8_scales", 1))
+        return ws
+
+    return weights
+
+
+# ----------------------------------------------------------------------------- geometry helpers
+def _spatial(p, stem: str, nd: int) -> tuple[int, ...]:
+    """A per-axis param (kernel/dilation/stride) outermost first: (d, h, w)[-nd:]."""
+    return tuple(int(getattr(p, f"{stem}_{a}")) for a in reversed(_AXES[:nd]))
+
+
+def _pads(p, nd: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(begin, end) pads outermost first."""
+    names = [("pad_left", "pad_right"), ("pad_top", "pad_bottom"), ("pad_front", "pad_behind")][:nd]
+    begin = tuple(int(getattr(p, b)) for b, _ in reversed(names))
+    end = tuple(int(getattr(p, e)) for _, e in reversed(names))
+    return begin, end
+
+
+def _pad_mode(begin, end, what: str) -> str:
+    """'explicit' (some pad > 0), 'upper' (every pad -233), 'lower' (every pad -234) or 'none'."""
+    allp = tuple(begin) + tuple(end)
+    if any(v > 0 for v in allp):
+        if any(v < 0 for v in allp):
+            raise KernelError(f"{what}: pads {list(allp)} mix positive and negative values")
+        return "explicit"
+    if all(v == -233 for v in allp):
+        return "upper"
+    if all(v == -234 for v in allp):
+        return "lower"
+    return "none"
+
+
+def _same_pads(mode: str, in_sp, kernel, strides, dilations):
+    """ncnn's SAME padding of a convolution input: (begin, end) per axis, outermost first."""
+    begin, end = [], []
+    for i, k, s, d in zip(in_sp, kernel, strides, dilations):
+        ext = d * (k - 1) + 1
+        tot = max(0, ext + (i - 1) // s * s - i)
+        lo = tot // 2 if mode == "upper" else tot - tot // 2
+        begin.append(lo)
+        end.append(tot - lo)
+    return tuple(begin), tuple(end)
+
+
+def _check_rank(x: np.ndarray, nd: int, type_name: str) -> np.ndarray:
+    want = nd + 1
+    if x.ndim == want:
+        return x
+    if x.ndim == want - 1:  # ncnn reads a blob one rank short as a single channel
+        return x[None]
+    raise KernelError(f"{type_name} takes a {want}d blob ({('C', 'D', 'H', 'W')[:1] + ('D', 'H', 'W')[3 - nd:]}), "
+                      f"got shape {x.shape}")
+
+
+def _pad_const(x: np.ndarray, begin, end, value) -> np.ndarray:
+    """x (C, *sp) padded on its spatial axes with a constant, through the shared Pad kernel."""
+    pads = np.array([0, *begin, 0, *end], np.int64)
+    if x.dtype == np.int8:
+        v = np.int8(np.clip(np.trunc(value), -128, 127))
+    else:
+        v = np.asarray(value, dtype=x.dtype)
+    return OPS["pad"].fn(x, pads, v, mode="constant")
+
+
+# ----------------------------------------------------------------------------- convolution
+def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
+    M = int(p.num_output)
+    g = int(getattr(p, "group", 1)) if depthwise else 1
+    kernel = _spatial(p, "kernel", nd)
+    strides = _spatial(p, "stride", nd)
+    dilations = _spatial(p, "dilation", nd)
+    if M <= 0 or g <= 0 or M % g:
+        raise KernelError(f"{type_name}: num_output {M} must be a positive multiple of group {g}")
+    if min(kernel) <= 0 or min(strides) <= 0 or min(dilations) <= 0:
+        raise KernelError(f"{type_name}: kernel {kernel}, stride {strides} and dilation {dilations} must be >= 1")
+    begin, end = _pads(p, nd)
+    mode = _pad_mode(begin, end, type_name)
+    pad_value = float(getattr(p, "pad_value", 0.0))
+    act = fused_activation(p.activation_type, p.activation_params)
+    kp = math.prod(kernel)
+    dynamic = bool(getattr(p, "dynamic_weight", 0))
+    term = int(getattr(p, "int8_scale_term", 0))
+
+    def geometry(xs):
+        """(pre-padded x, pads for the kernel) for one input."""
+        if mode == "explicit":
+            b, e = begin, end
+        elif mode in ("upper", "lower"):
+            b, e = _same_pads(mode, xs.shape[1:], kernel, strides, dilations)
+        else:
+            return xs, ()
+        if pad_value != 0.0 or xs.dtype == np.int8:
+            return _pad_const(xs, b, e, pad_value), ()
+        return xs, list(b) + list(e)
+
+    def check_in(x):
+        xs = _check_rank(x, nd, type_name)
+        return xs
+
+    if dynamic:
+        n_in = 3 if p.bias_term else 2
+        if p.n_bottoms != n_in:
+            raise KernelError(f"{type_name} with dynamic_weight=1 takes {n_in} bottoms (data, weight"
+                              f"{', bias' if p.bias_term else ''}), the layer has {p.n_bottoms}")
+
+        def run_dynamic(x, wt, b=None):
+            xs = check_in(x).astype(np.float32, copy=False)
+            wt = np.asarray(wt, np.float32)
+            if wt.ndim < nd + 1 or wt.size == 0:
+                raise KernelError(f"{type_name}: weight blob of shape {wt.shape} is not (M, C/group, *kernel)")
+            kern = tuple(int(k) for k in wt.shape[-nd:])
+            Mw = wt.shape[0]
+            wk = wt.reshape((Mw, wt.size // (Mw * math.prod(kern))) + kern)
+            xs2, pads = _dyn_geometry(xs, kern)
+            bias = None if b is None else np.asarray(b, np.float32).reshape(-1)
+            y = OPS["conv"].fn(xs2[None], wk, bias, group=g, strides=strides, dilations=dilations, pads=pads)[0]
+            return act(y) if act is not None else y
+
+        return run_dynamic
+
+    if p.n_bottoms != 1:
+        raise KernelError(f"{type_name} takes 1 bottom, the layer has {p.n_bottoms}")
+    wd = w["weight_data"]
+    size = wd.size
+    if size % (M * kp):
+        raise KernelError(f"{type_name}: weight_data_size {size} is not num_output {M} x kernel {kp} x channels")
+    Cg = size // (M * kp)
+    if Cg == 0:
+        raise KernelError(f"{type_name}: weight_data_size {size} is too small")
+    # ncnn stores (M, C/group, *k) (by group: (group, M/group, C/group, *k), the same order)
+    wshape = (M, Cg) + kernel
+    bias = w.get("bias_data")
+    bias = None if bias is None else bias.astype(np.float32)
+
+    if wd.dtype == np.int8 and not term:
+        raise KernelError(f"{type_name}: int8 weights need int8_scale_term")
+    if term:
+        return _build_conv_int8(p, w, wd, wshape, g, bias, strides, dilations, geometry, check_in, act, term,
+                                depthwise, type_name)
+
+    wf = wd.astype(np.float32, copy=False).reshape(wshape)
+    cw = prepare_conv_weight(wf, g, strides, dilations)
+    # ncnn's old compatibility path: a flat blob through a 1x1 convolution is an InnerProduct
+    w2d = wf.reshape(M, -1) if (nd == 2 and kp == 1 and g == 1) else None
+
+    def run(x):
+        if x.ndim == 1 and w2d is not None and x.size == w2d.shape[1]:
+            y = OPS["gemm"].fn(x.astype(np.float32, copy=False)[None], w2d, bias, transB=1)[0]
+            return act(y) if act is not None else y
+        xs = check_in(x).astype(np.float32, copy=False)
+        if xs.shape[0] != Cg * g:
+            raise KernelError(f"{type_name}: input has {xs.shape[0]} channels, the weights expect {Cg * g}")
+        xs, pads = geometry(xs)
+        y = conv_forward(xs[None], cw, bias, strides=strides, dilations=dilations, pads=pads)[0]
+        return act(y) if act is not None else y
+
+    return run
+
+
+def _build_conv_int8(p, w, wd, wshape, g, bias, strides, dilations, geometry, check_in, act, term, depthwise,
+                     type_name):
+    """int8 convolution: the input quantized with the bottom scale, int32 accumulation (the shared
+    ConvInteger kernel), dequantized per output channel (1 / (bottom_scale * weight_scale)), bias,
+    activation, and for int8_scale_term > 100 requantized to int8 with the top scale."""
+    M = wshape[0]
+    wscales = w["weight_data_int8_scales"].astype(np.float32)
+    bscale = np.float32(w["bottom_blob_int8_scales"][0])
+    if depthwise:
+        per_group = np.broadcast_to(wscales, (g,)) if wscales.size == 1 else wscales
+        per_out = np.repeat(per_group, M // g)
+    else:
+        per_group = None
+        per_out = wscales
+    if wd.dtype == np.int8:
+        w8 = wd.reshape(wshape)
+    elif depthwise:
+        w8 = quantize_rows(wd.astype(np.float32).reshape(g, -1), per_group).reshape(wshape)
+    else:
+        w8 = quantize_rows(wd.astype(np.float32).reshape(M, -1), per_out).reshape(wshape)
+    descale = dequant_scales(per_out, bscale).reshape(M, *(1,) * (len(wshape) - 2))
+    top = np.float32(w["top_blob_int8_scales"][0]) if term > 100 else None
+    conv_int = OPS["conv_integer"].fn
+    Cg = wshape[1]
+
+    def run(x):
+        xs = check_in(x)
+        if xs.shape[0] != Cg * g:
+            raise KernelError(f"{type_name}: input has {xs.shape[0]} channels, the weights expect {Cg * g}")
+        x8 = int8_input(xs, bscale)
+        x8, pads = geometry(x8)
+        acc = conv_int(x8[None], w8, group=g, strides=strides, dilations=dilations, pads=pads)[0]
+        y = acc.astype(np.float32) * descale
+        if bias is not None:
+            y = y + bias.reshape(descale.shape)
+        y = y.astype(np.float32, copy=False)
+        if act is not None:
+            y = act(y)
+        if top is not None:
+            return float2int8(y * top)
+        return y
+
+    return run
+
+
+# ----------------------------------------------------------------------------- deconvolution
+def _build_deconv(p, w, nd: int, depthwise: bool, type_name: str):
+    M = int(p.num_output)
+    g = int(getattr(p, "group", 1)) if depthwise else 1
+    kernel = _spatial(p, "kernel", nd)
+    strides = _spatial(p, "stride", nd)
+    dilations = _spatial(p, "dilation", nd)
+    if M <= 0 or g <= 0 or M % g:
+        raise KernelError(f"{type_name}: num_output {M} must be a positive multiple of group {g}")
+    if min(kernel) <= 0 or min(strides) <= 0 or min(dilations) <= 0:
+        raise KernelError(f"{type_name}: kernel {kernel}, stride {strides} and dilation {dilations} must be >= 1")
+    begin, end = _pads(p, nd)
+    allp = begin + end
+    opad_names = ["output_pad_right", "output_pad_bottom", "output_pad_behind"][:nd]
+    opad = tuple(int(getattr(p, n)) for n in reversed(opad_names))
+    out_names = ["output_w", "output_h", "output_d"][:nd]
+    outsz = tuple(int(getattr(p, n)) for n in reversed(out_names))
+    act = fused_activation(p.activation_type, p.activation_params)
+    if min(opad) < 0:
+        raise KernelError(f"{type_name}: output pads {list(opad)} must be >= 0")
+    kw: dict = dict(group=g, strides=strides, dilations=dilations, output_padding=opad)
+    if any(v > 0 for v in allp):
+        if any(v < 0 for v in allp):
+            raise KernelError(f"{type_name}: pads {list(allp)} mix positive and negative values")
+        kw["pads"] = list(begin) + list(end)
+    elif all(v > 0 for v in outsz):
+        if any(v == -233 for v in allp):
+            kw.update(output_shape=outsz, auto_pad="SAME_UPPER")
+        elif any(v == -234 for v in allp):
+            kw.update(output_shape=outsz, auto_pad="SAME_LOWER")
+        else:
+            raise KernelError(f"{type_name}: output_w/h/d {list(outsz)} need pads -233 (SAME_UPPER) or "
+                              "-234 (SAME_LOWER)")
+    deconv = OPS["conv_transpose"].fn
+
+    def finish(y):
+        return act(y) if act is not None else y
+
+    if getattr(p, "dynamic_weight", 0):
+        n_in = 3 if p.bias_term else 2
+        if p.n_bottoms != n_in:
+            raise KernelError(f"{type_name} with dynamic_weight=1 takes {n_in} bottoms (data, weight"
+                              f"{', bias' if p.bias_term else ''}), the layer has {p.n_bottoms}")
+
+        def run_dynamic(x, wt, b=None):
+            xs = _check_rank(x, nd, type_name).astype(np.float32, copy=False)
+            wt = np.asarray(wt, np.float32)
+            if wt.ndim != nd + 2:
+                raise KernelError(f"{type_name}: weight blob of shape {wt.shape} is not (C, M/group, *kernel)")
+            bias = None if b is None else np.asarray(b, np.float32).reshape(-1)
+            return finish(deconv(xs[None], wt, bias, **kw)[0])
+
+        return run_dynamic
+
+    if p.n_bottoms != 1:
+        raise KernelError(f"{type_name} takes 1 bottom, the layer has {p.n_bottoms}")
+    kp = math.prod(kernel)
+    wd = w["weight_data"]
+    size = wd.size
+    if size % (M * kp) or size == 0:
+        raise KernelError(f"{type_name}: weight_data_size {size} is not num_output {M} x kernel {kp} x channels")
+    Cg = size // (M * kp)
+    Mg = M // g
+    # (group, M/group, C/group, *k) -> (C, M/group, *k)
+    wt = np.ascontiguousarray(wd.astype(np.float32).reshape((g, Mg, Cg) + kernel).swapaxes(1, 2)
+                              .reshape((g * Cg, Mg) + kernel))
+    bias = w.get("bias_data")
+    bias = None if bias is None else bias.astype(np.float32)
+
+    def run(x):
+        xs = _check_rank(x, nd, type_name).astype(np.float32, copy=False)
+        if xs.shape[0] != g * Cg:
+            raise KernelError(f"{type_name}: input has {xs.shape[0]} channels, the weights expect {g * Cg}")
+        return finish(deconv(xs[None], wt, bias, **kw)[0])
+
+    return run
+
+
+# ----------------------------------------------------------------------------- declarations
+def _declare(type_name: str, nd: int, depthwise: bool, deconv: bool, int8: bool, dynamic: bool) -> None:
+    params = _conv_params(nd, depthwise, deconv, int8, dynamic)
+    builder = _build_deconv if deconv else _build_conv
+
+    def build(p, w):
+        return builder(p, w, nd, depthwise, type_name)
+
+    kind = ("deconvolution" if deconv else "convolution") + (" by group" if depthwise else "")
+    build.__doc__ = (f"{nd}D {kind} (+ bias, fused activation) on the shared "
+                     f"{'ConvTranspose' if deconv else 'Conv'} kernel"
+                     + ("; weight (and bias) as bottoms when dynamic_weight=1" if dynamic else "")
+                     + ("; int8 with int8_scale_term" if int8 else "") + ".")
+    layer(type_name, params=params, weights=_conv_weights(depthwise), inputs=None if dynamic else 1)(build)
+
+
+for _name, _nd, _dw, _de, _i8, _dyn in [
+    ("Convolution", 2, False, False, True, True),
+    ("Convolution1D", 1, False, False, False, True),
+    ("Convolution3D", 3, False, False, False, False),
+    ("ConvolutionDepthWise", 2, True, False, True, True),
+    ("ConvolutionDepthWise1D", 1, True, False, False, True),
+    ("ConvolutionDepthWise3D", 3, True, False, False, False),
+    ("Deconvolution", 2, False, True, False, True),
+    ("Deconvolution1D", 1, False, True, False, True),
+    ("Deconvolution3D", 3, False, True, False, False),
+    ("DeconvolutionDepthWise", 2, True, True, False, True),
+    ("DeconvolutionDepthWise1D", 1, True, True, False, True),
+    ("DeconvolutionDepthWise3D", 3, True, True, False, False),
+]:
+    _declare(_name, _nd, _dw, _de, _i8, _dyn)
+
+
+@layer("DeformableConv2D",
+       params=[P(0, "num_output", 0), P(1, "kernel_w", 0), P(2, "dilation_w", 1), P(3, "stride_w", 1),
+               P(4, "pad_left", 0), P(5, "bias_term", 0), P(6, "weight_data_size", 0), P(9, "activation_type", 0),
+               P(10, "activation_params", (), kind="floats"), P(11, "kernel_h", Ref("kernel_w")),
+               P(12, "dilation_h", Ref("dilation_w")), P(13, "stride_h", Ref("stride_w")),
+               P(14, "pad_top", Ref("pad_left")), P(15, "pad_right", Ref("pad_left")),
+               P(16, "pad_bottom", Ref("pad_top"))],
+       weights=lambda p: [W("weight_data", p.weight_data_size, tagged=True),
+                          *([W("bias_data", p.num_output)] if p.bias_term else [])],
+       inputs=None)
+def deformable_conv2d(p, w):
+    """Deformable 2D convolution (one offset group; offset (2*kh*kw, OH, OW) as (dy, dx) per tap, optional
+    mask (kh*kw, OH, OW) as a third bottom; samples outside the input read 0) on the shared DeformConv
+    kernel, + bias, fused activation."""
+    M = int(p.num_output)
+    kernel = (int(p.kernel_h), int(p.kernel_w))
+    strides = (int(p.stride_h), int(p.stride_w))
+    dilations = (int(p.dilation_h), int(p.dilation_w))
+    pads = [int(p.pad_top), int(p.pad_left), int(p.pad_bottom), int(p.pad_right)]
+    if M <= 0 or min(kernel) <= 0 or min(strides) <= 0 or min(dilations) <= 0 or min(pads) < 0:
+        raise KernelError(f"DeformableConv2D: bad num_output {M} / kernel {kernel} / stride {strides} / "
+                          f"dilation {dilations} / pads {pads}")
+    if p.n_bottoms not in (2, 3):
+        raise KernelError(f"DeformableConv2D takes 2 or 3 bottoms (data, offset[, mask]), the layer has "
+                          f"{p.n_bottoms}")
+    kp = kernel[0] * kernel[1]
+    wd = w["weight_data"]
+    if wd.size % (M * kp) or wd.size == 0:
+        raise KernelError(f"DeformableConv2D: weight_data_size {wd.size} is not num_output {M} x {kp} x channels")
+    wf = wd.astype(np.float32).reshape((M, wd.size // (M * kp)) + kernel)
+    bias = w.get("bias_data")
+    act = fused_activation(p.activation_type, p.activation_params)
+    fn = OPS["deform_conv"].fn
+
+    def run(x, offset, mask=None):
+        xs = _check_rank(x, 2, "DeformableConv2D").astype(np.float32, copy=False)
+        off = np.asarray(offset, np.float32)[None]
+        m = None if mask is None else np.asarray(mask, np.float32)[None]
+        y = fn(xs[None], wf, off, bias, m, strides=strides, dilations=dilations, pads=pads)[0]
+        return act(y) if act is not None else y
+
+    return run

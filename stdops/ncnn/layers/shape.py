@@ -1,0 +1,582 @@
+"""Shape and data-movement layers (ncnn-operators.txt): Concat, Slice, Crop, Reshape, Flatten, Permute,
+Squeeze, ExpandDims, Tile, Flip, PixelShuffle, Reorg, ShuffleChannel, CopyTo, DeepCopy.
+
+Blobs are numpy arrays in ncnn layout without batch: 1d (w,), 2d (h, w), 3d (c, h, w), 4d (c, d, h, w).
+An ``axis`` param counts over that numpy shape (0 = outermost present dim). ncnn's w/h/d/c names map
+to numpy axes per rank (``_AXIS_OF``). The data movement runs on the shared kernels (concat, split,
+slice_, reshape, transpose, squeeze, unsqueeze, tile, depth_to_space, space_to_depth).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import KernelError
+from ...ops import OPS
+from .. import expr as _expr
+from ..spec import P, layer
+
+_concat = OPS["concat"].fn
+_split = OPS["split"].fn
+_slice = OPS["slice_"].fn
+_reshape = OPS["reshape"].fn
+_transpose = OPS["transpose"].fn
+_squeeze = OPS["squeeze"].fn
+_unsqueeze = OPS["unsqueeze"].fn
+_tile = OPS["tile"].fn
+_d2s = OPS["depth_to_space"].fn
+_s2d = OPS["space_to_depth"].fn
+
+#: ncnn dim name -> numpy axis, per rank
+_AXIS_OF = {1: {"w": 0}, 2: {"h": 0, "w": 1}, 3: {"c": 0, "h": 1, "w": 2}, 4: {"c": 0, "d": 1, "h": 2, "w": 3}}
+
+_INT_MIN = -(2**31)
+
+
+def _rank(x: np.ndarray, what: str, ranks=(1, 2, 3, 4)) -> int:
+    if x.ndim not in ranks:
+        raise KernelError(f"{what}: input of shape {x.shape} has {x.ndim} dims, expected "
+                          + " or ".join(f"{r}d" for r in ranks))
+    return x.ndim
+
+
+def _ncnn_dims(shape) -> dict[str, int]:
+    return _expr.blob_dims(np.empty(tuple(shape), np.uint8))
+
+
+def _crop(x: np.ndarray, offsets: dict[str, int], outs: dict[str, int], what: str) -> np.ndarray:
+    """x[off:off+out] per ncnn dim name. An axis whose out size equals the input's keeps it whole
+    (ncnn then ignores the offset); otherwise the window must lie inside the input."""
+    amap = _AXIS_OF[x.ndim]
+    starts, ends, axes = [], [], []
+    for name, ax in amap.items():
+        n = x.shape[ax]
+        o, k = int(offsets.get(name, 0)), int(outs.get(name, n))
+        if k == n:
+            continue
+        if k <= 0 or o < 0 or o + k > n:
+            raise KernelError(f"{what}: window {name} offset {o} size {k} does not fit the input size {n} "
+                              f"(input shape {x.shape})")
+        starts.append(o)
+        ends.append(o + k)
+        axes.append(ax)
+    if not axes:
+        return x
+    return _slice(x, np.array(starts, np.int64), np.array(ends, np.int64), np.array(axes, np.int64))
+
+
+# ----------------------------------------------------------------------------------------- Concat
+@layer("Concat", params=[P(0, "axis", 0)], inputs=None)
+def concat(p, w):
+    """y = the bottoms joined along ``axis`` (negative counts from the back); same rank bottoms."""
+    axis = p.axis
+
+    def run(*xs):
+        if not xs:
+            raise KernelError("Concat: no bottoms")
+        r = xs[0].ndim
+        if any(x.ndim != r for x in xs):
+            raise KernelError(f"Concat: bottoms of different ranks {[x.shape for x in xs]}")
+        ax = 0 if r == 1 else (axis + r if axis < 0 else axis)
+        if not 0 <= ax < r:
+            raise KernelError(f"Concat: axis {axis} out of range for {r}d bottoms")
+        if len(xs) == 1:
+            return xs[0].copy()
+        return _concat(*xs, axis=ax)
+
+    return run
+
+
+# ------------------------------------------------------------------------------------------ Slice
+@layer("Slice", params=[P(0, "slices", (), "ints"), P(1, "axis", 0), P(2, "indices", (), "ints")], outputs=None)
+def slice_layer(p, w):
+    """Split the bottom along ``axis`` into n_tops parts: sizes from ``slices`` (-233 = an equal share of
+    what is left), or cut points from ``indices`` (negative count from the end; the last part takes the
+    rest). A 1d bottom is always split along w."""
+    n = p.n_tops
+    slices, indices, axis = list(p.slices), list(p.indices), p.axis
+    if indices:
+        if len(indices) < n - 1:
+            raise ValueError(f"Slice has {n} tops but only {len(indices)} indices")
+    else:
+        if len(slices) < n:
+            raise ValueError(f"Slice has {n} tops but {len(slices)} slices")
+        if any(s < 0 and s != -233 for s in slices[:n]):
+            raise ValueError(f"Slice: negative slice size in {slices}")
+
+    def run(x):
+        r = _rank(x, "Slice")
+        ax = 0 if r == 1 else (axis + r if axis < 0 else axis)
+        if not 0 <= ax < r:
+            raise KernelError(f"Slice: axis {axis} out of range for a {r}d bottom")
+        dim = x.shape[ax]
+        sizes, q = [], 0
+        for i in range(n):
+            if indices:
+                if i == n - 1:
+                    s = dim - q
+                else:
+                    k = indices[i]
+                    s = (dim + k if k < 0 else k) - q
+            else:
+                s = slices[i]
+                if s == -233:
+                    s = (dim - q) // (n - i)
+            if s < 0 or q + s > dim:
+                raise KernelError(f"Slice: part {i} of size {s} at {q} does not fit the dim of size {dim} "
+                                  f"(bottom shape {x.shape})")
+            sizes.append(s)
+            q += s
+        if q < dim:
+            sizes.append(dim - q)
+        parts = _split(x, np.array(sizes, np.int64), axis=ax)
+        return tuple(parts[:n])
+
+    return run
+
+
+# ------------------------------------------------------------------------------------------- Crop
+CROP_PARAMS = [
+    P(0, "woffset", 0), P(1, "hoffset", 0), P(13, "doffset", 0), P(2, "coffset", 0),
+    P(3, "outw", 0), P(4, "outh", 0), P(14, "outd", 0), P(5, "outc", 0),
+    P(6, "woffset2", 0), P(7, "hoffset2", 0), P(15, "doffset2", 0), P(8, "coffset2", 0),
+    P(9, "starts", (), "ints"), P(10, "ends", (), "ints"), P(11, "axes", (), "ints"),
+    P(19, "starts_expr", ""), P(20, "ends_expr", ""), P(21, "axes_expr", ""),
+]
+
+
+def _numpy_window(shape, starts, ends, axes, what):
+    """ncnn's starts/ends/axes crop: -233 = open end; a negative start/end counts from the back; an
+    end of 0 means the full dim; ends clamp to the dim."""
+    r = len(shape)
+    if axes:
+        ax = [a + r if a < 0 else a for a in axes]
+    else:
+        ax = list(range(r))
+    if len(starts) < len(ax) or len(ends) < len(ax):
+        raise KernelError(f"{what}: {len(ax)} axes but {len(starts)} starts and {len(ends)} ends")
+    offs, outs = {}, {}
+    names = {v: k for k, v in _AXIS_OF[r].items()}
+    for i, a in enumerate(ax):
+        if r == 1:
+            a = 0
+        if a not in names:
+            continue  # ncnn ignores an axis outside the rank
+        n = shape[a]
+        s, e = starts[i], ends[i]
+        if s == -233:
+            s = 0
+        if e == -233:
+            e = n
+        o = s if s >= 0 else n + s
+        k = min(n, e if e > 0 else n + e) - o
+        offs[names[a]], outs[names[a]] = o, k
+    return offs, outs
+
+
+@layer("Crop", params=CROP_PARAMS, inputs=None)
+def crop(p, w):
+    """y = a window of the bottom. Forms, as ncnn picks them:
+    - ``starts_expr``/``ends_expr`` (+ ``axes_expr``): numpy-style window from expressions over the bottoms;
+    - ``starts``/``ends`` (+ ``axes``): numpy-style window (-233 open, negative from the back);
+    - offsets with ``outw/outh/outd/outc`` (-233 = to the end, minus ``*offset2``);
+    - none of those: a second bottom gives the size (its shape), or, with ``woffset=-233``, its int32
+      contents (woffset, hoffset, [doffset,] coffset, outw, outh, [outd,] outc)."""
+    use_expr = bool(p.starts_expr) and bool(p.ends_expr)
+    numpy_style = (bool(p.starts) and bool(p.ends)) or use_expr
+    ref_form = not numpy_style and all(v == 0 for v in (p.outw, p.outh, p.outd, p.outc, p.woffset2, p.hoffset2,
+                                                          p.doffset2, p.coffset2))
+    exprs = None
+    if p.starts_expr or p.ends_expr or p.axes_expr:
+        exprs = [_expr.parse(t) for t in (p.starts_expr, p.ends_expr, p.axes_expr)]
+    expr_blobs = max((e.n_blobs for e in exprs), default=0) if exprs else 0
+    two = ref_form or expr_blobs > 1
+    if two and p.n_bottoms < 2:
+        if ref_form:
+            raise ValueError("Crop without out sizes, starts/ends or expressions takes its size from a second "
+                             "bottom (reference blob), the layer has 1")
+        raise ValueError(f"Crop expressions read {expr_blobs} bottoms, the layer has {p.n_bottoms}")
+    starts, ends, axes = list(p.starts), list(p.ends), list(p.axes)
+    woff, hoff, doff, coff = p.woffset, p.hoffset, p.doffset, p.coffset
+
+    def window(x, ref):
+        r = x.ndim
+        if use_expr:
+            blobs = [x] + ([ref] if ref is not None else [])
+            st, en, ax = (e.eval(blobs) for e in exprs)
+            return _numpy_window(x.shape, st, en, ax, "Crop")
+        if ref is not None and woff == -233:
+            data = np.ascontiguousarray(ref, np.float32).ravel().view(np.int32)
+            need = {1: 4, 2: 5, 3: 6, 4: 8}[r]
+            if data.size < need:
+                raise KernelError(f"Crop: the reference blob holds {data.size} values, needs {need}")
+            v = [int(t) for t in data[:need]]
+            if r == 4:
+                return dict(w=v[0], h=v[1], d=v[2], c=v[3]), dict(w=v[4], h=v[5], d=v[6], c=v[7])
+            return dict(w=v[0], h=v[1], c=v[2]), dict(w=v[3], h=v[4], c=v[5])
+        if ref is not None:
+            rd = _ncnn_dims(ref.shape)
+            outs = dict(w=rd["w"], h=rd["h"], d=rd["d"])
+            outs["c"] = rd["c"] if ref.ndim == r else x.shape[0]
+            return dict(w=woff, h=hoff, d=doff, c=coff), outs
+        if numpy_style:
+            return _numpy_window(x.shape, starts, ends, axes, "Crop")
+        dims = _ncnn_dims(x.shape)
+        outs = {}
+        for name, off, off2, out in (("w", woff, p.woffset2, p.outw), ("h", hoff, p.hoffset2, p.outh),
+                                     ("d", doff, p.doffset2, p.outd), ("c", coff, p.coffset2, p.outc)):
+            k = dims[name] - off - off2
+            if out != -233:
+                k = min(out, k)
+            outs[name] = k
+        return dict(w=woff, h=hoff, d=doff, c=coff), outs
+
+    def run(x, ref=None):
+        _rank(x, "Crop")
+        offs, outs = window(x, ref if two else None)
+        amap = _AXIS_OF[x.ndim]
+        return _crop(x, {k: v for k, v in offs.items() if k in amap}, {k: v for k, v in outs.items() if k in amap},
+                     "Crop")
+
+    return run
+
+
+# ---------------------------------------------------------------------------------------- Reshape
+@layer("Reshape", params=[P(0, "w", -233), P(1, "h", -233), P(11, "d", -233), P(2, "c", -233),
+                          P(3, "permute", 0), P(6, "shape_expr", ""),
+                          P(12, "input_batch_axis", 233), P(13, "output_batch_axis", 233)], inputs=None)
+def reshape(p, w):
+    """y = the bottom's elements (row-major, ncnn layout) with shape w / (h, w) / (c, h, w) / (c, d, h, w).
+    The rank is how many of w, h, d, c are set (-233 drops a dim), or the number of items of
+    ``shape_expr`` (listed as w, h, d, c); 0 copies the bottom's dim of the same name, -1 takes the rest.
+    The legacy ``permute`` flag (3) is ignored, as in current ncnn."""
+    if p.input_batch_axis != 233 or p.output_batch_axis != 233:
+        raise ValueError("Reshape with batch axes (params 12/13) needs batched blobs, which ncnn layouts here "
+                         "do not have")
+    ex = _expr.parse(p.shape_expr) if p.shape_expr else None
+    if ex is not None:
+        ndim = ex.n_items
+        if ex.n_blobs > p.n_bottoms:
+            raise ValueError(f"Reshape shape_expr reads {ex.n_blobs} bottoms, the layer has {p.n_bottoms}")
+    else:
+        ndim = 4
+        if p.d == -233:
+            ndim = 3
+        if p.c == -233:
+            ndim = 2
+        if p.h == -233:
+            ndim = 1
+        if p.w == -233:
+            ndim = 0
+    if not 1 <= ndim <= 4:
+        raise ValueError(f"Reshape gives no output shape (w={p.w} h={p.h} d={p.d} c={p.c}"
+                         + (f", shape_expr {p.shape_expr!r} has {ndim} items" if ex else "") + ")")
+
+    def run(x, *others):
+        _rank(x, "Reshape")
+        if ex is not None:
+            v = ex.eval([x, *others]) + [1, 1, 1]
+            ow, oh = v[0], v[1] if ndim >= 2 else 1
+            od = v[2] if ndim == 4 else 1
+            oc = v[3] if ndim == 4 else v[2] if ndim == 3 else 1
+        else:
+            ow, oh, od, oc = p.w, p.h, p.d, p.c
+        b = _ncnn_dims(x.shape)
+        total = x.size
+        ow = b["w"] if ow == 0 else ow
+        if ndim >= 2:
+            oh = b["h"] if oh == 0 else oh
+        if ndim >= 3:
+            oc = b["c"] if oc == 0 else oc
+        if ndim == 4:
+            od = b["d"] if od == 0 else od
+
+        def rest(*ds):
+            prod = 1
+            for t in ds:
+                if t == 0:
+                    raise KernelError(f"Reshape: cannot infer -1 next to a 0-sized dim (bottom {x.shape})")
+                prod *= t
+            return int(total / prod) if prod < 0 else total // prod
+
+        if ndim == 1:
+            shape = [total if ow == -1 else ow]
+        elif ndim == 2:
+            ow = rest(oh) if ow == -1 else ow
+            oh = rest(ow) if oh == -1 else oh
+            shape = [oh, ow]
+        elif ndim == 3:
+            ow = rest(oc, oh) if ow == -1 else ow
+            oh = rest(oc, ow) if oh == -1 else oh
+            oc = rest(oh, ow) if oc == -1 else oc
+            shape = [oc, oh, ow]
+        else:
+            ow = rest(oc, od, oh) if ow == -1 else ow
+            oh = rest(oc, od, ow) if oh == -1 else oh
+            od = rest(oc, oh, ow) if od == -1 else od
+            oc = rest(od, oh, ow) if oc == -1 else oc
+            shape = [oc, od, oh, ow]
+        if any(s <= 0 for s in shape) or int(np.prod(shape)) != total:
+            raise KernelError(f"Reshape: cannot reshape a blob of shape {x.shape} ({total} elements) to "
+                              f"{tuple(shape)}")
+        return _reshape(x, np.array(shape, np.int64))
+
+    return run
+
+
+@layer("Flatten")
+def flatten(p, w):
+    """y = the bottom's elements as a 1d blob (row-major over c, d, h, w)."""
+    return lambda x: _reshape(x, np.array([-1], np.int64))
+
+
+# ---------------------------------------------------------------------------------------- Permute
+_PERM3 = ["whc", "hwc", "wch", "cwh", "hcw", "chw"]
+_PERM4 = ["whdc", "hwdc", "wdhc", "dwhc", "hdwc", "dhwc", "whcd", "hwcd", "wchd", "cwhd", "hcwd", "chwd",
+          "wdch", "dwch", "wcdh", "cwdh", "dcwh", "cdwh", "hdcw", "dhcw", "hcdw", "chdw", "dchw", "cdhw"]
+
+
+def _perm_of(order: str) -> list[int]:
+    """``order`` names the sources of the output's w, h, (d,) c; the numpy perm lists them outermost first."""
+    amap = _AXIS_OF[len(order)]
+    return [amap[ch] for ch in reversed(order)]
+
+
+@layer("Permute", params=[P(0, "order_type", 0)])
+def permute(p, w):
+    """y = the bottom with its dims reordered: order_type 0..1 for 2d (wh, hw), 0..5 for 3d
+    (whc hwc wch cwh hcw chw) and 0..23 for 4d (whdc ... cdhw), each naming the sources of the output's
+    w, h[, d], c; 1d passes through."""
+    t = p.order_type
+    if not 0 <= t < 24:
+        raise ValueError(f"Permute order_type {t} is not one of 0..23")
+    perms = {1: [0], 2: [[0, 1], [1, 0]][t] if t < 2 else None,
+             3: _perm_of(_PERM3[t]) if t < 6 else None, 4: _perm_of(_PERM4[t])}
+
+    def run(x):
+        r = _rank(x, "Permute")
+        perm = perms[r]
+        if perm is None:
+            raise KernelError(f"Permute: order_type {t} does not exist for a {r}d bottom")
+        if perm == sorted(perm):
+            return x
+        return _transpose(x, perm=perm)
+
+    return run
+
+
+# ---------------------------------------------------------------------------- Squeeze / ExpandDims
+@layer("Squeeze", params=[P(0, "squeeze_w", 0), P(1, "squeeze_h", 0), P(11, "squeeze_d", 0), P(2, "squeeze_c", 0),
+                          P(3, "axes", (), "ints")])
+def squeeze(p, w):
+    """y = the bottom without the size-1 dims named by ``axes`` (numpy axes, negative from the back) or,
+    without axes, by the squeeze_w/h/d/c flags; dims of another size stay. Squeezing every dim gives (1,)."""
+    axes = list(p.axes)
+    flags = dict(w=p.squeeze_w, h=p.squeeze_h, d=p.squeeze_d, c=p.squeeze_c)
+
+    def run(x):
+        r = _rank(x, "Squeeze")
+        if axes:
+            sel = set()
+            for a in axes:
+                a = a + r if a < 0 else a
+                if 0 <= a < r:
+                    sel.add(a)
+        else:
+            sel = {ax for name, ax in _AXIS_OF[r].items() if flags[name]}
+        sel = sorted(a for a in sel if x.shape[a] == 1)
+        if not sel:
+            return x
+        y = _squeeze(x, np.array(sel, np.int64))
+        return y.reshape(1) if y.ndim == 0 else y
+
+    return run
+
+
+@layer("ExpandDims", params=[P(3, "axes", (), "ints")])
+def expand_dims(p, w):
+    """y = the bottom with size-1 dims inserted at ``axes`` (positions in the output, negative from its
+    back); at most 4 dims out."""
+    axes = list(p.axes)
+
+    def run(x):
+        r = _rank(x, "ExpandDims", (1, 2, 3))
+        if not axes:
+            return x
+        out = r + len(axes)
+        if out > 4:
+            raise KernelError(f"ExpandDims: {len(axes)} axes on a {r}d bottom give {out} dims (at most 4)")
+        pos = [a + out if a < 0 else a for a in axes]
+        if len(set(pos)) != len(pos) or any(not 0 <= a < out for a in pos):
+            raise KernelError(f"ExpandDims: axes {axes} are repeated or out of range for {out} dims")
+        return _unsqueeze(x, np.array(sorted(pos), np.int64))
+
+    return run
+
+
+# ------------------------------------------------------------------------------------- Tile / Flip
+@layer("Tile", params=[P(0, "axis", 0), P(1, "tiles", 1), P(2, "repeats", (), "ints")])
+def tile(p, w):
+    """y = the bottom repeated: ``tiles`` times along ``axis`` (a 1d bottom along w), or numpy-style with
+    ``repeats`` (aligned to the trailing dims; more repeats than dims add leading dims)."""
+    reps_param, axis, tiles = list(p.repeats), p.axis, p.tiles
+    if len(reps_param) > 4:
+        raise ValueError(f"Tile: {len(reps_param)} repeats, at most 4")
+    if tiles < 0 or any(t < 0 for t in reps_param):
+        raise ValueError("Tile: negative repeat count")
+
+    def run(x):
+        r = _rank(x, "Tile")
+        if reps_param:
+            out = max(r, len(reps_param))
+            reps = [1] * (out - len(reps_param)) + reps_param
+            if out > r:
+                x = x.reshape((1,) * (out - r) + x.shape)
+        else:
+            reps = [1] * r
+            if r == 1:
+                reps[0] = tiles
+            elif 0 <= axis < r:
+                reps[axis] = tiles
+        if all(t == 1 for t in reps):
+            return x
+        return _tile(x, np.array(reps, np.int64))
+
+    return run
+
+
+@layer("Flip", params=[P(0, "axes", (), "ints")])
+def flip(p, w):
+    """y = the bottom reversed along ``axes`` (negative from the back); a 1d bottom flips along w."""
+    axes = list(p.axes)
+    if len(axes) > 4:
+        raise ValueError(f"Flip: {len(axes)} axes, at most 4")
+
+    def run(x):
+        r = _rank(x, "Flip")
+        if not axes:
+            return x
+        if r == 1:
+            sel = [0]
+        else:
+            sel = sorted({a + r if a < 0 else a for a in axes})
+            if any(not 0 <= a < r for a in sel):
+                raise KernelError(f"Flip: axes {axes} out of range for a {r}d bottom")
+        n = len(sel)
+        return _slice(x, np.full(n, -1, np.int64), np.full(n, _INT_MIN, np.int64), np.array(sel, np.int64),
+                      np.full(n, -1, np.int64))
+
+    return run
+
+
+# -------------------------------------------------------------------- PixelShuffle / Reorg / Shuffle
+@layer("PixelShuffle", params=[P(0, "upscale_factor", 1), P(1, "mode", 0)])
+def pixel_shuffle(p, w):
+    """depth_to_space on a 3d bottom: (c, h, w) -> (c / r^2, h r, w r); input channel of output (oc, sh, sw)
+    is oc r^2 + sh r + sw (mode 0) or (sh r + sw) oc_count + oc (mode 1)."""
+    r_, mode = p.upscale_factor, p.mode
+    if r_ < 1:
+        raise ValueError(f"PixelShuffle upscale_factor {r_} must be >= 1")
+    kmode = "CRD" if mode == 0 else "DCR"
+
+    def run(x):
+        _rank(x, "PixelShuffle", (3,))
+        oc = x.shape[0] // (r_ * r_)
+        if oc == 0:
+            raise KernelError(f"PixelShuffle: {x.shape[0]} channels, fewer than upscale_factor^2 = {r_ * r_}")
+        if r_ == 1:
+            return x.copy()
+        return _d2s(x[None, :oc * r_ * r_], blocksize=r_, mode=kmode)[0]
+
+    return run
+
+
+@layer("Reorg", params=[P(0, "stride", 1), P(1, "mode", 0)])
+def reorg(p, w):
+    """space_to_depth on a 3d bottom: (c, h, w) -> (c s^2, h / s, w / s); output channel of input
+    (c, sh, sw) is c s^2 + sh s + sw (mode 0) or (sh s + sw) c_count + c (mode 1)."""
+    s, mode = p.stride, p.mode
+    if s < 1:
+        raise ValueError(f"Reorg stride {s} must be >= 1")
+    kmode = "CRD" if mode == 0 else "DCR"
+
+    def run(x):
+        _rank(x, "Reorg", (3,))
+        oh, ow = x.shape[1] // s, x.shape[2] // s
+        if oh == 0 or ow == 0:
+            raise KernelError(f"Reorg: input {x.shape} is smaller than the stride {s}")
+        if s == 1:
+            return x.copy()
+        return _s2d(x[None, :, :oh * s, :ow * s], blocksize=s, mode=kmode)[0]
+
+    return run
+
+
+@layer("ShuffleChannel", params=[P(0, "group", 1), P(1, "reverse", 0)])
+def shuffle_channel(p, w):
+    """Channel shuffle: channels viewed as (g, c / g) are transposed to (c / g, g), with g = group, or
+    g = c / group when ``reverse``."""
+    group, reverse = p.group, p.reverse
+    if group < 1:
+        raise ValueError(f"ShuffleChannel group {group} must be >= 1")
+
+    def run(x):
+        r = _rank(x, "ShuffleChannel")
+        c = x.shape[0] if r >= 3 else 1
+        if c % group:
+            raise KernelError(f"ShuffleChannel: {c} channels are not divisible by group {group}")
+        g = c // group if reverse else group
+        if g == 1 or g == c:
+            return x.copy()
+        v = _reshape(x, np.array([g, c // g, -1], np.int64))
+        return _reshape(_transpose(v, perm=[1, 0, 2]), np.array(x.shape, np.int64))
+
+    return run
+
+
+# ------------------------------------------------------------------------------- CopyTo / DeepCopy
+@layer("CopyTo", params=[P(0, "woffset", 0), P(1, "hoffset", 0), P(13, "doffset", 0), P(2, "coffset", 0),
+                         P(9, "starts", (), "ints"), P(11, "axes", (), "ints")], inputs=2)
+def copy_to(p, w):
+    """y = self (bottom 0) with src (bottom 1, same rank) written at the offsets: w/h/d/c offsets, or
+    numpy-style ``starts`` (+ ``axes``; negative from the back, -233 = 0). A src of self's shape is y."""
+    starts, axes = list(p.starts), list(p.axes)
+    fixed = dict(w=p.woffset, h=p.hoffset, d=p.doffset, c=p.coffset)
+
+    def run(x, src):
+        r = _rank(x, "CopyTo")
+        if src.shape == x.shape:
+            return src.copy()
+        if src.ndim != r:
+            raise KernelError(f"CopyTo: src of shape {src.shape} has another rank than self {x.shape}")
+        amap = _AXIS_OF[r]
+        if starts:
+            ax = [a + r if a < 0 else a for a in axes] if axes else list(range(r))
+            if len(starts) < len(ax):
+                raise KernelError(f"CopyTo: {len(ax)} axes but {len(starts)} starts")
+            offs = dict.fromkeys(amap, 0)
+            names = {v: k for k, v in amap.items()}
+            for i, a in enumerate(ax):
+                if r == 1:
+                    a = 0
+                if a in names:
+                    s = 0 if starts[i] == -233 else starts[i]
+                    offs[names[a]] = s if s >= 0 else x.shape[a] + s
+        else:
+            offs = {k: fixed[k] for k in amap}
+        idx = [slice(None)] * r
+        for name, a in amap.items():
+            o, k = offs[name], src.shape[a]
+            if o < 0 or o + k > x.shape[a]:
+                raise KernelError(f"CopyTo: src {src.shape} at {name} offset {o} does not fit self {x.shape}")
+            idx[a] = slice(o, o + k)
+        y = x.copy()
+        y[tuple(idx)] = src
+        return y
+
+    return run
+
+
+@layer("DeepCopy")
+def deep_copy(p, w):
+    """y = a copy of the bottom."""
+    return lambda x: np.array(x, copy=True)
