@@ -1,6 +1,7 @@
 """Conv speed against onnxruntime (and optionally onnx.reference) on ResNet-18 / MobileNetV2 layer shapes.
 
-One-node models built with onnx.helper (weights as initializers), batch 1, one thread for both.
+One-node models built with onnx.helper (weights as initializers), batch 1, one thread for both;
+a few pooling and ConvTranspose layers follow the Conv table.
 Run with the BLAS tuning variables unset for this command only:
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_conv.py [--reference]
@@ -60,6 +61,37 @@ def conv_model(c, h, m, k, s, p, g, seed=0):
     return model, x
 
 
+# name, op, x shape, attrs, initializers (name -> shape), outputs
+OTHERS = [
+    ("resnet18 maxpool 3x3/2", "MaxPool", (1, 64, 112, 112),
+     dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), {}, 1),
+    ("maxpool 3x3/2 + Indices", "MaxPool", (1, 64, 112, 112),
+     dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), {}, 2),
+    ("avgpool 3x3/1 64@56", "AveragePool", (1, 64, 56, 56),
+     dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1), {}, 1),
+    ("global avgpool 512@7", "GlobalAveragePool", (1, 512, 7, 7), {}, {}, 1),
+    ("global avgpool 1280@7", "GlobalAveragePool", (1, 1280, 7, 7), {}, {}, 1),
+    ("convT 4x4/2 256->128 @14", "ConvTranspose", (1, 256, 14, 14),
+     dict(kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1]), {"W": (256, 128, 4, 4)}, 1),
+    ("convT 2x2/2 64->32 @56", "ConvTranspose", (1, 64, 56, 56),
+     dict(kernel_shape=[2, 2], strides=[2, 2]), {"W": (64, 32, 2, 2)}, 1),
+]
+
+
+def other_model(op, shape, attrs, inits, n_out, seed=0):
+    rng = np.random.default_rng(seed)
+    outs = ["Y", "I"][:n_out]
+    node = helper.make_node(op, ["X"] + list(inits), outs, **attrs)
+    graph = helper.make_graph(
+        [node], op, [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT if o == "Y" else TensorProto.INT64, None)
+         for o in outs],
+        [numpy_helper.from_array(rng.standard_normal(s, dtype=np.float32) * np.float32(0.1), k)
+         for k, s in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return model, rng.standard_normal(shape, dtype=np.float32)
+
+
 def timeit(fn, repeat, budget=1.0):
     fn()
     fn()
@@ -94,20 +126,24 @@ def main() -> None:
         hdr += f" {'ref ms':>8s}"
     print(hdr)
     ratios = []
-    for name, c, h, m, k, s, p, g in LAYERS:
-        model, x = conv_model(c, h, m, k, s, p, g)
+    cases = [(name, *conv_model(c, h, m, k, s, p, g), 2 * m * (c // g) * k * k * ((h + 2 * p - k) // s + 1) ** 2 / 1e9)
+             for name, c, h, m, k, s, p, g in LAYERS]
+    cases += [(name, *other_model(op, shape, attrs, inits, n_out), 0.0)
+              for name, op, shape, attrs, inits, n_out in OTHERS]
+    for i, (name, model, x, gflop) in enumerate(cases):
+        if i == len(LAYERS):
+            print(f"# geometric mean ratio over the Conv layers: {float(np.exp(np.mean(np.log(ratios)))):.2f}")
         so = ort.SessionOptions()
         so.intra_op_num_threads = args.threads
         so.inter_op_num_threads = 1
         sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
         ours = stdops.onnx.load(model)
-        y_ref = sess.run(None, {"X": x})[0]
-        y = ours.run({"X": x})["Y"]
-        err = float(np.max(np.abs(y - y_ref)) / (np.max(np.abs(y_ref)) + 1e-12))
+        refs = sess.run(None, {"X": x})
+        got = ours.run({"X": x})
+        err = max(float(np.max(np.abs(got[o.name].astype(np.float64) - r)) / (np.max(np.abs(r)) + 1e-12))
+                  for o, r in zip(model.graph.output, refs))
         t_ort = timeit(lambda: sess.run(None, {"X": x}), args.repeat)
         t_us = timeit(lambda: ours.run({"X": x}), args.repeat)
-        o = (h + 2 * p - k) // s + 1
-        gflop = 2 * m * (c // g) * k * k * o * o / 1e9
         ratio = t_us / t_ort
         ratios.append(ratio)
         line = f"{name:30s} {gflop:6.3f} {t_us * 1e3:10.3f} {t_ort * 1e3:8.3f} {ratio:6.2f}"
@@ -121,7 +157,7 @@ def main() -> None:
             line += f"  MISMATCH rel err {err:.2e}"
         print(line, flush=True)
     geo = float(np.exp(np.mean(np.log(ratios))))
-    print(f"# geometric mean ratio stdops/onnxruntime: {geo:.2f}")
+    print(f"# geometric mean ratio stdops/onnxruntime, all rows: {geo:.2f}")
 
 
 if __name__ == "__main__":

@@ -134,6 +134,8 @@ def _register(fn: Callable, name: Optional[str] = None, description: str = "", e
     sig = inspect.signature(fn)
     args, defaults = [], {}
     for p in sig.parameters.values():
+        if p.name == "rng":
+            continue
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             args.append(p.name)
             if p.default is not p.empty:

@@ -91,11 +91,9 @@ def pad_input(x: np.ndarray, begin: Sequence[int], end: Sequence[int], value=0) 
     """x padded on its spatial axes (a new array; x itself when there is nothing to pad)."""
     if not any(begin) and not any(end):
         return x
-    n = len(begin)
     shape = x.shape[:2] + tuple(d + b + e for d, b, e in zip(x.shape[2:], begin, end))
     out = np.full(shape, value, dtype=x.dtype) if value != 0 else np.zeros(shape, dtype=x.dtype)
     out[(slice(None), slice(None)) + tuple(slice(b, b + d) for b, d in zip(begin, x.shape[2:]))] = x
-    del n
     return out
 
 
@@ -103,10 +101,6 @@ def tap_slices(tap: Sequence[int], dilations, strides, out) -> tuple:
     """Index of the inputs that kernel tap ``tap`` sees for every output position (on padded x)."""
     return (Ellipsis,) + tuple(slice(t * d, t * d + (o - 1) * s + 1, s)
                                for t, d, s, o in zip(tap, dilations, strides, out))
-
-
-def taps(kernel: Sequence[int]):
-    return np.ndindex(*kernel)
 
 
 def windows(xp: np.ndarray, kernel, strides, dilations, out) -> np.ndarray:
@@ -181,7 +175,7 @@ class FlatTaps:
                 ph[pre + (slice(0, lo),)] = fill
                 ph[pre + (slice(hi, None),)] = fill
         self.N, self.C, self.nph = N, C, nph
-        self.flat = buf.reshape(nph, N * C, -1)
+        self.flat = buf.reshape(nph, N * C, prod(shape[3:]))
         self.tail = tuple(Q[1:])
         self.row = [prod(Q[i + 1:]) for i in range(n)]
         self.L = out[0] * self.row[0]

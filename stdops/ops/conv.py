@@ -81,6 +81,7 @@ _WAT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 _WINO_IN = {dt: np.kron(_WBT, _WBT).astype(dt) for dt in (np.float32, np.float64)}  # (16, 16)
 _WINO_OUT = {dt: np.kron(_WAT, _WAT).astype(dt) for dt in (np.float32, np.float64)}  # (4, 16)
 _WINO_MIN_CHANNELS = 96
+_FLAT_IM2COL = True
 _DW_BLOCK = 1 << 18  # elements of the depthwise column block (1 MiB of float32)
 
 
@@ -157,20 +158,38 @@ def conv_forward(x: np.ndarray, cw: ConvWeight, b=None, *, kernel_shape=(), stri
             y = np.matmul(wm, xs.reshape(N, g, Cg, P))
         y = y.reshape((N, M) + out)
     else:  # im2col + one GEMM per group (and sample)
-        xp = pad_input(xc, geo.begin, geo.end)
         kp = prod(kernel)
         check_elements((N, C * kp, P), "Conv im2col buffer")
-        cols = np.empty((N, C) + kernel + out, dt)
-        np.copyto(cols, windows(xp, kernel, strides, dilations, out))
         wm = cw.mat
-        if g == 1:
-            if N == 1:
-                y = np.matmul(wm[0], cols.reshape(C * kp, P))
+        # wide rows: gather contiguous runs over stride phases (junk columns cropped after the GEMM)
+        ft = None
+        if n >= 2 and _FLAT_IM2COL and out[-1] >= 96 and Cg * kp >= 2 * M // g:  # measured on 1-thread BLAS
+            tail = tuple(-(-(d + b + e) // s) for d, b, e, s in
+                         zip(xc.shape[3:], geo.begin[1:], geo.end[1:], strides[1:]))
+            if prod(tail) <= 1.08 * prod(out[1:]):
+                ft = FlatTaps(xc, geo, kernel, strides, dilations)
+        if ft is not None:
+            L = ft.L
+            cols = np.empty((N * C, kp, L), dt)
+            view = ft.all_runs()
+            if view is not None:
+                np.copyto(cols.reshape((N * C,) + kernel + (L,)), view)
             else:
-                y = np.matmul(wm[0], cols.reshape(N, C * kp, P))
+                for t in range(kp):
+                    np.copyto(cols[:, t], ft.run(t))
+            y = ft.crop(np.matmul(wm, cols.reshape(N, g, Cg * kp, L)), (N, M))
         else:
-            y = np.matmul(wm, cols.reshape(N, g, Cg * kp, P))
-        y = y.reshape((N, M) + out)
+            xp = pad_input(xc, geo.begin, geo.end)
+            cols = np.empty((N, C) + kernel + out, dt)
+            np.copyto(cols, windows(xp, kernel, strides, dilations, out))
+            if g == 1:
+                if N == 1:
+                    y = np.matmul(wm[0], cols.reshape(C * kp, P))
+                else:
+                    y = np.matmul(wm[0], cols.reshape(N, C * kp, P))
+            else:
+                y = np.matmul(wm, cols.reshape(N, g, Cg * kp, P))
+            y = y.reshape((N, M) + out)
     if b is not None:
         y += b.astype(dt, copy=False).reshape((M,) + (1,) * n)
     return y
@@ -190,7 +209,7 @@ def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations) -> np.nd
     NG, L, kp = N * g, ft.L, prod(kernel)
     # cols[c, tap, :] = the contiguous run of channel c that tap reads for every output position;
     # built and reduced (one small GEMM (M/g, taps) @ (taps, L) per channel) in cache-sized blocks
-    wall = cw.mat if N == 1 else np.concatenate([cw.mat] * N, axis=0)  # weights of row n * g + c
+    wall = cw.mat if N == 1 else np.tile(cw.mat, (N, 1, 1))  # weights of row n * g + c
     y = np.empty((NG, mg, L), dt)
     block = max(1, _DW_BLOCK // (kp * L))
     cols = np.empty((min(block, NG), kp, L), dt)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KernelError
+from ..limits import check_elements
 from ._registry import op
 
 
@@ -903,3 +904,101 @@ def zip_map(X, /, *, classlabels_int64s=None, classlabels_strings=None):
         raise KernelError(f"ZipMap: X must have shape (N, {len(labels)}), got {x.shape}")
     rows = x.astype(np.float32).tolist()  # one dict per row: the output type is a sequence of maps
     return [dict(zip(labels, r)) for r in rows]
+
+
+# --------------------------------------------------------------------------- SVMRegressor, maps
+
+
+def svm_kernel(x: np.ndarray, sv: np.ndarray, kernel_type: str, kernel_params) -> np.ndarray:
+    """K[n, j] = k(x_n, sv_j): LINEAR x.sv, POLY (gamma x.sv + coef0)^degree, RBF exp(-gamma |x-sv|^2),
+    SIGMOID tanh(gamma x.sv + coef0); kernel_params = (gamma, coef0, degree)."""
+    gamma, coef0, degree = (list(kernel_params) + [0.0, 0.0, 0.0])[:3] if kernel_params else (0.0, 0.0, 0.0)
+    k = str(kernel_type).upper()
+    dot = x @ sv.T
+    if k == "LINEAR":
+        return dot
+    if k == "POLY":
+        return (gamma * dot + coef0) ** int(degree)
+    if k == "SIGMOID":
+        return np.tanh(gamma * dot + coef0)
+    if k == "RBF":
+        d2 = (x * x).sum(1)[:, None] - 2 * dot + (sv * sv).sum(1)[None, :]
+        return np.exp(-gamma * np.maximum(d2, 0))
+    raise KernelError(f"SVM: kernel_type must be LINEAR, POLY, RBF or SIGMOID, got {kernel_type!r}")
+
+
+@op("onnx-ml:SVMRegressor-1")
+def svm_regressor(X, /, *, coefficients=None, kernel_params=None, kernel_type="LINEAR", n_supports=0, one_class=0,
+                  post_transform="NONE", rho=None, support_vectors=None):
+    """s = sum_j coefficients[j] k(x, support_vectors[j]) + rho[0] (with n_supports = 0: the linear
+    s = x . coefficients + rho[0]); Y = post_transform(s), or sign(s) in {1, -1} when one_class.
+
+    X (N, F) or (F,) numeric; Y (N, 1) float32. Computed in float64.
+    """
+    x = _numeric_2d(X, "SVMRegressor").astype(np.float64)
+    t = _enum(post_transform, TRANSFORMS, "SVMRegressor", "post_transform")
+    c = np.asarray(coefficients if coefficients is not None else [], np.float64).reshape(-1)
+    r = float(rho[0]) if rho is not None and len(rho) else 0.0
+    f = x.shape[1]
+    ns = int(n_supports)
+    if ns > 0:
+        sv = np.asarray(support_vectors if support_vectors is not None else [], np.float64).reshape(-1)
+        if sv.size != ns * f or c.size != ns:
+            raise KernelError(f"SVMRegressor: {ns} support vectors need {ns * f} support_vectors values and {ns} "
+                              f"coefficients, got {sv.size} and {c.size}")
+        s = svm_kernel(x, sv.reshape(ns, f), kernel_type, kernel_params) @ c + r
+    else:
+        if c.size != f:
+            raise KernelError(f"SVMRegressor: a linear SVM needs {f} coefficients, got {c.size}")
+        s = x @ c + r
+    s = s.reshape(-1, 1)
+    if int(one_class):
+        return np.where(s > 0, 1.0, -1.0).astype(np.float32)
+    return post_transform_scores(s.astype(np.float32), t).astype(np.float32, copy=False)
+
+
+@op("onnx-ml:CastMap-1")
+def cast_map(X, /, *, cast_to="TO_FLOAT", map_form="DENSE", max_map=1):
+    """Y = the values of the map X (int64 keys) in ascending key order (DENSE), or a vector of length
+    max_map with Y[key] = value and 0 elsewhere (SPARSE); cast to float32, int64 or strings
+    (cast_to TO_FLOAT / TO_INT64 / TO_STRING; numbers print as "%f"). Y has shape (1, n)."""
+    if not isinstance(X, dict):
+        raise KernelError(f"CastMap: X must be a map (dict), got {type(X).__name__}")
+    to = {"TO_FLOAT": np.float32, "TO_INT64": np.int64, "TO_STRING": object}.get(str(cast_to).upper())
+    if to is None:
+        raise KernelError(f"CastMap: cast_to must be TO_FLOAT, TO_INT64 or TO_STRING, got {cast_to!r}")
+    keys = np.asarray(sorted(int(k) for k in X), np.int64)
+    vals = [X[k] for k in keys.tolist()]
+    if to is object:
+        conv = np.asarray([v if isinstance(v, str) else f"{float(v):f}" for v in vals], dtype=object)
+    else:
+        conv = np.asarray([float(v) for v in vals]).astype(to) if vals else np.zeros(0, to)
+    form = str(map_form).upper()
+    if form == "DENSE":
+        return conv.reshape(1, -1)
+    if form != "SPARSE":
+        raise KernelError(f"CastMap: map_form must be DENSE or SPARSE, got {map_form!r}")
+    n = int(max_map)
+    check_elements((n,), "CastMap output")
+    if keys.size and (keys.min() < 0 or keys.max() >= n):
+        raise KernelError(f"CastMap: keys must be in [0, max_map={n}) for SPARSE")
+    out = np.full(n, f"{0.0:f}", dtype=object) if to is object else np.zeros(n, to)
+    out[keys] = conv
+    return out.reshape(1, -1)
+
+
+@op("onnx-ml:DictVectorizer-1")
+def dict_vectorizer(X, /, *, int64_vocabulary=None, string_vocabulary=None):
+    """Y[i] = X[vocabulary[i]] (0 / "" for a word the map lacks): a map (or a sequence of maps, one
+    row each) turned into a (1, V) (or (N, V)) tensor of the map's value type."""
+    if (int64_vocabulary is None) == (string_vocabulary is None):
+        raise KernelError("DictVectorizer: exactly one of int64_vocabulary and string_vocabulary must be given")
+    vocab = list(string_vocabulary) if string_vocabulary is not None else [int(v) for v in int64_vocabulary]
+    maps = X if isinstance(X, list) else [X]
+    if not all(isinstance(m, dict) for m in maps):
+        raise KernelError("DictVectorizer: X must be a map (dict) or a sequence of maps")
+    sample = next((v for m in maps for v in m.values()), 0.0)
+    dtype = (object if isinstance(sample, str) else np.int64 if isinstance(sample, (int, np.integer))
+             else np.asarray(sample).dtype if isinstance(sample, np.generic) else np.float32)
+    rows = [[m.get(w, "" if dtype is object else 0) for w in vocab] for m in maps]  # per map entry
+    return np.asarray(rows, dtype=dtype).reshape(len(maps), len(vocab))

@@ -342,3 +342,20 @@ def test_deform_conv_offsets_shift_and_interpolate():
     ref = 0.75 * x.astype(np.float64)
     ref[..., :4] += 0.25 * x[..., 1:]
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("xs,ws,attrs", [
+    ((1, 3, 9, 200), (4, 3, 3, 5), dict(strides=[2, 2], pads=[1, 2, 1, 2])),
+    ((2, 4, 6, 110), (4, 2, 3, 3), dict(group=2, dilations=[1, 2], pads=[1, 1, 0, 2])),
+])
+def test_conv_wide_rows_path_matches_window_path(xs, ws, attrs, monkeypatch):
+    """Wide images take the strided-phase im2col; it must equal the window-view im2col."""
+    import stdops.ops.conv as conv_mod
+
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal(ws).astype(np.float32)
+    y_flat = conv(x, w, **attrs)
+    monkeypatch.setattr(conv_mod, "_FLAT_IM2COL", False)
+    y_win = conv(x, w, **attrs)
+    np.testing.assert_allclose(y_flat, y_win, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y_win[:, :, :2, :3], naive_conv(x, w, **attrs)[:, :, :2, :3], rtol=1e-4, atol=1e-4)

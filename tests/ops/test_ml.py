@@ -513,3 +513,203 @@ def test_legacy_tree_attribute_errors():
                   [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, 1])], 1)
     with pytest.raises(ModelFormatError, match="TreeEnsembleRegressor-3"):
         stdops.onnx.load(m)
+
+
+# --------------------------------------------------------------------------- linear models and preprocessing
+
+X35 = np.array([[0.5, -1.0, 2.0], [0.0, 0.0, 0.0], [-4.0, 1.5, 0.25], [3.0, 3.0, -3.0], [1.0, 2.0, 3.0]])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32], ids=str)
+@pytest.mark.parametrize("offset,scale", [([0.5, -1, 2], [2.0, 0.5, 1]), ([0.5], [2.0]), (None, [3.0]), ([1.0], None)])
+def test_scaler(dtype, offset, scale):
+    x = X35.astype(dtype)
+    kw = {k: v for k, v in (("offset", offset), ("scale", scale)) if v is not None}
+    got = K.scaler(x, **kw)
+    want = (x.astype(np.float64) - np.array(offset or [0.0])) * np.array(scale or [1.0])
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64], ids=str)
+@pytest.mark.parametrize("norm", ["MAX", "L1", "L2", None])
+def test_normalizer(dtype, norm):
+    x = X35.astype(dtype)
+    got = K.normalizer(x) if norm is None else K.normalizer(x, norm=norm)
+    want = []
+    for row in x.astype(np.float64):
+        d = {"MAX": row.max(), "L1": np.abs(row).sum(), "L2": np.sqrt((row ** 2).sum()), None: row.max()}[norm]
+        want.append(row if d == 0 else row / d)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np.array(want), rtol=1e-6)
+    np.testing.assert_allclose(K.normalizer(x[2], norm=norm or "MAX"), np.array(want)[2], rtol=1e-6)  # 1-D
+
+
+def _post(v, t):
+    return {"NONE": v, "LOGISTIC": scipy.special.expit(v), "SOFTMAX": scipy.special.softmax(v, axis=1)}[t]
+
+
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX"])
+@pytest.mark.parametrize("targets,intercepts", [(1, None), (2, [0.1, -0.2]), (3, [0.5])])
+def test_linear_regressor(post, targets, intercepts):
+    w = RNG.normal(size=3 * targets)
+    kw = {"intercepts": intercepts} if intercepts is not None else {}
+    got = K.linear_regressor(X35.astype(np.float32), coefficients=list(w), targets=targets, post_transform=post, **kw)
+    want = X35 @ w.reshape(targets, 3).T + np.array(intercepts or [0.0])
+    assert got.dtype == np.float32 and got.shape == (5, targets)
+    np.testing.assert_allclose(got, _post(want, post), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX"])
+@pytest.mark.parametrize("labels", [{"classlabels_ints": [7, 8, 9]}, {"classlabels_strings": ["a", "b", "c"]}])
+def test_linear_classifier_multiclass(post, labels):
+    w, b = RNG.normal(size=9), RNG.normal(size=3)
+    y, z = K.linear_classifier(X35, coefficients=list(w), intercepts=list(b), post_transform=post, **labels)
+    want = _post(X35 @ w.reshape(3, 3).T + b, post)
+    np.testing.assert_allclose(z, want, rtol=1e-5, atol=1e-6)
+    lab = next(iter(labels.values()))
+    assert z.dtype == np.float32 and y.tolist() == [lab[i] for i in np.argmax(want, axis=1)]
+
+
+@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX"])
+def test_linear_classifier_binary(post):
+    w, b = RNG.normal(size=3), RNG.normal(size=1)
+    s = X35 @ w + b
+    y, z = K.linear_classifier(X35, coefficients=list(w), intercepts=list(b), post_transform=post,
+                               classlabels_strings=["no", "yes"])
+    p = scipy.special.expit(s) if post == "LOGISTIC" else s
+    np.testing.assert_allclose(z, np.c_[1 - p, p], rtol=1e-5, atol=1e-6)
+    assert y.tolist() == ["yes" if v > (0.5 if post == "LOGISTIC" else 0) else "no" for v in p]
+
+
+@pytest.mark.parametrize("x,attrs,want", [
+    (np.array([[1.0, np.nan], [np.nan, 3.0]], np.float32), {"imputed_value_floats": [7.0, 8.0],
+                                                              "replaced_value_float": float("nan")},
+     [[1, 8], [7, 3]]),
+    (np.array([[0.0, 2.0], [0.0, 0.0]]), {"imputed_value_floats": [5.0]}, [[5, 2], [5, 5]]),
+    (np.array([[1, -1], [-1, 4]], np.int64), {"imputed_value_int64s": [9, 10], "replaced_value_int64": -1},
+     [[1, 10], [9, 4]]),
+])
+def test_imputer(x, attrs, want):
+    x0 = x.copy()
+    got = K.imputer(x, **attrs)
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got, np.array(want, x.dtype))
+    np.testing.assert_array_equal(x, x0)
+
+
+def test_feature_vectorizer():
+    a = np.arange(6, dtype=np.int64).reshape(2, 3)
+    b = np.array([[0.5], [1.5]], np.float32)
+    got = K.feature_vectorizer(a, b, inputdimensions=[2, 3])
+    np.testing.assert_array_equal(got, [[0, 1, 0.5, 0, 0], [3, 4, 1.5, 0, 0]])
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(K.feature_vectorizer(np.array([1.0, 2.0])), [[1, 2]])
+
+
+def test_category_mapper():
+    kw = dict(cats_strings=["a", "b", "c"], cats_int64s=[10, 20, 30])
+    y = K.category_mapper(np.array([["a", "x"], ["c", "b"]], dtype=object), **kw, default_int64=-5)
+    assert y.dtype == np.int64 and y.tolist() == [[10, -5], [30, 20]]
+    y = K.category_mapper(np.array([30, 5, 10], np.int64), **kw)
+    assert y.tolist() == ["c", "_Unused", "a"]
+
+
+@pytest.mark.parametrize("x,attrs", [
+    (np.array([[0, 2, 5], [1, 1, -1]], np.int64), {"cats_int64s": [0, 1, 2, -1]}),
+    (np.array([0.0, 1.7, 2.2]), {"cats_int64s": [2, 1, 0]}),                          # floats truncate
+    (np.array([["u", "w"], ["v", "u"]], dtype=object), {"cats_strings": ["u", "v"]}),
+])
+def test_one_hot_encoder(x, attrs):
+    got = K.one_hot_encoder(x, **attrs)
+    cats = next(iter(attrs.values()))
+    keys = [int(v) if x.dtype.kind == "f" else v for v in x.reshape(-1).tolist()]
+    want = np.array([[1.0 if k == c else 0.0 for c in cats] for k in keys]).reshape(x.shape + (len(cats),))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+    if not want.sum(-1).all():
+        with pytest.raises(KernelError):
+            K.one_hot_encoder(x, zeros=0, **attrs)
+
+
+def test_zip_map():
+    x = np.array([[0.25, 0.75], [1.0, 0.0]], np.float32)
+    assert K.zip_map(x, classlabels_strings=["a", "b"]) == [{"a": 0.25, "b": 0.75}, {"a": 1.0, "b": 0.0}]
+    assert K.zip_map(x, classlabels_int64s=[3, 4]) == [{3: 0.25, 4: 0.75}, {3: 1.0, 4: 0.0}]
+    with pytest.raises(KernelError):
+        K.zip_map(x, classlabels_int64s=[1, 2, 3])
+
+
+@pytest.mark.parametrize("kernel,args,attrs", [
+    (K.scaler, (np.zeros((2, 3)),), {"offset": [1.0, 2.0]}),
+    (K.normalizer, (np.zeros((2, 3)),), {"norm": "L3"}),
+    (K.linear_regressor, (np.zeros((2, 3)),), {"coefficients": [1.0, 2.0], "targets": 1}),
+    (K.linear_classifier, (np.zeros((2, 3)),), {"coefficients": [1.0] * 6, "classlabels_ints": [1, 2, 3]}),
+    (K.imputer, (np.zeros((2, 3)),), {"imputed_value_int64s": [1]}),
+    (K.one_hot_encoder, (np.zeros(2),), {"cats_strings": ["a"]}),
+    (K.category_mapper, (np.zeros(2),), {"cats_strings": ["a"], "cats_int64s": [1]}),
+])
+def test_linear_and_preprocessing_errors(kernel, args, attrs):
+    with pytest.raises(KernelError):
+        kernel(*args, **attrs)
+
+
+# --------------------------------------------------------------------------- SVMRegressor, maps
+
+
+def ref_kernel(a, b, kt, gamma, coef0, degree):
+    if kt == "LINEAR":
+        return float(a @ b)
+    if kt == "POLY":
+        return (gamma * float(a @ b) + coef0) ** degree
+    if kt == "SIGMOID":
+        return math.tanh(gamma * float(a @ b) + coef0)
+    return math.exp(-gamma * float(((a - b) ** 2).sum()))
+
+
+@pytest.mark.parametrize("kt,kp", [("LINEAR", None), ("POLY", [0.5, 1.0, 3]), ("RBF", [0.3, 0, 0]),
+                                   ("SIGMOID", [0.2, 0.1, 0])])
+@pytest.mark.parametrize("one_class", [0, 1])
+def test_svm_regressor(kt, kp, one_class):
+    x = RNG.normal(size=(6, 3)).astype(np.float32)
+    sv, coef = RNG.normal(size=(4, 3)), RNG.normal(size=4)
+    kw = {"kernel_params": kp} if kp else {}
+    got = K.svm_regressor(x, coefficients=list(coef), support_vectors=list(sv.reshape(-1)), n_supports=4,
+                          rho=[0.25], kernel_type=kt, one_class=one_class, **kw)
+    g, c0, d = kp or (0, 0, 0)
+    s = np.array([sum(coef[j] * ref_kernel(xr.astype(np.float64), sv[j], kt, g, c0, d) for j in range(4)) + 0.25
+                  for xr in x])
+    want = np.where(s > 0, 1.0, -1.0) if one_class else s
+    assert got.dtype == np.float32 and got.shape == (6, 1)
+    np.testing.assert_allclose(got[:, 0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_svm_regressor_linear_mode():
+    x = RNG.normal(size=(4, 3))
+    got = K.svm_regressor(x, coefficients=[1.0, -2.0, 0.5], rho=[0.1], post_transform="LOGISTIC")
+    np.testing.assert_allclose(got[:, 0], scipy.special.expit(x @ [1.0, -2.0, 0.5] + 0.1), rtol=1e-6)
+    with pytest.raises(KernelError):
+        K.svm_regressor(x, coefficients=[1.0, 2.0])
+    with pytest.raises(KernelError):
+        K.svm_regressor(x, coefficients=[1.0], support_vectors=[0.0] * 3, n_supports=1, kernel_type="CUBIC")
+
+
+@pytest.mark.parametrize("cast_to,form,want", [
+    ("TO_FLOAT", "DENSE", np.array([[-2.0, 1.5, 7.25]], np.float32)),
+    ("TO_INT64", "SPARSE", np.array([[-2, 0, 0, 1, 0, 7, 0]], np.int64)),
+    ("TO_STRING", "DENSE", np.array([["-2.000000", "1.500000", "7.250000"]], dtype=object)),
+])
+def test_cast_map(cast_to, form, want):
+    got = K.cast_map({3: 1.5, 0: -2.0, 5: 7.25}, cast_to=cast_to, map_form=form, max_map=7)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    with pytest.raises(KernelError):
+        K.cast_map({9: 1.0}, map_form="SPARSE", max_map=3)
+
+
+def test_dict_vectorizer():
+    got = K.dict_vectorizer({"a": 4.0, "c": 8.0}, string_vocabulary=["a", "c", "b", "z"])
+    assert got.dtype == np.float32 and got.tolist() == [[4, 8, 0, 0]]
+    got = K.dict_vectorizer([{1: "x"}, {3: "y", 5: "z"}], int64_vocabulary=[5, 1, 3])
+    assert got.tolist() == [["", "x", ""], ["z", "", "y"]]
+    with pytest.raises(KernelError):
+        K.dict_vectorizer({"a": 1.0})

@@ -254,8 +254,8 @@ _LETTERS = "ijklmnopqrstuvwx"
 
 @layer("Einsum", params=[P(0, "equation", [], kind="ints")], inputs=None)
 def einsum(p, w):
-    """y = einsum(equation) with the equation given as character codes; lhs letters i..x, and the output
-    is always indexed i, j, k, l in that order (only the rhs length matters). "ii" is the trace (y [1])."""
+    """y = einsum(equation) with the equation given as character codes: input letters i..x, the output
+    written i, ij, ijk or ijkl (summation over every other letter). "ii" is the trace (y [1])."""
     try:
         eq = "".join(chr(c) for c in p.equation)
     except (ValueError, OverflowError):
@@ -267,12 +267,13 @@ def einsum(p, w):
         raise ValueError(f"equation {eq!r} has no '->'")
     lhs, rhs = eq.split("->", 1)
     terms = lhs.split(",")
-    if any(c not in "ijkl" for c in rhs) or any(c not in _LETTERS for t in terms for c in t) or len(rhs) > 4:
-        raise ValueError(f"equation {eq!r}: lhs letters must be in i..x and rhs letters in i..l")
-    out = "ijkl"[:len(rhs)]
-    present = set("".join(terms))
-    kept = "".join(c for c in out if c in present)
-    equation = f"{','.join(terms)}->{kept}"
+    if rhs not in ("i", "ij", "ijk", "ijkl"):
+        raise ValueError(f"equation {eq!r}: the output must be written i, ij, ijk or ijkl")
+    if any(not t or any(c not in _LETTERS for c in t) for t in terms):
+        raise ValueError(f"equation {eq!r}: input letters must be in i..x")
+    if any(c not in lhs for c in rhs):
+        raise ValueError(f"equation {eq!r}: every output letter must appear in an input")
+    equation = f"{','.join(terms)}->{rhs}"
 
     def step(*xs):
         if len(xs) != len(terms):
@@ -280,10 +281,7 @@ def einsum(p, w):
         for t, x in zip(terms, xs):
             if len(t) != x.ndim:
                 raise ValueError(f"equation term {t!r} does not fit a blob of shape {x.shape}")
-        y = kern(*[np.asarray(x, _F32) for x in xs], equation=equation)
-        if kept != out:  # an output letter no input has is a size-1 axis
-            y = y.reshape([y.shape[kept.index(c)] if c in kept else 1 for c in out])
-        return np.asarray(y, _F32)
+        return np.asarray(kern(*[np.asarray(x, _F32) for x in xs], equation=equation), _F32)
 
     return step
 

@@ -169,12 +169,12 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
     dynamic = bool(getattr(p, "dynamic_weight", 0))
     term = int(getattr(p, "int8_scale_term", 0))
 
-    def geometry(xs):
+    def geometry(xs, kern=kernel):
         """(pre-padded x, pads for the kernel) for one input."""
         if mode == "explicit":
             b, e = begin, end
         elif mode in ("upper", "lower"):
-            b, e = _same_pads(mode, xs.shape[1:], kernel, strides, dilations)
+            b, e = _same_pads(mode, xs.shape[1:], kern, strides, dilations)
         else:
             return xs, ()
         if pad_value != 0.0 or xs.dtype == np.int8:
@@ -199,7 +199,7 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
             kern = tuple(int(k) for k in wt.shape[-nd:])
             Mw = wt.shape[0]
             wk = wt.reshape((Mw, wt.size // (Mw * math.prod(kern))) + kern)
-            xs2, pads = _dyn_geometry(xs, kern)
+            xs2, pads = geometry(xs, kern)
             bias = None if b is None else np.asarray(b, np.float32).reshape(-1)
             y = OPS["conv"].fn(xs2[None], wk, bias, group=g, strides=strides, dilations=dilations, pads=pads)[0]
             return act(y) if act is not None else y

@@ -1,0 +1,237 @@
+"""Command-line helpers for MDF models, called by ``stdops run | info | plot`` (stdops/cli.py).
+
+- ``run_model(path, duration, dt, out)``: one evaluation, or a time-stepped run (progress bar for
+  long runs), then a table of the final outputs; ``out`` (.csv or .npz) saves the trajectory.
+- ``info(path)``: graphs, nodes, functions used, edges, conditions.
+- ``plot(path, duration, dt, out_png, graph)``: every output port over time, or the graph itself.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Optional
+
+import numpy as np
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import StdopsError
+
+console = Console()
+
+#: runs with more steps than this show a progress bar
+PROGRESS_MIN_STEPS = 200
+
+
+def _load(path: Any):
+    from . import io
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", io.MdfWarning)
+        model = io.load(path)
+    for w in caught:
+        if issubclass(w.category, io.MdfWarning):
+            console.print(f"[yellow]warning:[/yellow] {escape(str(w.message))}")
+    return model
+
+
+def _summary(v: Any) -> tuple[str, str, str]:
+    """(shape, type, summary) of a value."""
+    if isinstance(v, dict):
+        return "-", "dict", escape(str(v)[:60])
+    if isinstance(v, (list, tuple)) and not all(isinstance(x, (int, float, bool, np.number)) for x in v):
+        return f"({len(v)},)", type(v).__name__, escape(str(v)[:60])
+    a = np.asarray(v)
+    if a.dtype == object:
+        return str(a.shape), "object", escape(str(v)[:60])
+    shape = str(a.shape) if a.ndim else "()"
+    if a.size == 0:
+        return shape, str(a.dtype), "empty"
+    if a.size == 1:
+        return shape, str(a.dtype), f"{a.reshape(-1)[0]!r}" if a.dtype.kind in "bU" else f"{float(a.reshape(-1)[0]):.10g}"
+    x = a.astype(np.float64) if a.dtype.kind in "biuf" else None
+    if x is None:
+        return shape, str(a.dtype), escape(str(a.reshape(-1)[:4]))
+    return shape, str(a.dtype), f"min {x.min():.6g}  max {x.max():.6g}  mean {x.mean():.6g}"
+
+
+def print_outputs(outputs: dict, title: str = "outputs") -> None:
+    t = Table(title=title)
+    for col in ("node", "port", "shape", "dtype", "value"):
+        t.add_column(col)
+    for n, ports in outputs.items():
+        for p, v in ports.items():
+            shape, dtype, summ = _summary(v)
+            t.add_row(escape(n), escape(p), shape, dtype, summ)
+    console.print(t)
+
+
+def _preferred(model, duration: Optional[float], dt: Optional[float]) -> tuple[Optional[float], Optional[float]]:
+    md = model.metadata or {}
+    if duration is None and dt is not None:
+        duration = md.get("preferred_duration")
+    if dt is None and duration is not None:
+        dt = md.get("preferred_dt")
+        if dt is None:
+            raise StdopsError("--duration needs --dt (the model gives no preferred_dt)")
+    return duration, dt
+
+
+def run_model(path: Any, duration: Optional[float] = None, dt: Optional[float] = None,
+              out: Optional[Any] = None, graph: Optional[str] = None, seed: Optional[int] = None) -> None:
+    """Run an MDF model and print its final outputs; with ``duration``/``dt`` step time
+    (evaluate at t=0, then every dt while t <= duration) and optionally save the trajectory."""
+    from .engine import Simulation
+
+    model = _load(path)
+    sim = Simulation(model, graph=graph, seed=seed)
+    duration, dt = _preferred(model, duration, dt)
+    if out is not None:
+        ext = os.path.splitext(os.fspath(out))[1].lower()
+        if ext not in (".csv", ".npz"):
+            raise StdopsError(f"--out {out}: expected a .csv or .npz file")
+        if duration is None:
+            raise StdopsError("--out saves a trajectory: give --duration and --dt")
+    if duration is None:
+        with np.errstate(all="ignore"):
+            sim.evaluate()
+        print_outputs(sim.outputs, f"outputs of {escape(sim.graph.id)}")
+        return
+    n_steps = int(np.floor(float(duration) / float(dt) + 1e-9)) + 1
+    with np.errstate(all="ignore"):
+        if n_steps > PROGRESS_MIN_STEPS:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            with Progress(TextColumn("[bold]running[/bold]"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                          TimeRemainingColumn(), console=console, transient=True) as prog:
+                task = prog.add_task("run", total=n_steps)
+                every = max(1, n_steps // 200)
+
+                def progress(i: int, n: int) -> None:
+                    if i % every == 0 or i == n:
+                        prog.update(task, completed=i)
+
+                traj = sim.run(float(duration), float(dt), progress=progress)
+        else:
+            traj = sim.run(float(duration), float(dt))
+    console.print(f"{len(traj.times)} steps, t = 0 .. {traj.times[-1]:.6g} (dt {dt})")
+    print_outputs(sim.outputs, f"outputs of {escape(sim.graph.id)} at t = {traj.times[-1]:.6g}")
+    if out is not None:
+        if os.fspath(out).lower().endswith(".csv"):
+            traj.to_csv(out)
+        else:
+            traj.to_npz(out)
+        console.print(f"saved the trajectory to {escape(os.fspath(out))}")
+
+
+def _cond_str(c: Any) -> str:
+    kw = ", ".join(f"{k}={_cond_str(v)}" for k, v in (c.kwargs or {}).items()) if hasattr(c, "kwargs") else None
+    if kw is not None:
+        return f"{c.type}({kw})"
+    if isinstance(c, list):
+        return "[" + ", ".join(_cond_str(x) for x in c) + "]"
+    return repr(c)
+
+
+def info(path: Any) -> None:
+    """Print the model's graphs, nodes (ports, parameters, functions), edges and conditions."""
+    model = _load(path)
+    console.print(f"[bold]{escape(str(path))}[/bold]: MDF model {escape(model.id)!r} "
+                  f"({escape(str(model.format))}; {escape(str(model.generating_application or '-'))})")
+    used: dict[str, int] = {}
+    for g in model.graphs.values():
+        console.print(f"graph [bold]{escape(g.id)}[/bold]: {len(g.nodes)} node(s), {len(g.edges)} edge(s)")
+        t = Table()
+        for col in ("node", "inputs", "parameters", "functions", "outputs"):
+            t.add_column(col)
+        for n in g.nodes.values():
+            funcs = []
+            for f in list(n.functions.values()) + list(n.parameters.values()):
+                if isinstance(f.function, str):
+                    funcs.append(f"{f.id}: {f.function}")
+                    used[f.function] = used.get(f.function, 0) + 1
+            params = [p.id + (" (stateful)" if p.is_stateful() else "") for p in n.parameters.values()
+                      if not isinstance(p.function, str)]
+            t.add_row(escape(n.id), escape(", ".join(n.input_ports)), escape(", ".join(params)),
+                      escape(", ".join(funcs)), escape(", ".join(n.output_ports)))
+        console.print(t)
+        for e in g.edges.values():
+            w = (e.parameters or {}).get("weight")
+            console.print(f"  edge {escape(e.id)}: {escape(e.sender)}.{escape(e.sender_port)} -> "
+                          f"{escape(e.receiver)}.{escape(e.receiver_port)}" + (f" (weight {escape(str(w)[:40])})"
+                                                                             if w is not None else ""))
+        cs = g.conditions
+        if cs is not None:
+            for n, c in (cs.node_specific or {}).items():
+                console.print(f"  condition {escape(n)}: {escape(_cond_str(c))}")
+            for s, c in (cs.termination or {}).items():
+                console.print(f"  termination {escape(s)}: {escape(_cond_str(c))}")
+        else:
+            console.print("  conditions: default (senders' EveryNCalls; trial ends when all have run)")
+    if used:
+        console.print("functions used: " + ", ".join(f"{escape(k)} x{v}" for k, v in sorted(used.items())))
+
+
+def plot(path: Any, duration: Optional[float] = None, dt: Optional[float] = None, out_png: Any = "mdf.png",
+         graph: bool = False, graph_id: Optional[str] = None) -> None:
+    """``graph=False``: run for ``duration`` with ``dt`` and plot every output port over time;
+    ``graph=True``: draw the nodes and edges."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from .engine import Simulation
+
+    model = _load(path)
+    if graph:
+        _plot_graph(model.graph(graph_id), out_png)
+        console.print(f"saved the graph to {escape(os.fspath(out_png))}")
+        return
+    duration, dt = _preferred(model, duration, dt)
+    if duration is None or dt is None:
+        raise StdopsError("plot needs --duration and --dt (or --graph)")
+    sim = Simulation(model, graph=graph_id)
+    with np.errstate(all="ignore"):
+        traj = sim.run(float(duration), float(dt))
+    traj.plot(out_png, title=f"{model.id}: {sim.graph.id}")
+    console.print(f"saved {len(traj.columns())} series over {len(traj.times)} steps to {escape(os.fspath(out_png))}")
+
+
+def _plot_graph(g, out_png: Any) -> None:
+    import matplotlib.pyplot as plt
+
+    from .conditions import toposort
+
+    nodes = list(g.nodes)
+    deps = {n: set() for n in nodes}
+    for e in g.edges.values():
+        if e.receiver in deps and e.sender in deps and e.sender != e.receiver:
+            rn = g.nodes[e.receiver]
+            if e.receiver_port in rn.input_ports and rn.input_ports[e.receiver_port].default_value is None:
+                deps[e.receiver].add(e.sender)
+    try:
+        levels = toposort(nodes, deps)
+    except StdopsError:
+        levels = [nodes]
+    pos = {}
+    for x, level in enumerate(levels):
+        for y, n in enumerate(level):
+            pos[n] = (x, -(y - (len(level) - 1) / 2))
+    fig, ax = plt.subplots(figsize=(max(4, 2.2 * len(levels)), max(3, 1.2 * max(len(lv) for lv in levels))))
+    for e in g.edges.values():
+        if e.sender in pos and e.receiver in pos:
+            (x0, y0), (x1, y1) = pos[e.sender], pos[e.receiver]
+            ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                        arrowprops=dict(arrowstyle="->", color="0.4", shrinkA=22, shrinkB=22,
+                                        connectionstyle="arc3,rad=0.15" if x1 <= x0 else "arc3"))
+    for n, (x, y) in pos.items():
+        ax.text(x, y, n, ha="center", va="center", fontsize=9,
+                bbox=dict(boxstyle="round,pad=0.5", fc="#dbe9f6", ec="#3b6ea5"))
+    ax.set_xlim(-0.7, len(levels) - 0.3)
+    ys = [y for _, y in pos.values()] or [0]
+    ax.set_ylim(min(ys) - 0.8, max(ys) + 0.8)
+    ax.axis("off")
+    ax.set_title(f"graph {g.id}")
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,351 @@
+"""ncnn pooling and padding layers (ncnn-operators.txt): Pooling, Pooling1D, Pooling3D, SPP,
+StatisticsPooling, Padding, on the shared MaxPool / AveragePool / GlobalPool / ReduceMean / Pad kernels.
+
+Layout: Pooling1D pools the w axis of an (H, W) blob (each row a channel), Pooling a (C, H, W) blob,
+Pooling3D a (C, D, H, W) blob. ncnn's pad modes: 0 "full" (the given pads, plus a tail at the end so that
+the last partial window is kept: output ceil((size + pads - k) / s) + 1), 1 "valid" (the given pads,
+floor), 2 / 3 SAME_UPPER / SAME_LOWER (total = k + (size - 1) // s * s - size). Max pooling pads with
+-FLT_MAX (a window wholly in the padding yields -FLT_MAX, as in ncnn), average pooling with 0; an average
+without ``avgpool_count_include_pad`` divides by the taps outside the *given* pads (so a SAME padding
+computed by modes 2 / 3 counts as data, as in ncnn). Global pooling gives a 1d (C,) blob. Adaptive
+pooling uses the windows [floor(i * n / o), ceil((i + 1) * n / o)).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from ...errors import KernelError
+from ...ops import OPS
+from ...ops.pool import max_pool_values
+from ..spec import P, Ref, W, layer
+
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
+# ----------------------------------------------------------------------------- pooling
+def _pool_params(nd: int) -> list[P]:
+    ps = [P(0, "pooling_type", 0), P(1, "kernel_w", 0), P(2, "stride_w", 1), P(3, "pad_left", 0),
+          P(4, "global_pooling", 0), P(5, "pad_mode", 0), P(6, "avgpool_count_include_pad", 0),
+          P(7, "adaptive_pooling", 0), P(8, "out_w", 0)]
+    if nd >= 2:
+        ps += [P(11, "kernel_h", Ref("kernel_w")), P(12, "stride_h", Ref("stride_w")),
+               P(13, "pad_top", Ref("pad_left"))]
+    ps.append(P(14, "pad_right", Ref("pad_left")))
+    if nd >= 2:
+        ps += [P(15, "pad_bottom", Ref("pad_top")), P(18, "out_h", Ref("out_w"))]
+    if nd == 3:
+        ps += [P(21, "kernel_d", Ref("kernel_w")), P(22, "stride_d", Ref("stride_w")),
+               P(23, "pad_front", Ref("pad_left")), P(16, "pad_behind", Ref("pad_front")),
+               P(28, "out_d", Ref("out_w"))]
+    return ps
+
+
+def _outer_first(p, names) -> tuple[int, ...]:
+    return tuple(int(getattr(p, n)) for n in reversed(names))
+
+
+def _pad_value_for(x: np.ndarray, is_max: bool):
+    if not is_max:
+        return 0
+    return -128 if x.dtype == np.int8 else -_FLT_MAX
+
+
+def _pad(x: np.ndarray, begin, end, value) -> np.ndarray:
+    """x (C, *sp) padded on its spatial axes with a constant (the shared Pad kernel)."""
+    if not any(begin) and not any(end):
+        return x
+    pads = np.array([0, *begin, 0, *end], np.int64)
+    return OPS["pad"].fn(x, pads, np.asarray(value, dtype=x.dtype), mode="constant")
+
+
+def _adaptive(x: np.ndarray, out: tuple[int, ...], is_max: bool) -> np.ndarray:
+    """Adaptive max / average pooling of x (C, *sp) to ``out``: a loop over the taps of the largest
+    window, each tap one gather covering every output position."""
+    sp = x.shape[1:]
+    nd = len(sp)
+    starts, ends, lens = [], [], []
+    for n, o in zip(sp, out):
+        j = np.arange(o)
+        s = (n * j) // o
+        e = (n * (j + 1) + o - 1) // o
+        starts.append(s)
+        ends.append(e)
+        lens.append(int((e - s).max()))
+    y = None
+    for tap in itertools.product(*[range(L) for L in lens]):
+        idx, ok = [], None
+        for ax, t in enumerate(tap):
+            pos = starts[ax] + t
+            valid = pos < ends[ax]
+            shape = [1] * nd
+            shape[ax] = out[ax]
+            idx.append(np.minimum(pos, ends[ax] - 1).reshape(shape))
+            v = valid.reshape(shape)
+            ok = v if ok is None else ok & v
+        vals = x[(slice(None),) + tuple(idx)]
+        if is_max:
+            y = vals.copy() if y is None else np.maximum(y, vals)
+        else:
+            vals = np.where(ok, vals, np.float32(0))
+            y = vals.astype(np.float32) if y is None else y + vals
+    if not is_max:
+        for ax in range(nd):  # ncnn divides by each window length in turn
+            shape = [1] * nd
+            shape[ax] = out[ax]
+            y = y / (ends[ax] - starts[ax]).astype(np.float32).reshape(shape)
+    return y.astype(x.dtype, copy=False)
+
+
+def _axis_area(n: int, begin: int, end: int, k: int, s: int, o: int, lo: int, hi: int) -> np.ndarray:
+    """Per output position: taps of the window on the padded axis that fall in [lo, hi)."""
+    pos = np.arange(o)[:, None] * s + np.arange(k)[None, :]
+    return ((pos >= lo) & (pos < hi)).sum(axis=1)
+
+
+def _build_pool(p, nd: int, type_name: str):
+    ptype = int(p.pooling_type)
+    if ptype not in (0, 1):
+        raise KernelError(f"{type_name}: pooling_type {ptype} is not 0 (max) or 1 (avg)")
+    is_max = ptype == 0
+    names_k = ["kernel_w", "kernel_h", "kernel_d"][:nd]
+    names_s = ["stride_w", "stride_h", "stride_d"][:nd]
+    names_b = ["pad_left", "pad_top", "pad_front"][:nd]
+    names_e = ["pad_right", "pad_bottom", "pad_behind"][:nd]
+    names_o = ["out_w", "out_h", "out_d"][:nd]
+    kernel = _outer_first(p, names_k)
+    strides = _outer_first(p, names_s)
+    pb = _outer_first(p, names_b)
+    pe = _outer_first(p, names_e)
+    outs = _outer_first(p, names_o)
+    mode = int(p.pad_mode)
+    include_pad = int(p.avgpool_count_include_pad)
+    want = nd + 1
+
+    def check(x):
+        if x.ndim != want:
+            raise KernelError(f"{type_name} takes a {want}d blob, got shape {x.shape}")
+        return x
+
+    if p.global_pooling:
+        fn = OPS["global_max_pool"].fn if is_max else OPS["global_average_pool"].fn
+
+        def run_global(x):
+            x = check(x)
+            return fn(x[None])[0].reshape(x.shape[0])
+
+        return run_global
+
+    if p.adaptive_pooling:
+        if any(o <= 0 and o != -233 for o in outs):
+            raise KernelError(f"{type_name}: adaptive output size {list(outs)} must be >= 1 (or -233: keep)")
+
+        def run_adaptive(x):
+            x = check(x)
+            o = tuple(n if v == -233 else v for n, v in zip(x.shape[1:], outs))
+            if o == x.shape[1:]:
+                return x
+            return _adaptive(x, o, is_max)
+
+        return run_adaptive
+
+    if min(kernel) <= 0 or min(strides) <= 0:
+        raise KernelError(f"{type_name}: kernel {list(kernel)} and stride {list(strides)} must be >= 1")
+    if mode not in (0, 1, 2, 3):
+        raise KernelError(f"{type_name}: pad_mode {mode} is not 0..3")
+    if mode in (0, 1) and (min(pb) < 0 or min(pe) < 0):
+        raise KernelError(f"{type_name}: pads {list(pb + pe)} must be >= 0")
+    avg = OPS["average_pool"].fn
+
+    def run(x):
+        x = check(x)
+        sp = x.shape[1:]
+        if mode == 0:
+            b, e = list(pb), list(pe)
+            for ax in range(nd):
+                span = sp[ax] + b[ax] + e[ax] - kernel[ax]
+                if span < 0:
+                    raise KernelError(f"{type_name}: kernel {kernel[ax]} is larger than the padded input "
+                                      f"{sp[ax] + b[ax] + e[ax]}")
+                tail = span % strides[ax]
+                if tail:
+                    e[ax] += strides[ax] - tail
+        elif mode == 1:
+            b, e = list(pb), list(pe)
+        else:
+            b, e = [], []
+            for n, k, s in zip(sp, kernel, strides):
+                tot = max(0, k + (n - 1) // s * s - n)
+                lo = tot // 2 if mode == 2 else tot - tot // 2
+                b.append(lo)
+                e.append(tot - lo)
+        for ax in range(nd):
+            if sp[ax] + b[ax] + e[ax] < kernel[ax]:
+                raise KernelError(f"{type_name}: kernel {kernel[ax]} is larger than the padded input "
+                                  f"{sp[ax] + b[ax] + e[ax]}")
+        if is_max:
+            xp = _pad(x, b, e, _pad_value_for(x, True))
+            return max_pool_values(xp[None], kernel_shape=kernel, strides=strides)[0]
+        xf = x.astype(np.float32, copy=False)
+        if include_pad:
+            return avg(_pad(xf, b, e, 0)[None], kernel_shape=kernel, strides=strides, count_include_pad=1)[0]
+        if mode in (0, 1):  # the counted region is the input itself
+            return avg(xf[None], kernel_shape=kernel, strides=strides, pads=list(b) + list(e),
+                       count_include_pad=0)[0]
+        # SAME modes: the counted region is the padded input less the given pad params
+        out = tuple((n + bb + ee - k) // s + 1 for n, bb, ee, k, s in zip(sp, b, e, kernel, strides))
+        area = None
+        for ax in range(nd):
+            full = sp[ax] + b[ax] + e[ax]
+            a = _axis_area(sp[ax], b[ax], e[ax], kernel[ax], strides[ax], out[ax], pb[ax], full - pe[ax])
+            shape = [1] * nd
+            shape[ax] = out[ax]
+            a = a.reshape(shape)
+            area = a if area is None else area * a
+        y = avg(_pad(xf, b, e, 0)[None], kernel_shape=kernel, strides=strides, count_include_pad=1)[0]
+        maxk = math.prod(kernel)
+        if np.all(area == maxk):
+            return y
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (y * np.float32(maxk) / area.astype(np.float32)).astype(np.float32)
+
+    return run
+
+
+def _declare_pool(type_name: str, nd: int) -> None:
+    def build(p, w):
+        return _build_pool(p, nd, type_name)
+
+    build.__doc__ = (f"{nd}D max / average pooling (ncnn pad modes 0..3, count_include_pad, global, adaptive) on "
+                     "the shared MaxPool / AveragePool / Global*Pool kernels.")
+    layer(type_name, params=_pool_params(nd))(build)
+
+
+_declare_pool("Pooling1D", 1)
+_declare_pool("Pooling", 2)
+_declare_pool("Pooling3D", 3)
+
+
+# ----------------------------------------------------------------------------- SPP
+@layer("SPP", params=[P(0, "pooling_type", 0), P(1, "pyramid_height", 1)])
+def spp(p, w):
+    """Spatial pyramid pooling of (C, H, W): for level l < pyramid_height, 2^l x 2^l bins of size
+    ceil(H / 2^l) x ceil(W / 2^l) over the input zero-padded by ceil(rem / 2) on each side (rem = bins x
+    size - extent; zeros also for max pooling, as in ncnn), max or average (/ bin size). Output: a 1d
+    blob, level after level, each (C, bins, bins) flattened: C x (4^L - 1) / 3 values."""
+    ptype = int(p.pooling_type)
+    levels = int(p.pyramid_height)
+    if ptype not in (0, 1):
+        raise KernelError(f"SPP: pooling_type {ptype} is not 0 (max) or 1 (avg)")
+    if levels < 1 or levels > 16:
+        raise KernelError(f"SPP: pyramid_height {levels} must be 1..16")
+    avg = OPS["average_pool"].fn
+
+    def run(x):
+        if x.ndim != 3:
+            raise KernelError(f"SPP takes a 3d blob (C, H, W), got shape {x.shape}")
+        C, H, Wd = x.shape
+        parts = []
+        for lv in range(levels):
+            bins = 1 << lv
+            kh, kw = -(-H // bins), -(-Wd // bins)
+            ph, pw = (kh * bins - H + 1) // 2, (kw * bins - Wd + 1) // 2
+            xp = _pad(x.astype(np.float32, copy=False), (ph, pw), (ph, pw), 0)
+            if ptype == 0:
+                y = max_pool_values(xp[None], kernel_shape=(kh, kw), strides=(kh, kw))[0]
+            else:
+                y = avg(xp[None], kernel_shape=(kh, kw), strides=(kh, kw), count_include_pad=1)[0]
+            parts.append(y[:, :bins, :bins].reshape(-1))
+        return np.concatenate(parts)
+
+    return run
+
+
+# ----------------------------------------------------------------------------- StatisticsPooling
+@layer("StatisticsPooling", params=[P(0, "include_stddev", 0)])
+def statistics_pooling(p, w):
+    """Per channel of a (C, H, W) / (C, D, H, W) blob: mean, and with include_stddev the population
+    standard deviation after it: a 1d blob of C or 2C values."""
+    mean = OPS["reduce_mean"].fn
+    std = bool(p.include_stddev)
+
+    def run(x):
+        if x.ndim not in (2, 3, 4):
+            raise KernelError(f"StatisticsPooling takes a 3d or 4d blob, got shape {x.shape}")
+        xs = (x if x.ndim > 2 else x[None]).astype(np.float32, copy=False)
+        flat = xs.reshape(xs.shape[0], -1)
+        axes = np.array([1], np.int64)
+        m = mean(flat, axes, keepdims=1)
+        if not std:
+            return m.reshape(-1)
+        d = flat - m
+        s = np.sqrt(mean(d * d, axes, keepdims=1))
+        return np.concatenate([m.reshape(-1), s.reshape(-1)])
+
+    return run
+
+
+# ----------------------------------------------------------------------------- Padding
+@layer("Padding", params=[P(0, "top", 0), P(1, "bottom", 0), P(2, "left", 0), P(3, "right", 0), P(4, "type", 0),
+                          P(5, "value", 0.0), P(6, "per_channel_pad_data_size", 0), P(7, "front", 0),
+                          P(8, "behind", 0)],
+       weights=lambda p: [W("per_channel_pad_data", p.per_channel_pad_data_size)] if p.per_channel_pad_data_size
+       else [])
+def padding(p, w):
+    """Pad a blob: 1d (w) by left/right; 2d (h, w) by top/bottom, left/right; 3d (c, h, w) also the channels
+    by front/behind; 4d (c, d, h, w) the depth by front/behind. type 0 constant (``value``, or per channel
+    ``per_channel_pad_data``: one per output channel for 3d, per channel for 4d), 1 replicate (edge),
+    2 reflect (mirror without the edge); replicate/reflect also apply along the channel (3d) or depth (4d)
+    axis. On the shared Pad kernel."""
+    top, bottom, left, right = int(p.top), int(p.bottom), int(p.left), int(p.right)
+    front, behind = int(p.front), int(p.behind)
+    ptype = int(p.type)
+    if ptype not in (0, 1, 2):
+        raise KernelError(f"Padding: type {ptype} is not 0 (constant), 1 (replicate) or 2 (reflect)")
+    if min(top, bottom, left, right, front, behind) < 0:
+        raise KernelError(f"Padding: negative pads (top {top} bottom {bottom} left {left} right {right} "
+                          f"front {front} behind {behind})")
+    per_channel = w.get("per_channel_pad_data")
+    value = float(p.value)
+    pad = OPS["pad"].fn
+    mode = {0: "constant", 1: "edge", 2: "reflect"}[ptype]
+    nothing = not any((top, bottom, left, right, front, behind))
+
+    def pads_for(ndim):
+        if ndim == 1:
+            return [left], [right]
+        if ndim == 2:
+            return [top, left], [bottom, right]
+        if ndim == 3:
+            return [front, top, left], [behind, bottom, right]
+        return [0, front, top, left], [0, behind, bottom, right]
+
+    def run(x):
+        if x.ndim < 1 or x.ndim > 4:
+            raise KernelError(f"Padding takes a 1d..4d blob, got shape {x.shape}")
+        if nothing:
+            return x
+        b, e = pads_for(x.ndim)
+        if ptype == 2:
+            for n, bb, ee in zip(x.shape, b, e):
+                if (bb or ee) and (bb >= n or ee >= n):
+                    raise KernelError(f"Padding: reflect pads {bb}, {ee} need an axis longer than them, got {n}")
+        if ptype != 0 or per_channel is None or x.ndim < 3:
+            if ptype == 0:
+                return pad(x, np.array(b + e, np.int64), np.asarray(value, dtype=x.dtype), mode="constant")
+            return pad(x, np.array(b + e, np.int64), mode=mode)
+        # constant with a value per channel (3d: per output channel; 4d: per channel)
+        outshape = tuple(n + bb + ee for n, bb, ee in zip(x.shape, b, e))
+        nc = outshape[0]
+        if per_channel.size < nc:
+            raise KernelError(f"Padding: per_channel_pad_data has {per_channel.size} values, the padded blob has "
+                              f"{nc} channels")
+        vals = per_channel[:nc].astype(x.dtype)
+        out = np.empty(outshape, x.dtype)
+        out[...] = vals.reshape((nc,) + (1,) * (x.ndim - 1))
+        out[tuple(slice(bb, bb + n) for bb, n in zip(b, x.shape))] = x
+        return out
+
+    return run
