@@ -12,7 +12,8 @@ Modules: ``schema`` (pydantic models), ``io`` (JSON/YAML), ``expr`` (safe expres
 """
 from __future__ import annotations
 
-from .engine import GraphEngine, Simulation, Trajectory, check_model
+from .api import Simulation, Trajectory
+from .engine import GraphEngine, check_model
 from .functions import STANDARD, drift_diffusion_integrator
 from .io import MdfWarning, dumps, load, loads, model_from_data, save, to_data
 from .schema import (Condition, ConditionSet, Edge, Function, Graph, InputPort, Model, Node, OutputPort,

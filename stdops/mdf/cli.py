@@ -79,10 +79,12 @@ def _preferred(model, duration: Optional[float], dt: Optional[float]) -> tuple[O
 
 
 def run_model(path: Any, duration: Optional[float] = None, dt: Optional[float] = None,
-              out: Optional[Any] = None, graph: Optional[str] = None, seed: Optional[int] = None) -> None:
+              out: Optional[Any] = None, graph: Optional[str] = None, seed: Optional[int] = None,
+              inputs: Optional[dict] = None) -> None:
     """Run an MDF model and print its final outputs; with ``duration``/``dt`` step time
-    (evaluate at t=0, then every dt while t <= duration) and optionally save the trajectory."""
-    from .engine import Simulation
+    (evaluate at t=0, then every dt while t <= duration) and optionally save the trajectory.
+    ``inputs`` ({port id or "node.port": value}) feed the graph's input ports at every evaluation."""
+    from .api import Simulation
 
     model = _load(path)
     sim = Simulation(model, graph=graph, seed=seed)
@@ -95,7 +97,7 @@ def run_model(path: Any, duration: Optional[float] = None, dt: Optional[float] =
             raise StdopsError("--out saves a trajectory: give --duration and --dt")
     if duration is None:
         with np.errstate(all="ignore"):
-            sim.evaluate()
+            sim.evaluate(inputs=inputs)
         print_outputs(sim.outputs, f"outputs of {escape(sim.graph.id)}")
         return
     n_steps = int(np.floor(float(duration) / float(dt) + 1e-9)) + 1
@@ -112,9 +114,9 @@ def run_model(path: Any, duration: Optional[float] = None, dt: Optional[float] =
                     if i % every == 0 or i == n:
                         prog.update(task, completed=i)
 
-                traj = sim.run(float(duration), float(dt), progress=progress)
+                traj = sim.run(float(duration), float(dt), inputs=inputs, progress=progress)
         else:
-            traj = sim.run(float(duration), float(dt))
+            traj = sim.run(float(duration), float(dt), inputs=inputs)
     console.print(f"{len(traj.times)} steps, t = 0 .. {traj.times[-1]:.6g} (dt {dt})")
     print_outputs(sim.outputs, f"outputs of {escape(sim.graph.id)} at t = {traj.times[-1]:.6g}")
     if out is not None:
@@ -180,7 +182,7 @@ def plot(path: Any, duration: Optional[float] = None, dt: Optional[float] = None
     import matplotlib
 
     matplotlib.use("Agg")
-    from .engine import Simulation
+    from .api import Simulation
 
     model = _load(path)
     if graph:
@@ -200,7 +202,7 @@ def plot(path: Any, duration: Optional[float] = None, dt: Optional[float] = None
 def _plot_graph(g, out_png: Any) -> None:
     import matplotlib.pyplot as plt
 
-    from .conditions import toposort
+    from .scheduler import toposort
 
     nodes = list(g.nodes)
     deps = {n: set() for n in nodes}

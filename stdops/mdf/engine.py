@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 from typing import Any, Callable, Hashable, Optional
 
 import numpy as np
 
 from ..errors import InputError, StdopsError, ValidationError
 from . import conditions as cond_mod
-from .expr import Compiled, compile_value, constant_value
+from .expr import compile_value, constant_value
 from .functions import STANDARD, CallContext, compile_call
+from .scheduler import Scheduler
 from .schema import Graph, Model, Node, Parameter
 
 DEFAULT_INIT_VALUE = 0.0
@@ -161,7 +161,24 @@ class NodeEngine:
             known[p] = p
         for f in node.functions:
             known[f] = f
-        base_known = set(node.input_ports) | set(node.parameters)
+        # nested graphs: fed from same-named input ports, their outputs visible as "node.port"
+        self.subgraphs: list = []
+        for sg in node.graphs.values():
+            sub = GraphEngine(sg, dataclasses.replace(ctx, constants={}), f"{where}.graphs.{sg.id}")
+            feeds = []
+            for n, p in sub.input_ports():
+                for name in (p, f"{n}.{p}"):
+                    if name in node.input_ports:
+                        feeds.append((name, sub.nodes[n].ports_by_id[p]))
+                        break
+            outs = []
+            for n, ne in sub.nodes.items():
+                for o, _ in ne.outputs:
+                    key = ("graph", sg.id, n, o)
+                    outs.append((key, ne, o))
+                    known.setdefault(f"{n}.{o}", key)
+            self.subgraphs.append((sub, feeds, outs))
+        base_known = set(node.input_ports) | set(node.parameters) | {k for k, v in known.items() if isinstance(v, tuple)}
 
         # parameters
         self.params: list[_Param] = []
@@ -173,7 +190,9 @@ class NodeEngine:
         compiled = []
         for f in node.functions.values():
             fw = f"{where}.functions.{f.id}"
-            if f.function is not None and f.value is None:
+            fname = str(f.function) if f.function is not None else None
+            if fname is not None and (f.value is None or fname in STANDARD or fname.startswith("onnx::")):
+                # a known function beats a value written beside it (as in the reference)
                 fn, names = compile_call(str(f.function), f.args, known, f.id, fw, ctx)
             elif f.value is not None:
                 from .functions import compile_args
@@ -245,6 +264,12 @@ class NodeEngine:
         s = self.scope
         for port in self.in_ports:
             s[port.key] = port.take()
+        for sub, feeds, outs in self.subgraphs:
+            for key, port in feeds:
+                port.set(s[key])
+            sub.evaluate(dt)
+            for key, ne, o in outs:
+                s[key] = ne.out_values[o]
         dyn = self._dyn
         for p in dyn:
             s[p.key] = p.current(s)
@@ -350,7 +375,7 @@ class GraphEngine:
                     raise ValidationError(path, tw, str(e)) from None
                 term[ts] = cond_mod.build_condition(c, ids, tw, path)
         try:
-            self.scheduler = cond_mod.Scheduler(node_ids, deps, conds, term, value_getter=self._value_of)
+            self.scheduler = Scheduler(node_ids, deps, conds, term, value_getter=self._value_of)
         except StdopsError as e:
             raise ValidationError(path, gw, str(e)) from None
         self.ran: set = set()
@@ -378,21 +403,31 @@ class GraphEngine:
         if inputs:
             self.set_inputs(inputs)
         nodes, incoming, ran = self.nodes, self.incoming, self.ran
-        for step in self.scheduler.run():
-            for nid in step:
-                ran.add(nid)
-                for e in incoming[nid]:
-                    if e.sender in ran:
-                        v = nodes[e.sender].out_values[e.sport]
-                        e.rport.set(v if e.passthrough else e.weight * v)
-                node = nodes[nid]
-                try:
-                    node.evaluate(dt)
-                except StdopsError:
-                    raise
-                except Exception as ex:  # noqa: BLE001 - a value the model computes is at fault
-                    loc = f"{self.ctx.path}: " if self.ctx.path else ""
-                    raise StdopsError(f"{loc}{node.where}: evaluation failed: {type(ex).__name__}: {ex}") from None
+        loc = f"{self.ctx.path}: " if self.ctx.path else ""
+        try:
+            for step in self.scheduler.run():
+                for nid in step:
+                    ran.add(nid)
+                    for e in incoming[nid]:
+                        if e.sender in ran:
+                            v = nodes[e.sender].out_values[e.sport]
+                            try:
+                                e.rport.set(v if e.passthrough else e.weight * v)
+                            except Exception as ex:  # noqa: BLE001 - weight and value do not fit
+                                raise StdopsError(f"{loc}{self.where}.edges.{e.id}: {type(ex).__name__}: {ex}") \
+                                    from None
+                    node = nodes[nid]
+                    try:
+                        node.evaluate(dt)
+                    except StdopsError:
+                        raise
+                    except Exception as ex:  # noqa: BLE001 - a value the model computes is at fault
+                        raise StdopsError(f"{loc}{node.where}: evaluation failed: {type(ex).__name__}: {ex}") \
+                            from None
+        except StdopsError:
+            raise
+        except Exception as ex:  # noqa: BLE001 - a condition could not be evaluated
+            raise StdopsError(f"{loc}{self.where}.conditions: {type(ex).__name__}: {ex}") from None
 
     def input_ports(self) -> list[tuple[str, str]]:
         """(node, port) of every input port no edge feeds: the graph's inputs."""
@@ -432,191 +467,14 @@ def _make_ctx(model: Optional[Model], state: _State) -> CallContext:
 def check_model(model: Model) -> None:
     """Compile every graph of ``model`` (no evaluation): raises on any bad reference or expression."""
     for g in model.graphs.values():
-        GraphEngine(g, _make_ctx(model, _State(0)))
+        build_graph(g, _make_ctx(model, _State(0)))
 
 
-# ---------------------------------------------------------------------------------------------
-# Public API
-
-
-class Trajectory:
-    """Values of every output port at each time of a run: ``times`` (n,), ``data[node][port]`` (n, ...)."""
-
-    def __init__(self, times: list, data: dict):
-        self.times = np.asarray(times, dtype=np.float64)
-        self.data: dict[str, dict[str, np.ndarray]] = {}
-        for n, ports in data.items():
-            self.data[n] = {}
-            for p, vals in ports.items():
-                self.data[n][p] = _stack(vals)
-
-    def __getitem__(self, key: str) -> np.ndarray:
-        """``traj["node.port"]`` or ``traj["port"]`` (when unique)."""
-        if "." in key:
-            n, _, p = key.rpartition(".")
-            if n in self.data and p in self.data[n]:
-                return self.data[n][p]
-        hits = [ports[key] for ports in self.data.values() if key in ports]
-        if len(hits) == 1:
-            return hits[0]
-        raise KeyError(key)
-
-    def columns(self) -> list[tuple[str, np.ndarray]]:
-        """(column name, (n,) values) for every scalar element of every output port."""
-        cols = []
-        for n, ports in self.data.items():
-            for p, arr in ports.items():
-                if arr.dtype == object:
-                    continue
-                flat = arr.reshape(len(self.times), -1)
-                if flat.shape[1] == 1:
-                    cols.append((f"{n}.{p}", flat[:, 0]))
-                else:
-                    for j in range(flat.shape[1]):
-                        cols.append((f"{n}.{p}[{j}]", flat[:, j]))
-        return cols
-
-    def to_csv(self, path: Any = None) -> str:
-        """CSV text (``time`` then one column per scalar element); written to ``path`` if given."""
-        cols = self.columns()
-        lines = [",".join(["time"] + [c for c, _ in cols])]
-        for i, t in enumerate(self.times):
-            lines.append(",".join([repr(float(t))] + [repr(float(v[i])) for _, v in cols]))
-        text = "\n".join(lines) + "\n"
-        if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-        return text
-
-    def to_npz(self, path: Any) -> None:
-        arrays = {"time": self.times}
-        for n, ports in self.data.items():
-            for p, arr in ports.items():
-                if arr.dtype != object:
-                    arrays[f"{n}.{p}"] = arr
-        np.savez(path, **arrays)
-
-    def plot(self, path: Any = None, title: Optional[str] = None):
-        """Every numeric output port over time (matplotlib); saved to ``path`` if given."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
-        cols = self.columns()
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        for name, v in cols[:40]:
-            ax.plot(self.times, v, label=name)
-        ax.set_xlabel("time")
-        if title:
-            ax.set_title(title)
-        if cols:
-            ax.legend(fontsize="small", loc="best")
-        fig.tight_layout()
-        if path is not None:
-            fig.savefig(path, dpi=120)
-            plt.close(fig)
-        return fig
-
-
-def _stack(vals: list) -> np.ndarray:
+def build_graph(graph: Graph, ctx: CallContext) -> GraphEngine:
+    """GraphEngine(graph), with anything unexpected reported as the model's fault at the graph."""
     try:
-        arrs = [np.asarray(v) for v in vals]
-        if arrs and all(a.shape == arrs[0].shape and a.dtype != object for a in arrs):
-            return np.stack(arrs) if arrs else np.zeros(0)
-    except (ValueError, TypeError):
-        pass
-    out = np.empty(len(vals), dtype=object)
-    for i, v in enumerate(vals):
-        out[i] = v
-    return out
-
-
-class Simulation:
-    """Run one graph of an MDF model.
-
-    ``evaluate(time_increment=None, inputs=None)`` runs one trial (the scheduler's
-    environment state update); ``run(duration, dt)`` steps time and returns a :class:`Trajectory`.
-    ``seed`` seeds the generator used by drift_diffusion_integrator and ACT-R conflict resolution.
-    """
-
-    def __init__(self, model: Model, graph: Optional[str] = None, seed: Any = None):
-        if isinstance(model, Graph):
-            model = Model(id=model.id, graphs={model.id: model})
-        self.model = model
-        self.graph = model.graph(graph)
-        self._state = _State(seed)
-        self._engine = GraphEngine(self.graph, _make_ctx(model, self._state))
-        self.time = 0.0
-        self.n_evaluations = 0
-
-    @property
-    def rng(self) -> np.random.Generator:
-        return self._state.rng
-
-    def evaluate(self, time_increment: Any = None, inputs: Optional[dict] = None) -> dict:
-        """One trial; ``inputs`` keyed by input-port id or ``"node.port"``. Returns ``outputs``."""
-        self._engine.evaluate(time_increment, inputs)
-        self.n_evaluations += 1
-        if time_increment is not None:
-            self.time += time_increment
-        return self.outputs
-
-    @property
-    def outputs(self) -> dict[str, dict[str, Any]]:
-        return {n: dict(e.out_values) for n, e in self._engine.nodes.items()}
-
-    @property
-    def parameters(self) -> dict[str, dict[str, Any]]:
-        return {n: {p.id: p.curr for p in e.params} for n, e in self._engine.nodes.items()}
-
-    @property
-    def execution_order(self) -> list[list[str]]:
-        """The nodes run in each scheduler step so far (every evaluation)."""
-        return [list(s) for s in self._engine.scheduler.execution_list]
-
-    def output(self, key: str) -> Any:
-        """One output value by ``"node.port"`` or a unique port id."""
-        if "." in key:
-            n, _, p = key.rpartition(".")
-            if n in self._engine.nodes and p in self._engine.nodes[n].out_values:
-                return self._engine.nodes[n].out_values[p]
-        hits = [e.out_values[key] for e in self._engine.nodes.values() if key in e.out_values]
-        if len(hits) == 1:
-            return hits[0]
-        raise KeyError(key)
-
-    def run(self, duration: float, dt: float, inputs: Optional[dict] = None,
-            progress: Optional[Callable[[int, int], None]] = None) -> Trajectory:
-        """evaluate() at t=0, then evaluate(time_increment=dt) while t <= duration (t accumulates
-        dt as a float, like the reference's examples). ``progress(i, n)`` is called as it goes."""
-        if dt is None or not dt > 0:
-            raise StdopsError(f"run: dt must be positive, got {dt!r}")
-        if duration is None or duration < 0:
-            raise StdopsError(f"run: duration must be >= 0, got {duration!r}")
-        n_expected = int(math.floor(duration / dt + 1e-9)) + 1
-        times: list = []
-        data: dict = {n: {p: [] for p in e.out_values} for n, e in self._engine.nodes.items()}
-        t = 0.0
-        i = 0
-        first = True
-        while t <= duration:
-            self._engine.evaluate(None if first else dt, inputs)
-            self.n_evaluations += 1
-            first = False
-            times.append(t)
-            for n, e in self._engine.nodes.items():
-                d = data[n]
-                for p, v in e.out_values.items():
-                    d[p].append(v)
-            i += 1
-            if progress is not None:
-                progress(i, n_expected)
-            t += dt
-        self.time = times[-1] if times else 0.0
-        return Trajectory(times, data)
-
-
-def standard_function_names() -> list[str]:
-    return sorted(STANDARD)
+        return GraphEngine(graph, ctx)
+    except StdopsError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a value of the wrong kind somewhere in the graph
+        raise ValidationError(ctx.path, f"graphs.{graph.id}", f"{type(e).__name__}: {e}") from None

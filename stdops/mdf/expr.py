@@ -279,7 +279,7 @@ def compile_value(value: Any, known: Mapping[str, Hashable], *, where: str = "",
     if not names:
         try:
             v = fn({})
-        except ExprError as e:
+        except StdopsError as e:
             raise ValidationError(path, where or "(expression)", f"{e}: {value!r}") from None
         except Exception:  # noqa: BLE001 - evaluated at run time then, where it will raise again
             return Compiled(fn, frozenset(), False, None, value)
@@ -433,11 +433,9 @@ class _Compiler:
 
         def run(s: Scope) -> Any:
             vals = [f(s) for f in fns]
-            if all(isinstance(v, (int, float, bool, np.number, np.bool_, np.ndarray)) for v in vals):
-                try:
-                    return np.array(vals)
-                except ValueError:
-                    return vals
+            if all(isinstance(v, (int, float, bool, np.number, np.bool_)) or
+                   (isinstance(v, np.ndarray) and v.ndim == 0) for v in vals):
+                return np.array(vals)  # a vector of numbers; a list of arrays stays a list
             return vals
 
         return run

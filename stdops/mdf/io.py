@@ -50,14 +50,57 @@ def parse_text(text: str, path: str | None = None, fmt: str | None = None) -> An
         except json.JSONDecodeError as e:
             if fmt == "json":
                 raise ModelFormatError(path, f"line {e.lineno} column {e.colno}", f"malformed JSON: {e.msg}") from None
+        except RecursionError:
+            raise ModelFormatError(path, None, "JSON nested too deeply") from None
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+        if _expanded_size(data, {}) > MAX_EXPANDED_NODES:
+            raise ModelFormatError(path, None, f"YAML aliases expand to more than {MAX_EXPANDED_NODES} values")
+        return data
+    except RecursionError:
+        raise ModelFormatError(path, None, "YAML nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark is not None else None
         raise ModelFormatError(path, where, f"malformed YAML: {getattr(e, 'problem', None) or e}") from None
+
+
+MAX_YAML_ALIASES = 1000
+MAX_EXPANDED_NODES = 50_000_000
+
+
+def _expanded_size(obj, memo: dict) -> int:
+    """How many values ``obj`` holds once every alias is expanded (linear time via memo)."""
+    if not isinstance(obj, (list, dict)):
+        return 1
+    k = id(obj)
+    if k in memo:
+        return memo[k]
+    memo[k] = 1  # a self-referencing alias: counted once
+    items = obj.values() if isinstance(obj, dict) else obj
+    n = 1 + sum(_expanded_size(v, memo) for v in items)
+    memo[k] = n
+    return n
+
+
+def _yaml_loader():
+    """yaml.SafeLoader that refuses documents with more than MAX_YAML_ALIASES aliases (an alias
+    bomb expands to exponentially many nodes when walked)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        _aliases = 0
+
+        def compose_node(self, parent, index):  # type: ignore[override]
+            if self.check_event(yaml.AliasEvent):
+                self._aliases += 1
+                if self._aliases > MAX_YAML_ALIASES:
+                    raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} YAML aliases")
+            return super().compose_node(parent, index)
+
+    return Loader
 
 
 def _loc_to_path(loc: tuple) -> str:
@@ -93,8 +136,10 @@ def model_from_data(data: Any, path: str | None = None, *, warn: bool = True) ->
         n = len(e.errors())
         more = f" (and {n - 1} more error{'s' if n > 2 else ''})" if n > 1 else ""
         raise ValidationError(path, where or "(model)", f"{err.get('msg')}{more}") from None
-    except ValueError as e:
-        raise ValidationError(path, "(model)", str(e)) from None
+    except (ValueError, TypeError, AttributeError) as e:
+        raise ValidationError(path, "(model)", f"{type(e).__name__}: {e}") from None
+    except RecursionError:
+        raise ModelFormatError(path, None, "model nested too deeply") from None
     model._path = path
     if warn:
         for where, names in unknown_fields(model):

@@ -37,7 +37,7 @@ def _with_ids(children: Any) -> Any:
         out = {}
         for c in children:
             cid = c.get("id") if isinstance(c, dict) else getattr(c, "id", None)
-            if cid is None:
+            if cid is None or not isinstance(cid, (str, int)):
                 raise ValueError("a list entry has no id")
             out[str(cid)] = c
         return out
@@ -60,6 +60,8 @@ def _shape(v: Any) -> Any:
         except (ValueError, SyntaxError):
             raise ValueError(f"shape {v!r} is not a tuple of integers") from None
     if isinstance(v, int) and not isinstance(v, bool):
+        if v < 0:
+            raise ValueError(f"shape {v!r} is negative")
         return (v,)
     if isinstance(v, (list, tuple)):
         if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v):
@@ -116,7 +118,11 @@ class Function(MdfBase):
             if len(f) != 1:
                 raise ValueError("function written as a dict must have exactly one entry {name: {args}}")
             (name, args), = f.items()
+            if args is not None and not isinstance(args, dict):
+                raise ValueError(f"function {{{name}: ...}} must map to a dict of arguments")
             data = dict(data)
+            if data.get("args") is not None and not isinstance(data["args"], dict):
+                raise ValueError("args must be a mapping")
             merged = dict(data.get("args") or {})
             merged.update(args or {})
             data["function"], data["args"] = name, merged
@@ -145,14 +151,19 @@ class Parameter(MdfBase):
             return data
         data = dict(data)
         if isinstance(data.get("function"), dict):
-            (name, args), = data["function"].items() if len(data["function"]) == 1 else (None, None)
-            if name is None:
+            if len(data["function"]) != 1:
                 raise ValueError("function written as a dict must have exactly one entry {name: {args}}")
+            (name, args), = data["function"].items()
+            if (args is not None and not isinstance(args, dict)) or \
+                    (data.get("args") is not None and not isinstance(data["args"], dict)):
+                raise ValueError("function arguments must be a mapping")
             merged = dict(data.get("args") or {})
             merged.update(args or {})
             data["function"], data["args"] = name, merged
         conds = data.get("conditions")
         if isinstance(conds, dict):
+            if not all(isinstance(v, dict) or v is None for v in conds.values()):
+                raise ValueError("each parameter condition must be a mapping with test and value")
             data["conditions"] = [{"id": str(k), **(v or {})} for k, v in conds.items()]
         elif conds is None:
             data["conditions"] = []
@@ -173,18 +184,23 @@ class Parameter(MdfBase):
 
 
 class Node(MdfBase):
+    """A node. ``graphs`` (an extension of MDF v0.4) nests whole graphs in the node: they run when
+    the node runs, fed from the node's input ports of the same ids, and their output ports are
+    visible to the node's expressions as ``<node>.<port>``."""
+
     id: str
     input_ports: Dict[str, InputPort] = Field(default_factory=dict)
     functions: Dict[str, Function] = Field(default_factory=dict)
     parameters: Dict[str, Parameter] = Field(default_factory=dict)
     output_ports: Dict[str, OutputPort] = Field(default_factory=dict)
+    graphs: Dict[str, "Graph"] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
     def _ids(cls, data: Any) -> Any:
         if isinstance(data, dict):
             data = dict(data)
-            for k in ("input_ports", "functions", "parameters", "output_ports"):
+            for k in ("input_ports", "functions", "parameters", "output_ports", "graphs"):
                 if k in data:
                     data[k] = _with_ids(data[k])
         return data
@@ -213,11 +229,15 @@ class Condition(MdfBase):
             data = dict(data)
             if "args" in data:  # older spelling
                 args = data.pop("args") or {}
+                if not isinstance(args, dict):
+                    raise ValueError("condition args must be a mapping")
                 kw = dict(data.get("kwargs") or {})
                 kw.update(args)
                 data["kwargs"] = kw
             if data.get("kwargs") is None:
                 data["kwargs"] = {}
+            if not isinstance(data["kwargs"], dict):
+                raise ValueError("condition kwargs must be a mapping")
             data["kwargs"] = {k: _nested_condition(v) for k, v in data["kwargs"].items()}
         return data
 
@@ -254,6 +274,9 @@ class Graph(MdfBase):
 
     def get_node(self, node_id: str) -> Optional[Node]:
         return self.nodes.get(node_id)
+
+
+Node.model_rebuild()
 
 
 class Model(MdfBase):
@@ -298,6 +321,16 @@ class Model(MdfBase):
 def graph_from_value(value: Any) -> Optional[Graph]:
     """A nested graph written as a value: ``{"graph_<id>": {...}}``, ``{"id":..., "nodes":...}`` or a
     Graph; else None."""
+    from pydantic import ValidationError as PydValidationError
+
+    try:
+        return _graph_from_value(value)
+    except PydValidationError as e:
+        err = e.errors()[0]
+        raise ValueError(f"nested graph: {'.'.join(map(str, err.get('loc', ())))}: {err.get('msg')}") from None
+
+
+def _graph_from_value(value: Any) -> Optional[Graph]:
     if isinstance(value, Graph):
         return value
     if isinstance(value, dict):

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["Expr", "blob_dims", "count_blobs", "parse"]
+__all__ = ["Expr", "blob_dims", "count_blobs", "parse", "shape_dims"]
 
 _F = np.float32
 
@@ -178,7 +178,12 @@ _TOKEN = re.compile(r"\s*([(),]|[^(),\s]+)\s*")
 
 def blob_dims(a: np.ndarray) -> dict[str, int]:
     """ncnn's w/h/d/c (and batch n = 1) of a blob in ncnn numpy layout (missing dims are 1)."""
-    s = np.shape(a)
+    return shape_dims(np.shape(a))
+
+
+def shape_dims(s: Sequence[int]) -> dict[str, int]:
+    """ncnn's w/h/d/c (and n = 1) of a blob shape (c, d, h, w) / (c, h, w) / (h, w) / (w,)."""
+    s = tuple(int(v) for v in s)
     nd = len(s)
     if nd == 0:
         return dict(w=0, h=0, d=0, c=0, n=0)
@@ -279,7 +284,7 @@ class Expr:
 
     def eval(self, blobs: Sequence[np.ndarray]) -> list[int]:
         """The list's values (ints) for these bottoms (arrays in ncnn layout, or shapes as tuples)."""
-        dims = [blob_dims(b if isinstance(b, np.ndarray) else np.empty(tuple(b), np.uint8)) for b in blobs]
+        dims = [blob_dims(b) if isinstance(b, np.ndarray) else shape_dims(b) for b in blobs]
         return [_to_int(f(dims)) for f in self.items]
 
     def __repr__(self) -> str:

@@ -194,7 +194,7 @@ class GraphBuilder:
             constants=[constants.get(i) if i else None for i in n.input],
             compile_graph=lambda g, _known=frozenset(known): self.compile(g, outer=sorted(_known),
                                                                          graph_where=f"{where} subgraph"),
-            opsets=opsets)
+            opsets=opsets, output_present=[bool(o) for o in n.output])
         try:
             fn: Callable = adapt(ctx) if adapt is not None else ctx.bind()
         except StdopsError:

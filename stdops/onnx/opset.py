@@ -51,6 +51,7 @@ class BindContext:
     constants: list[Any]  # load-time value of each input (initializer / Constant) or None
     compile_graph: Callable[[Any], Any] | None = None  # for GRAPH attributes (control flow)
     opsets: dict[str, int] = dataclasses.field(default_factory=dict)
+    output_present: list[bool] = dataclasses.field(default_factory=list)  # "" = an output nobody asks for
 
     @property
     def where(self) -> str:

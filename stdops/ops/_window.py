@@ -5,6 +5,7 @@ Conventions: ``x`` is (N, C, D1, ..., Dn); kernel, strides, dilations have n ent
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple, Sequence
 
@@ -48,7 +49,15 @@ class Geometry(NamedTuple):
 
 def geometry(in_sp: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
              dilations: Sequence[int], pads, auto_pad: str = "NOTSET", ceil_mode: int = 0) -> Geometry:
-    """Output shape and paddings of a sliding window (ONNX Conv / *Pool rules)."""
+    """Output shape and paddings of a sliding window (ONNX Conv / *Pool rules). Cached per
+    arguments: a model runs the same shapes again and again."""
+    pads = () if pads is None else tuple(int(p) for p in pads)
+    return _geometry(tuple(int(i) for i in in_sp), tuple(kernel), tuple(strides), tuple(dilations), pads,
+                     auto_pad, int(bool(ceil_mode)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _geometry(in_sp, kernel, strides, dilations, pads, auto_pad, ceil_mode) -> Geometry:
     n = len(in_sp)
     if auto_pad not in AUTO_PADS:
         raise KernelError(f"auto_pad must be one of {', '.join(AUTO_PADS)}, got {auto_pad!r}")
@@ -150,41 +159,18 @@ class FlatTaps:
 
     def __init__(self, x: np.ndarray, geo: Geometry, kernel, strides, dilations, fill=0):
         N, C = x.shape[:2]
-        n = len(kernel)
-        self.out = out = geo.out
-        self.kernel = tuple(kernel)
-        sp = tuple(d + b + e for d, b, e in zip(x.shape[2:], geo.begin, geo.end))
-        Q = [-(-S // s) for S, s in zip(sp, strides)]
-        Q0 = Q[0] + (1 if n > 1 else 0)  # a spare row: the last tap's run may spill past the end
-        nph = prod(strides)
-        shape = (nph, N, C, Q0) + tuple(Q[1:])
-        buf = np.empty(shape, x.dtype)
-        for pi, a in enumerate(np.ndindex(*strides)):
-            # phase a holds padded positions a + q * s, i.e. x[a + q * s - begin] where that exists
-            dst, src = [], []
-            for ai, si, b, D in zip(a, strides, geo.begin, x.shape[2:]):
-                q0 = max(0, -(-(b - ai) // si))
-                x0 = ai + q0 * si - b
-                cnt = max(0, -(-(D - x0) // si))
-                dst.append((q0, q0 + cnt))
-                src.append(slice(x0, x0 + (cnt - 1) * si + 1 if cnt else x0, si))
-            ph = buf[pi]
-            ph[(Ellipsis,) + tuple(slice(lo, hi) for lo, hi in dst)] = x[(Ellipsis,) + tuple(src)]
-            for ax, (lo, hi) in enumerate(dst):  # the padding around the copied box
-                pre = (slice(None),) * (2 + ax)
-                ph[pre + (slice(0, lo),)] = fill
-                ph[pre + (slice(hi, None),)] = fill
-        self.N, self.C, self.nph = N, C, nph
-        self.flat = buf.reshape(nph, N * C, prod(shape[3:]))
-        self.tail = tuple(Q[1:])
-        self.row = [prod(Q[i + 1:]) for i in range(n)]
-        self.L = out[0] * self.row[0]
+        (shape, copies, self.tail, self.row, self.L, self.runs) = _flat_plan(
+            tuple(x.shape), geo.begin, geo.end, geo.out, tuple(kernel), tuple(strides), tuple(dilations))
+        self.out, self.kernel = geo.out, tuple(kernel)
         self.strides, self.dilations = tuple(strides), tuple(dilations)
-        self.runs = []
-        for tap in np.ndindex(*kernel):
-            pos = [k * d for k, d in zip(tap, dilations)]
-            pi = int(np.ravel_multi_index([p % s for p, s in zip(pos, strides)], strides)) if nph > 1 else 0
-            self.runs.append((pi, sum((p // s) * r for p, s, r in zip(pos, strides, self.row))))
+        self.N, self.C, self.nph = N, C, shape[0]
+        buf = np.empty(shape, x.dtype)
+        for pi, dst, src, pads in copies:
+            ph = buf[pi]
+            ph[dst] = x[src]
+            for pad in pads:  # the padding around the copied box
+                ph[pad] = fill
+        self.flat = buf.reshape(shape[0], N * C, prod(shape[3:]))
 
     def run(self, t: int, rows=slice(None)) -> np.ndarray:
         pi, off = self.runs[t]
@@ -207,3 +193,39 @@ class FlatTaps:
         if len(self.out) > 1 and self.tail != tuple(self.out[1:]):
             y = np.ascontiguousarray(y[(Ellipsis,) + tuple(slice(0, o) for o in self.out[1:])])
         return y
+
+
+@functools.lru_cache(maxsize=1024)
+def _flat_plan(xshape, begin, end, out, kernel, strides, dilations):
+    """The shape-only part of :class:`FlatTaps`: buffer shape, phase copies, tap runs."""
+    N, C = xshape[:2]
+    n = len(kernel)
+    sp = tuple(d + b + e for d, b, e in zip(xshape[2:], begin, end))
+    Q = [-(-S // s) for S, s in zip(sp, strides)]
+    Q0 = Q[0] + (1 if n > 1 else 0)  # a spare row: the last tap's run may spill past the end
+    nph = prod(strides)
+    shape = (nph, N, C, Q0) + tuple(Q[1:])
+    copies = []
+    for pi, a in enumerate(np.ndindex(*strides)):
+        # phase a holds padded positions a + q * s, i.e. x[a + q * s - begin] where that exists
+        dst, src = [], []
+        for ai, si, b, D in zip(a, strides, begin, xshape[2:]):
+            q0 = max(0, -(-(b - ai) // si))
+            x0 = ai + q0 * si - b
+            cnt = max(0, -(-(D - x0) // si))
+            dst.append((q0, q0 + cnt))
+            src.append(slice(x0, x0 + (cnt - 1) * si + 1 if cnt else x0, si))
+        pads = []
+        for ax, (lo, hi) in enumerate(dst):
+            pre = (slice(None),) * (2 + ax)
+            pads += [pre + (slice(0, lo),), pre + (slice(hi, None),)]
+        copies.append((pi, (Ellipsis,) + tuple(slice(lo, hi) for lo, hi in dst), (Ellipsis,) + tuple(src),
+                       tuple(pads)))
+    row = tuple(prod(Q[i + 1:]) for i in range(n))
+    L = out[0] * row[0]
+    runs = []
+    for tap in np.ndindex(*kernel):
+        pos = [k * d for k, d in zip(tap, dilations)]
+        pi = int(np.ravel_multi_index([p % s for p, s in zip(pos, strides)], strides)) if nph > 1 else 0
+        runs.append((pi, sum((p // s) * r for p, s, r in zip(pos, strides, row))))
+    return shape, tuple(copies), tuple(Q[1:]), row, L, tuple(runs)

@@ -1,11 +1,17 @@
-"""Convolution kernels: Conv, ConvInteger, QLinearConv (ConvTranspose, Col2Im, DeformConv live in
-conv_transpose.py / deform_conv.py).
+"""Convolution kernels: Conv, ConvInteger, QLinearConv (ConvTranspose, Col2Im and DeformConv live in
+conv_transpose.py).
 
-Conv runs through BLAS: im2col (a strided window view of the padded input, copied once) and one
-GEMM per group; a 1x1 stride-1 convolution is a plain GEMM on the input itself; a depthwise
-convolution (one input channel per group) is a multiply-add over the kernel taps.
+Conv runs through BLAS, picking per shape:
+
+- 1x1: a plain GEMM on the input itself (no copy at stride 1);
+- dense 3x3 stride-1 with >= 96 channels: Winograd F(2x2, 3x3) (16 GEMMs on transformed tiles);
+- one input channel per group (depthwise, with or without a channel multiplier): the taps of
+  each channel gathered as contiguous runs and reduced by a small batched GEMM, in cache blocks;
+- otherwise im2col (a strided window view of the padded input, copied once; wide images gather
+  contiguous runs over stride phases instead) and ONE GEMM per group (and sample).
+
 Weights are rearranged by :func:`prepare_conv_weight` (the ONNX adapter calls it once at load
-time when W is an initializer).
+time when W is an initializer). float16/bfloat16 compute in float32; float32 stays float32.
 """
 from __future__ import annotations
 
@@ -21,9 +27,9 @@ from ._window import (FlatTaps, check_float, check_rank, compute_dtype, geometry
 class ConvWeight:
     """W (M, C/group, *kernel) rearranged for the GEMM / tap-wise paths, in the compute dtype."""
 
-    __slots__ = ("w", "group", "dtype", "M", "Cg", "kernel", "_mat", "_wino")
+    __slots__ = ("w", "group", "dtype", "M", "Cg", "kernel", "_mat", "_wino", "bias_src", "matb", "exact")
 
-    def __init__(self, w: np.ndarray, group: int, dtype=None):
+    def __init__(self, w: np.ndarray, group: int, dtype=None, exact: bool = False):
         if w.ndim < 3:
             raise KernelError(f"W must have shape (M, C/group, k1, ...), got shape {w.shape}")
         group = int(group)
@@ -36,6 +42,8 @@ class ConvWeight:
         if self.M % group:
             raise KernelError(f"W has {self.M} output channels, not divisible by group={group}")
         self._mat = self._wino = None
+        self.bias_src = self.matb = None  # a constant bias folded into the GEMM (see fold_bias)
+        self.exact = exact  # integer-valued data: only paths that add exact products (no Winograd)
 
     @property
     def mat(self) -> np.ndarray:
@@ -50,23 +58,34 @@ class ConvWeight:
     def wino(self) -> np.ndarray:
         """(16, M, C): the Winograd F(2x2, 3x3) transform G g G^T of each 3x3 filter (group 1)."""
         if self._wino is None:
-            u = np.einsum("ai,mcij,bj->abmc", _WG, self.w.astype(np.float64), _WG)
-            self._wino = np.ascontiguousarray(u.reshape(16, self.M, self.Cg), dtype=self.dtype)
+            u = _WG @ self.w.astype(np.float64) @ _WG.T  # (M, C, 4, 4)
+            self._wino = np.ascontiguousarray(u.transpose(2, 3, 0, 1).reshape(16, self.M, self.Cg),
+                                              dtype=self.dtype)
         return self._wino
 
     def winograd_ok(self, strides, dilations) -> bool:
         """Whether F(2x2, 3x3) pays off: a dense 3x3 stride-1 2-D convolution with enough channels
         that the GEMM savings exceed the transform passes."""
-        return (self.kernel == (3, 3) and self.group == 1 and min(self.M, self.Cg) >= _WINO_MIN_CHANNELS
-                and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1) and self.dtype.kind == "f")
+        return (not self.exact and self.kernel == (3, 3) and self.group == 1
+                and min(self.M, self.Cg) >= _WINO_MIN_CHANNELS and tuple(strides) == (1, 1)
+                and tuple(dilations) == (1, 1) and self.dtype.kind == "f")
+
+    def fold_bias(self, b: np.ndarray) -> "ConvWeight":
+        """Fold the constant bias ``b`` into the dense GEMM as an extra column (group 1): the im2col
+        path then appends a row of ones to its columns instead of adding B in a separate pass."""
+        b = np.asarray(b)
+        if self.group == 1 and b.shape == (self.M,):
+            self.bias_src = b
+            self.matb = np.ascontiguousarray(
+                np.concatenate([self.mat[0], b.astype(self.dtype).reshape(-1, 1)], axis=1))
+        return self
 
     def prepare(self, strides=(), dilations=()) -> "ConvWeight":
-        """Compute now the layout :func:`conv_forward` will use (load-time precomputation)."""
-        n = len(self.kernel)
-        if self.winograd_ok(ints(strides, n, 1, "strides"), ints(dilations, n, 1, "dilations")):
-            _ = self.wino
-        else:
-            _ = self.mat
+        """Compute now the GEMM layout :func:`conv_forward` uses (load-time precomputation). The
+        Winograd transform (16/9 of the weights' size) is computed at the first run whose output
+        is large enough to use it: small maps (7x7) keep the plain GEMM and never pay its memory."""
+        del strides, dilations
+        _ = self.mat
         return self
 
 
@@ -81,6 +100,7 @@ _WAT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 _WINO_IN = {dt: np.kron(_WBT, _WBT).astype(dt) for dt in (np.float32, np.float64)}  # (16, 16)
 _WINO_OUT = {dt: np.kron(_WAT, _WAT).astype(dt) for dt in (np.float32, np.float64)}  # (4, 16)
 _WINO_MIN_CHANNELS = 96
+_WINO_MIN_OUTPUTS = 100  # output positions: at 7x7 the transforms cost what they save
 _FLAT_IM2COL = True
 _DW_BLOCK = 1 << 18  # elements of the depthwise column block (1 MiB of float32)
 
@@ -143,7 +163,7 @@ def conv_forward(x: np.ndarray, cw: ConvWeight, b=None, *, kernel_shape=(), stri
 
     if Cg == 1 and g > 1:  # depthwise (and depthwise with a channel multiplier): taps
         y = _depthwise(xc, cw, geo, strides, dilations)
-    elif cw.winograd_ok(strides, dilations):
+    elif cw.winograd_ok(strides, dilations) and P >= _WINO_MIN_OUTPUTS:
         y = _winograd_3x3(xc, cw, geo)
     elif all(k == 1 for k in kernel):  # 1x1: a plain GEMM on the (strided) input
         xs = pad_input(xc, geo.begin, geo.end)
@@ -168,28 +188,38 @@ def conv_forward(x: np.ndarray, cw: ConvWeight, b=None, *, kernel_shape=(), stri
                          zip(xc.shape[3:], geo.begin[1:], geo.end[1:], strides[1:]))
             if prod(tail) <= 1.08 * prod(out[1:]):
                 ft = FlatTaps(xc, geo, kernel, strides, dilations)
+        fold = b is not None and g == 1 and b is cw.bias_src  # bias as a row of ones times a column
+        K = C * kp
         if ft is not None:
             L = ft.L
-            cols = np.empty((N * C, kp, L), dt)
+            cols = np.empty((N, K + fold, L), dt)
+            c4 = cols[:, :K].reshape((N, C, kp, L))
             view = ft.all_runs()
             if view is not None:
-                np.copyto(cols.reshape((N * C,) + kernel + (L,)), view)
+                np.copyto(c4.reshape((N, C) + kernel + (L,)), view.reshape((N, C) + kernel + (L,)))
             else:
                 for t in range(kp):
-                    np.copyto(cols[:, t], ft.run(t))
-            y = ft.crop(np.matmul(wm, cols.reshape(N, g, Cg * kp, L)), (N, M))
+                    np.copyto(c4[:, :, t], ft.run(t).reshape(N, C, L))
+            if fold:
+                cols[:, K] = 1
+                y = np.matmul(cw.matb, cols)
+            else:
+                y = np.matmul(wm, cols.reshape(N, g, Cg * kp, L))
+            y = ft.crop(y, (N, M))
         else:
             xp = pad_input(xc, geo.begin, geo.end)
-            cols = np.empty((N, C) + kernel + out, dt)
-            np.copyto(cols, windows(xp, kernel, strides, dilations, out))
-            if g == 1:
-                if N == 1:
-                    y = np.matmul(wm[0], cols.reshape(C * kp, P))
-                else:
-                    y = np.matmul(wm[0], cols.reshape(N, C * kp, P))
+            cols = np.empty((N, K + fold, P), dt)
+            np.copyto(cols[:, :K].reshape((N, C) + kernel + out), windows(xp, kernel, strides, dilations, out))
+            if fold:
+                cols[:, K] = 1
+                y = np.matmul(cw.matb, cols[0] if N == 1 else cols)
+            elif g == 1:
+                y = np.matmul(wm[0], cols[0] if N == 1 else cols)
             else:
                 y = np.matmul(wm, cols.reshape(N, g, Cg * kp, P))
             y = y.reshape((N, M) + out)
+        if fold:
+            return y
     if b is not None:
         y += b.astype(dt, copy=False).reshape((M,) + (1,) * n)
     return y
@@ -224,6 +254,7 @@ def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations) -> np.nd
                 np.copyto(cb[:, t], ft.run(t, slice(c0, c1)))
         np.matmul(wall[c0:c1], cb, out=y[c0:c1])
     return ft.crop(y, (N, g * mg))
+
 
 @op("onnx:Conv-1")
 def conv(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1, kernel_shape=(), pads=(), strides=()):
@@ -261,21 +292,27 @@ def _zero_point(zp, what, m=None, per_channel=False):
 
 def _integer_accumulate(x, w, x_zero_point, w_zero_point, *, group, kernel_shape, strides, dilations, pads,
                         auto_pad):
-    """sum (x - x_zero_point) * (w - w_zero_point) as exact integers held in float64."""
+    """sum (x - x_zero_point) * (w - w_zero_point) as exact integers held in floats: float32 (twice
+    as fast through BLAS) when every partial sum provably stays below 2**24, else float64."""
     _int_check(x, "x")
     _int_check(w, "w")
     check_rank(x)
     m = w.shape[0] if w.ndim else 0
     xz = _zero_point(x_zero_point, "x_zero_point")
     wz = _zero_point(w_zero_point, "w_zero_point", m, per_channel=True)
-    xf = x.astype(np.float64)
+    xf = x.astype(np.float32)
     if xz is not None:
-        xf -= xz
-    wf = w.astype(np.float64)
+        xf -= np.float32(xz)
+    wf = w.astype(np.float32)
     if wz is not None:
-        wf -= wz.reshape(wz.shape + (1,) * (w.ndim - 1)) if wz.ndim else wz
-    return conv_forward(xf, ConvWeight(wf, group), None, kernel_shape=kernel_shape, strides=strides,
-                        dilations=dilations, pads=pads, auto_pad=auto_pad)
+        wf -= (wz.reshape(wz.shape + (1,) * (w.ndim - 1)) if wz.ndim else wz).astype(np.float32)
+    k = prod(w.shape[1:])
+    bound = k * float(np.abs(xf).max(initial=0)) * float(np.abs(wf).max(initial=0))
+    if bound >= 2.0**24:
+        xf, wf = xf.astype(np.float64), wf.astype(np.float64)
+    y = conv_forward(xf, ConvWeight(wf, group, exact=True), None, kernel_shape=kernel_shape, strides=strides,
+                     dilations=dilations, pads=pads, auto_pad=auto_pad)
+    return y.astype(np.float64, copy=False)
 
 
 @op("onnx:ConvInteger-10")

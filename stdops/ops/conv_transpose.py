@@ -52,7 +52,8 @@ def conv_transpose(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1,
     X (N, C, D1..Dn), W (C, M/group, k1..kn); Y (N, M, O1..On) with
     O = s * (D - 1) + output_padding + (k - 1) * d + 1 - pad_begin - pad_end; with output_shape
     (or auto_pad SAME_*: O = D * s) the total padding is derived from O and split evenly, the odd
-    one at the beginning except for SAME_UPPER. Float dtypes; Y has X's dtype.
+    one at the beginning except for SAME_UPPER (an O up to stride - 1 beyond the natural size
+    adds zero rows at the end, as onnxruntime does). Float dtypes; Y has X's dtype.
     """
     check_float(x, "X")
     n = check_rank(x)
@@ -93,10 +94,16 @@ def conv_transpose(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1,
         target = None
     if target is not None:
         total = [nat - t for nat, t in zip(natural, target)]
+        if any(t <= -s for t, s in zip(total, strides)):  # up to stride - 1 extra (zero) rows are allowed
+            raise KernelError(f"output_shape {list(target)} does not fit input {list(in_sp)}: with these strides, "
+                              f"kernel and output_padding it can be at most natural + stride - 1 per axis "
+                              f"(natural {list(natural)})")
         if auto_pad == "SAME_UPPER":
             begin = tuple(t // 2 for t in total)
         else:
             begin = tuple(t - t // 2 for t in total)
+        if output_shape is not None and len(output_shape):  # an explicit size beyond the natural one
+            begin = tuple(max(0, bb) if t < 0 else bb for bb, t in zip(begin, total))  # extends at the end
         out = target
     else:
         pb, pe = ((0,) * n, (0,) * n) if auto_pad == "VALID" else pad_pairs(pads, n)

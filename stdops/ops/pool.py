@@ -1,7 +1,9 @@
 """Pooling kernels: MaxPool, AveragePool, LpPool, Global*Pool, MaxUnpool (RoI pooling in roi.py).
 
-Windowed pools run as a loop over the kernel taps, each tap one strided slice of the padded input
-covering every output position (vectorized over elements).
+Windowed max/sum pools are separable over the box: one spatial axis at a time, a loop over that
+axis' taps (strided views, vectorized over elements): sum(k) passes instead of prod(k). MaxPool
+with Indices loops over all taps on the input laid out by stride phase (``_window.FlatTaps``),
+each tap ONE contiguous run per (n, c) plane.
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
-from ._window import FlatTaps, check_float, check_rank, compute_dtype, geometry, ints, pad_pairs, prod
+from ._window import FlatTaps, check_float, check_rank, compute_dtype, geometry, ints, pad_input, pad_pairs, prod
 
 
 def _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
@@ -32,6 +34,27 @@ def _lowest(dt: np.dtype):
     return -np.inf
 
 
+def _separable(x, kernel, strides, dilations, geo, fill, ufunc):
+    """Reduce the windows one spatial axis at a time (max and sum are separable over a box):
+    sum(k_i) passes over shrinking arrays instead of prod(k_i) passes over the output."""
+    a = pad_input(x, geo.begin, geo.end, fill)
+    n = len(kernel)
+    for i in range(n):
+        k, s, d, o = kernel[i], strides[i], dilations[i], geo.out[i]
+        if k == 1 and s == 1 and a.shape[2 + i] == o:
+            continue
+        pre = (slice(None),) * (2 + i)
+        views = [a[pre + (slice(t * d, t * d + (o - 1) * s + 1, s),)] for t in range(k)]
+        if k == 1:
+            acc = np.ascontiguousarray(views[0])
+        else:
+            acc = ufunc(views[0], views[1])
+            for v in views[2:]:
+                ufunc(acc, v, out=acc)
+        a = acc
+    return a.copy() if a is x else a
+
+
 def _max_pool(x, with_indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape=(), pads=(),
               storage_order=0, strides=()):
     n, kernel, strides, dilations, geo = _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
@@ -45,6 +68,8 @@ def _max_pool(x, with_indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), 
         fill = np.iinfo(np.int64).min
     else:
         fill = _lowest(x.dtype)
+    if not with_indices:
+        return _separable(x, kernel, strides, dilations, geo, fill, np.maximum)
     ft = FlatTaps(src, geo, kernel, strides, dilations, fill)
     N, C = x.shape[:2]
     sp = x.shape[2:]
@@ -129,11 +154,9 @@ def _sum_pool(x, kernel, strides, dilations, geo, power=None):
             xc = xc * xc
         elif power != 1:
             xc = np.power(xc, dt.type(power))
-    ft = FlatTaps(xc, geo, kernel, strides, dilations, 0)
-    s = ft.run(0).copy()
-    for t in range(1, len(ft.runs)):
-        s += ft.run(t)
-    s = ft.crop(s, x.shape[:2])
+    s = _separable(xc, kernel, strides, dilations, geo, 0, np.add)
+    if s is xc or not s.flags.writeable:
+        s = s.copy()
     return s, dt
 
 

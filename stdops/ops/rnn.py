@@ -11,8 +11,14 @@ Common shape rules (layout 0; layout 1 swaps the first two axes of X, Y and the 
   states Y_h / Y_c (onnxruntime's convention; the spec is silent).
 
 The input projection ``X @ W^T`` of every step is one GEMM per direction; the loop runs over time
-steps only, with both directions advanced together. Arithmetic stays in float32 (float64 for
-float64 inputs; float16/bfloat16 compute in float32); outputs have X's dtype.
+steps only, with both directions advanced together. A step costs NumPy call overhead more than
+arithmetic (one GEMV per direction on a few hundred elements), so the loop allocates nothing: the
+recurrent product goes into a preallocated gate buffer (``out=``; one BLAS GEMV per direction for a
+batch of 1), the activations run in place (one sigmoid over LSTM's i, o, f gates at once), the new
+hidden state is written straight into Y, and every view is taken once, before the loop. The
+arithmetic is the same, operation for operation, as the plain formulas in the docstrings.
+Arithmetic stays in float32 (float64 for float64 inputs; float16/bfloat16 compute in float32);
+outputs have X's dtype.
 """
 from __future__ import annotations
 
@@ -85,6 +91,72 @@ def _per_dir(funcs: list[_Act], x: np.ndarray) -> np.ndarray:
     if all(f == funcs[0] for f in funcs):
         return funcs[0](x)
     return np.stack([f(x[d]) for d, f in enumerate(funcs)])
+
+
+def _into1(a: _Act) -> Callable[[np.ndarray, np.ndarray], object]:
+    """(src, dst) -> dst[...] = a(src), without a temporary for the common functions."""
+    if a.name == "sigmoid":
+        return lambda src, dst: _sp.expit(src, out=dst)
+    if a.name == "tanh":
+        return lambda src, dst: np.tanh(src, out=dst)
+    if a.name == "relu":
+        return lambda src, dst: np.maximum(src, src.dtype.type(0), out=dst)
+
+    def generic(src: np.ndarray, dst: np.ndarray) -> None:
+        dst[...] = a(src)
+
+    return generic
+
+
+def _into(funcs: list[_Act]) -> Callable[[np.ndarray, np.ndarray], object]:
+    """(src, dst) -> dst[d] = funcs[d](src[d]) for every direction d (src may be dst): the
+    in-place form of :func:`_per_dir`, one call when every direction uses the same function."""
+    if all(f == funcs[0] for f in funcs):
+        return _into1(funcs[0])
+    fs = [_into1(f) for f in funcs]
+
+    def per_dir(src: np.ndarray, dst: np.ndarray) -> None:
+        for d, f in enumerate(fs):
+            f(src[d], dst[d])
+
+    return per_dir
+
+
+def _clipper(clip: float | None) -> Callable[[np.ndarray], object] | None:
+    """x -> clip(x) in place, or None without clip."""
+    if clip is None:
+        return None
+    lo, hi = -clip, clip
+    return lambda x: np.clip(x, lo, hi, out=x)
+
+
+def _recurrent(RT: np.ndarray, B: int) -> Callable[[np.ndarray, np.ndarray], None]:
+    """(h, out) -> out[d] = h[d] @ RT[d] for every direction d (out preallocated, [D, B, n]):
+    for a batch of 1, one BLAS GEMV per direction on the contiguous R[d] (RT[d] is its transpose)."""
+    D = RT.shape[0]
+    if B == 1:
+        Rs = [np.ascontiguousarray(RT[d].T) for d in range(D)]  # views of R: no copy when R is contiguous
+        dot = np.dot
+        if D == 1:
+            R0 = Rs[0]
+
+            def rec1(h: np.ndarray, out: np.ndarray) -> None:
+                dot(R0, h[0, 0], out=out[0, 0])
+
+            return rec1
+
+        def rec_vec(h: np.ndarray, out: np.ndarray) -> None:
+            for d in range(D):
+                dot(Rs[d], h[d, 0], out=out[d, 0])
+
+        return rec_vec
+    mm = np.matmul
+
+    def rec_mat(h: np.ndarray, out: np.ndarray) -> None:
+        for d in range(D):
+            mm(h[d], RT[d], out=out[d])
+
+    return rec_mat
 
 
 # --------------------------------------------------------------------------- shared set-up
@@ -232,18 +304,34 @@ def rnn(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=N
                activations=activations, activation_alpha=activation_alpha,
                activation_beta=activation_beta, clip=clip, direction=direction, layout=layout,
                default_acts=("Tanh",), fold_rb=True)
-    f = [a[0] for a in s.acts]
+    f = _into([a[0] for a in s.acts])
+    clip_ = _clipper(s.clip)
+    rec = _recurrent(s.RT, s.B)
+    add = np.add
+    gxs = s.Gx.transpose(1, 0, 2, 3)  # [T, D, B, H]
     Y = np.zeros((s.T, s.D, s.B, s.H), s.wt)
     h = s.h0
-    for t in range(s.T):
-        hn = _per_dir(f, _clip(s, s.Gx[:, t] + np.matmul(h, s.RT)))
-        if s.mask is None:
-            h = hn
-            Y[t] = hn
-        else:
+    if s.mask is None:  # the state is Y[t - 1]
+        for t in range(s.T):
+            yt = Y[t]
+            rec(h, yt)
+            add(gxs[t], yt, out=yt)
+            if clip_ is not None:
+                clip_(yt)
+            f(yt, yt)
+            h = yt
+        h = h.copy()  # _finish reorders Y in place
+    else:
+        hn = np.empty_like(h)
+        for t in range(s.T):
+            rec(h, hn)
+            add(gxs[t], hn, out=hn)
+            if clip_ is not None:
+                clip_(hn)
+            f(hn, hn)
             m = s.mask[t]
-            h = np.where(m, hn, h)
-            Y[t] = hn * m
+            np.copyto(h, hn, where=m)
+            np.multiply(hn, m, out=Y[t])
     return _finish(s, direction, Y, h)
 
 
@@ -273,30 +361,63 @@ def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=N
     Rbh = s.Rb[..., 2 * H:]  # [D, 1, H]
     if not lbr:
         Gx[..., 2 * H:] += Rbh[:, None]
-    RT_zr = s.RT[..., :2 * H]
-    RT_h = s.RT[..., 2 * H:]
+    f = _into(f)
+    g = _into(g)
+    clip_ = _clipper(s.clip)
+    add, mul = np.add, np.multiply
+    gxs = Gx.transpose(1, 0, 2, 3)  # [T, D, B, 3H]
     one = s.wt.type(1)
-    Y = np.zeros((s.T, s.D, s.B, H), s.wt)
+    D, Bn = s.D, s.B
+    zr = np.empty((D, Bn, 2 * H), s.wt)  # z, r
+    z, r = zr[..., :H], zr[..., H:]
+    hh = np.empty((D, Bn, H), s.wt)  # the candidate state
+    t1, t2 = np.empty_like(hh), np.empty_like(hh)
+    if lbr:
+        rec = _recurrent(s.RT, Bn)
+        hr = np.empty((D, Bn, 3 * H), s.wt)  # Ht-1 @ R^T for all three gates
+        hr_zr, hr_h = hr[..., :2 * H], hr[..., 2 * H:]
+    else:
+        rec_zr = _recurrent(s.RT[..., :2 * H], Bn)
+        rec_h = _recurrent(s.RT[..., 2 * H:], Bn)
+        rh = np.empty_like(hh)  # r * Ht-1
+    Y = np.zeros((s.T, D, Bn, H), s.wt)
     h = s.h0
+    hn = None if s.mask is None else np.empty_like(h)
     for t in range(s.T):
-        gx = Gx[:, t]
+        gx = gxs[t]
         if lbr:
-            hr = np.matmul(h, s.RT)
-            zr = _per_dir(f, _clip(s, gx[..., :2 * H] + hr[..., :2 * H]))
-            z, r = zr[..., :H], zr[..., H:]
-            hh = _per_dir(g, _clip(s, gx[..., 2 * H:] + r * (hr[..., 2 * H:] + Rbh)))
+            rec(h, hr)
+            add(gx[..., :2 * H], hr_zr, out=zr)
+            if clip_ is not None:
+                clip_(zr)
+            f(zr, zr)
+            add(hr_h, Rbh, out=hh)
+            mul(r, hh, out=hh)
         else:
-            zr = _per_dir(f, _clip(s, gx[..., :2 * H] + np.matmul(h, RT_zr)))
-            z, r = zr[..., :H], zr[..., H:]
-            hh = _per_dir(g, _clip(s, gx[..., 2 * H:] + np.matmul(r * h, RT_h)))
-        hn = (one - z) * hh + z * h
-        if s.mask is None:
-            h = hn
-            Y[t] = hn
+            rec_zr(h, zr)
+            add(gx[..., :2 * H], zr, out=zr)
+            if clip_ is not None:
+                clip_(zr)
+            f(zr, zr)
+            mul(r, h, out=rh)
+            rec_h(rh, hh)
+        add(gx[..., 2 * H:], hh, out=hh)
+        if clip_ is not None:
+            clip_(hh)
+        g(hh, hh)
+        np.subtract(one, z, out=t1)  # Ht = (1 - z) * hh + z * Ht-1
+        mul(t1, hh, out=t1)
+        mul(z, h, out=t2)
+        if hn is None:
+            h = Y[t]
+            add(t1, t2, out=h)
         else:
+            add(t1, t2, out=hn)
             m = s.mask[t]
-            h = np.where(m, hn, h)
-            Y[t] = hn * m
+            np.copyto(h, hn, where=m)
+            mul(hn, m, out=Y[t])
+    if hn is None:
+        h = h.copy()  # _finish reorders Y in place
     return _finish(s, direction, Y, h)
 
 
@@ -334,33 +455,55 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
     hact = [a[2] for a in s.acts]
     one = s.wt.type(1)
     couple = bool(input_forget)
-    fast = not peep and not couple
-    Y = np.zeros((s.T, D, s.B, H), s.wt)
+    Bn = s.B
+    f_, g_, h_ = _into(f), _into(g), _into(hact)
+    clip_ = _clipper(s.clip)
+    rec = _recurrent(s.RT, Bn)
+    add, mul = np.add, np.multiply
+    gxs = s.Gx.transpose(1, 0, 2, 3)  # [T, D, B, 4H]
+    gates = np.empty((D, Bn, 4 * H), s.wt)  # i, o, f, c
+    gi, go, gf, gc = (gates[..., k * H:(k + 1) * H] for k in range(4))
+    iof = gates[..., :3 * H]
+    th = np.empty((D, Bn, H), s.wt)  # h(Ct)
+    Y = np.zeros((s.T, D, Bn, H), s.wt)
     h = s.h0
+    masked = s.mask is not None
+    hn = np.empty_like(h) if masked else None
+    cn = np.empty_like(c) if masked else c  # unmasked: the cell state is updated in place
+    fast = not peep and not couple
     for t in range(s.T):
-        gates = s.Gx[:, t] + np.matmul(h, s.RT)  # [D, B, 4H]: i, o, f, c
+        rec(h, gates)
+        add(gxs[t], gates, out=gates)  # Xt W^T + Wb + Rb + Ht-1 R^T
         if fast:  # i, o, f are contiguous and independent of the cell: one activation call
-            iof = _per_dir(f, _clip(s, gates[..., :3 * H]))
-            i, o, ft = iof[..., :H], iof[..., H:2 * H], iof[..., 2 * H:]
-            cn = ft * c + i * _per_dir(g, _clip(s, gates[..., 3 * H:]))
+            if clip_ is not None:
+                clip_(gates)
+            f_(iof, iof)
+            g_(gc, gc)
+            mul(gf, c, out=cn)  # Ct = f * Ct-1 + i * g(c)
+            mul(gi, gc, out=gc)
+            add(cn, gc, out=cn)
+            o = go
         else:
-            gi, go, gf, gc = (gates[..., k * H:(k + 1) * H] for k in range(4))
+            pi, po, pf, pc = gi, go, gf, gc
             if peep:
-                gi = gi + Pi * c
-                gf = gf + Pf * c
-            i = _per_dir(f, _clip(s, gi))
-            ft = one - i if couple else _per_dir(f, _clip(s, gf))
-            cn = ft * c + i * _per_dir(g, _clip(s, gc))
+                pi = pi + Pi * c
+                pf = pf + Pf * c
+            i = _per_dir(f, _clip(s, pi))
+            ft = one - i if couple else _per_dir(f, _clip(s, pf))
+            add(ft * c, i * _per_dir(g, _clip(s, pc)), out=cn)
             if peep:
-                go = go + Po * cn
-            o = _per_dir(f, _clip(s, go))
-        hn = o * _per_dir(hact, cn)
-        if s.mask is None:
-            h, c = hn, cn
-            Y[t] = hn
-        else:
+                po = po + Po * cn
+            o = _per_dir(f, _clip(s, po))
+        h_(cn, th)
+        if masked:
+            mul(o, th, out=hn)
             m = s.mask[t]
-            h = np.where(m, hn, h)
-            c = np.where(m, cn, c)
-            Y[t] = hn * m
+            np.copyto(h, hn, where=m)
+            np.copyto(c, cn, where=m)
+            mul(hn, m, out=Y[t])
+        else:
+            h = Y[t]
+            mul(o, th, out=h)
+    if not masked:
+        h = h.copy()  # _finish reorders Y in place
     return _finish(s, direction, Y, h, c)

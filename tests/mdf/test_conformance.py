@@ -1,9 +1,8 @@
 """The shared MDF conformance models: every model the reference ran (status ok) must give the
-reference's outputs, trajectories (step by step) and execution lists, within rtol 1e-6 / atol 1e-9
+reference's outputs, final parameter values, trajectories (step by step) and execution lists, within rtol 1e-6 / atol 1e-9
 (rtol 1e-5 / atol 1e-6 where onnx:: functions are involved). Skips where ../shared is absent."""
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np

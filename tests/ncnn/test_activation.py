@@ -181,7 +181,7 @@ def _param_cases(rng, type_name, make_params, n=24, lo=-4.0, hi=4.0):
 
 
 PARAMETRIC = {
-    "CELU": lambda k, r: {} if k == 0 else {0: float(r.choice([0.5, 1.0, 2.0, r.uniform(0.1, 3)]))},
+    "CELU": lambda k, r: {} if k == 0 else {0: 0.0} if k == 1 else {0: float(r.choice([0.5, 1.0, 2.0, r.uniform(0.1, 3)]))},
     "ELU": lambda k, r: {} if k == 0 else {0: float(r.uniform(0.05, 2))},
     "SELU": lambda k, r: {} if k == 0 else {0: float(r.uniform(0.5, 2)), 1: float(r.uniform(0.5, 2))},
     "Clip": lambda k, r: [{}, {0: -1.0}, {1: 1.5}][k] if k < 3 else
@@ -281,6 +281,8 @@ def test_bad_params():
         sn.run_layer("Softmax", {0: 1}, [], [x])
     with pytest.raises(KernelError, match="out of range"):
         sn.run_layer("Softmax", {0: 2, 1: 1}, [], [x])
+    with pytest.raises(ValueError, match="num_slope=0 must be >= 1"):
+        sn.run_layer("PReLU", {}, [], [x])
     with pytest.raises(KernelError, match="3 slopes"):
         sn.run_layer("PReLU", {0: 3}, [np.ones(3, np.float32)], [x])
     with pytest.raises(KernelError, match="out of range"):

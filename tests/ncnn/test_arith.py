@@ -214,6 +214,12 @@ def test_scale_bias_batchnorm_errors():
         sn.run_layer("Eltwise", {0: 3}, [], [x, x])
     with pytest.raises(KernelError, match="shapes differ"):
         sn.run_layer("Eltwise", {0: 1}, [], [x, x[:2]])
+    with pytest.raises(ValueError, match="scale_data_size=0 must be >= 1"):
+        sn.run_layer("Scale", {}, [], [x])
+    with pytest.raises(ValueError, match="bias_data_size=0 must be >= 1"):
+        sn.run_layer("Bias", {}, [], [x])
+    with pytest.raises(ModelFormatError, match=r"line 4 layer 'b' \(BatchNorm\): params do not define the weights"):
+        sn.Net.from_bytes("7767517\n2 2\nInput in 0 1 x\nBatchNorm b 1 1 x y 0=-2\n", b"")
     with pytest.raises(ValueError, match="3 bottoms but 2 coeffs"):
         sn.run_layer("Eltwise", {0: 1, 1: [1.0, 2.0]}, [], [x, x, x])
 
@@ -296,22 +302,32 @@ def test_cast_to_int8_and_chains():
 def test_packing():
     rng = np.random.default_rng(401)
     cases = []
-    for k in range(24):
+    for k in range(36):
         shape = SHAPES[k % len(SHAPES)] if k < 8 else rand_shape(rng)
-        if k >= 8 and len(shape) >= 2:
+        if 8 <= k < 24 and len(shape) >= 2:
             shape = (int(rng.choice([4, 8, 12, 16])),) + shape[1:]
         ep = [1, 4, 8][k % 3] if k else None
-        cases.append(("Packing", {} if ep is None else {0: ep}, [], [rng.uniform(-2, 2, shape).astype(np.float32)]))
+        params = {} if ep is None else {0: ep}
+        if k >= 24:
+            params[1] = 1  # use_padding: axis 0 grows to a multiple of out_elempack
+        cases.append(("Packing", params, [], [rng.uniform(-2, 2, shape).astype(np.float32)]))
     theirs = wheel_batch(cases, unpack=True)
-    packed = 0
+    packed = padded = 0
     for k, (case, th) in enumerate(zip(cases, theirs)):
         t = th[0]
         if isinstance(t, tuple):  # the wheel packed the blob; unpacked, it is the input again
             t, ep = t
             assert ep == case[1][0]
             packed += 1
-        wheel.assert_close(ours(case), [t], what=f"Packing case {k}")
-    assert packed >= 5
+        (y,) = ours(case)
+        x = case[3][0]
+        assert y.shape == t.shape, f"Packing case {k}: {y.shape} vs the wheel's {t.shape}"
+        n = x.shape[0]
+        wheel.assert_close([y[:n]], [t[:n]], what=f"Packing case {k}")  # ncnn leaves the padding unset
+        if y.shape[0] > n:
+            padded += 1
+            assert not y[n:].any()
+    assert packed >= 10 and padded >= 3
 
 
 # --------------------------------------------------------------------------- MemoryData, Diag
@@ -327,7 +343,10 @@ def test_memorydata():
         if k % 2:
             params[21] = 0  # tagged
         n = int(np.prod(dims))
-        cases.append(("MemoryData", params, [rng.uniform(-2, 2, n).astype(np.float32)], []))
+        data = rng.uniform(-2, 2, n).astype(np.float32)
+        if k % 4 == 3:
+            data = rng.integers(-128, 128, n).astype(np.int8)  # tagged int8 storage
+        cases.append(("MemoryData", params, [data], []))
     assert compare(cases) == 24
     (y,) = sn.run_layer("MemoryData", {0: 3, 1: 2, 11: 4, 2: 5}, [np.arange(120, dtype=np.float32)], [])
     assert y.shape == (5, 4, 2, 3) and y[1, 0, 0, 0] == 24
@@ -350,3 +369,19 @@ def test_diag():
     assert y.shape == (0,)
     with pytest.raises(KernelError, match="1d or 2d"):
         sn.run_layer("Diag", {}, [], [np.ones((2, 2, 2), np.float32)])
+
+
+@needs_wheel
+def test_binaryop_random_shape_pairs():
+    """Random small shapes (many coincidences like n == h == w) that ncnn's rule accepts."""
+    from stdops.ncnn.layers.arith import ncnn_broadcast_shapes as nbs
+    rng = np.random.default_rng(250)
+    cases = []
+    while len(cases) < 150:
+        sa = tuple(int(v) for v in rng.integers(1, 4, int(rng.integers(1, 5))))
+        sb = tuple(int(v) for v in rng.integers(1, 4, int(rng.integers(1, 5))))
+        ea, eb = nbs(sa, sb)
+        if all(m == n or 1 in (m, n) for m, n in zip(ea, eb)):
+            cases.append(("BinaryOp", {0: int(rng.choice([0, 1, 2, 7]))}, [],
+                          [rng.uniform(-2, 2, sa).astype(np.float32), rng.uniform(-2, 2, sb).astype(np.float32)]))
+    assert compare(cases) == 150

@@ -60,9 +60,6 @@ def mha_case(i, int8=False):
     params[5] = has_mask
     if i % 4 == 3:
         params[6] = float(rng.uniform(0.1, 1.0))
-    if i == 0 and not int8:
-        del params[3], params[4]  # kdim/vdim default to embed_dim... only valid when they equal it
-        params[3] = params[4] = kdim
     src = int(rng.integers(1, 5))
     cur = src if n_qkv == 1 else int(rng.integers(1, 5))
     inputs = [_f(rng, src, qdim), _f(rng, cur, kdim), _f(rng, cur, vdim)][:n_qkv]
@@ -82,6 +79,77 @@ def test_multiheadattention(i):
 def test_multiheadattention_int8(i):
     params, weights, inputs, n_out = mha_case(i, int8=True)
     _check("MultiHeadAttention", params, weights, inputs, n_out, atol=2e-3, rtol=2e-3)
+
+
+@needs_wheel
+@pytest.mark.parametrize("heads,E", [(1, 4), (2, 4), (3, 6)])
+def test_multiheadattention_defaults(heads, E):
+    """kdim = vdim = embed_dim and scale = 1/sqrt(embed_dim / num_heads) by default."""
+    rng = np.random.default_rng(E * 10 + heads)
+    weights = [_f(rng, n, scale=0.5) for n in (E * E, E, E * E, E, E * E, E, E * E, E)]
+    _check("MultiHeadAttention", {0: E, 1: heads, 2: E * E}, weights, [_f(rng, 3, E)])
+
+
+BLOCK_TERMS = [800, 801, 802, 810, 600, 611, 400, 412, 800, 600, 400, 810]
+
+
+def _dequant_reference(packed, rows, k, bits, bs, scales):
+    """Independent bit-by-bit unpacking (python loops over a few hundred values)."""
+    raw = packed.view(np.uint8).reshape(rows, -1)
+    out = np.zeros((rows, k), np.float64)
+    for r in range(rows):
+        bitstr = "".join(format(int(b), "08b")[::-1] for b in raw[r])  # little-endian bit order
+        for j in range(k):
+            v = int(bitstr[j * bits:(j + 1) * bits][::-1], 2)
+            if v >= 1 << (bits - 1):
+                v -= 1 << bits
+            out[r, j] = v / scales.reshape(rows, -1)[r, j // bs]
+    return out
+
+
+@needs_wheel
+@pytest.mark.parametrize("i", range(len(BLOCK_TERMS)))
+def test_multiheadattention_block_quantized(i):
+    """Weight-only block quantization (bits*100 + input_scale*10 + block_code): packed signed weights and
+    per-block scales, against the wheel's fp32 layer on the dequantized weights (the wheel 1.0.20261020
+    returns NaN for every block-quantized MultiHeadAttention, so it cannot be the oracle here)."""
+    qt = BLOCK_TERMS[i]
+    bits, has_in, bs = qt // 100, qt % 100 // 10, (32, 64, 128)[qt % 10]
+    rng = np.random.default_rng(7900 + i)
+    heads = int(rng.integers(1, 3))
+    E = heads * int(rng.integers(1, 4))
+    big = i >= 8
+    qdim, kdim, vdim = (int(v) for v in rng.integers(1, 7 if not big else 140, size=3))
+    K = {"q": qdim, "k": kdim, "v": vdim, "out": E}
+    rows = {"q": E, "k": E, "v": E, "out": qdim}
+    packed, biases, scales, ins = {}, {}, {}, {}
+    weights = []
+    for n in ("q", "k", "v", "out"):
+        packed[n] = rng.integers(-128, 128, size=(K[n] * bits + 7) // 8 * rows[n]).astype(np.int8)
+        biases[n] = _f(rng, rows[n], scale=0.2)
+        weights += [packed[n], biases[n]]
+    for n in ("q", "k", "v", "out"):
+        scales[n] = rng.uniform(20, 200, -(-K[n] // bs) * rows[n]).astype(np.float32)
+        weights.append(scales[n])
+    if has_in:
+        for n in ("q", "k", "v", "out"):
+            ins[n] = rng.uniform(0.5, 2.0, K[n]).astype(np.float32)
+            weights.append(ins[n])
+    params = {0: E, 1: heads, 2: E * qdim, 3: kdim, 4: vdim, 18: qt, 5: i % 2}
+    src, cur = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    inputs = [_f(rng, src, qdim), _f(rng, cur, kdim), _f(rng, cur, vdim)]
+    if i % 2:
+        inputs.append(_f(rng, src, cur))
+    ours = sn.run_layer("MultiHeadAttention", params, weights, inputs)
+    fw = []
+    for n in ("q", "k", "v", "out"):
+        wd = _dequant_reference(packed[n], rows[n], K[n], bits, bs, scales[n])
+        if has_in:
+            wd = wd * ins[n][None, :]
+        fw += [wd.astype(np.float32).ravel(), biases[n]]
+    ref_params = {k: v for k, v in params.items() if k != 18}
+    theirs = wheel.wheel_run("MultiHeadAttention", ref_params, fw, inputs)
+    wheel.assert_close(ours, theirs, atol=1e-4, rtol=1e-4, what=f"block quantized MHA {params}")
 
 
 def _proj(x, w, b):

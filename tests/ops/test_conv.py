@@ -118,7 +118,10 @@ def _one_node(op_type, inputs, initializers, attrs, opset=17):
 
 
 @pytest.mark.parametrize("opset", [1, 11, 22])
-@pytest.mark.parametrize("xs,ws,attrs", [CONV_CASES[i] for i in (1, 2, 3, 4, 7, 13, 15)])
+@pytest.mark.parametrize("xs,ws,attrs", [CONV_CASES[i] for i in (1, 2, 3, 4, 7, 13, 15, 17)] + [
+    ((1, 3, 9, 200), (4, 3, 3, 5), dict(strides=[2, 2], pads=[1, 2, 1, 2])),  # wide rows, bias folded
+    ((2, 2, 5, 120), (3, 2, 3, 3), dict(pads=[1, 1, 1, 1])),
+])
 def test_conv_prepared_weights_through_onnx(xs, ws, attrs, opset):
     """The load-time adapter (W an initializer) computes what the kernel computes."""
     x = RNG.standard_normal(xs).astype(np.float32)
@@ -157,6 +160,8 @@ def test_conv_prepared_weights_reports_bad_shapes():
     (lambda: conv_transpose(np.zeros((1, 3, 5, 5), np.float32), np.zeros((4, 2, 3, 3), np.float32)), "channels"),
     (lambda: conv_transpose(np.zeros((1, 3, 5, 5), np.float32), np.zeros((3, 2, 3, 3), np.float32), group=2),
      "group"),
+    (lambda: conv_transpose(np.zeros((1, 2, 3, 3), np.float32), np.zeros((2, 1, 3, 3), np.float32), strides=[2, 2],
+                            output_shape=[9, 9]), "output_shape"),
     (lambda: conv_integer(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.uint8)), "int8"),
     (lambda: col2im(np.zeros((1, 4, 5), np.float32), np.array([3, 3]), np.array([2, 2])), "blocks"),
     (lambda: deform_conv(np.zeros((1, 2, 4, 4), np.float32), np.zeros((1, 2, 2, 2), np.float32),
@@ -359,3 +364,36 @@ def test_conv_wide_rows_path_matches_window_path(xs, ws, attrs, monkeypatch):
     y_win = conv(x, w, **attrs)
     np.testing.assert_allclose(y_flat, y_win, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(y_win[:, :, :2, :3], naive_conv(x, w, **attrs)[:, :, :2, :3], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("xs,ws,attrs", [
+    ((2, 96, 4, 5), (100, 96, 3, 3), dict(pads=[1, 0, 2, 1])),
+    ((1, 100, 5, 4), (96, 100, 3, 3), dict(auto_pad="SAME_LOWER")),  # odd output: cropped tiles
+    ((1, 96, 3, 3), (96, 96, 3, 3), dict(pads=[1, 1, 1, 1])),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv_winograd(xs, ws, attrs, dtype, monkeypatch):
+    """Winograd F(2x2, 3x3) (normally for >= 100 output positions) forced on small maps."""
+    import stdops.ops.conv as conv_mod
+
+    monkeypatch.setattr(conv_mod, "_WINO_MIN_OUTPUTS", 0)
+    called = []
+    real = conv_mod._winograd_3x3
+    monkeypatch.setattr(conv_mod, "_winograd_3x3", lambda *a: called.append(1) or real(*a))
+    x = RNG.standard_normal(xs).astype(dtype)
+    w = RNG.standard_normal(ws).astype(dtype)
+    b = RNG.standard_normal(ws[0]).astype(dtype)
+    y = conv(x, w, b, **attrs)
+    assert called and y.dtype == dtype
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(y, naive_conv(x, w, b, **attrs), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("cin,hw", [(64, 3), (96, 10)])  # float64 accumulation; >= 96 channels (no Winograd)
+def test_conv_integer_large_sums_are_exact(cin, hw):
+    x = RNG.integers(0, 255, (1, cin, hw, hw), endpoint=True).astype(np.uint8)
+    w = RNG.integers(0, 255, (2, cin, 3, 3), endpoint=True).astype(np.uint8)
+    y = conv_integer(x, w, np.uint8(0), np.uint8(0), pads=[1, 1, 1, 1])
+    ref = naive_conv(x.astype(np.int64), w.astype(np.int64), pads=[1, 1, 1, 1])
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y, ref.astype(np.int64))

@@ -448,7 +448,8 @@ def test_tree_ensemble_classifier_multiclass_and_votes():
             assert y[n] == lab[best]
 
 
-@pytest.mark.parametrize("post,f", [("NONE", lambda s: np.c_[-s, s]), ("LOGISTIC", lambda s: scipy.special.expit(np.c_[-s, s]))])
+@pytest.mark.parametrize("post,f", [("NONE", lambda s: np.c_[-s, s]),
+                                    ("LOGISTIC", lambda s: scipy.special.expit(np.c_[-s, s]))])
 def test_tree_ensemble_classifier_binary_single_score(post, f):
     """Two classes, every weight on class 0: that score s belongs to the second class, scores (-s, s)."""
     nodes = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_featureids=[0, 0, 0],
@@ -713,3 +714,96 @@ def test_dict_vectorizer():
     assert got.tolist() == [["", "x", ""], ["z", "", "y"]]
     with pytest.raises(KernelError):
         K.dict_vectorizer({"a": 1.0})
+
+
+# --------------------------------------------------------------------------- SVMClassifier
+
+
+def ref_svc(x, E, vpc, sv, coef, rho, kt, kp, prob_a=None, prob_b=None):
+    """libsvm's one-vs-one decision values and votes, per sample; probabilities by solving the
+    coupling problem min p^T Q p, sum p = 1 exactly (a linear system)."""
+    start = np.concatenate([[0], np.cumsum(vpc)])
+    dec, votes, probs = [], [], []
+    for xr in x.astype(np.float64):
+        k = np.array([ref_kernel(xr, s, kt, *kp) for s in sv])
+        d, v, p = [], np.zeros(E, int), 0
+        for i in range(E):
+            for j in range(i + 1, E):
+                si, sj = slice(start[i], start[i + 1]), slice(start[j], start[j + 1])
+                val = rho[p] + k[si] @ coef[j - 1, si] + k[sj] @ coef[i, sj]
+                d.append(val)
+                v[i if val > 0 else j] += 1
+                p += 1
+        dec.append(d)
+        votes.append(v)
+        if prob_a is not None:
+            r = np.zeros((E, E))
+            p = 0
+            for i in range(E):
+                for j in range(i + 1, E):
+                    q = min(max(1 - scipy.special.expit(d[p] * prob_a[p] + prob_b[p]), 1e-7), 1 - 1e-7)
+                    r[i, j], r[j, i] = q, 1 - q
+                    p += 1
+            Q = np.array([[sum(r[m, t] ** 2 for m in range(E) if m != t) if t == u else -r[u, t] * r[t, u]
+                           for u in range(E)] for t in range(E)])
+            A = np.block([[Q, np.ones((E, 1))], [np.ones((1, E)), np.zeros((1, 1))]])
+            probs.append(np.linalg.solve(A, np.r_[np.zeros(E), 1.0])[:E])
+    return np.array(dec), np.array(votes), (np.array(probs) if probs else None)
+
+
+@pytest.mark.parametrize("E,proba,kt", [(3, False, "RBF"), (3, True, "RBF"), (4, True, "POLY"), (2, False, "LINEAR"),
+                                        (2, True, "SIGMOID")])
+def test_svm_classifier(E, proba, kt):
+    rng = np.random.default_rng(E * 10 + proba)
+    vpc = [2, 3, 1, 2][:E]
+    V, F = sum(vpc), 3
+    sv, coef = rng.normal(size=(V, F)), rng.normal(size=(E - 1, V))
+    P = E * (E - 1) // 2
+    rho = rng.normal(size=P)
+    kp = [0.4, 0.2, 2]
+    pa, pb = (rng.normal(size=P) - 1, rng.normal(size=P) * 0.1) if proba else (None, None)
+    x = rng.normal(size=(10, F)).astype(np.float32)
+    kw = dict(vectors_per_class=vpc, support_vectors=list(sv.reshape(-1)), coefficients=list(coef.reshape(-1)),
+              rho=list(rho), kernel_type=kt, kernel_params=kp, classlabels_ints=list(range(10, 10 + E)))
+    if proba:
+        kw.update(prob_a=list(pa), prob_b=list(pb))
+    y, z = K.svm_classifier(x, **kw)
+    dec, votes, probs = ref_svc(x, E, vpc, sv, coef, rho, kt, kp, pa, pb)
+    want = probs if proba else (np.c_[-dec, dec] if E == 2 else dec)
+    assert z.dtype == np.float32 and y.dtype == np.int64
+    np.testing.assert_allclose(z, want, rtol=2e-3 if proba else 1e-5, atol=2e-3 if proba else 1e-5)
+    assert y.tolist() == [10 + int(np.argmax(v)) for v in votes]
+
+
+def test_svm_classifier_linear():
+    x = RNG.normal(size=(5, 3))
+    c = RNG.normal(size=(3, 3))
+    y, z = K.svm_classifier(x, coefficients=list(c.reshape(-1)), rho=[0.5], classlabels_strings=["a", "b", "c"],
+                            post_transform="SOFTMAX")
+    want = scipy.special.softmax(x @ c.T + 0.5, axis=1)
+    np.testing.assert_allclose(z, want, rtol=1e-5)
+    assert y.tolist() == [["a", "b", "c"][i] for i in np.argmax(want, axis=1)]
+    with pytest.raises(KernelError):
+        K.svm_classifier(x, coefficients=[1.0, 2.0], classlabels_ints=[0, 1])
+
+
+def test_svm_classifier_against_onnxruntime():
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(4)
+    E, F, vpc = 3, 3, [2, 1, 2]
+    V, P = sum(vpc), 3
+    x = rng.normal(size=(12, F)).astype(np.float32)
+    for proba in (False, True):
+        kw = dict(vectors_per_class=vpc, support_vectors=list(rng.normal(size=V * F)),
+                  coefficients=list(rng.normal(size=(E - 1) * V)), rho=list(rng.normal(size=P)), kernel_type="RBF",
+                  kernel_params=[0.4, 0.0, 0], classlabels_strings=["p", "q", "r"], post_transform="NONE")
+        if proba:
+            kw.update(prob_a=list(rng.normal(size=P) - 1), prob_b=list(rng.normal(size=P) * 0.1))
+        node = helper.make_node("SVMClassifier", ["X"], ["Y", "Z"], domain="ai.onnx.ml", **kw)
+        m = _ml_model(node, [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, F])],
+                      [helper.make_tensor_value_info("Y", TensorProto.STRING, [None]),
+                       helper.make_tensor_value_info("Z", TensorProto.FLOAT, None)], 3)
+        wy, wz = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"X": x})
+        gy, gz = stdops.onnx.run(m, [x])
+        np.testing.assert_allclose(gz, wz, rtol=1e-4, atol=1e-5)
+        assert gy.tolist() == list(wy)

@@ -24,6 +24,13 @@ def _axis(axis: int, ndim: int, what: str) -> int:
     return a
 
 
+def _count(n: int, what: str) -> int:
+    """A weight count from the params: at least 1."""
+    if n < 1:
+        raise ValueError(f"{what}={n} must be >= 1")
+    return n
+
+
 @layer("ReLU", params=[P(0, "slope", 0.0)])
 def relu(p, w):
     """y = x if x > 0 else x * slope (slope 0: ReLU)."""
@@ -155,9 +162,8 @@ def glu(p, w):
     def run(x):
         ax = 0 if x.ndim == 1 else _axis(p.axis, x.ndim, "GLU")
         n = x.shape[ax] // 2
-        a = np.take(x, np.arange(n), axis=ax)
-        b = np.take(x, np.arange(n, 2 * n), axis=ax)
-        return mul(a, sig(b))
+        lead = (slice(None),) * ax
+        return mul(x[lead + (slice(0, n),)], sig(x[lead + (slice(n, 2 * n),)]))
 
     return run
 
@@ -211,13 +217,12 @@ def dropout(p, w):
     return lambda x: mul(x, s)
 
 
-@layer("PReLU", params=[P(0, "num_slope", 0)], weights=lambda p: [W("slope", p.num_slope)])
+@layer("PReLU", params=[P(0, "num_slope", 0)],
+       weights=lambda p: [W("slope", _count(p.num_slope, "num_slope"))])
 def prelu(p, w):
     """y = x if x >= 0 else x * slope; one slope, or one per element of axis 0 (1d: per element,
     2d: per row, 3d/4d: per channel)."""
     slope = w["slope"]
-    if slope.size < 1:
-        raise ValueError("PReLU needs num_slope >= 1")
     fn = OPS["prelu"].fn
     if p.num_slope == 1:
         s1 = np.asarray(slope[0], _F32)

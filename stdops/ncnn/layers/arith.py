@@ -206,9 +206,18 @@ def _along_axis0(v: np.ndarray, x: np.ndarray, what: str) -> np.ndarray:
     return v.reshape((v.size,) + (1,) * (x.ndim - 1))
 
 
+def _count(n: int, what: str) -> int:
+    """A weight count from the params: at least 1."""
+    if n < 1:
+        raise ValueError(f"{what}={n} must be >= 1")
+    return n
+
+
 def _scale_weights(p):
     if p.scale_data_size == -233:
         return []
+    if p.scale_data_size < 1:
+        raise ValueError(f"scale_data_size={p.scale_data_size} must be >= 1 (or -233: the scale is a second bottom)")
     return [W("scale", p.scale_data_size), *([W("bias", p.scale_data_size)] if p.bias_term else [])]
 
 
@@ -232,12 +241,11 @@ def scale(p, w):
     return lambda x: add(mul(x, _along_axis0(s, x, "Scale")), _along_axis0(b, x, "Scale"))
 
 
-@layer("Bias", params=[P(0, "bias_data_size", 0)], weights=lambda p: [W("bias", p.bias_data_size)])
+@layer("Bias", params=[P(0, "bias_data_size", 0)],
+       weights=lambda p: [W("bias", _count(p.bias_data_size, "bias_data_size"))])
 def bias(p, w):
     """y = x + bias per channel of a 3d/4d blob; a 1d or 2d blob (one channel in ncnn) gets bias[0]."""
     b, add = w["bias"], _fn("add")
-    if b.size < 1:
-        raise ValueError("Bias needs bias_data_size >= 1")
     b0 = np.asarray(b[0], _F32)
 
     def run(x):
@@ -249,8 +257,7 @@ def bias(p, w):
 
 
 @layer("BatchNorm", params=[P(0, "channels", 0), P(1, "eps", 0.0)],
-       weights=lambda p: [W("slope", p.channels), W("mean", p.channels), W("var", p.channels),
-                          W("bias", p.channels)])
+       weights=lambda p: [W(n, _count(p.channels, "channels")) for n in ("slope", "mean", "var", "bias")])
 def batchnorm(p, w):
     """y = (x - mean) / sqrt(var + eps) * slope + bias along axis 0 (1d: per element, 2d: per row,
     3d/4d: per channel); a zero sqrt(var + eps) counts as 1e-4, as in ncnn."""
@@ -313,11 +320,23 @@ def cast(p, w):
 @layer("Packing", params=[P(0, "out_elempack", 1), P(1, "use_padding", 0), P(2, "cast_type_from", 0),
                           P(3, "cast_type_to", 0), P(4, "storage_type_from", 0), P(5, "storage_type_to", 0)])
 def packing(p, w):
-    """Changes ncnn's SIMD lane packing (elempack) of a blob; blobs here are never packed and the
-    wheel hands a packed blob back unpacked, so the values and the shape are unchanged."""
+    """Changes ncnn's SIMD lane packing (elempack) of a blob. Blobs here are never packed (the wheel,
+    unpacked, gives the same values and shape), so this is the identity, except with use_padding=1:
+    axis 0 (w of a 1d blob, h of 2d, c of 3d/4d) grows to a multiple of out_elempack, the new entries 0
+    (ncnn leaves them unset)."""
     if p.out_elempack < 1:
         raise ValueError(f"Packing out_elempack={p.out_elempack} must be >= 1")
-    return lambda x: x
+    ep = p.out_elempack
+    if not p.use_padding or ep == 1:
+        return lambda x: x
+
+    def run(x):
+        extra = -x.shape[0] % ep
+        if not extra:
+            return x
+        return np.concatenate([x, np.zeros((extra,) + x.shape[1:], x.dtype)])
+
+    return run
 
 
 # --------------------------------------------------------------------------- MemoryData, Diag

@@ -51,6 +51,18 @@ def _mha_roles(p, n: int) -> dict:
     return r
 
 
+def _block_quant(qt: int):
+    """(bits, block_size, has_input_scale) for a weight block quantize_term (4xx/6xx/8xx), else None."""
+    bits, fmt, code = qt // 100, qt % 100 // 10, qt % 10
+    if bits in (4, 6, 8) and fmt in (0, 1) and 0 <= code <= 2:
+        return bits, (32, 64, 128)[code], fmt == 1
+    return None
+
+
+def _packed(k: int, bits: int) -> int:
+    return (k * bits + 7) // 8
+
+
 def _mha_weights(p):
     E = p.embed_dim
     if E <= 0 or p.num_heads <= 0 or E % p.num_heads:
@@ -59,14 +71,46 @@ def _mha_weights(p):
         raise ValueError(f"weight_data_size {p.weight_data_size} is not a positive multiple of embed_dim {E}")
     qdim = p.weight_data_size // E
     qt = p.quantize_term
-    if qt and not (0 < qt < 400) or qt in (4, 5, 6):
-        raise ValueError(f"quantize_term {qt} is not supported (0, or legacy int8 1..399 except 4..6)")
-    ws = [W("q_weight", E * qdim, True), W("q_bias", E), W("k_weight", E * p.kdim, True), W("k_bias", E),
-          W("v_weight", E * p.vdim, True), W("v_bias", E), W("out_weight", qdim * E, True), W("out_bias", qdim)]
+    bq = _block_quant(qt)
+    if qt < 0 or qt in (4, 5, 6) or (qt >= 400 and bq is None):
+        raise ValueError(f"quantize_term {qt} is not supported (0, legacy int8 1..399 except 4..6, or weight "
+                         f"block quantization bits*100 + input_scale*10 + block_code with bits 4/6/8)")
+    K = {"q": qdim, "k": p.kdim, "v": p.vdim, "out": E}
+    rows = {"q": E, "k": E, "v": E, "out": qdim}
+    if bq:
+        bits, bs, has_in = bq
+        ws = []
+        for n in ("q", "k", "v", "out"):
+            ws += [W(f"{n}_weight", _packed(K[n], bits) * rows[n], True), W(f"{n}_bias", rows[n])]
+        ws += [W(f"{n}_weight_quantize_scales", -(-K[n] // bs) * rows[n]) for n in ("q", "k", "v", "out")]
+        if has_in:
+            ws += [W(f"{n}_weight_input_scales", K[n]) for n in ("q", "k", "v", "out")]
+        return ws
+    ws = []
+    for n in ("q", "k", "v", "out"):
+        ws += [W(f"{n}_weight", rows[n] * K[n], True), W(f"{n}_bias", rows[n])]
     if qt:
         ws += [W("q_weight_int8_scales", E), W("k_weight_int8_scales", E), W("v_weight_int8_scales", E),
                W("out_weight_int8_scale", 1)]
     return ws
+
+
+def _unpack_block_weight(packed: np.ndarray, rows: int, k: int, bits: int, bs: int, scales: np.ndarray):
+    """Weight [rows, k] from bit-packed signed integers (little-endian bit order) and per-block scales
+    [rows, ceil(k / bs)]: w = q * (1 / scale)."""
+    nb = _packed(k, bits)
+    if packed.dtype != np.int8:
+        raise ValueError("block quantized weights must be stored as tagged int8 bytes")
+    b = np.frombuffer(np.ascontiguousarray(packed).tobytes(), np.uint8).reshape(rows, nb).astype(np.uint32)
+    off = np.arange(k) * bits
+    byte, shift = off // 8, off % 8
+    nxt = np.where(byte + 1 < nb, byte + 1, byte)
+    v = b[:, byte] | np.where(byte + 1 < nb, b[:, nxt] << 8, 0)
+    q = ((v >> shift) & ((1 << bits) - 1)).astype(np.int32)
+    sign = 1 << (bits - 1)
+    q = (q ^ sign) - sign
+    descale = (_F32(1) / scales.reshape(rows, -1).astype(_F32))[:, np.arange(k) // bs]
+    return (q.astype(_F32) * descale).astype(_F32)
 
 
 @layer("MultiHeadAttention",
@@ -82,13 +126,26 @@ def multi_head_attention(p, w):
     qdim = p.weight_data_size // E
     dh = E // Hn
     scale = _F32(p.scale if p.scale is not None else 1.0 / math.sqrt(E // Hn))
-    int8 = bool(p.quantize_term)
     gemm = OPS["gemm"].fn
     attention = OPS["attention"].fn
     dims = {"q": qdim, "k": p.kdim, "v": p.vdim}
-    Wm = {n: w[f"{n}_weight"].reshape(E, dims[n]) for n in "qkv"}
+    bq = _block_quant(p.quantize_term)
+    int8 = bool(p.quantize_term) and bq is None
+    in_scale = {}
+    if bq:
+        bits, bs, has_in = bq
+        rows = {"q": E, "k": E, "v": E, "out": qdim}
+        K = {**dims, "out": E}
+        Wd = {n: _unpack_block_weight(w[f"{n}_weight"], rows[n], K[n], bits, bs, w[f"{n}_weight_quantize_scales"])
+              for n in ("q", "k", "v", "out")}
+        if has_in:
+            in_scale = {n: w[f"{n}_weight_input_scales"] for n in ("q", "k", "v", "out")}
+        Wm = {n: Wd[n] for n in "qkv"}
+        Wo = Wd["out"]
+    else:
+        Wm = {n: w[f"{n}_weight"].reshape(E, dims[n]) for n in "qkv"}
+        Wo = w["out_weight"].reshape(qdim, E)
     Bm = {n: w[f"{n}_bias"] for n in "qkv"}
-    Wo = w["out_weight"].reshape(qdim, E)
     bo = w["out_bias"]
     if int8:
         W8 = {n: Wm[n].astype(np.int32) for n in "qkv"}
@@ -103,6 +160,8 @@ def multi_head_attention(p, w):
             xq, xs = _quant(x)
             acc = (xq @ W8[n].T).astype(_F32)
             return acc * (_F32(1) / (S8[n][None, :] * xs)) + Bm[n]
+        if n in in_scale:
+            x = x * in_scale[n]
         return gemm(x, Wm[n], Bm[n], transB=1)
 
     def step(*b):
@@ -142,7 +201,10 @@ def multi_head_attention(p, w):
         else:
             m4 = None if mask is None else mask[None] if mask.ndim == 3 else mask
             o = attention(qh[None], kh.transpose(0, 2, 1)[None], vh.transpose(0, 2, 1)[None], m4, scale=1.0)[0][0]
-            y = gemm(o.transpose(1, 0, 2).reshape(src, E), Wo, bo, transB=1)
+            o = o.transpose(1, 0, 2).reshape(src, E)
+            if "out" in in_scale:
+                o = o * in_scale["out"]
+            y = gemm(o, Wo, bo, transB=1)
         if p.kv_cache and p.n_tops >= 3:
             return y, np.ascontiguousarray(ka), np.ascontiguousarray(va)
         return y

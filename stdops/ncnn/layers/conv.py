@@ -118,26 +118,60 @@ def _pad_mode(begin, end, what: str) -> str:
     return "none"
 
 
-def _same_pads(mode: str, in_sp, kernel, strides, dilations):
-    """ncnn's SAME padding of a convolution input: (begin, end) per axis, outermost first."""
+def _cdiv2(t: int) -> int:
+    """t / 2 rounded toward zero (C integer division)."""
+    return -((-t) // 2) if t < 0 else t // 2
+
+
+def same_pads(totals, mode: str, depth_upper: bool = False):
+    """ncnn's split of SAME totals (outermost first) into (begin, end); None when no total is positive
+    (ncnn then leaves the blob alone). A negative total (kernel extent < stride) yields a negative pad: ncnn
+    crops that many. ``depth_upper``: ncnn's 3D layers split the depth (axis 0) the SAME_UPPER way in
+    SAME_LOWER mode too."""
+    if not any(t > 0 for t in totals):
+        return None
     begin, end = [], []
-    for i, k, s, d in zip(in_sp, kernel, strides, dilations):
-        ext = d * (k - 1) + 1
-        tot = max(0, ext + (i - 1) // s * s - i)
-        lo = tot // 2 if mode == "upper" else tot - tot // 2
+    for ax, tot in enumerate(totals):
+        half = _cdiv2(tot)
+        lo = half if mode == "upper" or (depth_upper and ax == 0) else tot - half
         begin.append(lo)
         end.append(tot - lo)
     return tuple(begin), tuple(end)
+
+
+def crop_negative(x: np.ndarray, begin, end):
+    """Apply negative pads to x (C, *sp) the way ncnn's border copy does; return (x, begin, end) with the
+    pads >= 0. A negative end pad drops trailing elements; a negative begin pad drops leading ones, except
+    along the rows (h axis of a 2D / 3D blob), where ncnn fills the rows from the start and so drops
+    trailing ones. (Along w, ncnn's copy for rows of 12+ values also writes out of place; that is not
+    reproduced: with a negative SAME total the dropped elements are never read, so only the shift matters.)"""
+    if min(begin) >= 0 and min(end) >= 0:
+        return x, tuple(begin), tuple(end)
+    nd = x.ndim - 1
+    h_axis = nd - 2 if nd >= 2 else None
+    sl = [slice(None)]
+    for ax, (b, e, n) in enumerate(zip(begin, end, x.shape[1:])):
+        lead, trail = max(0, -b), max(0, -e)
+        if ax == h_axis:
+            lead, trail = 0, lead + trail
+        sl.append(slice(lead, n - trail))
+    return x[tuple(sl)], tuple(max(0, b) for b in begin), tuple(max(0, e) for e in end)
+
+
+def _same_pads(mode: str, in_sp, kernel, strides, dilations):
+    """ncnn's SAME padding of a convolution input (see :func:`same_pads`), outermost first."""
+    totals = [d * (k - 1) + 1 + (i - 1) // s * s - i for i, k, s, d in zip(in_sp, kernel, strides, dilations)]
+    return same_pads(totals, mode, depth_upper=len(in_sp) == 3)
 
 
 def _check_rank(x: np.ndarray, nd: int, type_name: str) -> np.ndarray:
     want = nd + 1
     if x.ndim == want:
         return x
-    if x.ndim == want - 1:  # ncnn reads a blob one rank short as a single channel
+    if x.ndim == want - 1 and nd < 3:  # ncnn reads a 1d / 2d blob one rank short as a single channel
         return x[None]
-    raise KernelError(f"{type_name} takes a {want}d blob ({('C', 'D', 'H', 'W')[:1] + ('D', 'H', 'W')[3 - nd:]}), "
-                      f"got shape {x.shape}")
+    axes = ", ".join(("C", "D", "H", "W")[:1] + ("D", "H", "W")[3 - nd:])
+    raise KernelError(f"{type_name} takes a {want}d blob ({axes}), got shape {x.shape}")
 
 
 def _pad_const(x: np.ndarray, begin, end, value) -> np.ndarray:
@@ -174,7 +208,10 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
         if mode == "explicit":
             b, e = begin, end
         elif mode in ("upper", "lower"):
-            b, e = _same_pads(mode, xs.shape[1:], kern, strides, dilations)
+            be = _same_pads(mode, xs.shape[1:], kern, strides, dilations)
+            if be is None:
+                return xs, ()
+            xs, b, e = crop_negative(xs, *be)
         else:
             return xs, ()
         if pad_value != 0.0 or xs.dtype == np.int8:
@@ -182,8 +219,7 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
         return xs, list(b) + list(e)
 
     def check_in(x):
-        xs = _check_rank(x, nd, type_name)
-        return xs
+        return _check_rank(x, nd, type_name)
 
     if dynamic:
         n_in = 3 if p.bias_term else 2
@@ -229,7 +265,7 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
     wf = wd.astype(np.float32, copy=False).reshape(wshape)
     cw = prepare_conv_weight(wf, g, strides, dilations)
     # ncnn's old compatibility path: a flat blob through a 1x1 convolution is an InnerProduct
-    w2d = wf.reshape(M, -1) if (nd == 2 and kp == 1 and g == 1) else None
+    w2d = wf.reshape(M, -1) if (nd == 2 and kp == 1 and not depthwise) else None
 
     def run(x):
         if x.ndim == 1 and w2d is not None and x.size == w2d.shape[1]:
@@ -247,9 +283,10 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
 
 def _build_conv_int8(p, w, wd, wshape, g, bias, strides, dilations, geometry, check_in, act, term, depthwise,
                      type_name):
-    """int8 convolution: the input quantized with the bottom scale, int32 accumulation (the shared
-    ConvInteger kernel), dequantized per output channel (1 / (bottom_scale * weight_scale)), bias,
-    activation, and for int8_scale_term > 100 requantized to int8 with the top scale."""
+    """int8 convolution: the input quantized with the bottom scale (int8 blobs pass through), weights
+    quantized per output channel (by group for depthwise) unless stored int8, exact integer sums (the shared
+    convolution core in float64, as ConvInteger does), dequantized by 1 / (bottom_scale * weight_scale), bias,
+    activation, and for int8_scale_term > 100 requantized to an int8 blob with the top scale."""
     M = wshape[0]
     wscales = w["weight_data_int8_scales"].astype(np.float32)
     bscale = np.float32(w["bottom_blob_int8_scales"][0])
@@ -267,7 +304,8 @@ def _build_conv_int8(p, w, wd, wshape, g, bias, strides, dilations, geometry, ch
         w8 = quantize_rows(wd.astype(np.float32).reshape(M, -1), per_out).reshape(wshape)
     descale = dequant_scales(per_out, bscale).reshape(M, *(1,) * (len(wshape) - 2))
     top = np.float32(w["top_blob_int8_scales"][0]) if term > 100 else None
-    conv_int = OPS["conv_integer"].fn
+    # int8 x int8 sums are exact in float64: the shared convolution core on a prepared float64 weight
+    cw = prepare_conv_weight(w8.astype(np.float64), g, strides, dilations)
     Cg = wshape[1]
 
     def run(x):
@@ -276,7 +314,7 @@ def _build_conv_int8(p, w, wd, wshape, g, bias, strides, dilations, geometry, ch
             raise KernelError(f"{type_name}: input has {xs.shape[0]} channels, the weights expect {Cg * g}")
         x8 = int8_input(xs, bscale)
         x8, pads = geometry(x8)
-        acc = conv_int(x8[None], w8, group=g, strides=strides, dilations=dilations, pads=pads)[0]
+        acc = conv_forward(x8.astype(np.float64)[None], cw, None, strides=strides, dilations=dilations, pads=pads)[0]
         y = acc.astype(np.float32) * descale
         if bias is not None:
             y = y + bias.reshape(descale.shape)
@@ -351,6 +389,8 @@ def _build_deconv(p, w, nd: int, depthwise: bool, type_name: str):
     size = wd.size
     if size % (M * kp) or size == 0:
         raise KernelError(f"{type_name}: weight_data_size {size} is not num_output {M} x kernel {kp} x channels")
+    if wd.dtype == np.int8:
+        raise KernelError(f"{type_name}: int8 weights are not supported (ncnn has no int8 deconvolution)")
     Cg = size // (M * kp)
     Mg = M // g
     # (group, M/group, C/group, *k) -> (C, M/group, *k)
@@ -430,6 +470,8 @@ def deformable_conv2d(p, w):
     wd = w["weight_data"]
     if wd.size % (M * kp) or wd.size == 0:
         raise KernelError(f"DeformableConv2D: weight_data_size {wd.size} is not num_output {M} x {kp} x channels")
+    if wd.dtype == np.int8:
+        raise KernelError("DeformableConv2D: int8 weights are not supported (ncnn computes it in float)")
     wf = wd.astype(np.float32).reshape((M, wd.size // (M * kp)) + kernel)
     bias = w.get("bias_data")
     act = fused_activation(p.activation_type, p.activation_params)

@@ -22,7 +22,7 @@ from .quant import dequant_scales, float2int8, int8_input, quantize_rows
 
 def _int_matmul(a8: np.ndarray, b8: np.ndarray) -> np.ndarray:
     """Exact int32 products of int8 matrices (float64 GEMM: exact below 2^53)."""
-    return OPS["mat_mul"].fn(a8.astype(np.float64), b8.astype(np.float64))
+    return OPS["mat_mul"].fn(a8.astype(np.float64, copy=False), b8.astype(np.float64, copy=False))
 
 
 # ----------------------------------------------------------------------------- InnerProduct
@@ -59,7 +59,7 @@ def inner_product(p, w):
         wsc = w["weight_data_int8_scales"].astype(np.float32)
         bsc = np.float32(w["bottom_blob_int8_scales"][0])
         w8 = wd.reshape(M, K) if wd.dtype == np.int8 else quantize_rows(wd.astype(np.float32).reshape(M, K), wsc)
-        w8t = np.ascontiguousarray(w8.T)
+        w8t = np.ascontiguousarray(w8.T, dtype=np.float64)  # exact int8 products in float64
         descale = dequant_scales(wsc, bsc)
 
         def run_int8(x):
@@ -93,6 +93,12 @@ def inner_product(p, w):
 def _gemm_weights(p):
     ws = []
     M, N, K = p.constantM, p.constantN, p.constantK
+    if p.quantize_term >= 4:
+        raise KernelError(f"Gemm: quantize_term {p.quantize_term} (weight block quantization) is not supported")
+    if p.constantA and (M <= 0 or K <= 0):
+        raise KernelError("Gemm: constantA needs constantM and constantK")
+    if p.constantB and (N <= 0 or K <= 0):
+        raise KernelError("Gemm: constantB needs constantN and constantK")
     if p.constantA:
         ws.append(W("A_data", M * K, tagged=True))
     if p.constantB:
@@ -238,11 +244,15 @@ def gemm(p, w):
             A, B, C = operands(xs)
             A = A.T if transA else A
             if A.dtype == np.int8:
+                if a_scales is None:
+                    raise KernelError("Gemm: an int8 A blob needs constant A scales")
                 a8, asc = A, a_scales.astype(np.float32)
             else:
                 a8, asc = quant_rows_dyn(A.astype(np.float32, copy=False))
             B0 = B  # quantized before the transpose, one scale for the whole tensor
             if B0.dtype == np.int8:
+                if b_scale is None:
+                    raise KernelError("Gemm: an int8 B blob needs a constant B scale")
                 b8, bsc = B0, np.float32(b_scale[0])
             else:
                 bmax = np.float32(np.abs(B0).max()) if B0.size else np.float32(0)

@@ -1,1 +1,543 @@
-"""ncnn detection layers (in progress)."""
+"""Detection layers (ncnn-operators.txt: DetectionOutput, PriorBox, Proposal, YoloDetectionOutput,
+Yolov3DetectionOutput, ROIAlign, ROIPooling, PSROIPooling).
+
+NMS is ncnn's own greedy pass (its IoU differs from the NonMaxSuppression kernel's for degenerate boxes);
+ROIPooling on MaxRoiPool and ROIAlign version 1 (detectron2) on RoiAlign. Box decoding, anchor/prior
+generation, PSROIPooling and ROIAlign version 0 are ncnn's own arithmetic, vectorized here.
+A detection layer that finds nothing outputs an empty blob (shape (0,)), as ncnn leaves its top empty.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops import OPS
+from ..spec import P, layer
+
+_F32 = np.float32
+_EMPTY = np.zeros((0,), _F32)
+
+
+def _sigmoid(x):
+    return (_F32(1) / (_F32(1) + np.exp(-x))).astype(_F32)
+
+
+def _nms(boxes: np.ndarray, thr: float, zero_union_overlaps: bool = True) -> np.ndarray:
+    """Indices kept by ncnn's greedy NMS over boxes already in descending score order: a box is dropped
+    when inter / union > thr with a kept box. ncnn's IoU differs from the NonMaxSuppression kernel's for
+    degenerate boxes: inter = 0 when disjoint, else the product of the (possibly zero) overlaps, and a
+    0 / 0 IoU (two zero-area boxes) counts as overlapping in the wheel (its NaN comparison is true), unless
+    zero_union_overlaps is False (Yolov3 compares inter > thr * union)."""
+    n = boxes.shape[0]
+    if n == 0:
+        return np.zeros((0,), np.int64)
+    b = boxes.astype(_F32)
+    area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    thr = _F32(thr)
+    alive = np.ones(n, bool)
+    picked = []
+    for i in range(n):  # a loop over boxes; each step tests the candidate against every kept box at once
+        if not alive[i]:
+            continue
+        picked.append(i)
+        rest = np.flatnonzero(alive[i + 1:]) + i + 1
+        if rest.size == 0:
+            break
+        o = b[rest]
+        disjoint = (o[:, 0] > b[i, 2]) | (o[:, 2] < b[i, 0]) | (o[:, 1] > b[i, 3]) | (o[:, 3] < b[i, 1])
+        iw = np.minimum(o[:, 2], b[i, 2]) - np.maximum(o[:, 0], b[i, 0])
+        ih = np.minimum(o[:, 3], b[i, 3]) - np.maximum(o[:, 1], b[i, 1])
+        inter = np.where(disjoint, _F32(0), iw * ih)
+        union = area[rest] + area[i] - inter
+        if zero_union_overlaps:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                drop = (inter / union > thr) | (union == 0)
+        else:
+            drop = inter > thr * union
+        alive[rest[drop]] = False
+    return np.asarray(picked, np.int64)
+
+
+def _round_away(v):
+    """C round(): half away from zero."""
+    v = np.asarray(v)
+    return np.copysign(np.floor(np.abs(v) + v.dtype.type(0.5)), v)
+
+
+def _sort_desc(scores: np.ndarray) -> np.ndarray:
+    return np.argsort(-scores.astype(np.float64), kind="stable")
+
+
+def _detections(labels, scores, boxes) -> np.ndarray:
+    if len(scores) == 0:
+        return _EMPTY
+    return np.concatenate([np.asarray(labels, _F32)[:, None], np.asarray(scores, _F32)[:, None],
+                           np.asarray(boxes, _F32)], axis=1).astype(_F32)
+
+
+# --------------------------------------------------------------------------- DetectionOutput
+
+@layer("DetectionOutput", params=[P(0, "num_class", 0), P(1, "nms_threshold", 0.05), P(2, "nms_top_k", 300),
+                                  P(3, "keep_top_k", 100), P(4, "confidence_threshold", 0.5),
+                                  P(5, "variance0", 0.1), P(6, "variance1", 0.1), P(7, "variance2", 0.2),
+                                  P(8, "variance3", 0.2)], inputs=3)
+def detection_output(p, w):
+    """SSD decoding: priors (centre/size) moved by location * variance, per class (1..num_class-1) the
+    boxes with score > confidence_threshold, best nms_top_k, NMS; then all classes by score, best
+    keep_top_k. Rows [label, score, xmin, ymin, xmax, ymax]. num_class -233: mxnet layout
+    (confidence [num_class, num_prior], variances from the params)."""
+    mx = p.num_class == -233
+    thr = _F32(p.confidence_threshold)
+    pvar = np.array([p.variance0, p.variance1, p.variance2, p.variance3], _F32)
+
+    def step(loc, conf, prior):
+        if mx:
+            num_prior = prior.shape[-2] if prior.ndim >= 2 else 1
+            ncls = conf.shape[-2] if conf.ndim >= 2 else 1
+            pb = prior.reshape(-1)[:4 * num_prior].reshape(num_prior, 4)
+            var = np.broadcast_to(pvar, (num_prior, 4))
+            scores = conf.reshape(-1)[:ncls * num_prior].reshape(ncls, num_prior)  # [class, prior]
+        else:
+            num_prior = prior.shape[-1] // 4
+            ncls = p.num_class
+            rows = prior.reshape(-1, prior.shape[-1])
+            pb = rows[0].reshape(num_prior, 4)
+            var = rows[1].reshape(num_prior, 4)
+            scores = conf.reshape(-1)[:num_prior * ncls].reshape(num_prior, ncls).T
+        lc = loc.reshape(-1)[:num_prior * 4].reshape(num_prior, 4)
+        pw, ph = pb[:, 2] - pb[:, 0], pb[:, 3] - pb[:, 1]
+        pcx, pcy = (pb[:, 0] + pb[:, 2]) * _F32(0.5), (pb[:, 1] + pb[:, 3]) * _F32(0.5)
+        cx = var[:, 0] * lc[:, 0] * pw + pcx
+        cy = var[:, 1] * lc[:, 1] * ph + pcy
+        bw = np.exp(var[:, 2] * lc[:, 2]) * pw
+        bh = np.exp(var[:, 3] * lc[:, 3]) * ph
+        boxes = np.stack([cx - bw * _F32(0.5), cy - bh * _F32(0.5), cx + bw * _F32(0.5), cy + bh * _F32(0.5)],
+                         axis=1).astype(_F32)
+        labels, sc, bx = [], [], []
+        for c in range(1, ncls):
+            s = scores[c]
+            cand = np.flatnonzero(s > thr)
+            cand = cand[_sort_desc(s[cand])]
+            if p.nms_top_k < cand.size:
+                cand = cand[:max(p.nms_top_k, 0)]
+            keep = cand[_nms(boxes[cand], p.nms_threshold)]  # cand is score-sorted
+            labels += [c] * keep.size
+            sc.append(s[keep])
+            bx.append(boxes[keep])
+        if not labels:
+            return _EMPTY
+        sc = np.concatenate(sc)
+        bx = np.concatenate(bx)
+        labels = np.asarray(labels)
+        order = _sort_desc(sc)
+        if p.keep_top_k < order.size:
+            order = order[:max(p.keep_top_k, 0)]
+        return _detections(labels[order], sc[order], bx[order])
+
+    return step
+
+
+# --------------------------------------------------------------------------- PriorBox
+
+@layer("PriorBox", params=[P(0, "min_sizes", [], kind="floats"), P(1, "max_sizes", [], kind="floats"),
+                           P(2, "aspect_ratios", [], kind="floats"), P(3, "variance0", 0.1), P(4, "variance1", 0.1),
+                           P(5, "variance2", 0.2), P(6, "variance3", 0.2), P(7, "flip", 1), P(8, "clip", 0),
+                           P(9, "image_width", 0), P(10, "image_height", 0), P(11, "step_width", -233.0),
+                           P(12, "step_height", -233.0), P(13, "offset", 0.0), P(14, "step_mmdetection", 0),
+                           P(15, "center_mmdetection", 0)], inputs=None)
+def prior_box(p, w):
+    """SSD prior boxes for every feature-map cell (caffe style: [2, 4 * cells * priors] with the variances
+    in row 1, normalized by the image size; mxnet style (one bottom, image size -233, no max sizes): [4 * ...])."""
+    mins = np.asarray(p.min_sizes, _F32)
+    maxs = np.asarray(p.max_sizes, _F32)
+    ars = np.asarray(p.aspect_ratios, _F32)
+    var = np.array([p.variance0, p.variance1, p.variance2, p.variance3], _F32)
+    off = _F32(p.offset)
+
+    def clip(b):
+        return np.clip(b, _F32(0), _F32(1)) if p.clip else b
+
+    def step(*bottoms):
+        feat = bottoms[0]
+        h, wd = feat.shape[-2], feat.shape[-1]
+        if len(bottoms) == 1 and p.image_width == -233 and p.image_height == -233 and maxs.size == 0:
+            sw = _F32(1.0 / wd) if p.step_width == -233 else _F32(p.step_width)
+            sh = _F32(1.0 / h) if p.step_height == -233 else _F32(p.step_height)
+            if mins.size == 0:
+                raise ValueError("PriorBox needs min_sizes")
+            hw = [m * h / wd / 2 for m in mins.astype(np.float64)]  # half sizes per prior
+            hh = [m / 2 for m in mins.astype(np.float64)]
+            for r in ars[1:]:
+                sr = np.sqrt(np.float32(r))
+                hw.append(float(mins[0]) * h / wd * sr / 2)
+                hh.append(float(mins[0]) / sr / 2)
+            hw, hh = np.asarray(hw, _F32), np.asarray(hh, _F32)
+            cx = off * sw + np.arange(wd, dtype=_F32) * sw
+            cy = off * sh + np.arange(h, dtype=_F32) * sh
+            cxg = np.broadcast_to(cx[None, :, None], (h, wd, hw.size))
+            cyg = np.broadcast_to(cy[:, None, None], (h, wd, hw.size))
+            boxes = np.stack([cxg - hw, cyg - hh, cxg + hw, cyg + hh], axis=-1).astype(_F32)
+            return clip(boxes.reshape(-1))
+        if p.image_width == -233 or p.image_height == -233:
+            if len(bottoms) < 2:
+                raise ValueError("PriorBox with image size -233 needs the image as its second bottom")
+        img_w = bottoms[1].shape[-1] if p.image_width == -233 else p.image_width
+        img_h = bottoms[1].shape[-2] if p.image_height == -233 else p.image_height
+        if p.step_width == -233:
+            sw = np.ceil(_F32(img_w) / _F32(wd)) if p.step_mmdetection else _F32(img_w) / _F32(wd)
+        else:
+            sw = _F32(p.step_width)
+        if p.step_height == -233:
+            sh = np.ceil(_F32(img_h) / _F32(h)) if p.step_mmdetection else _F32(img_h) / _F32(h)
+        else:
+            sh = _F32(p.step_height)
+        sw, sh = _F32(sw), _F32(sh)
+        if maxs.size and maxs.size < mins.size:
+            raise ValueError(f"PriorBox has {maxs.size} max_sizes for {mins.size} min_sizes")
+        bw, bh = [], []
+        for k, m in enumerate(mins):
+            bw.append(m)
+            bh.append(m)
+            if maxs.size:
+                s = np.sqrt(m * maxs[k])
+                bw.append(s)
+                bh.append(s)
+            for ar in ars:
+                sa = np.sqrt(ar)
+                bw.append(m * sa)
+                bh.append(m / sa)
+                if p.flip:
+                    bw.append(m / sa)
+                    bh.append(m * sa)
+        bw, bh = np.asarray(bw, _F32) * _F32(0.5), np.asarray(bh, _F32) * _F32(0.5)
+        if p.center_mmdetection:
+            cx0, cy0 = off * (sw - _F32(1)), off * (sh - _F32(1))
+        else:
+            cx0, cy0 = off * sw, off * sh
+        cx = cx0 + np.arange(wd, dtype=_F32) * sw
+        cy = cy0 + np.arange(h, dtype=_F32) * sh
+        cxg = np.broadcast_to(cx[None, :, None], (h, wd, bw.size))
+        cyg = np.broadcast_to(cy[:, None, None], (h, wd, bw.size))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            boxes = np.stack([(cxg - bw) / _F32(img_w), (cyg - bh) / _F32(img_h),
+                              (cxg + bw) / _F32(img_w), (cyg + bh) / _F32(img_h)], axis=-1).astype(_F32)
+        boxes = clip(boxes.reshape(-1))
+        return np.stack([boxes, np.tile(var, boxes.size // 4)]).astype(_F32)
+
+    return step
+
+
+# --------------------------------------------------------------------------- Proposal
+
+def _anchors(base_size: int) -> np.ndarray:
+    """Faster R-CNN anchors for ratios 0.5, 1, 2 and scales 8, 16, 32 around (base/2, base/2)."""
+    rows = []
+    c = _F32(base_size * 0.5)
+    for ar in (_F32(0.5), _F32(1.0), _F32(2.0)):
+        rw = int(_round_away(np.float64(np.float32(base_size) / np.sqrt(ar))))
+        rh = int(_round_away(np.float64(np.float32(rw) * ar)))
+        for s in (8.0, 16.0, 32.0):
+            sw, sh = _F32(rw * s), _F32(rh * s)
+            rows.append([c - sw * _F32(0.5), c - sh * _F32(0.5), c + sw * _F32(0.5), c + sh * _F32(0.5)])
+    return np.asarray(rows, _F32)
+
+
+@layer("Proposal", params=[P(0, "feat_stride", 16), P(1, "base_size", 16), P(2, "pre_nms_topN", 6000),
+                           P(3, "after_nms_topN", 300), P(4, "nms_thresh", 0.7), P(5, "min_size", 16)],
+       inputs=3, outputs=None)
+def proposal(p, w):
+    """RPN proposals: anchors shifted over the score map, moved by the bbox deltas, clipped to the image
+    (im_info = [height, width, scale]), those at least min_size * scale kept, best pre_nms_topN by the
+    foreground score, NMS, best after_nms_topN. Tops: rois [n, 1, 4][, scores [n, 1, 1]]."""
+    anchors = _anchors(p.base_size)
+    A = anchors.shape[0]
+    stride = _F32(p.feat_stride)
+
+    def step(score, bbox, im_info):
+        h, wd = score.shape[-2], score.shape[-1]
+        if bbox.shape[0] < 4 * A or score.shape[0] < 2 * A:
+            raise ValueError(f"Proposal needs {2 * A} score and {4 * A} bbox channels")
+        d = bbox[:4 * A].reshape(A, 4, h, wd)
+        aw = (anchors[:, 2] - anchors[:, 0])[:, None, None]
+        ah = (anchors[:, 3] - anchors[:, 1])[:, None, None]
+        ax = anchors[:, 0][:, None, None] + (np.arange(wd, dtype=_F32) * stride)[None, None, :]
+        ay = anchors[:, 1][:, None, None] + (np.arange(h, dtype=_F32) * stride)[None, :, None]
+        cx = ax + aw * _F32(0.5) + aw * d[:, 0]
+        cy = ay + ah * _F32(0.5) + ah * d[:, 1]
+        pw = aw * np.exp(d[:, 2])
+        ph = ah * np.exp(d[:, 3])
+        info = im_info.reshape(-1)
+        im_h, im_w, im_s = _F32(info[0]), _F32(info[1]), _F32(info[2])
+        x1 = np.maximum(np.minimum(cx - pw * _F32(0.5), im_w - 1), 0)
+        y1 = np.maximum(np.minimum(cy - ph * _F32(0.5), im_h - 1), 0)
+        x2 = np.maximum(np.minimum(cx + pw * _F32(0.5), im_w - 1), 0)
+        y2 = np.maximum(np.minimum(cy + ph * _F32(0.5), im_h - 1), 0)
+        boxes = np.stack([x1, y1, x2, y2], axis=-1).reshape(-1, 4).astype(_F32)
+        scores = score[A:2 * A].reshape(-1).astype(_F32)
+        minb = _F32(p.min_size) * im_s
+        ok = np.flatnonzero(((boxes[:, 2] - boxes[:, 0] + 1) >= minb) & ((boxes[:, 3] - boxes[:, 1] + 1) >= minb))
+        ok = ok[_sort_desc(scores[ok])]
+        if 0 < p.pre_nms_topN < ok.size:
+            ok = ok[:p.pre_nms_topN]
+        keep = ok[_nms(boxes[ok], p.nms_thresh)]
+        keep = keep[:max(p.after_nms_topN, 0)]
+        rois = boxes[keep].reshape(-1, 1, 4)
+        if p.n_tops >= 2:
+            return rois, scores[keep].reshape(-1, 1, 1)
+        return rois
+
+    return step
+
+
+# --------------------------------------------------------------------------- YOLO
+
+@layer("YoloDetectionOutput", params=[P(0, "num_class", 20), P(1, "num_box", 5), P(2, "confidence_threshold", 0.01),
+                                      P(3, "nms_threshold", 0.45), P(4, "biases", [], kind="floats")],
+       inputs=None, outputs=None)
+def yolo_detection_output(p, w):
+    """YOLOv2 region decoding over every bottom: per box anchor the class scores are softmaxed, confidence =
+    sigmoid(objectness) * best class score, kept if >= confidence_threshold; all boxes sorted, NMS.
+    Rows [label + 1, score, xmin, ymin, xmax, ymax]."""
+    nb, nc = p.num_box, p.num_class
+    biases = np.asarray(p.biases, _F32)
+    if biases.size < 2 * nb:
+        raise ValueError(f"YoloDetectionOutput needs {2 * nb} biases, got {biases.size}")
+    softmax = OPS["softmax"].fn
+
+    def step(*bottoms):
+        labels, scores, boxes = [], [], []
+        soft = []
+        for x in bottoms:
+            c, h, wd = x.shape[0], x.shape[-2], x.shape[-1]
+            if c != nb * (5 + nc):
+                raise ValueError(f"YoloDetectionOutput: {c} channels, expected num_box * (5 + num_class) = "
+                                 f"{nb * (5 + nc)}")
+            t = x.reshape(nb, 5 + nc, h, wd)
+            cls = softmax(t[:, 5:], axis=1)
+            soft.append(np.concatenate([t[:, :5], cls], axis=1).reshape(x.shape))
+            gx = np.arange(wd, dtype=_F32)[None, None, :]
+            gy = np.arange(h, dtype=_F32)[None, :, None]
+            bw_ = biases[0:2 * nb:2][:, None, None]
+            bh_ = biases[1:2 * nb:2][:, None, None]
+            cx = (gx + _sigmoid(t[:, 0])) / _F32(wd)
+            cy = (gy + _sigmoid(t[:, 1])) / _F32(h)
+            bw = np.exp(t[:, 2]) * bw_ / _F32(wd)
+            bh = np.exp(t[:, 3]) * bh_ / _F32(h)
+            best = np.argmax(cls, axis=1)
+            best_score = np.max(cls, axis=1)
+            best_score = np.where(best_score > 0, best_score, _F32(0))
+            best = np.where(np.max(cls, axis=1) > 0, best, 0)
+            conf = _sigmoid(t[:, 4]) * best_score
+            sel = conf >= _F32(p.confidence_threshold)   # [box, h, w], in ncnn's box-major order
+            labels.append(best[sel])
+            scores.append(conf[sel])
+            boxes.append(np.stack([cx - bw * _F32(0.5), cy - bh * _F32(0.5), cx + bw * _F32(0.5),
+                                   cy + bh * _F32(0.5)], axis=-1)[sel])
+        sc = np.concatenate(scores).astype(_F32)
+        out = _EMPTY
+        if sc.size:
+            bx = np.concatenate(boxes).astype(_F32)
+            lb = np.concatenate(labels)
+            order = _sort_desc(sc)
+            keep = order[_nms(bx[order], p.nms_threshold)]
+            if keep.size:
+                out = _detections(lb[keep] + 1, sc[keep], bx[keep])
+        if out.size == 0:
+            out = soft[0]  # ncnn leaves its in-place (softmaxed) first bottom as the top
+        return (out, *soft[1:p.n_tops]) if p.n_tops > 1 else out
+
+    return step
+
+
+@layer("Yolov3DetectionOutput", params=[P(0, "num_class", 20), P(1, "num_box", 5),
+                                        P(2, "confidence_threshold", 0.01), P(3, "nms_threshold", 0.45),
+                                        P(4, "biases", [], kind="floats"), P(5, "mask", [], kind="floats"),
+                                        P(6, "anchors_scale", [], kind="floats")], inputs=None)
+def yolov3_detection_output(p, w):
+    """YOLOv3 decoding over every bottom b (anchors mask[b * num_box + k], network size anchors_scale[b] *
+    feature size): confidence = 1 / (1 + e^-obj * (1 + e^-cls)) for the best raw class score, kept if
+    >= confidence_threshold; all boxes sorted, NMS (inter > thr * union). Rows [label + 1, score, box]."""
+    nb, nc = p.num_box, p.num_class
+    biases = np.asarray(p.biases, _F32)
+    mask = [int(v) for v in p.mask]
+    scales = np.asarray(p.anchors_scale, _F32)
+
+    def step(*bottoms):
+        if len(mask) < nb * len(bottoms) or scales.size < len(bottoms):
+            raise ValueError(f"Yolov3DetectionOutput: {len(bottoms)} bottoms need {nb * len(bottoms)} mask "
+                             f"entries and {len(bottoms)} anchors_scale values")
+        labels, scores, boxes = [], [], []
+        for b, x in enumerate(bottoms):
+            c, h, wd = x.shape[0], x.shape[-2], x.shape[-1]
+            if c != nb * (5 + nc):
+                raise ValueError(f"Yolov3DetectionOutput: {c} channels, expected num_box * (5 + num_class) = "
+                                 f"{nb * (5 + nc)}")
+            t = x.reshape(nb, 5 + nc, h, wd)
+            idx = mask[b * nb:(b + 1) * nb]
+            if max(idx) * 2 + 1 >= biases.size or min(idx) < 0:
+                raise ValueError("Yolov3DetectionOutput: a mask entry points past the biases")
+            bw_ = biases[[2 * i for i in idx]][:, None, None]
+            bh_ = biases[[2 * i + 1 for i in idx]][:, None, None]
+            net_w = _F32(int(scales[b] * wd))
+            net_h = _F32(int(scales[b] * h))
+            cls = t[:, 5:]
+            best = np.argmax(cls, axis=1)
+            best_score = np.max(cls, axis=1)
+            conf = _F32(1) / (_F32(1) + np.exp(-t[:, 4]) * (_F32(1) + np.exp(-best_score)))
+            gx = np.arange(wd, dtype=_F32)[None, None, :]
+            gy = np.arange(h, dtype=_F32)[None, :, None]
+            cx = (gx + _sigmoid(t[:, 0])) / _F32(wd)
+            cy = (gy + _sigmoid(t[:, 1])) / _F32(h)
+            bw = np.exp(t[:, 2]) * bw_ / net_w
+            bh = np.exp(t[:, 3]) * bh_ / net_h
+            sel = conf >= _F32(p.confidence_threshold)
+            labels.append(best[sel])
+            scores.append(conf[sel])
+            boxes.append(np.stack([cx - bw * _F32(0.5), cy - bh * _F32(0.5), cx + bw * _F32(0.5),
+                                   cy + bh * _F32(0.5)], axis=-1)[sel])
+        sc = np.concatenate(scores).astype(_F32)
+        if not sc.size:
+            return _EMPTY
+        bx = np.concatenate(boxes).astype(_F32)
+        lb = np.concatenate(labels)
+        order = _sort_desc(sc)
+        keep = order[_nms(bx[order], p.nms_threshold, zero_union_overlaps=False)]
+        return _detections(lb[keep] + 1, sc[keep], bx[keep])
+
+    return step
+
+
+# --------------------------------------------------------------------------- ROI layers
+
+def _roi(roi: np.ndarray) -> np.ndarray:
+    r = np.asarray(roi, _F32).reshape(-1)
+    if r.size < 4:
+        raise ValueError(f"the roi blob needs 4 values [x1, y1, x2, y2], got {r.size}")
+    return r[:4]
+
+
+@layer("ROIPooling", params=[P(0, "pooled_width", 0), P(1, "pooled_height", 0), P(2, "spatial_scale", 1.0)],
+       inputs=2)
+def roi_pooling(p, w):
+    """Max over each of pooled_height x pooled_width bins of the roi [x1, y1, x2, y2] (corners rounded after
+    scaling by spatial_scale, at least 1x1), bins [floor(i * size / n), ceil((i + 1) * size / n)) from the
+    corner clipped to the blob; an empty bin is 0 (ncnn's source, = the MaxRoiPool kernel)."""
+    pool = OPS["max_roi_pool"].fn
+    if p.pooled_height <= 0 or p.pooled_width <= 0:
+        raise ValueError(f"pooled size must be positive, got {p.pooled_height} x {p.pooled_width}")
+    shape = (p.pooled_height, p.pooled_width)
+
+    def step(x, roi):
+        rois = np.concatenate([[0], _roi(roi)]).astype(_F32)[None]
+        return pool(x[None], rois, pooled_shape=shape, spatial_scale=float(p.spatial_scale))[0]
+
+    return step
+
+
+@layer("ROIAlign", params=[P(0, "pooled_width", 0), P(1, "pooled_height", 0), P(2, "spatial_scale", 1.0),
+                           P(3, "sampling_ratio", 0), P(4, "aligned", 0), P(5, "version", 0)], inputs=2)
+def roi_align(p, w):
+    """Average of bilinear samples per bin. version 1 (detectron2): the RoiAlign kernel (aligned: half-pixel
+    shift; else the roi is at least 1x1). version 0 (ncnn's original): bins clipped to the image, a grid
+    of ceil(clipped bin size) samples (or sampling_ratio), empty bins 0."""
+    ph, pw = p.pooled_height, p.pooled_width
+    scale = _F32(p.spatial_scale)
+    if p.version not in (0, 1):
+        raise ValueError(f"version must be 0 or 1, got {p.version}")
+    if p.version == 1:
+        kern = OPS["roi_align"].fn
+        mode = "half_pixel" if p.aligned else "output_half_pixel"
+
+        def v1(x, roi):
+            r = _roi(roi)[None]
+            return kern(x[None], r, np.zeros(1, np.int64), coordinate_transformation_mode=mode, mode="avg",
+                        output_height=ph, output_width=pw, sampling_ratio=p.sampling_ratio,
+                        spatial_scale=float(p.spatial_scale))[0]
+
+        return v1
+
+    def v0(x, roi):
+        c, h, wd = x.shape
+        x1, y1, x2, y2 = _roi(roi) * scale
+        if p.aligned:
+            x1, y1, x2, y2 = x1 - _F32(0.5), y1 - _F32(0.5), x2 - _F32(0.5), y2 - _F32(0.5)
+        rw, rh = x2 - x1, y2 - y1
+        if not p.aligned:
+            rw, rh = max(rw, _F32(1)), max(rh, _F32(1))
+        bsw, bsh = _F32(rw / _F32(pw)), _F32(rh / _F32(ph))
+        out = np.zeros((c, ph, pw), _F32)
+        for i in range(ph):
+            hs = min(max(_F32(y1 + i * bsh), _F32(0)), _F32(h))
+            he = min(max(_F32(y1 + (i + 1) * bsh), _F32(0)), _F32(h))
+            for j in range(pw):
+                ws = min(max(_F32(x1 + j * bsw), _F32(0)), _F32(wd))
+                we = min(max(_F32(x1 + (j + 1) * bsw), _F32(0)), _F32(wd))
+                if he <= hs or we <= ws:
+                    continue
+                gh = p.sampling_ratio if p.sampling_ratio > 0 else int(np.ceil(he - hs))
+                gw = p.sampling_ratio if p.sampling_ratio > 0 else int(np.ceil(we - ws))
+                ys = hs + (np.arange(gh, dtype=_F32) + _F32(0.5)) * bsh / _F32(gh)
+                xs = ws + (np.arange(gw, dtype=_F32) + _F32(0.5)) * bsw / _F32(gw)
+                yy, xx = np.meshgrid(ys, xs, indexing="ij")
+                out[:, i, j] = _bilinear(x, xx.ravel(), yy.ravel()).sum(axis=1) / _F32(gh * gw)
+        return out
+
+    return v0
+
+
+def _bilinear(x: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """ncnn's version-0 bilinear sample at points (xs, ys) >= 0 for every channel: [C, n]. Like ncnn it
+    addresses the channel as a flat array (y * w + x), so a sample at x == w reads the start of the next
+    row; reads past the channel end (undefined in ncnn) take its last element."""
+    c, h, wd = x.shape
+    flat = x.reshape(c, h * wd)
+    x0 = xs.astype(np.int64)
+    y0 = ys.astype(np.int64)
+    x1, y1 = x0 + 1, y0 + 1
+    a0, a1 = (x1 - xs).astype(_F32), (xs - x0).astype(_F32)
+    b0, b1 = (y1 - ys).astype(_F32), (ys - y0).astype(_F32)
+    xe, ye = x1 >= wd, y1 >= h
+    x1 = np.where(xe, wd - 1, x1)
+    y1 = np.where(ye, h - 1, y1)
+    a0, a1 = np.where(xe, _F32(1), a0), np.where(xe, _F32(0), a1)
+    b0, b1 = np.where(ye, _F32(1), b0), np.where(ye, _F32(0), b1)
+
+    def at(yy, xx):
+        return flat[:, np.minimum(yy * wd + xx, h * wd - 1)]
+
+    r0 = at(y0, x0) * a0 + at(y0, x1) * a1
+    r1 = at(y1, x0) * a0 + at(y1, x1) * a1
+    return (r0 * b0 + r1 * b1).astype(_F32)
+
+
+@layer("PSROIPooling", params=[P(0, "pooled_width", 7), P(1, "pooled_height", 7), P(2, "spatial_scale", 0.0625),
+                               P(3, "output_dim", 0)], inputs=2)
+def psroi_pooling(p, w):
+    """Position-sensitive ROI pooling: output channel q, bin (i, j) is the mean over that bin of input
+    channel (q * pooled_height + i) * pooled_width + j (0 for an empty bin)."""
+    ph, pw, od = p.pooled_height, p.pooled_width, p.output_dim
+    scale = _F32(p.spatial_scale)
+
+    def step(x, roi):
+        c, h, wd = x.shape
+        if c != od * ph * pw:
+            raise ValueError(f"PSROIPooling: {c} channels, expected output_dim * pooled_h * pooled_w = {od * ph * pw}")
+        r = _roi(roi)
+        rx1, ry1 = _round_away(r[0]) * scale, _round_away(r[1]) * scale
+        rx2, ry2 = _round_away(r[2] + _F32(1)) * scale, _round_away(r[3] + _F32(1)) * scale
+        rw, rh = max(_F32(rx2 - rx1), _F32(0.1)), max(_F32(ry2 - ry1), _F32(0.1))
+        bsw, bsh = _F32(rw / _F32(pw)), _F32(rh / _F32(ph))
+        xg = x.reshape(od, ph, pw, h, wd)
+        out = np.zeros((od, ph, pw), _F32)
+        for i in range(ph):
+            hs = min(max(int(np.floor(_F32(ry1 + i * bsh))), 0), h)
+            he = min(max(int(np.ceil(_F32(ry1 + (i + 1) * bsh))), 0), h)
+            for j in range(pw):
+                ws = min(max(int(np.floor(_F32(rx1 + j * bsw))), 0), wd)
+                we = min(max(int(np.ceil(_F32(rx1 + (j + 1) * bsw))), 0), wd)
+                if he <= hs or we <= ws:
+                    continue
+                area = _F32((he - hs) * (we - ws))
+                out[:, i, j] = xg[:, i, j, hs:he, ws:we].sum(axis=(1, 2), dtype=_F32) / area
+        return out
+
+    return step

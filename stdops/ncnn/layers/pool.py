@@ -13,7 +13,6 @@ pooling uses the windows [floor(i * n / o), ceil((i + 1) * n / o)).
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 
@@ -21,6 +20,7 @@ from ...errors import KernelError
 from ...ops import OPS
 from ...ops.pool import max_pool_values
 from ..spec import P, Ref, W, layer
+from .conv import crop_negative, same_pads
 
 _FLT_MAX = float(np.finfo(np.float32).max)
 
@@ -99,12 +99,6 @@ def _adaptive(x: np.ndarray, out: tuple[int, ...], is_max: bool) -> np.ndarray:
     return y.astype(x.dtype, copy=False)
 
 
-def _axis_area(n: int, begin: int, end: int, k: int, s: int, o: int, lo: int, hi: int) -> np.ndarray:
-    """Per output position: taps of the window on the padded axis that fall in [lo, hi)."""
-    pos = np.arange(o)[:, None] * s + np.arange(k)[None, :]
-    return ((pos >= lo) & (pos < hi)).sum(axis=1)
-
-
 def _build_pool(p, nd: int, type_name: str):
     ptype = int(p.pooling_type)
     if ptype not in (0, 1):
@@ -125,6 +119,8 @@ def _build_pool(p, nd: int, type_name: str):
     want = nd + 1
 
     def check(x):
+        if x.ndim == want - 1 and nd < 3:  # ncnn reads a 1d / 2d blob one rank short as a single channel
+            return x[None]
         if x.ndim != want:
             raise KernelError(f"{type_name} takes a {want}d blob, got shape {x.shape}")
         return x
@@ -157,7 +153,11 @@ def _build_pool(p, nd: int, type_name: str):
         raise KernelError(f"{type_name}: pad_mode {mode} is not 0..3")
     if mode in (0, 1) and (min(pb) < 0 or min(pe) < 0):
         raise KernelError(f"{type_name}: pads {list(pb + pe)} must be >= 0")
-    avg = OPS["average_pool"].fn
+    avg_kernel = OPS["average_pool"].fn
+
+    def avg(*args, **kw):
+        with np.errstate(divide="ignore", invalid="ignore"):  # a window with no counted tap is 0/0, as in ncnn
+            return avg_kernel(*args, **kw)
 
     def run(x):
         x = check(x)
@@ -175,12 +175,14 @@ def _build_pool(p, nd: int, type_name: str):
         elif mode == 1:
             b, e = list(pb), list(pe)
         else:
-            b, e = [], []
-            for n, k, s in zip(sp, kernel, strides):
-                tot = max(0, k + (n - 1) // s * s - n)
-                lo = tot // 2 if mode == 2 else tot - tot // 2
-                b.append(lo)
-                e.append(tot - lo)
+            totals = [k + (n - 1) // s * s - n for n, k, s in zip(sp, kernel, strides)]
+            be = same_pads(totals, "upper" if mode == 2 else "lower", depth_upper=nd == 3)
+            if be is None:
+                b, e = [0] * nd, [0] * nd
+            else:
+                x, b, e = crop_negative(x, *be)
+                b, e = list(b), list(e)
+                sp = x.shape[1:]
         for ax in range(nd):
             if sp[ax] + b[ax] + e[ax] < kernel[ax]:
                 raise KernelError(f"{type_name}: kernel {kernel[ax]} is larger than the padded input "
@@ -194,22 +196,17 @@ def _build_pool(p, nd: int, type_name: str):
         if mode in (0, 1):  # the counted region is the input itself
             return avg(xf[None], kernel_shape=kernel, strides=strides, pads=list(b) + list(e),
                        count_include_pad=0)[0]
-        # SAME modes: the counted region is the padded input less the given pad params
-        out = tuple((n + bb + ee - k) // s + 1 for n, bb, ee, k, s in zip(sp, b, e, kernel, strides))
-        area = None
+        # SAME modes: ncnn sums and counts only the taps inside the SAME-padded input less the pad params
+        xp = _pad(xf, b, e, 0)
+        region = []
         for ax in range(nd):
-            full = sp[ax] + b[ax] + e[ax]
-            a = _axis_area(sp[ax], b[ax], e[ax], kernel[ax], strides[ax], out[ax], pb[ax], full - pe[ax])
-            shape = [1] * nd
-            shape[ax] = out[ax]
-            a = a.reshape(shape)
-            area = a if area is None else area * a
-        y = avg(_pad(xf, b, e, 0)[None], kernel_shape=kernel, strides=strides, count_include_pad=1)[0]
-        maxk = math.prod(kernel)
-        if np.all(area == maxk):
-            return y
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (y * np.float32(maxk) / area.astype(np.float32)).astype(np.float32)
+            full = xp.shape[1 + ax]
+            if pb[ax] + pe[ax] >= full:
+                raise KernelError(f"{type_name}: pads {pb[ax]} + {pe[ax]} leave nothing of the padded input {full}")
+            region.append(slice(pb[ax], full - pe[ax]))
+        inner = xp[(slice(None),) + tuple(region)]
+        return avg(inner[None], kernel_shape=kernel, strides=strides, pads=list(pb) + list(pe),
+                   count_include_pad=0)[0]
 
     return run
 

@@ -18,7 +18,8 @@ from ..spec import P, W, layer
 
 def float2int8(v: np.ndarray) -> np.ndarray:
     """round-half-away-from-zero(v) saturated to [-127, 127], as int8. ``v`` is the float32 product ncnn
-    computes; the rounding runs in float64, where adding 0.5 to a float32 value is exact."""
+    computes; the rounding runs in float64, where adding 0.5 to a float32 value is exact. (ncnn's SIMD paths
+    add 0.5 in float32, which differs only for values one ulp below a .5 tie; this is the reference rule.)"""
     v64 = np.asarray(v, dtype=np.float32).astype(np.float64)
     r = np.trunc(v64 + np.copysign(0.5, v64))
     np.clip(r, -127, 127, out=r)

@@ -1,22 +1,28 @@
 """Resampling layers (ncnn-operators.txt): Interp, GridSample, Fold, Unfold.
 
-Interp's bilinear and bicubic modes run on the shared Resize kernel (half_pixel or align_corners
-coordinates, edge-clamped taps, cubic a = -0.75: ncnn's formulas). Its nearest mode is ncnn's own
-index rule (``min(trunc(x * ws), w - 1)`` in float32 with ``ws`` = in / out or 1 / scale), computed here
-and gathered. GridSample runs on the shared GridSample kernel, Fold on Col2Im; Unfold (im2col) is a
-pad plus one strided copy per kernel tap.
+Interp's bilinear and bicubic modes use the shared Resize kernel's interpolation matrices (edge-clamped
+taps, cubic a = -0.75: ncnn's formulas) with ncnn's source coordinates, which the ONNX modes cannot
+express: half-pixel with the ratio in / out when the size was given but 1 / scale when it came from a
+scale (the wheel's rule; both differ when in * scale is not an integer), or align-corner. Its nearest
+mode is ncnn's own index rule (``min(trunc(x * ws), w - 1)`` in float32, same choice of ``ws``),
+computed here and gathered. GridSample runs on the shared GridSample kernel (its nearest mode, which
+rounds half up in float32, here), Fold on Col2Im; Unfold (im2col) is a pad plus one strided copy per
+kernel tap.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from ...errors import KernelError
 from ...limits import check_elements
 from ...ops import OPS
+from ...ops.resize import interpolation_matrix as _interp_matrix
+from ...ops.resize import interpolation_taps as _interp_taps
 from .. import expr as _expr
 from ..spec import P, Ref, layer
 
-_resize = OPS["resize"].fn
 _grid_sample = OPS["grid_sample"].fn
 _col2im = OPS["col2im"].fn
 _pad = OPS["pad"].fn
@@ -27,6 +33,7 @@ _F = np.float32
 
 
 # ----------------------------------------------------------------------------------------- Interp
+@functools.lru_cache(maxsize=64)
 def _nearest_index(in_len: int, out_len: int, ws: np.float32) -> np.ndarray:
     """ncnn's nearest source index: min(trunc(float32(x) * ws), in_len - 1)."""
     with np.errstate(all="ignore"):
@@ -51,12 +58,13 @@ def interp(p, w):
         if not 1 <= ex.n_items <= 2:
             raise ValueError(f"Interp size_expr {p.size_expr!r} has {ex.n_items} items, expected 1 or 2")
     two = p.dynamic_target_size == 1 or (ex is not None and ex.n_blobs > 1)
+    if not two and p.n_bottoms != 1:
+        raise ValueError(f"Interp with these params takes 1 bottom (as ncnn), the layer has {p.n_bottoms}")
     if two and p.n_bottoms < 2:
         raise ValueError("Interp with dynamic_target_size or a size_expr reading bottom 1 takes 2 bottoms, "
                          f"the layer has {p.n_bottoms}")
     ow_p, oh_p, wsc, hsc = p.output_width, p.output_height, _F(p.width_scale), _F(p.height_scale)
     use_sizes = ex is not None
-    coord = "align_corners" if p.align_corner else "half_pixel"
 
     def out_size(x, ref):
         if two:
@@ -78,16 +86,42 @@ def interp(p, w):
         return ow, oh
 
     def ws_of(in_len, out_len, set_explicitly, scale):
-        if set_explicitly or use_sizes:
+        if set_explicitly or use_sizes or two:
             return _F(in_len) / _F(out_len)
         with np.errstate(all="ignore"):
             return _F(1) / scale
 
-    def resample(x, axes, sizes):
-        """x (..., h, w) resized along the given trailing axes to sizes (bilinear / bicubic)."""
+    @functools.lru_cache(maxsize=16)
+    def weights(in_len, out_len, explicit, scale):
+        """(W, idx, wt): the (out_len, in_len) float32 interpolation matrix along one axis and its taps
+        (index and weight, (out_len, T)) for ncnn's source coordinate
+        (align_corner: x (in - 1) / (out - 1); else (x + 0.5) s - 0.5 with s = in / out when the size
+        was given, 1 / scale when it came from the scale) on the shared Resize kernel's taps."""
+        xo = np.arange(out_len, dtype=np.float64)
+        if p.align_corner:
+            xo = xo * ((in_len - 1) / (out_len - 1)) if out_len > 1 else np.zeros(out_len)
+        else:
+            s = in_len / out_len if (explicit or use_sizes or two) else 1.0 / float(scale)
+            xo = (xo + 0.5) * s - 0.5
         mode = "linear" if rt == 2 else "cubic"
-        return _resize(x, None, None, np.array(sizes, np.int64), axes=list(axes), mode=mode,
-                       coordinate_transformation_mode=coord, cubic_coeff_a=-0.75, exclude_outside=0)
+        idx, wt = _interp_taps(xo, in_len, mode, cubic_coeff_a=-0.75)
+        return _interp_matrix(xo, in_len, mode, cubic_coeff_a=-0.75).astype(np.float32), idx, wt.astype(np.float32)
+
+    def along(x, axis, in_len, out_len, explicit, scale):
+        """Resample one axis: a GEMM with the matrix, or (non-finite data) tap by tap so that a NaN/inf
+        only reaches the outputs whose taps read it."""
+        W, idx, wt = weights(in_len, out_len, explicit, scale)
+        if np.isfinite(x).all():
+            return np.moveaxis(np.moveaxis(x, axis, -1) @ W.T, -1, axis)
+        shape = [1] * x.ndim
+        shape[axis] = out_len
+        out = np.zeros(x.shape[:axis] + (out_len,) + x.shape[axis + 1:], np.float32)
+        for t in range(idx.shape[1]):
+            wcol = wt[:, t]
+            if wcol.any():
+                wb = wcol.reshape(shape)
+                out = out + np.where(wb != 0, np.take(x, idx[:, t], axis=axis) * wb, np.float32(0))
+        return out
 
     def run(x, ref=None):
         if x.ndim not in (1, 2, 3):
@@ -110,7 +144,7 @@ def interp(p, w):
                 return np.take(x, idx, axis=1)
             if rt == 0:
                 raise KernelError("Interp: resize_type 0 does not resize")
-            return resample(x, [1], [ow])
+            return np.ascontiguousarray(along(x, 1, w_, ow, ow_p != 0, wsc))
         c, h, w_ = x.shape
         if ow == w_ and oh == h:
             return x
@@ -123,7 +157,8 @@ def interp(p, w):
             return np.take(np.take(x, iy, axis=1), ix, axis=2)
         if rt == 0:
             raise KernelError("Interp: resize_type 0 does not resize")
-        return resample(x, [1, 2], [oh, ow])
+        y = along(x, 1, h, oh, oh_p != 0, hsc)
+        return np.ascontiguousarray(along(y, 2, w_, ow, ow_p != 0, wsc))
 
     return run
 

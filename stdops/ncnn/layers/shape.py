@@ -40,27 +40,31 @@ def _rank(x: np.ndarray, what: str, ranks=(1, 2, 3, 4)) -> int:
 
 
 def _ncnn_dims(shape) -> dict[str, int]:
-    return _expr.blob_dims(np.empty(tuple(shape), np.uint8))
+    return _expr.shape_dims(shape)
 
 
 def _crop(x: np.ndarray, offsets: dict[str, int], outs: dict[str, int], what: str) -> np.ndarray:
-    """x[off:off+out] per ncnn dim name. An axis whose out size equals the input's keeps it whole
-    (ncnn then ignores the offset); otherwise the window must lie inside the input."""
+    """x[off:off+out] per ncnn dim name. As ncnn: a window of the whole input is the input (offsets
+    ignored), and when every dim but c keeps its size only the c offset applies. Otherwise the window
+    must lie inside the input (ncnn would read past it)."""
     amap = _AXIS_OF[x.ndim]
+    size = {name: x.shape[ax] for name, ax in amap.items()}
+    outs = {name: int(outs.get(name, size[name])) for name in amap}
+    offs = {name: int(offsets.get(name, 0)) for name in amap}
+    if all(outs[n] == size[n] for n in amap):
+        return x
+    if all(outs[n] == size[n] for n in amap if n != "c"):
+        offs = {n: (o if n == "c" else 0) for n, o in offs.items()}
     starts, ends, axes = [], [], []
     for name, ax in amap.items():
-        n = x.shape[ax]
-        o, k = int(offsets.get(name, 0)), int(outs.get(name, n))
-        if k == n:
-            continue
+        n, o, k = size[name], offs[name], outs[name]
         if k <= 0 or o < 0 or o + k > n:
             raise KernelError(f"{what}: window {name} offset {o} size {k} does not fit the input size {n} "
                               f"(input shape {x.shape})")
-        starts.append(o)
-        ends.append(o + k)
-        axes.append(ax)
-    if not axes:
-        return x
+        if k != n:
+            starts.append(o)
+            ends.append(o + k)
+            axes.append(ax)
     return _slice(x, np.array(starts, np.int64), np.array(ends, np.int64), np.array(axes, np.int64))
 
 
@@ -121,7 +125,7 @@ def slice_layer(p, w):
                 s = slices[i]
                 if s == -233:
                     s = (dim - q) // (n - i)
-            if s < 0 or q + s > dim:
+            if s <= 0 or q + s > dim:
                 raise KernelError(f"Slice: part {i} of size {s} at {q} does not fit the dim of size {dim} "
                                   f"(bottom shape {x.shape})")
             sizes.append(s)
@@ -190,6 +194,8 @@ def crop(p, w):
         exprs = [_expr.parse(t) for t in (p.starts_expr, p.ends_expr, p.axes_expr)]
     expr_blobs = max((e.n_blobs for e in exprs), default=0) if exprs else 0
     two = ref_form or expr_blobs > 1
+    if not two and p.n_bottoms != 1:
+        raise ValueError(f"Crop with these params takes 1 bottom (as ncnn), the layer has {p.n_bottoms}")
     if two and p.n_bottoms < 2:
         if ref_form:
             raise ValueError("Crop without out sizes, starts/ends or expressions takes its size from a second "
@@ -212,7 +218,9 @@ def crop(p, w):
             v = [int(t) for t in data[:need]]
             if r == 4:
                 return dict(w=v[0], h=v[1], d=v[2], c=v[3]), dict(w=v[4], h=v[5], d=v[6], c=v[7])
-            return dict(w=v[0], h=v[1], c=v[2]), dict(w=v[3], h=v[4], c=v[5])
+            if r == 3:
+                return dict(w=v[0], h=v[1], c=v[2]), dict(w=v[3], h=v[4], c=v[5])
+            return dict(w=v[0], h=v[1]), dict(w=v[3], h=v[4] if r == 2 else 1)
         if ref is not None:
             rd = _ncnn_dims(ref.shape)
             outs = dict(w=rd["w"], h=rd["h"], d=rd["d"])
@@ -247,7 +255,8 @@ def crop(p, w):
 def reshape(p, w):
     """y = the bottom's elements (row-major, ncnn layout) with shape w / (h, w) / (c, h, w) / (c, d, h, w).
     The rank is how many of w, h, d, c are set (-233 drops a dim), or the number of items of
-    ``shape_expr`` (listed as w, h, d, c); 0 copies the bottom's dim of the same name, -1 takes the rest.
+    ``shape_expr`` (listed as w, h, d, c); 0 copies the bottom's dim of the same name, -1 takes the rest
+    (1d: 0 and -1 both flatten, as ncnn's x86 layer does).
     The legacy ``permute`` flag (3) is ignored, as in current ncnn."""
     if p.input_batch_axis != 233 or p.output_batch_axis != 233:
         raise ValueError("Reshape with batch axes (params 12/13) needs batched blobs, which ncnn layouts here "
@@ -257,7 +266,9 @@ def reshape(p, w):
         ndim = ex.n_items
         if ex.n_blobs > p.n_bottoms:
             raise ValueError(f"Reshape shape_expr reads {ex.n_blobs} bottoms, the layer has {p.n_bottoms}")
-    else:
+    if (ex is None or ex.n_blobs <= 1) and p.n_bottoms != 1:
+        raise ValueError(f"Reshape with these params takes 1 bottom (as ncnn), the layer has {p.n_bottoms}")
+    if ex is None:
         ndim = 4
         if p.d == -233:
             ndim = 3
@@ -282,6 +293,7 @@ def reshape(p, w):
             ow, oh, od, oc = p.w, p.h, p.d, p.c
         b = _ncnn_dims(x.shape)
         total = x.size
+        w_raw = ow
         ow = b["w"] if ow == 0 else ow
         if ndim >= 2:
             oh = b["h"] if oh == 0 else oh
@@ -298,8 +310,8 @@ def reshape(p, w):
                 prod *= t
             return int(total / prod) if prod < 0 else total // prod
 
-        if ndim == 1:
-            shape = [total if ow == -1 else ow]
+        if ndim == 1:  # ncnn (x86) flattens for 0 and -1; another w must be the element count
+            shape = [total if w_raw in (0, -1) else w_raw]
         elif ndim == 2:
             ow = rest(oh) if ow == -1 else ow
             oh = rest(ow) if oh == -1 else oh
@@ -416,13 +428,16 @@ def expand_dims(p, w):
 # ------------------------------------------------------------------------------------- Tile / Flip
 @layer("Tile", params=[P(0, "axis", 0), P(1, "tiles", 1), P(2, "repeats", (), "ints")])
 def tile(p, w):
-    """y = the bottom repeated: ``tiles`` times along ``axis`` (a 1d bottom along w), or numpy-style with
-    ``repeats`` (aligned to the trailing dims; more repeats than dims add leading dims)."""
+    """y = the bottom repeated: ``tiles`` times along ``axis`` (0..3; an axis the bottom lacks repeats
+    nothing, a 1d bottom repeats along w), or numpy-style with ``repeats`` (aligned to the trailing dims;
+    more repeats than dims add leading dims)."""
     reps_param, axis, tiles = list(p.repeats), p.axis, p.tiles
     if len(reps_param) > 4:
         raise ValueError(f"Tile: {len(reps_param)} repeats, at most 4")
-    if tiles < 0 or any(t < 0 for t in reps_param):
-        raise ValueError("Tile: negative repeat count")
+    if tiles < 1 or any(t < 1 for t in reps_param):
+        raise ValueError(f"Tile: repeat counts must be >= 1 (tiles {tiles}, repeats {reps_param})")
+    if not 0 <= axis <= 3:
+        raise ValueError(f"Tile axis {axis} is not one of 0..3 (as in ncnn, negative axes are refused)")
 
     def run(x):
         r = _rank(x, "Tile")

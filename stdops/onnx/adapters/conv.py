@@ -24,6 +24,9 @@ def _conv_prepared_weight(ctx):
         cw = prepare_conv_weight(w, group, attrs.get("strides", ()), attrs.get("dilations", ()))
     except KernelError:
         return fn  # the kernel reports the problem when the node runs
+    b0 = ctx.constant(2)
+    if isinstance(b0, np.ndarray) and b0.dtype == w.dtype:
+        cw.fold_bias(b0)  # a constant bias rides in the GEMM (conv_forward checks it is this array)
     wdt = w.dtype
 
     def conv_prepared(x, w_, b=None):

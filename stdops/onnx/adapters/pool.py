@@ -9,9 +9,9 @@ from ..opset import adapter
 
 @adapter("MaxPool", 1, 8, 10, 11, 12, 22)
 def _max_pool_outputs(ctx):
-    """A MaxPool node without the Indices output skips computing them."""
+    """A MaxPool node without the Indices output (absent or written as "") skips computing them."""
     fn = ctx.bind()  # validates the attributes
-    if ctx.n_outputs >= 2:
+    if ctx.n_outputs >= 2 and ctx.output_present[1]:
         return fn
     return functools.partial(max_pool_values, **ctx.attrs)
 

@@ -1,0 +1,201 @@
+"""The public API: :class:`Simulation` (run a graph) and :class:`Trajectory` (a time-stepped run's
+values, with CSV / NPZ export and a plot)."""
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..errors import StdopsError
+from .engine import _make_ctx, _State, build_graph
+from .functions import STANDARD
+from .schema import Graph, Model
+
+
+class Trajectory:
+    """Values of every output port at each time of a run: ``times`` (n,), ``data[node][port]`` (n, ...)."""
+
+    def __init__(self, times: list, data: dict):
+        self.times = np.asarray(times, dtype=np.float64)
+        self.data: dict[str, dict[str, np.ndarray]] = {}
+        for n, ports in data.items():
+            self.data[n] = {}
+            for p, vals in ports.items():
+                self.data[n][p] = _stack(vals)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        """``traj["node.port"]`` or ``traj["port"]`` (when unique)."""
+        if "." in key:
+            n, _, p = key.rpartition(".")
+            if n in self.data and p in self.data[n]:
+                return self.data[n][p]
+        hits = [ports[key] for ports in self.data.values() if key in ports]
+        if len(hits) == 1:
+            return hits[0]
+        raise KeyError(key)
+
+    def columns(self) -> list[tuple[str, np.ndarray]]:
+        """(column name, (n,) values) for every scalar element of every output port."""
+        cols = []
+        for n, ports in self.data.items():
+            for p, arr in ports.items():
+                if arr.dtype == object:
+                    continue
+                flat = arr.reshape(len(self.times), -1)
+                if flat.shape[1] == 1:
+                    cols.append((f"{n}.{p}", flat[:, 0]))
+                else:
+                    for j in range(flat.shape[1]):
+                        cols.append((f"{n}.{p}[{j}]", flat[:, j]))
+        return cols
+
+    def to_csv(self, path: Any = None) -> str:
+        """CSV text (``time`` then one column per scalar element); written to ``path`` if given."""
+        cols = self.columns()
+        lines = [",".join(["time"] + [c for c, _ in cols])]
+        for i, t in enumerate(self.times):
+            lines.append(",".join([repr(float(t))] + [repr(float(v[i])) for _, v in cols]))
+        text = "\n".join(lines) + "\n"
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        return text
+
+    def to_npz(self, path: Any) -> None:
+        arrays = {"time": self.times}
+        for n, ports in self.data.items():
+            for p, arr in ports.items():
+                if arr.dtype != object:
+                    arrays[f"{n}.{p}"] = arr
+        np.savez(path, **arrays)
+
+    def plot(self, path: Any = None, title: Optional[str] = None):
+        """Every numeric output port over time (matplotlib); saved to ``path`` if given."""
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        cols = self.columns()
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for name, v in cols[:40]:
+            ax.plot(self.times, v, label=name)
+        ax.set_xlabel("time")
+        if title:
+            ax.set_title(title)
+        if cols:
+            ax.legend(fontsize="small", loc="best")
+        fig.tight_layout()
+        if path is not None:
+            fig.savefig(path, dpi=120)
+            plt.close(fig)
+        return fig
+
+
+def _stack(vals: list) -> np.ndarray:
+    try:
+        arrs = [np.asarray(v) for v in vals]
+        if arrs and all(a.shape == arrs[0].shape and a.dtype != object for a in arrs):
+            return np.stack(arrs) if arrs else np.zeros(0)
+    except (ValueError, TypeError):
+        pass
+    out = np.empty(len(vals), dtype=object)
+    for i, v in enumerate(vals):
+        out[i] = v
+    return out
+
+
+class Simulation:
+    """Run one graph of an MDF model.
+
+    ``evaluate(time_increment=None, inputs=None)`` runs one trial (the scheduler's
+    environment state update); ``run(duration, dt)`` steps time and returns a :class:`Trajectory`.
+    ``seed`` seeds the generator used by drift_diffusion_integrator and ACT-R conflict resolution.
+    """
+
+    def __init__(self, model: Any, graph: Optional[str] = None, seed: Any = None):
+        if isinstance(model, (str, os.PathLike)):
+            from .io import load
+
+            model = load(model)
+        if isinstance(model, Graph):
+            model = Model(id=model.id, graphs={model.id: model})
+        self.model = model
+        self.graph = model.graph(graph)
+        self._state = _State(seed)
+        self._engine = build_graph(self.graph, _make_ctx(model, self._state))
+        self.time = 0.0
+        self.n_evaluations = 0
+
+    @property
+    def rng(self) -> np.random.Generator:
+        return self._state.rng
+
+    def evaluate(self, time_increment: Any = None, inputs: Optional[dict] = None) -> dict:
+        """One trial; ``inputs`` keyed by input-port id or ``"node.port"``. Returns ``outputs``."""
+        self._engine.evaluate(time_increment, inputs)
+        self.n_evaluations += 1
+        if time_increment is not None:
+            self.time += time_increment
+        return self.outputs
+
+    @property
+    def outputs(self) -> dict[str, dict[str, Any]]:
+        return {n: dict(e.out_values) for n, e in self._engine.nodes.items()}
+
+    @property
+    def parameters(self) -> dict[str, dict[str, Any]]:
+        return {n: {p.id: p.curr for p in e.params} for n, e in self._engine.nodes.items()}
+
+    @property
+    def execution_order(self) -> list[list[str]]:
+        """The nodes run in each scheduler step so far (every evaluation)."""
+        return [list(s) for s in self._engine.scheduler.execution_list]
+
+    def output(self, key: str) -> Any:
+        """One output value by ``"node.port"`` or a unique port id."""
+        if "." in key:
+            n, _, p = key.rpartition(".")
+            if n in self._engine.nodes and p in self._engine.nodes[n].out_values:
+                return self._engine.nodes[n].out_values[p]
+        hits = [e.out_values[key] for e in self._engine.nodes.values() if key in e.out_values]
+        if len(hits) == 1:
+            return hits[0]
+        raise KeyError(key)
+
+    def run(self, duration: float, dt: float, inputs: Optional[dict] = None,
+            progress: Optional[Callable[[int, int], None]] = None) -> Trajectory:
+        """evaluate() at t=0, then evaluate(time_increment=dt) while t <= duration (t accumulates
+        dt as a float, like the reference's examples). ``progress(i, n)`` is called as it goes."""
+        if dt is None or not dt > 0:
+            raise StdopsError(f"run: dt must be positive, got {dt!r}")
+        if duration is None or duration < 0:
+            raise StdopsError(f"run: duration must be >= 0, got {duration!r}")
+        n_expected = int(math.floor(duration / dt + 1e-9)) + 1
+        times: list = []
+        data: dict = {n: {p: [] for p in e.out_values} for n, e in self._engine.nodes.items()}
+        t = 0.0
+        i = 0
+        first = True
+        while t <= duration:
+            self._engine.evaluate(None if first else dt, inputs)
+            self.n_evaluations += 1
+            first = False
+            times.append(t)
+            for n, e in self._engine.nodes.items():
+                d = data[n]
+                for p, v in e.out_values.items():
+                    d[p].append(v)
+            i += 1
+            if progress is not None:
+                progress(i, n_expected)
+            t += dt
+        self.time = times[-1] if times else 0.0
+        return Trajectory(times, data)
+
+
+def standard_function_names() -> list[str]:
+    return sorted(STANDARD)
