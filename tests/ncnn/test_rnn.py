@@ -85,6 +85,34 @@ def test_recurrent_int8(type_name, i):
     _check(type_name, make_case(type_name, i, int8=True), atol=1e-3)
 
 
+def test_state_tops_through_a_net(tmp_path):
+    """LSTM with state bottoms and tops, GRU and RNN, loaded from a text .param and a .bin like any model."""
+    from stdops.ncnn.modelbin import ModelBinWriter
+
+    mb = ModelBinWriter()
+    cases = {t: make_case(t, 10) for t in ("LSTM", "GRU", "RNN")}  # direction 1, state bottoms and tops
+    lines = []
+    for t, (params, weights, inputs, n_out) in cases.items():
+        for w in weights:
+            mb.write(w, True)
+        ps = " ".join(f"{k}={v}" for k, v in params.items())
+        bottoms = " ".join(f"{t}_in{k}" for k in range(len(inputs)))
+        tops = " ".join(f"{t}_out{k}" for k in range(n_out))
+        lines.append(f"{t} {t.lower()} {len(inputs)} {n_out} {bottoms} {tops} {ps}")
+    inputs_decl = [f"Input {t}_i{k} 0 1 {t}_in{k}" for t, c in cases.items() for k in range(len(c[2]))]
+    nblobs = sum(len(c[2]) + c[3] for c in cases.values())
+    text = "7767517\n%d %d\n" % (len(inputs_decl) + len(lines), nblobs) + "\n".join(inputs_decl + lines) + "\n"
+    (tmp_path / "m.param").write_text(text)
+    (tmp_path / "m.bin").write_bytes(mb.getvalue())
+    net = sn.Net.load(tmp_path / "m.param", tmp_path / "m.bin")
+    feeds = {f"{t}_in{k}": x for t, c in cases.items() for k, x in enumerate(c[2])}
+    out = net.run(feeds)
+    for t, (params, weights, inputs, n_out) in cases.items():
+        want = sn.run_layer(t, params, weights, inputs, n_out)
+        for k in range(n_out):
+            np.testing.assert_array_equal(out[f"{t}_out{k}"], want[k])
+
+
 def test_bad_params_and_weights():
     x = np.zeros((3, 2), np.float32)
     with pytest.raises(ModelFormatError, match="float literal"):

@@ -324,7 +324,8 @@ def einsum(p, w):
         raise ValueError("equation holds a value that is not a character code") from None
     kern = OPS["einsum"].fn
     if eq == "ii":
-        return lambda x: np.asarray([np.trace(x)], _F32) if x.ndim == 2 else _bad_trace(x)
+        return lambda x: np.asarray(kern(np.asarray(x, _F32), equation="ii->"), _F32).reshape(1) if x.ndim == 2 \
+            else _bad_trace(x)
     if "->" not in eq:
         raise ValueError(f"equation {eq!r} has no '->'")
     lhs, rhs = eq.split("->", 1)
