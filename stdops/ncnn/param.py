@@ -163,6 +163,8 @@ def parse_text(text: str, path: str | None = None) -> ParamFile:
                     if n != len(parts) - 1:
                         raise ValueError(f"array declares {n} elements, has {len(parts) - 1}")
                     value: Any = [parse_value(p) for p in parts[1:]]
+                elif val[:1] == '"' or val[:1].isalpha():
+                    value = parse_value(val)  # a string runs to its closing quote / the next space
                 elif "," in val:
                     value = [parse_value(p) for p in val.split(",") if p != ""]
                 else:

@@ -430,12 +430,13 @@ def test_bad_param_file_names_the_layer():
         sn.Net.from_bytes(text)
 
 
-@pytest.mark.xfail(reason="stdops/ncnn/param.py splits a quoted string value at its commas (ncnn does not)",
-                   strict=False)
 def test_text_param_expression_with_commas():
     text = "7767517\n2 2\nInput in 0 1 x\nReshape r 1 1 x y 6=\"-1,*(0h,2)\"\n"
     net = sn.Net.from_bytes(text)
     assert net.run({"x": np.zeros((2, 4, 3), np.float32)})["y"].shape == (8, 3)
+    bare = "7767517\n2 2\nInput in 0 1 x\nReshape r 1 1 x y 6=-1,*(0h,2)\n"
+    with pytest.raises(ModelFormatError):  # unquoted and not starting with a letter: not a string
+        sn.Net.from_bytes(bare)
 
 
 def test_net_with_slice_concat_reshape():

@@ -92,9 +92,9 @@ def _round_int8(a: np.ndarray) -> np.ndarray:
     return np.clip(np.copysign(q, a), -127, 127).astype(np.int32)
 
 
-def _int8_run(x, wxc, scx, wb, whc, sch, h0, c0, reverse, cell_fn, out_fn=None):
+def _int8_run(x, wxc, scx, whc, sch, h0, c0, reverse, cell_fn):
     """One direction of an int8 recurrence: gate pre-activations = bias + descaled int dot products.
-    cell_fn(pre_x, pre_h_fn, h, c) -> (h_new, c_new)."""
+    cell_fn(pre_x, pre_h, h, c) -> (h_new, c_new): pre_x/pre_h are the descaled x and h products."""
     xq, xs = _dyn_quant(x, axis=1)  # per time step
     T = x.shape[0]
     h, c = h0.copy(), (None if c0 is None else c0.copy())
@@ -153,7 +153,7 @@ def lstm(p, w):
                 c = f * c + i * np.tanh(g[3])
                 hh = o * np.tanh(c)
                 return (whr[d] @ hh if proj else hh).astype(_F32), c.astype(_F32)
-            return _int8_run(x, wx8[d], scx[d], None, wh8[d], sch[d], h0, c0, reverse, cell)
+            return _int8_run(x, wx8[d], scx[d], wh8[d], sch[d], h0, c0, reverse, cell)
     elif not proj:
         Wk = onnx_gates(wxc, size)
         Rk = onnx_gates(whc, O)
@@ -236,7 +236,7 @@ def gru(p, w):
                 u = _sp.expit(bias[d, 1] + px[1] + ph[1])
                 n = np.tanh(bias[d, 2] + r * (bias[d, 3] + ph[2]) + px[2])
                 return ((1 - u) * n + u * h).astype(_F32), None
-            ys, h, _ = _int8_run(x, wx8[d], scx[d], None, wh8[d], sch[d], h0, None, reverse, cell)
+            ys, h, _ = _int8_run(x, wx8[d], scx[d], wh8[d], sch[d], h0, None, reverse, cell)
             return ys, h
     else:
         Wk = np.ascontiguousarray(wxc[:, order].reshape(D, 3 * H, size), dtype=_F32)
@@ -291,7 +291,7 @@ def rnn(p, w):
         def run_dir(x, d, h0, reverse):
             def cell(px, ph, h, c):
                 return np.tanh(bias[d] + px + ph).astype(_F32), None
-            ys, h, _ = _int8_run(x, wx8[d], scx[d], None, wh8[d], sch[d], h0, None, reverse, cell)
+            ys, h, _ = _int8_run(x, wx8[d], scx[d], wh8[d], sch[d], h0, None, reverse, cell)
             return ys, h
     else:
         Wk = np.ascontiguousarray(wxc, dtype=_F32)
