@@ -4,7 +4,8 @@ Yolov3DetectionOutput, ROIAlign, ROIPooling, PSROIPooling).
 NMS is ncnn's own greedy pass (its IoU differs from the NonMaxSuppression kernel's for degenerate boxes);
 ROIPooling on MaxRoiPool and ROIAlign version 1 (detectron2) on RoiAlign. Box decoding, anchor/prior
 generation, PSROIPooling and ROIAlign version 0 are ncnn's own arithmetic, vectorized here.
-A detection layer that finds nothing outputs an empty blob (shape (0,)), as ncnn leaves its top empty.
+A detection layer that finds nothing outputs an empty blob (shape (0,)), as ncnn leaves its top empty
+(YoloDetectionOutput: its first bottom with the class scores softmaxed, ncnn's in-place leftover).
 """
 from __future__ import annotations
 
