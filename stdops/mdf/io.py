@@ -86,9 +86,12 @@ def _expanded_size(obj, memo: dict) -> int:
 
 
 def _yaml_loader():
-    """yaml.SafeLoader that refuses documents with more than MAX_YAML_ALIASES aliases (an alias
-    bomb expands to exponentially many nodes when walked)."""
+    """A safe YAML loader (libyaml's when available). Alias bombs are refused after loading by
+    ``_expanded_size``; the pure-Python loader also stops after MAX_YAML_ALIASES aliases."""
     import yaml
+
+    if getattr(yaml, "__with_libyaml__", False):
+        return yaml.CSafeLoader
 
     class Loader(yaml.SafeLoader):
         _aliases = 0

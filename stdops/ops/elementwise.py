@@ -287,61 +287,53 @@ def erf(input, /):  # noqa: A002 - the ONNX input name
     return result(erf_float32(x.astype(np.float32, copy=False)), x.dtype)
 
 
-# erf(x) = x * P(x^2) for |x| <= 1.25 and erf(a) = 1 - exp(-a^2) * u * Q(u), u = 1/a, for
-# 1.25 <= a <= 4 (erf(4) is 1 in float32): least-squares Chebyshev fits of ours, within 3 ulp in
-# float32. About 4x faster than scipy.special.erf on large float32 arrays.
-_ERF_SPLIT = np.float32(1.25)
-_ERF_P = tuple(np.float32(c) for c in (
-    1.1283791449991738, -0.37612498353725654, 0.11282326015879958, -0.026808433340427158,
-    0.0051142545698457656, -0.0007449960858188493, 6.252741013414794e-05))
-_ERF_Q = tuple(np.float32(c) for c in (
-    0.562737390674879, 0.021770627466787762, -0.4152733445704113, 0.415309093215877,
-    -0.19258453760501676, 0.035533669245025525))
-_ERF_BLOCK = 1 << 14  # elements per block: the scratch rows stay in cache
+# erf(x) = tanh(x * S(x^2)) on |x| <= 4.25 (x is clipped there: erf(4.25) and tanh(S(4.25^2) * 4.25 > 10)
+# are 1 in float32), S(y) = 2/sqrt(pi) + y * Q(y): S(x^2) = atanh(erf(x)) / x is smooth and Q is a
+# weighted minimax fit of ours (degree 9, weighted by how much an error of S moves erf, in float32 ulps).
+# 2/sqrt(pi) is split into hi + lo (lo > 0, so erf(-0) = -0) and x * hi is added last, so the rounding
+# of the constant term costs < 1 ulp. 24 passes over a block with no masks and no branch blend; within
+# 3.04 ulp of float64 erf (every float32 in [2^-40, 4.5] checked), about 2.5x faster than the previous
+# two-branch polynomial and 10x faster than scipy.special.erf on large float32 arrays.
+_ERF_CLIP = np.float32(4.25)
+_ERF_HI = np.float32(1.1283791065216064)  # 2/sqrt(pi) rounded down to float32
+_ERF_LO = np.float32(6.057390322666834e-08)  # 2/sqrt(pi) - _ERF_HI
+_ERF_Q = tuple(np.float32(c) for c in (  # Q(y) = sum _ERF_Q[k] * y^k
+    0.10277211314836977, -0.00020585217728171954, -0.00059714556050703, 7.10348281230392e-05,
+    5.251540955917321e-07, -1.0866618703508729e-06, 1.284411009101723e-07, -6.54864800470282e-09,
+    1.2650247793877206e-10))
+_ERF_BLOCK = 1 << 15  # elements per block: the two scratch rows and the block stay in cache
+_ERF_MIN_SIZE = 2048  # smaller arrays: scipy.special.erf (the fixed cost of 24 calls dominates)
 
 
-def _erf_block(x: np.ndarray, out: np.ndarray, w: np.ndarray, m: np.ndarray) -> None:
-    """out = erf(x) for one block; ``w`` is float32 scratch of shape (5, >= x.size), ``m`` bool scratch."""
-    f32, n = np.float32, x.size
-    a, t, t2, y, q = w[0, :n], w[1, :n], w[2, :n], w[3, :n], w[4, :n]
-    np.abs(x, out=a)
-    np.minimum(a, f32(4), out=a)  # NaN stays NaN
-    np.minimum(a, _ERF_SPLIT, out=t)
-    np.multiply(t, t, out=t2)
-    np.multiply(t2, _ERF_P[6], out=y)
-    for c in _ERF_P[5:0:-1]:
-        y += c
-        y *= t2
-    y += _ERF_P[0]
-    y *= t  # erf(min(a, 1.25))
-    np.maximum(a, _ERF_SPLIT, out=t)
-    np.multiply(t, t, out=t2)
-    np.negative(t2, out=t2)
-    np.exp(t2, out=t2)
-    np.divide(f32(1), t, out=t)  # u
-    np.multiply(t, _ERF_Q[5], out=q)
-    for c in _ERF_Q[4::-1]:
+def _erf_block(a: np.ndarray, out: np.ndarray, y: np.ndarray, q: np.ndarray) -> None:
+    """out = erf(a) for one block of x already clipped to [-4.25, 4.25] (``out`` may be ``a``);
+    ``y`` and ``q`` are float32 scratch of a's size."""
+    np.multiply(a, a, out=y)
+    np.multiply(y, _ERF_Q[8], out=q)
+    for c in _ERF_Q[7::-1]:  # Horner, in place
         q += c
-        q *= t
-    q *= t2
-    np.subtract(f32(1), q, out=q)  # erf(max(a, 1.25))
-    q -= y
-    np.greater(a, _ERF_SPLIT, out=m[:n])
-    q *= m[:n]  # blend without a masked select (np.where is slow on random masks)
-    y += q
-    np.copysign(y, x, out=out)
+        q *= y
+    q += _ERF_LO
+    q *= a  # x * (S(x^2) - hi)
+    np.multiply(a, _ERF_HI, out=y)
+    q += y  # x * S(x^2)
+    np.tanh(q, out=out)
 
 
 def erf_float32(x: np.ndarray) -> np.ndarray:
-    """erf of a float32 array (float32 result, within 3 ulp; NaN -> NaN, +-inf -> +-1)."""
-    if x.size < 4096:
+    """erf of a float32 array (float32 result, within 3.04 ulp; NaN -> NaN, +-inf -> +-1, -0 -> -0)."""
+    if x.size < _ERF_MIN_SIZE:
         return result(scipy.special.erf(x), np.float32)
     out = np.empty(x.shape, np.float32)
-    xf, of = x.reshape(-1), out.reshape(-1)
-    b = min(_ERF_BLOCK, xf.size)
-    w, m = np.empty((5, b), np.float32), np.empty(b, np.bool_)
-    for i in range(0, xf.size, b):
-        _erf_block(xf[i:i + b], of[i:i + b], w, m)
+    np.clip(x, -_ERF_CLIP, _ERF_CLIP, out=out)  # any strides in; NaN stays NaN
+    of = out.reshape(-1)
+    n = of.size
+    b = min(_ERF_BLOCK, n)
+    y, q = np.empty(b, np.float32), np.empty(b, np.float32)
+    for i in range(0, n, b):
+        k = min(b, n - i)
+        blk = of[i:i + k]
+        _erf_block(blk, blk, y[:k], q[:k])
     return out
 
 

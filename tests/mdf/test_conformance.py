@@ -11,6 +11,7 @@ import pytest
 from ._conformance import CONF, EXCLUDED, check_expected, expected_files
 
 FILES = expected_files()
+pytestmark = pytest.mark.conformance
 
 
 def _id(p):

@@ -1,128 +1,24 @@
 """ncnn activation layers and Softmax against the official wheel (randomized, seeded), and bad params.
 
-Many cases share one wheel process: ``wheel_batch`` writes every case as its own Input(s) + layer into
-one model, so a few forks cover hundreds of cases (test_arith and test_reduce use it too).
+Many cases share one wheel process: ``wheel.wheel_batch`` writes every case as its own Input(s) + layer
+into one model, so a few forks cover hundreds of cases (test_arith and test_reduce use it too).
 """
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
-import tempfile
-import traceback
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pytest
 
 import stdops.ncnn as sn
 from stdops.errors import KernelError, ModelFormatError
-from stdops.ncnn.modelbin import ModelBinWriter
-from stdops.ncnn.param import LayerDecl, ParamFile, write_binary
-from stdops.ncnn.spec import LAYERS, resolve_params
 
 from . import wheel
 
 needs_wheel = pytest.mark.skipif(not wheel.available(), reason="the ncnn wheel (test extra) is not installed")
 
-# A case: (type_name, params, weights, inputs[, n_out])
-Case = tuple
-
-
-def _batch_files(cases: Sequence[Case]) -> tuple[bytes, bytes, list[list[int]], list[list[int]]]:
-    layers, mb = [], ModelBinWriter()
-    ins, outs = [], []
-    nblob = 0
-    for k, case in enumerate(cases):
-        type_name, params, weights, inputs = case[:4]
-        n_out = case[4] if len(case) > 4 else 1
-        spec = LAYERS[type_name]
-        p = resolve_params(spec, dict(params), type_name, None, len(inputs), n_out)
-        declared = list(spec.weights(p))
-        assert len(declared) == len(weights), f"case {k} {type_name}: {len(declared)} weights declared"
-        bi = list(range(nblob, nblob + len(inputs)))
-        nblob += len(inputs)
-        bo = list(range(nblob, nblob + n_out))
-        nblob += n_out
-        for b in bi:
-            layers.append(LayerDecl("Input", f"in{b}", [], [str(b)], {}, len(layers)))
-        layers.append(LayerDecl(type_name, f"op{k}", [str(b) for b in bi], [str(b) for b in bo],
-                                wheel.typed_params(type_name, params), len(layers)))
-        for wd, arr in zip(declared, weights):
-            a = np.asarray(arr)
-            mb.write(a, wd.tagged, "int8" if a.dtype == np.int8 else "fp32")
-        ins.append(bi)
-        outs.append(bo)
-    return write_binary(ParamFile(layers, nblob, None, True)), mb.getvalue(), ins, outs
-
-
-def _batch_child(conn, pbin, mbin, inputs, ins, outs, unpack) -> None:
-    try:
-        import ncnn
-
-        with tempfile.TemporaryDirectory() as d:
-            pp, mp_ = os.path.join(d, "m.param.bin"), os.path.join(d, "m.bin")
-            with open(pp, "wb") as f:
-                f.write(pbin)
-            with open(mp_, "wb") as f:
-                f.write(mbin)
-            net = ncnn.Net()
-            for k, v in wheel.EXACT_OPTIONS.items():
-                setattr(net.opt, k, v)
-            if net.load_param_bin(pp) != 0:
-                raise RuntimeError("ncnn refused the .param.bin")
-            if net.load_model(mp_) != 0:
-                raise RuntimeError("ncnn refused the .bin")
-            results = []
-            for xs, bi, bo in zip(inputs, ins, outs):
-                ex = net.create_extractor()
-                mats = [ncnn.Mat(np.ascontiguousarray(x, dtype=np.float32)).clone() for x in xs]
-                for b, m in zip(bi, mats):
-                    if ex.input(b, m) != 0:
-                        raise RuntimeError(f"input {b} refused")
-                res = []
-                for b in bo:
-                    ret, m = ex.extract(b)
-                    if ret != 0:
-                        res.append(RuntimeError(f"extract returned {ret}"))
-                        continue
-                    if unpack and m.elempack != 1:
-                        u = ncnn.Mat()
-                        ncnn.convert_packing(m, u, 1)
-                        res.append((np.array(u.numpy(), copy=True), int(m.elempack)))
-                        continue
-                    res.append(np.array(m.numpy(), copy=True) if m.dims else np.zeros((0,), np.float32))
-                results.append(res)
-        conn.send(("ok", results))
-    except BaseException:  # noqa: BLE001
-        conn.send(("error", traceback.format_exc(limit=3)))
-    finally:
-        conn.close()
-
-
-def wheel_batch(cases: Sequence[Case], timeout: float = 120.0, unpack: bool = False) -> list[list[Any]]:
-    """The wheel's outputs for every case, from one forked process."""
-    pbin, mbin, ins, outs = _batch_files(cases)
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_batch_child, args=(child, pbin, mbin, [[np.asarray(x) for x in c[3]] for c in cases],
-                                                 ins, outs, unpack))
-    proc.start()
-    child.close()
-    try:
-        if not parent.poll(timeout):
-            proc.kill()
-            raise wheel.OracleError(f"the wheel did not answer in {timeout}s")
-        status, payload = parent.recv()
-    except EOFError:
-        proc.join(5)
-        raise wheel.OracleError(f"the wheel crashed (exit code {proc.exitcode})") from None
-    finally:
-        proc.join(5)
-        if proc.is_alive():
-            proc.kill()
-    if status != "ok":
-        raise wheel.OracleError(payload)
-    return payload
+Case = wheel.Case
+wheel_batch = wheel.wheel_batch
 
 
 def ours(case: Case) -> list[np.ndarray]:

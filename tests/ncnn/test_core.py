@@ -151,3 +151,18 @@ def test_activation_layers_match_the_wheel(type_name, params):
     ours = sn.run_layer(type_name, params, [], [x])
     theirs = wheel.wheel_run(type_name, params, [], [x])
     wheel.assert_close(ours, theirs, what=type_name)
+
+
+@pytest.mark.skipif(not wheel.available(), reason="the ncnn wheel (test extra) is not installed")
+def test_split_and_noop_match_the_wheel():
+    rng = np.random.default_rng(7)
+    cases = []
+    for i in range(24):
+        shape = tuple(int(v) for v in rng.integers(1, 6, size=int(rng.integers(1, 5))))
+        x = rng.standard_normal(shape).astype(np.float32)
+        cases.append(("Split", {}, [], [x], int(rng.integers(1, 4))))
+        cases.append(("Noop", {}, [], [x], 1))
+    theirs = wheel.wheel_batch(cases)
+    for case, th in zip(cases, theirs):
+        ours = sn.run_layer(case[0], case[1], case[2], case[3], case[4])
+        wheel.assert_close(ours, th, what=f"{case[0]} {case[3][0].shape}")

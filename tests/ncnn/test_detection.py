@@ -231,3 +231,23 @@ def test_bad_params():
         sn.run_layer("PSROIPooling", {0: 2, 1: 2, 3: 2}, [], [x, np.zeros(4, np.float32)])
     with pytest.raises(ValueError, match="biases"):
         sn.run_layer("YoloDetectionOutput", {0: 1, 1: 2, 4: [1.0]}, [], [np.zeros((12, 2, 2), np.float32)])
+
+
+@needs_wheel
+def test_roipooling_odd_pooled_sizes_against_the_wheel():
+    """24 more wheel cases at pooled sizes 1 and 3 (where the wheel follows ncnn's source exactly)."""
+    cases, inputs = [], []
+    for i in range(24):
+        rng = np.random.default_rng(16500 + i)
+        c, h, w = int(rng.integers(1, 4)), int(rng.integers(2, 9)), int(rng.integers(2, 9))
+        scale = float(rng.choice([1.0, 0.5, 0.25]))
+        pw, ph = (int(v) for v in rng.choice([1, 3], size=2))
+        params = {0: pw, 1: ph, 2: scale}
+        x, roi = _f(rng, c, h, w), _roi(rng, h, w, scale)
+        cases.append(("ROIPooling", params, [], [x, roi]))
+        inputs.append((x, roi, pw, ph, scale))
+    theirs = wheel.wheel_batch(cases)
+    for case, th, (x, roi, pw, ph, scale) in zip(cases, theirs, inputs):
+        ours = sn.run_layer(*case)
+        np.testing.assert_allclose(ours[0], _roipool_reference(x, roi, pw, ph, scale), rtol=1e-6, atol=1e-6)
+        wheel.assert_close(ours, th, what=f"ROIPooling {case[1]}")

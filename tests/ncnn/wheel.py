@@ -7,6 +7,7 @@ The weights written are also a check of our declarations: wrong sizes or tags ma
 """
 from __future__ import annotations
 
+import collections
 import multiprocessing as mp
 import os
 import tempfile
@@ -26,6 +27,10 @@ EXACT_OPTIONS = dict(
     use_winograd23_convolution=False, use_winograd43_convolution=False, use_winograd63_convolution=False,
     use_sgemm_convolution=False,
 )
+
+
+#: layer type -> cases run through the wheel in this process (the differential suite's count)
+COUNTS: collections.Counter = collections.Counter()
 
 
 class OracleError(RuntimeError):
@@ -113,31 +118,120 @@ def _child(conn, pbin: bytes, mbin: bytes, inputs: list, n_in: int, n_out: int, 
         conn.close()
 
 
-def wheel_run(type_name: str, params: dict[int, Any], weights: Sequence[np.ndarray], inputs: Sequence[np.ndarray],
-              n_out: int = 1, timeout: float = 60.0, options: dict | None = None) -> list[np.ndarray]:
-    """Outputs of the wheel's ``type_name`` layer (exact-fp32 options unless ``options`` overrides)."""
-    pbin, mbin = model_files(type_name, params, weights, len(inputs), n_out)
+# A case: (type_name, params, weights, inputs[, n_out])
+Case = tuple
+
+
+def _batch_files(cases: Sequence[Case]) -> tuple[bytes, bytes, list[list[int]], list[list[int]]]:
+    layers, mb = [], ModelBinWriter()
+    ins, outs = [], []
+    nblob = 0
+    for k, case in enumerate(cases):
+        type_name, params, weights, inputs = case[:4]
+        n_out = case[4] if len(case) > 4 else 1
+        spec = LAYERS[type_name]
+        p = resolve_params(spec, dict(params), type_name, None, len(inputs), n_out)
+        declared = list(spec.weights(p))
+        assert len(declared) == len(weights), f"case {k} {type_name}: {len(declared)} weights declared"
+        bi = list(range(nblob, nblob + len(inputs)))
+        nblob += len(inputs)
+        bo = list(range(nblob, nblob + n_out))
+        nblob += n_out
+        for b in bi:
+            layers.append(LayerDecl("Input", f"in{b}", [], [str(b)], {}, len(layers)))
+        layers.append(LayerDecl(type_name, f"op{k}", [str(b) for b in bi], [str(b) for b in bo],
+                                typed_params(type_name, params), len(layers)))
+        for wd, arr in zip(declared, weights):
+            a = np.asarray(arr)
+            mb.write(a, wd.tagged, "int8" if a.dtype == np.int8 else "fp32")
+        ins.append(bi)
+        outs.append(bo)
+    return write_binary(ParamFile(layers, nblob, None, True)), mb.getvalue(), ins, outs
+
+
+def _batch_child(conn, pbin, mbin, inputs, ins, outs, unpack, options) -> None:
+    try:
+        import ncnn
+
+        with tempfile.TemporaryDirectory() as d:
+            pp, mp_ = os.path.join(d, "m.param.bin"), os.path.join(d, "m.bin")
+            with open(pp, "wb") as f:
+                f.write(pbin)
+            with open(mp_, "wb") as f:
+                f.write(mbin)
+            net = ncnn.Net()
+            for k, v in options.items():
+                setattr(net.opt, k, v)
+            if net.load_param_bin(pp) != 0:
+                raise RuntimeError("ncnn refused the .param.bin")
+            if net.load_model(mp_) != 0:
+                raise RuntimeError("ncnn refused the .bin")
+            results = []
+            for xs, bi, bo in zip(inputs, ins, outs):
+                ex = net.create_extractor()
+                mats = [ncnn.Mat(np.ascontiguousarray(x, dtype=np.float32)).clone() for x in xs]
+                for b, m in zip(bi, mats):
+                    if ex.input(b, m) != 0:
+                        raise RuntimeError(f"input {b} refused")
+                res = []
+                for b in bo:
+                    ret, m = ex.extract(b)
+                    if ret != 0:
+                        res.append(RuntimeError(f"extract returned {ret}"))
+                        continue
+                    if unpack and m.elempack != 1:
+                        u = ncnn.Mat()
+                        ncnn.convert_packing(m, u, 1)
+                        res.append((np.array(u.numpy(), copy=True), int(m.elempack)))
+                        continue
+                    res.append(np.array(m.numpy(), copy=True) if m.dims else np.zeros((0,), np.float32))
+                results.append(res)
+        conn.send(("ok", results))
+    except BaseException:  # noqa: BLE001
+        conn.send(("error", traceback.format_exc(limit=3)))
+    finally:
+        conn.close()
+
+
+def wheel_batch(cases: Sequence[Case], timeout: float = 120.0, unpack: bool = False,
+                options: dict | None = None) -> list[list[Any]]:
+    """The wheel's outputs for every case (a list per case; an Exception where an extract failed), from one
+    forked process. Every case is counted in COUNTS under its layer type."""
+    pbin, mbin, ins, outs = _batch_files(cases)
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, pbin, mbin, [np.asarray(x) for x in inputs], len(inputs), n_out,
-                                            {**EXACT_OPTIONS, **(options or {})}))
+    proc = ctx.Process(target=_batch_child, args=(child, pbin, mbin, [[np.asarray(x) for x in c[3]] for c in cases],
+                                                 ins, outs, unpack, {**EXACT_OPTIONS, **(options or {})}))
     proc.start()
     child.close()
     try:
         if not parent.poll(timeout):
             proc.kill()
-            raise OracleError(f"{type_name}: the wheel did not answer in {timeout}s")
+            raise OracleError(f"the wheel did not answer in {timeout}s")
         status, payload = parent.recv()
     except EOFError:
         proc.join(5)
-        raise OracleError(f"{type_name}: the wheel crashed (exit code {proc.exitcode})") from None
+        raise OracleError(f"the wheel crashed (exit code {proc.exitcode})") from None
     finally:
         proc.join(5)
         if proc.is_alive():
             proc.kill()
     if status != "ok":
-        raise OracleError(f"{type_name}: {payload}")
+        raise OracleError(payload)
+    for c in cases:
+        COUNTS[c[0]] += 1
+        COUNTS["Input"] += 1  # every case feeds its blobs through Input layers
     return payload
+
+
+def wheel_run(type_name: str, params: dict[int, Any], weights: Sequence[np.ndarray], inputs: Sequence[np.ndarray],
+              n_out: int = 1, timeout: float = 60.0, options: dict | None = None) -> list[np.ndarray]:
+    """Outputs of the wheel's ``type_name`` layer (exact-fp32 options unless ``options`` overrides)."""
+    (res,) = wheel_batch([(type_name, params, weights, inputs, n_out)], timeout, options=options)
+    for k, r in enumerate(res):
+        if isinstance(r, Exception):
+            raise OracleError(f"{type_name}: output {k}: {r}")
+    return res
 
 
 def assert_close(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], atol: float = 1e-4,
