@@ -1,6 +1,6 @@
 """stdops vs the official ncnn wheel on the ResNet-style fixture (tests/ncnn/fixtures/resnet_small, made by
-pnnx), measured in the same run at 1 and 2 threads, with the wheel's default options and with exact-fp32
-options (no fp16 storage/arithmetic, no packing, no Winograd/sgemm).
+pnnx; fed a 224x224 input by default), measured in the same run at 1 and 2 threads, with the wheel's default
+options and with exact-fp32 options (no fp16 storage/arithmetic, no packing, no Winograd/sgemm).
 
     python benchmarks/bench_ncnn.py [--fixture resnet_small] [--threads 1,2] [--repeat 20]
 """
@@ -34,6 +34,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fixture", default="resnet_small")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--size", type=int, default=224,
+                    help="input height/width fed to the fixture (0: its own 64x64 input)")
     args = ap.parse_args(argv)
 
     import ncnn
@@ -48,6 +50,8 @@ def main(argv=None) -> int:
     folder = os.path.join(HERE, "..", "tests", "ncnn", "fixtures", args.fixture)
     param, binf = os.path.join(folder, "model.param"), os.path.join(folder, "model.bin")
     x = np.load(os.path.join(folder, "in0.npy"))
+    if args.size:
+        x = np.random.default_rng(0).standard_normal((x.shape[0], args.size, args.size)).astype(np.float32)
     ours = sn.Net.load(param, binf)
     name_in, name_out = ours.input_names[0], ours.output_names[0]
     print(blas_line())
