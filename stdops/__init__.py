@@ -25,13 +25,17 @@ def model_kind(path: Any) -> str:
 
 def load(path: Any):
     """Load a model file, choosing the front end by its type: .onnx (ONNX), .param / .param.bin (ncnn,
-    with the .bin beside it)."""
+    with the .bin beside it), .json / .yaml (MDF)."""
     p = os.fspath(path)
     ext = os.path.splitext(p)[1].lower()
     if ext == ".onnx" or ext == ".pb":
         from . import onnx as _onnx
 
         return _onnx.load(p)
+    if ext in (".json", ".yaml", ".yml"):
+        from . import mdf as _mdf
+
+        return _mdf.load(p)
     if p.endswith(".param") or p.endswith(".param.bin"):
         from . import ncnn as _ncnn
 
@@ -45,4 +49,4 @@ def load(path: Any):
 
         return _onnx.load(p)
     raise ModelFormatError(p, None, f"unknown model type {ext or '(no extension)'!r}: "
-                                    f"expected .onnx, .param or .param.bin")
+                                    f"expected .onnx, .param, .param.bin, .json or .yaml")

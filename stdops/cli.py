@@ -19,7 +19,7 @@ from rich.table import Table
 from .errors import StdopsError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="stdops: run ONNX (and, later, ncnn and MDF) models on one exact NumPy operator library.")
+                  help="stdops: run ONNX, ncnn and MDF models on one exact NumPy operator library.")
 console = Console()
 _state = {"debug": False}
 
@@ -63,9 +63,20 @@ def run(model: Path = typer.Argument(..., help="Model file: .onnx, .param / .par
         input: List[str] = typer.Option([], "--input", "-i", help="NAME=FILE.npy (repeatable)"),
         output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o",
                                                   help="Save every output as NAME.npy here"),
-        dump: Optional[Path] = typer.Option(None, "--dump", help="Save EVERY intermediate value as NAME.npy here")
-        ) -> None:
-    """Run a model on inputs from .npy files; print each output's shape, dtype and summary."""
+        dump: Optional[Path] = typer.Option(None, "--dump", help="Save EVERY intermediate value as NAME.npy here"),
+        duration: Optional[float] = typer.Option(None, "--duration", help="MDF: simulated time to run"),
+        dt: Optional[float] = typer.Option(None, "--dt", help="MDF: time step"),
+        out: Optional[Path] = typer.Option(None, "--out", help="MDF: save the trajectory (.csv or .npz)"),
+        seed: Optional[int] = typer.Option(None, "--seed", help="MDF: random seed")) -> None:
+    """Run a model: ONNX / ncnn on inputs from .npy files (print each output's shape, dtype and summary);
+    MDF for a duration with a time step (a progress bar, a table of outputs, the trajectory to a file)."""
+    from . import model_kind
+
+    if model_kind(model) == "mdf":
+        from .mdf import cli as mdf_cli
+
+        mdf_cli.run_model(model, duration, dt, out, seed=seed, inputs=_parse_inputs(input) or None)
+        return
     m = _load(model, weights)
     feeds = _parse_inputs(input)
     hook = None
@@ -116,7 +127,15 @@ def _print_outputs(result: dict) -> None:
 @app.command()
 def info(model: Path = typer.Argument(..., help="Model file: .onnx, .param / .param.bin (ncnn)"),
          weights: Optional[Path] = typer.Argument(None, help="ncnn .bin (default: beside the .param)")) -> None:
-    """Inputs, outputs, operators (layers) and parameters of a model."""
+    """Inputs, outputs, operators (layers) and parameters of a model (MDF: graphs, nodes, functions,
+    conditions)."""
+    from . import model_kind
+
+    if model_kind(model) == "mdf":
+        from .mdf import cli as mdf_cli
+
+        mdf_cli.info(model)
+        return
     m = _load(model, weights)
     from .ncnn import Net
 
@@ -159,6 +178,18 @@ def _info_ncnn(model: Path, net) -> None:
     if net.weight_storage:
         console.print("weight bytes by storage type: " +
                       ", ".join(f"{k} {v:,}" for k, v in sorted(net.weight_storage.items())))
+
+
+@app.command()
+def plot(model: Path = typer.Argument(..., help="MDF model file (.json, .yaml)"),
+         duration: Optional[float] = typer.Option(None, "--duration", help="Simulated time to run"),
+         dt: Optional[float] = typer.Option(None, "--dt", help="Time step"),
+         output: Path = typer.Option(Path("plot.png"), "--output", "-o", help="Image file to write"),
+         graph: bool = typer.Option(False, "--graph", help="Draw the nodes and edges instead")) -> None:
+    """Plot every output port of an MDF model over time, or (--graph) its nodes and edges."""
+    from .mdf import cli as mdf_cli
+
+    mdf_cli.plot(model, duration, dt, output, graph)
 
 
 @app.command()

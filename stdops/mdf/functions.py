@@ -31,84 +31,10 @@ import numpy as np
 
 from .. import limits
 from ..errors import StdopsError, UnsupportedOp, ValidationError
-from . import actr
+from ..ops.cognitive import actr
+from ..ops.cognitive.ddm import drift_diffusion_integrator
+from ..ops.mdf_standard import MatMul, Relu, SCALED, exponential, linear, logistic
 from .expr import EXTRA_FUNCTIONS, Compiled, compile_value
-
-
-# ---------------------------------------------------------------------------------------------
-# Standard functions (formulas written in the reference's operation order, for identical floats)
-
-
-def linear(variable0, slope, intercept):
-    """variable0 * slope + intercept"""
-    return variable0 * slope + intercept
-
-
-def logistic(variable0, gain, bias, offset):
-    """1 / (1 + exp(-1*gain*(variable0 + bias) + offset))"""
-    return 1 / (1 + np.exp(-1 * gain * (variable0 + bias) + offset))
-
-
-def exponential(variable0, scale, rate, bias, offset):
-    """scale * exp((rate * variable0) + bias) + offset"""
-    return scale * np.exp((rate * variable0) + bias) + offset
-
-
-def _scaled(f: Callable, name: str) -> Callable:
-    def fn(variable0, scale):
-        return scale * f(variable0)
-
-    fn.__name__ = name
-    fn.__doc__ = f"scale * {name}(variable0)"
-    return fn
-
-
-def MatMul(A, B):  # noqa: N802 - MDF's name
-    """A @ B"""
-    return A @ B
-
-
-def Relu(A):  # noqa: N802 - MDF's name
-    """A * (A > 0)"""
-    return A * (A > 0)
-
-
-def drift_diffusion_integrator(starting_point, non_decision_time, drift_rate, threshold, noise=1.0, dt=0.01,
-                               *, rng: Optional[np.random.Generator] = None, n_trials: Optional[int] = None):
-    """Euler-Maruyama drift diffusion: x = starting_point; until |x| >= threshold,
-    x += Normal(drift_rate*dt, noise*sqrt(dt)); returns +(non_decision_time + steps*dt) when x ends
-    above threshold, else -(non_decision_time + steps*dt).
-
-    Vectorized over trials: array arguments (broadcast together, or ``n_trials`` copies of scalar
-    ones) integrate every trial at once. ``rng`` is a ``numpy.random.Generator`` (seedable).
-    """
-    if rng is None:
-        rng = np.random.default_rng()
-    arrs = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in
-                                 (starting_point, non_decision_time, drift_rate, threshold, noise, dt)))
-    shape = arrs[0].shape
-    if n_trials is not None:
-        shape = (int(n_trials),) + shape
-        limits.check_elements(shape, "drift_diffusion_integrator trials")
-        arrs = [np.broadcast_to(a, shape) for a in arrs]
-    x0, ndt, drift, thr, sd, step = (np.array(a, dtype=np.float64).reshape(-1) for a in arrs)
-    x = x0.copy()
-    n = np.zeros(x.shape, dtype=np.int64)
-    mu, sigma = drift * step, sd * np.sqrt(step)
-    active = np.flatnonzero(np.abs(x) < thr)
-    cap = limits.max_loop_iterations()
-    k = 0
-    while active.size:
-        x[active] = x[active] + rng.normal(mu[active], sigma[active])
-        n[active] += 1
-        active = active[np.abs(x[active]) < thr[active]]
-        k += 1
-        if k > cap:
-            raise StdopsError(f"drift_diffusion_integrator: no boundary crossing after {cap} steps "
-                              f"(zero noise and drift?)")
-    t = ndt + n * step
-    out = np.where(x > thr, t, -t).reshape(shape)
-    return float(out) if out.ndim == 0 else out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,9 +74,8 @@ def _register(fn: Callable, name: Optional[str] = None, description: str = "", e
 _register(linear, description="A linear function, calculated from a slope and an intercept")
 _register(logistic, description="Logistic function")
 _register(exponential, description="Exponential function")
-for _n, _f in (("sin", np.sin), ("cos", np.cos), ("tan", np.tan), ("sinh", np.sinh), ("cosh", np.cosh),
-               ("tanh", np.tanh), ("arcsin", np.arcsin), ("arccos", np.arccos), ("arctan", np.arctan)):
-    _register(_scaled(_f, _n), _n, description=f"{_n} scaled: scale * {_n}(variable0)")
+for _n, _f in SCALED.items():
+    _register(_f, _n, description=f"{_n} scaled: scale * {_n}(variable0)")
 _register(MatMul, description="Matrix multiplication")
 _register(Relu, description="Rectified linear function")
 _register(drift_diffusion_integrator, needs_rng=True,

@@ -36,3 +36,6 @@ from . import (  # noqa: F401,E402
 # Operators outside the MDF list that the ONNX node suite exercises (newest opsets, ai.onnx.ml,
 # ai.onnx.preview.training, ai.onnx.preview)
 from . import image, ml, preview, recent, training  # noqa: F401,E402
+
+# The MDF standard functions that are not ONNX operators
+from . import cognitive, mdf_standard  # noqa: F401,E402

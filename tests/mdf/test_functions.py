@@ -8,7 +8,7 @@ import pytest
 
 import stdops.mdf as mdf
 from stdops.errors import StdopsError, UnsupportedOp, ValidationError
-from stdops.mdf import actr
+from stdops.ops.cognitive import actr
 from stdops.mdf.functions import STANDARD, drift_diffusion_integrator
 
 

@@ -18,6 +18,8 @@ import random
 import re
 from typing import Any, Optional
 
+from .._registry import op
+
 __all__ = [
     "chunk_to_string",
     "pattern_to_string",
@@ -33,17 +35,20 @@ __all__ = [
 ]
 
 
+@op("mdf:chunk_to_string")
 def chunk_to_string(chunk):
     """The chunk's slot values (without ``name``) joined by spaces."""
     return " ".join(str(v) for k, v in dict(chunk).items() if k != "name")
 
 
+@op("mdf:pattern_to_string")
 def pattern_to_string(pattern):
     """The pattern's values after the first (the buffer) joined by spaces; ``-=x`` -> ``!?x``,
     ``=x`` -> ``?x``."""
     return " ".join(str(v) for v in list(dict(pattern).values())[1:]).replace("-=", "!?").replace("=", "?")
 
 
+@op("mdf:change_goal")
 def change_goal(pattern, curr_goal):
     """The current goal updated with the pattern's entries (without ``buffer``). Returns a new dict
     (the reference updates ``curr_goal`` in place)."""
@@ -180,6 +185,7 @@ def _match(patterns: dict, context: dict) -> Optional[dict]:
 _MISSING = object()
 
 
+@op("mdf:retrieve_chunk")
 def retrieve_chunk(pattern, dm_chunks, types):
     """The first chunk of declarative memory matching the pattern, as {"ISA": type, slot: value}
     with slot names from ``types``; ``{}`` for an empty pattern or no match."""
@@ -198,6 +204,7 @@ def retrieve_chunk(pattern, dm_chunks, types):
     return {}
 
 
+@op("mdf:match_production")
 def match_production(production, context):
     """True when the production's left-hand side matches the buffers in ``context``
     ({buffer: chunk}); the bindings are stored in ``production["bindings"]``."""
@@ -211,6 +218,7 @@ def match_production(production, context):
     return True
 
 
+@op("mdf:pattern_matching_function")
 def pattern_matching_function(productions, goal, retrieval):
     """The productions whose left-hand sides match the goal and retrieval buffers."""
     context = {"goal": chunk_to_string(goal),
@@ -218,6 +226,7 @@ def pattern_matching_function(productions, goal, retrieval):
     return [p for p in productions if match_production(p, context)]
 
 
+@op("mdf:conflict_resolution_function")
 def conflict_resolution_function(productions, rng=None):
     """One of the matched productions chosen at random (``{}`` when there is none); ``rng`` is a
     numpy Generator (the simulation's, seedable)."""
@@ -228,6 +237,7 @@ def conflict_resolution_function(productions, rng=None):
     return productions[int(rng.integers(len(productions)))]
 
 
+@op("mdf:update_buffer")
 def update_buffer(production, buffer):
     """The production's last right-hand-side entry for ``buffer``, bindings substituted."""
     if len(production) == 0:
@@ -244,16 +254,19 @@ def update_buffer(production, buffer):
     return pattern
 
 
+@op("mdf:update_goal")
 def update_goal(production):
     """update_buffer(production, "goal")"""
     return update_buffer(production, "goal")
 
 
+@op("mdf:update_retrieval")
 def update_retrieval(production):
     """update_buffer(production, "retrieval")"""
     return update_buffer(production, "retrieval")
 
 
+@op("mdf:check_termination")
 def check_termination(production):
     """True when no production was selected (``production == {}``)."""
     return isinstance(production, dict) and len(production) == 0
