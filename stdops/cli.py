@@ -261,24 +261,39 @@ def ops(front_end: Optional[str] = typer.Option(None, "--front-end", "-f",
 
 @app.command()
 def demo() -> None:
-    """Build (if needed) and run the bundled example model examples/mlp.onnx."""
-    from .examples import demo_model_path, demo_inputs
+    """Run the bundled examples: the XOR network as ONNX and as ncnn (same answers, one kernel library),
+    and a damped oscillator written in MDF."""
     from . import load
+    from .examples import demo_inputs, demo_mdf_path, demo_model_path, demo_ncnn_paths
 
+    feeds = demo_inputs()
     path = demo_model_path()
     m = load(path)
-    console.print(f"[bold]{path}[/bold]: {len(m.proto.graph.node)} nodes, {m.parameter_count():,} parameters")
-    for v in m.inputs:
-        console.print(f"  input  {escape(str(v))}")
-    feeds = demo_inputs()
+    console.print(f"[bold]ONNX[/bold] {escape(str(path))}: {len(m.proto.graph.node)} nodes, "
+                  f"{m.parameter_count():,} parameters")
     result = m.run(feeds)
     _print_outputs(result)
-    t = Table(title="XOR truth table")
-    for col in ("a", "b", "label", "P(label)"):
+    param, weights = demo_ncnn_paths()
+    from .ncnn import Net
+
+    net = Net.load(param, weights)
+    console.print(f"[bold]ncnn[/bold] {escape(str(param))}: {len(net.layers)} layers")
+    probs = net.run({"x": feeds["x"]})["probabilities"]
+    t = Table(title="XOR truth table (ONNX and ncnn)")
+    for col in ("a", "b", "label", "P(label) ONNX", "P(label) ncnn"):
         t.add_column(col, justify="right")
-    for (a, b), label, p in zip(feeds["x"], result["label"], result["probabilities"]):
-        t.add_row(f"{a:g}", f"{b:g}", str(int(label)), f"{p[label]:.4f}")
+    for (a, b), label, p_onnx, p_ncnn in zip(feeds["x"], result["label"], result["probabilities"], probs):
+        t.add_row(f"{a:g}", f"{b:g}", str(int(label)), f"{p_onnx[label]:.6f}", f"{p_ncnn[label]:.6f}")
     console.print(t)
+    mdf_path = demo_mdf_path()
+    if mdf_path is not None:
+        from .mdf import Simulation, load as load_mdf
+
+        sim = Simulation(load_mdf(mdf_path))
+        traj = sim.run(duration=10.0, dt=0.01)
+        console.print(f"[bold]MDF[/bold] {escape(str(mdf_path))}: {len(traj.times)} time steps")
+        for key, v in traj.columns():
+            console.print(f"  {escape(key)}: start {v[0]:.4g}, end {v[-1]:.4g}, min {v.min():.4g}, max {v.max():.4g}")
 
 
 def main(argv: Optional[list] = None) -> int:

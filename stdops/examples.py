@@ -43,28 +43,66 @@ def xor_mlp():
     return model
 
 
+def xor_ncnn() -> tuple[str, bytes]:
+    """The same XOR network as ncnn layers (.param text, .bin bytes), written with our own writers:
+    InnerProduct with fused ReLU, InnerProduct, Softmax over each row of a (batch, 2) blob."""
+    from .ncnn.modelbin import ModelBinWriter
+    from .ncnn.param import LayerDecl, ParamFile, write_text
+
+    w1 = np.array([[1, 1], [1, 1]], np.float32)  # ncnn InnerProduct weight: (num_output, num_input)
+    b1 = np.array([0, -1], np.float32)
+    w2 = np.array([[-4, 8], [4, -8]], np.float32)
+    b2 = np.array([2, -2], np.float32)
+    layers = [LayerDecl("Input", "input", [], ["x"], {0: 2, 1: 4}, 3),
+              LayerDecl("InnerProduct", "layer1", ["x"], ["h"], {0: 2, 1: 1, 2: 4, 9: 1}, 4),
+              LayerDecl("InnerProduct", "layer2", ["h"], ["logits"], {0: 2, 1: 1, 2: 4}, 5),
+              LayerDecl("Softmax", "softmax", ["logits"], ["probabilities"], {0: 1, 1: 1}, 6)]
+    weights = ModelBinWriter()
+    for w, b in ((w1, b1), (w2, b2)):
+        weights.write(w, tagged=True)
+        weights.write(b, tagged=False)
+    return write_text(ParamFile(layers, 4, None, False)), weights.getvalue()
+
+
 def demo_inputs() -> dict:
     """The four XOR cases."""
     return {"x": np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.float32)}
 
 
-def demo_model_path() -> Path:
-    """examples/xor_mlp.onnx in a source checkout; otherwise built into a temporary folder."""
-    path = _REPO_EXAMPLES / "xor_mlp.onnx"
-    if path.exists():
-        return path
+def _folder() -> Path:
+    """examples/ in a source checkout; otherwise a temporary folder the examples are built into."""
+    if (_REPO_EXAMPLES / "xor_mlp.onnx").exists():
+        return _REPO_EXAMPLES
     out = Path(tempfile.gettempdir()) / f"stdops-{os.getuid() if hasattr(os, 'getuid') else 0}"
-    out.mkdir(exist_ok=True)
-    path = out / "xor_mlp.onnx"
-    path.write_bytes(xor_mlp().SerializeToString())
-    return path
+    if not (out / "xor_mlp.onnx").exists():
+        write_all(out)
+    return out
+
+
+def demo_model_path() -> Path:
+    """The XOR network as ONNX (examples/xor_mlp.onnx)."""
+    return _folder() / "xor_mlp.onnx"
+
+
+def demo_ncnn_paths() -> tuple[Path, Path]:
+    """The XOR network as ncnn (examples/xor_mlp.param, .bin)."""
+    return _folder() / "xor_mlp.param", _folder() / "xor_mlp.bin"
+
+
+def demo_mdf_path() -> Path | None:
+    """The damped oscillator MDF model (examples/mdf/oscillator.yaml), in a source checkout."""
+    p = _REPO_EXAMPLES / "mdf" / "oscillator.yaml"
+    return p if p.exists() else None
 
 
 def write_all(folder: Path = _REPO_EXAMPLES) -> list[Path]:
-    folder.mkdir(exist_ok=True)
-    path = folder / "xor_mlp.onnx"
-    path.write_bytes(xor_mlp().SerializeToString())
-    return [path]
+    folder.mkdir(parents=True, exist_ok=True)
+    onnx_path = folder / "xor_mlp.onnx"
+    onnx_path.write_bytes(xor_mlp().SerializeToString())
+    param, weights = xor_ncnn()
+    (folder / "xor_mlp.param").write_text(param)
+    (folder / "xor_mlp.bin").write_bytes(weights)
+    return [onnx_path, folder / "xor_mlp.param", folder / "xor_mlp.bin"]
 
 
 if __name__ == "__main__":
