@@ -27,6 +27,7 @@ conformance: $(STAMP)
 bench: $(STAMP)
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/run.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_ncnn.py
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_mdf.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

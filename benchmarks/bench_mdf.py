@@ -353,7 +353,7 @@ def main(argv=None) -> int:
           f"{np.__version__}); {ref_note}")
     print(f"per model: the expected file's protocol, first {args.steps} evaluations at most, fresh engine per "
           f"run, median of {args.repeat} (stdops) / {args.reference_repeat} (reference) runs; cores {os.cpu_count()}")
-    header = (f"{'model':<38}{'steps':>11}{'stdops ms/step':>16}{'ref ms/step':>13}{'ref/stdops':>12}"
+    header = (f"{'model':<44}{'steps':>11}{'stdops ms/step':>16}{'ref ms/step':>13}{'ref/stdops':>12}"
               f"{'max|diff| ref':>15}{'max|diff| exp':>15}  goal")
     print(header)
     print("-" * len(header))
@@ -414,7 +414,7 @@ def main(argv=None) -> int:
             if ok_ours:
                 full = ours.get("full_steps")
                 steps = f"{ours['steps']}/{full}" if full else f"{ours['steps']}"
-            print(f"{model:<38}{steps:>11}{_fmt(t_ours, '.4f'):>16}{_fmt(t_ref, '.3f'):>13}"
+            print(f"{model:<44}{steps:>11}{_fmt(t_ours, '.4f'):>16}{_fmt(t_ref, '.3f'):>13}"
                   f"{(_fmt(ratio, '.1f') + 'x') if ratio else '-':>12}{_fmt(d_ref, '.2e'):>15}"
                   f"{_fmt(d_exp, '.2e'):>15}  {goal}")
             for what, r in (("stdops", ours), ("reference", theirs)):
