@@ -11,14 +11,15 @@ Common shape rules (layout 0; layout 1 swaps the first two axes of X, Y and the 
   states Y_h / Y_c (onnxruntime's convention; the spec is silent).
 
 The input projection ``X @ W^T`` of every step is one GEMM per direction; the loop runs over time
-steps only, with both directions advanced together. A step costs NumPy call overhead more than
-arithmetic (one GEMV per direction on a few hundred elements), so the loop allocates nothing: the
-recurrent product goes into a preallocated gate buffer (``out=``; one BLAS GEMV per direction for a
-batch of 1), the activations run in place (one sigmoid over LSTM's i, o, f gates at once), the new
-hidden state is written straight into Y, and every view is taken once, before the loop. The
-arithmetic is the same, operation for operation, as the plain formulas in the docstrings.
-Arithmetic stays in float32 (float64 for float64 inputs; float16/bfloat16 compute in float32);
-outputs have X's dtype.
+steps only, with both directions advanced together. Apart from the recurrent GEMV, a step costs
+NumPy call overhead more than arithmetic, so the loop allocates nothing and makes few calls: the
+recurrent product goes into a preallocated gate buffer (``out=``; one BLAS GEMV per direction on
+the contiguous R for a batch of 1), activations run in place (one sigmoid over LSTM's i, o, f
+gates), the new hidden state is written straight into Y, states and gates are 2-D rows
+``[D*B, n]`` (direction-major) and every view is taken once, before the loop. The arithmetic is
+the plain formulas of the docstrings, operation for operation: the results are bitwise those of
+the straightforward step-by-step evaluation. Arithmetic stays in float32 (float64 for float64
+inputs; float16/bfloat16 compute in float32); outputs have X's dtype.
 """
 from __future__ import annotations
 
@@ -86,13 +87,6 @@ def _activations(opname: str, activations, alphas, betas, defaults: tuple[str, .
     return [acts[d * k:(d + 1) * k] for d in range(num_dirs)]
 
 
-def _per_dir(funcs: list[_Act], x: np.ndarray) -> np.ndarray:
-    """Apply direction d's function to x[d] (one call when every direction uses the same one)."""
-    if all(f == funcs[0] for f in funcs):
-        return funcs[0](x)
-    return np.stack([f(x[d]) for d, f in enumerate(funcs)])
-
-
 def _into1(a: _Act) -> Callable[[np.ndarray, np.ndarray], object]:
     """(src, dst) -> dst[...] = a(src), without a temporary for the common functions."""
     if a.name == "sigmoid":
@@ -108,18 +102,27 @@ def _into1(a: _Act) -> Callable[[np.ndarray, np.ndarray], object]:
     return generic
 
 
-def _into(funcs: list[_Act]) -> Callable[[np.ndarray, np.ndarray], object]:
-    """(src, dst) -> dst[d] = funcs[d](src[d]) for every direction d (src may be dst): the
-    in-place form of :func:`_per_dir`, one call when every direction uses the same function."""
+def _into(funcs: list[_Act], B: int) -> Callable[[np.ndarray, np.ndarray], object]:
+    """(src, dst) -> dst = funcs[d](src) on the rows d*B:(d+1)*B of direction d ([D*B, n] arrays;
+    src may be dst): the in-place form of :func:`_per_dir_rows`, one call when every direction uses
+    the same function."""
     if all(f == funcs[0] for f in funcs):
         return _into1(funcs[0])
-    fs = [_into1(f) for f in funcs]
+    fs = [(slice(d * B, (d + 1) * B), _into1(f)) for d, f in enumerate(funcs)]
 
     def per_dir(src: np.ndarray, dst: np.ndarray) -> None:
-        for d, f in enumerate(fs):
-            f(src[d], dst[d])
+        for rows, f in fs:
+            f(src[rows], dst[rows])
 
     return per_dir
+
+
+def _per_dir_rows(funcs: list[_Act], x: np.ndarray, B: int) -> np.ndarray:
+    """Direction d's function applied to the rows d*B:(d+1)*B of a [D*B, n] array (one call when
+    every direction uses the same one)."""
+    if all(f == funcs[0] for f in funcs):
+        return funcs[0](x)
+    return np.concatenate([f(x[d * B:(d + 1) * B]) for d, f in enumerate(funcs)])
 
 
 def _clipper(clip: float | None) -> Callable[[np.ndarray], object] | None:
@@ -131,8 +134,9 @@ def _clipper(clip: float | None) -> Callable[[np.ndarray], object] | None:
 
 
 def _recurrent(RT: np.ndarray, B: int) -> Callable[[np.ndarray, np.ndarray], None]:
-    """(h, out) -> out[d] = h[d] @ RT[d] for every direction d (out preallocated, [D, B, n]):
-    for a batch of 1, one BLAS GEMV per direction on the contiguous R[d] (RT[d] is its transpose)."""
+    """(h, out) -> out[rows of d] = h[rows of d] @ RT[d] for every direction d, on [D*B, .] arrays
+    (out preallocated and C-contiguous). For a batch of 1, one BLAS GEMV per direction on the
+    contiguous R[d] (RT[d] is its transpose); else one GEMM per direction."""
     D = RT.shape[0]
     if B == 1:
         Rs = [np.ascontiguousarray(RT[d].T) for d in range(D)]  # views of R: no copy when R is contiguous
@@ -141,22 +145,28 @@ def _recurrent(RT: np.ndarray, B: int) -> Callable[[np.ndarray, np.ndarray], Non
             R0 = Rs[0]
 
             def rec1(h: np.ndarray, out: np.ndarray) -> None:
-                dot(R0, h[0, 0], out=out[0, 0])
+                dot(R0, h[0], out=out[0])
 
             return rec1
 
         def rec_vec(h: np.ndarray, out: np.ndarray) -> None:
-            for d in range(D):
-                dot(Rs[d], h[d, 0], out=out[d, 0])
+            for d, Rd in enumerate(Rs):
+                dot(Rd, h[d], out=out[d])
 
         return rec_vec
     mm = np.matmul
+    parts = [(slice(d * B, (d + 1) * B), RT[d]) for d in range(D)]
 
     def rec_mat(h: np.ndarray, out: np.ndarray) -> None:
-        for d in range(D):
-            mm(h[d], RT[d], out=out[d])
+        for rows, RTd in parts:
+            mm(h[rows], RTd, out=out[rows])
 
     return rec_mat
+
+
+def _rows(s: "_Setup", a: np.ndarray) -> np.ndarray:
+    """A fresh state [D, B, H] as C-contiguous rows [D*B, H] (the loops update it in place)."""
+    return np.ascontiguousarray(a).reshape(s.D * s.B, s.H)
 
 
 # --------------------------------------------------------------------------- shared set-up
@@ -304,35 +314,39 @@ def rnn(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=N
                activations=activations, activation_alpha=activation_alpha,
                activation_beta=activation_beta, clip=clip, direction=direction, layout=layout,
                default_acts=("Tanh",), fold_rb=True)
-    f = _into([a[0] for a in s.acts])
+    D, Bn, H = s.D, s.B, s.H
+    f = _into([a[0] for a in s.acts], Bn)
     clip_ = _clipper(s.clip)
-    rec = _recurrent(s.RT, s.B)
+    rec = _recurrent(s.RT, Bn)
     add = np.add
     gxs = s.Gx.transpose(1, 0, 2, 3)  # [T, D, B, H]
-    Y = np.zeros((s.T, s.D, s.B, s.H), s.wt)
-    h = s.h0
+    Y = np.zeros((s.T, D, Bn, H), s.wt)
+    Y2 = Y.reshape(s.T, D * Bn, H)  # rows d*B + b
+    h = _rows(s, s.h0)
     if s.mask is None:  # the state is Y[t - 1]
         for t in range(s.T):
-            yt = Y[t]
+            yt = Y2[t]
             rec(h, yt)
-            add(gxs[t], yt, out=yt)
+            add(gxs[t], Y[t], out=Y[t])
             if clip_ is not None:
                 clip_(yt)
             f(yt, yt)
             h = yt
         h = h.copy()  # _finish reorders Y in place
     else:
+        mask = np.tile(s.mask, (1, D, 1))  # [T, D*B, 1]
         hn = np.empty_like(h)
+        hn3 = hn.reshape(D, Bn, H)
         for t in range(s.T):
             rec(h, hn)
-            add(gxs[t], hn, out=hn)
+            add(gxs[t], hn3, out=hn3)
             if clip_ is not None:
                 clip_(hn)
             f(hn, hn)
-            m = s.mask[t]
+            m = mask[t]
             np.copyto(h, hn, where=m)
-            np.multiply(hn, m, out=Y[t])
-    return _finish(s, direction, Y, h)
+            np.multiply(hn, m, out=Y2[t])
+    return _finish(s, direction, Y, h.reshape(D, Bn, H))
 
 
 # --------------------------------------------------------------------------- GRU
@@ -361,64 +375,72 @@ def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=N
     Rbh = s.Rb[..., 2 * H:]  # [D, 1, H]
     if not lbr:
         Gx[..., 2 * H:] += Rbh[:, None]
-    f = _into(f)
-    g = _into(g)
+    D, Bn = s.D, s.B
+    DB = D * Bn
+    f = _into(f, Bn)
+    g = _into(g, Bn)
     clip_ = _clipper(s.clip)
     add, mul = np.add, np.multiply
     gxs = Gx.transpose(1, 0, 2, 3)  # [T, D, B, 3H]
     one = s.wt.type(1)
-    D, Bn = s.D, s.B
-    zr = np.empty((D, Bn, 2 * H), s.wt)  # z, r
-    z, r = zr[..., :H], zr[..., H:]
-    hh = np.empty((D, Bn, H), s.wt)  # the candidate state
+    zr = np.empty((DB, 2 * H), s.wt)  # z, r
+    zr3 = zr.reshape(D, Bn, 2 * H)
+    z, r = zr[:, :H], zr[:, H:]
+    hh = np.empty((DB, H), s.wt)  # the candidate state
+    hh3 = hh.reshape(D, Bn, H)
     t1, t2 = np.empty_like(hh), np.empty_like(hh)
     if lbr:
         rec = _recurrent(s.RT, Bn)
-        hr = np.empty((D, Bn, 3 * H), s.wt)  # Ht-1 @ R^T for all three gates
-        hr_zr, hr_h = hr[..., :2 * H], hr[..., 2 * H:]
+        hr = np.empty((DB, 3 * H), s.wt)  # Ht-1 @ R^T for all three gates
+        hr_zr, hr_h = hr.reshape(D, Bn, 3 * H)[..., :2 * H], hr[:, 2 * H:]
+        Rbh_rows = np.repeat(Rbh[:, 0], Bn, axis=0)  # [D*B, H]
     else:
         rec_zr = _recurrent(s.RT[..., :2 * H], Bn)
         rec_h = _recurrent(s.RT[..., 2 * H:], Bn)
         rh = np.empty_like(hh)  # r * Ht-1
     Y = np.zeros((s.T, D, Bn, H), s.wt)
-    h = s.h0
-    hn = None if s.mask is None else np.empty_like(h)
+    Y2 = Y.reshape(s.T, DB, H)  # rows d*B + b
+    h = _rows(s, s.h0)
+    masked = s.mask is not None
+    if masked:
+        mask = np.tile(s.mask, (1, D, 1))  # [T, D*B, 1]
+        hn = np.empty_like(h)
     for t in range(s.T):
         gx = gxs[t]
         if lbr:
             rec(h, hr)
-            add(gx[..., :2 * H], hr_zr, out=zr)
+            add(gx[..., :2 * H], hr_zr, out=zr3)
             if clip_ is not None:
                 clip_(zr)
             f(zr, zr)
-            add(hr_h, Rbh, out=hh)
+            add(hr_h, Rbh_rows, out=hh)
             mul(r, hh, out=hh)
         else:
             rec_zr(h, zr)
-            add(gx[..., :2 * H], zr, out=zr)
+            add(gx[..., :2 * H], zr3, out=zr3)
             if clip_ is not None:
                 clip_(zr)
             f(zr, zr)
             mul(r, h, out=rh)
             rec_h(rh, hh)
-        add(gx[..., 2 * H:], hh, out=hh)
+        add(gx[..., 2 * H:], hh3, out=hh3)
         if clip_ is not None:
             clip_(hh)
         g(hh, hh)
         np.subtract(one, z, out=t1)  # Ht = (1 - z) * hh + z * Ht-1
         mul(t1, hh, out=t1)
         mul(z, h, out=t2)
-        if hn is None:
-            h = Y[t]
-            add(t1, t2, out=h)
-        else:
+        if masked:
             add(t1, t2, out=hn)
-            m = s.mask[t]
+            m = mask[t]
             np.copyto(h, hn, where=m)
-            mul(hn, m, out=Y[t])
-    if hn is None:
+            mul(hn, m, out=Y2[t])
+        else:
+            h = Y2[t]
+            add(t1, t2, out=h)
+    if not masked:
         h = h.copy()  # _finish reorders Y in place
-    return _finish(s, direction, Y, h)
+    return _finish(s, direction, Y, h.reshape(D, Bn, H))
 
 
 # --------------------------------------------------------------------------- LSTM
@@ -448,32 +470,39 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
         P = np.asarray(P)
         if P.shape != (D, 3 * H):
             raise KernelError(f"LSTM: P must have shape {(D, 3 * H)}, got {P.shape}")
-        P = P.astype(s.wt, copy=False)[:, None, :]  # [D, 1, 3H]
-        Pi, Po, Pf = P[..., :H], P[..., H:2 * H], P[..., 2 * H:]
     f = [a[0] for a in s.acts]
     g = [a[1] for a in s.acts]
     hact = [a[2] for a in s.acts]
     one = s.wt.type(1)
     couple = bool(input_forget)
     Bn = s.B
-    f_, g_, h_ = _into(f), _into(g), _into(hact)
+    DB = D * Bn
+    f_, g_, h_ = _into(f, Bn), _into(g, Bn), _into(hact, Bn)
     clip_ = _clipper(s.clip)
     rec = _recurrent(s.RT, Bn)
     add, mul = np.add, np.multiply
     gxs = s.Gx.transpose(1, 0, 2, 3)  # [T, D, B, 4H]
-    gates = np.empty((D, Bn, 4 * H), s.wt)  # i, o, f, c
-    gi, go, gf, gc = (gates[..., k * H:(k + 1) * H] for k in range(4))
-    iof = gates[..., :3 * H]
-    th = np.empty((D, Bn, H), s.wt)  # h(Ct)
+    gates = np.empty((DB, 4 * H), s.wt)  # rows d*B + b: i, o, f, c
+    gates3 = gates.reshape(D, Bn, 4 * H)
+    gi, go, gf, gc = (gates[:, k * H:(k + 1) * H] for k in range(4))
+    iof = gates[:, :3 * H]
+    th = np.empty((DB, H), s.wt)  # h(Ct)
     Y = np.zeros((s.T, D, Bn, H), s.wt)
-    h = s.h0
+    Y2 = Y.reshape(s.T, DB, H)
+    h = _rows(s, s.h0)
+    c = _rows(s, c)
     masked = s.mask is not None
-    hn = np.empty_like(h) if masked else None
+    if masked:
+        mask = np.tile(s.mask, (1, D, 1))  # [T, D*B, 1]
+        hn = np.empty_like(h)
     cn = np.empty_like(c) if masked else c  # unmasked: the cell state is updated in place
+    if peep:
+        P = np.repeat(P.astype(s.wt, copy=False), Bn, axis=0)  # [D*B, 3H], rows as the states
+        Pi, Po, Pf = P[:, :H], P[:, H:2 * H], P[:, 2 * H:]
     fast = not peep and not couple
     for t in range(s.T):
         rec(h, gates)
-        add(gxs[t], gates, out=gates)  # Xt W^T + Wb + Rb + Ht-1 R^T
+        add(gxs[t], gates3, out=gates3)  # Xt W^T + Wb + Rb + Ht-1 R^T
         if fast:  # i, o, f are contiguous and independent of the cell: one activation call
             if clip_ is not None:
                 clip_(gates)
@@ -488,22 +517,22 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
             if peep:
                 pi = pi + Pi * c
                 pf = pf + Pf * c
-            i = _per_dir(f, _clip(s, pi))
-            ft = one - i if couple else _per_dir(f, _clip(s, pf))
-            add(ft * c, i * _per_dir(g, _clip(s, pc)), out=cn)
+            i = _per_dir_rows(f, _clip(s, pi), Bn)
+            ft = one - i if couple else _per_dir_rows(f, _clip(s, pf), Bn)
+            add(ft * c, i * _per_dir_rows(g, _clip(s, pc), Bn), out=cn)
             if peep:
                 po = po + Po * cn
-            o = _per_dir(f, _clip(s, po))
+            o = _per_dir_rows(f, _clip(s, po), Bn)
         h_(cn, th)
         if masked:
             mul(o, th, out=hn)
-            m = s.mask[t]
+            m = mask[t]
             np.copyto(h, hn, where=m)
             np.copyto(c, cn, where=m)
-            mul(hn, m, out=Y[t])
+            mul(hn, m, out=Y2[t])
         else:
-            h = Y[t]
+            h = Y2[t]
             mul(o, th, out=h)
     if not masked:
         h = h.copy()  # _finish reorders Y in place
-    return _finish(s, direction, Y, h, c)
+    return _finish(s, direction, Y, h.reshape(D, Bn, H), c.reshape(D, Bn, H))

@@ -1,4 +1,4 @@
-"""The ncnn differential suite's count: how many randomized cases each layer type ran through the official
+"""Suite-wide hooks. The ncnn differential suite's count: how many randomized cases each layer type ran through the official
 wheel. Printed at the end of every run that includes tests/ncnn; when the whole folder ran with the wheel
 installed, every layer the wheel provides must have at least MIN_CASES cases (issue 5's bar)."""
 from __future__ import annotations
@@ -11,13 +11,13 @@ import tempfile
 
 from stdops.ncnn.spec import LAYERS
 
-from . import wheel
+from .ncnn import wheel
 
 MIN_CASES = 20
 #: compiled out of the wheel: tested against NumPy references instead
 NOT_IN_WHEEL = {"ArgMax", "SPP"}
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+_HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ncnn")
 _ENV = "STDOPS_NCNN_COUNT_DIR"
 
 
