@@ -19,6 +19,8 @@ the current trial (MDF nodes have no other notion of finishing).
 """
 from __future__ import annotations
 
+import abc
+
 import enum
 import inspect
 import operator
@@ -88,7 +90,7 @@ def _to_ms(v: Any, unit: Any = "ms") -> Optional[Fraction]:
 # -- conditions ------------------------------------------------------------------------------------
 
 
-class Condition:
+class Condition(abc.ABC):
     """Base: ``satisfied(scheduler, owner)``."""
 
     is_absolute = False
@@ -96,8 +98,9 @@ class Condition:
     absolute_fixed_points: list = []
     dependencies: tuple = ()
 
+    @abc.abstractmethod
     def satisfied(self, sch: "Scheduler", owner: Any) -> bool:
-        raise NotImplementedError
+        """Whether the condition holds for ``owner`` now."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

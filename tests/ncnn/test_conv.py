@@ -315,12 +315,5 @@ def test_small_convnet_through_net_matches_wheel():
     names = [str(i) for i in range(1, net.param_file.blob_count)]
     ours = net.run({"0": x}, names)
     pbin = P.write_binary(P.parse_text(text))
-    ctx = wheel.mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=wheel._child, args=(child, pbin, bin_data, [x], 1, len(names), wheel.EXACT_OPTIONS))
-    proc.start()
-    child.close()
-    status, theirs = parent.recv()
-    proc.join(10)
-    assert status == "ok", theirs
+    theirs = wheel.wheel_net(pbin, bin_data, [x], [0], [int(n) for n in names])
     wheel.assert_close([ours[n] for n in names], theirs, what="small convnet")

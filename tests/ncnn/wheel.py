@@ -64,61 +64,7 @@ def typed_params(type_name: str, params: dict[int, Any]) -> dict[int, Any]:
     return out
 
 
-def model_files(type_name: str, params: dict[int, Any], weights: Sequence[np.ndarray], n_in: int,
-                n_out: int) -> tuple[bytes, bytes]:
-    """(.param.bin, .bin) holding Input layers for blobs 0..n_in-1 and the layer writing the next n_out."""
-    spec = LAYERS[type_name]
-    p = resolve_params(spec, dict(params), type_name, None, n_in, n_out)
-    declared = list(spec.weights(p))
-    if len(declared) != len(weights):
-        raise ValueError(f"{type_name}: our declaration loads {len(declared)} weights, {len(weights)} given")
-    layers = [LayerDecl("Input", f"in{i}", [], [str(i)], {}, i) for i in range(n_in)]
-    layers.append(LayerDecl(type_name, "op", [str(i) for i in range(n_in)],
-                            [str(n_in + j) for j in range(n_out)], typed_params(type_name, params), n_in))
-    pbin = write_binary(ParamFile(layers, n_in + n_out, None, True))
-    mb = ModelBinWriter()
-    for w, arr in zip(declared, weights):
-        a = np.asarray(arr)
-        mb.write(a, w.tagged, "int8" if a.dtype == np.int8 else "fp32")
-    return pbin, mb.getvalue()
-
-
-def _child(conn, pbin: bytes, mbin: bytes, inputs: list, n_in: int, n_out: int, options: dict) -> None:
-    try:
-        import ncnn
-
-        with tempfile.TemporaryDirectory() as d:
-            pp, mp_ = os.path.join(d, "m.param.bin"), os.path.join(d, "m.bin")
-            with open(pp, "wb") as f:
-                f.write(pbin)
-            with open(mp_, "wb") as f:
-                f.write(mbin)
-            net = ncnn.Net()
-            for k, v in options.items():
-                setattr(net.opt, k, v)
-            if net.load_param_bin(pp) != 0:
-                raise RuntimeError("ncnn refused the .param.bin")
-            if net.load_model(mp_) != 0:
-                raise RuntimeError("ncnn refused the .bin (weights do not match its load order/sizes)")
-            ex = net.create_extractor()
-            mats = [ncnn.Mat(np.ascontiguousarray(x, dtype=np.float32)).clone() for x in inputs]
-            for i, m in enumerate(mats):
-                if ex.input(i, m) != 0:
-                    raise RuntimeError(f"input {i} refused")
-            outs = []
-            for j in range(n_out):
-                ret, m = ex.extract(n_in + j)
-                if ret != 0:
-                    raise RuntimeError(f"extract of output {j} returned {ret}")
-                outs.append(np.array(m.numpy(), copy=True) if m.dims else np.zeros((0,), np.float32))
-        conn.send(("ok", outs))
-    except BaseException:  # noqa: BLE001 - everything goes back to the parent
-        conn.send(("error", traceback.format_exc(limit=3)))
-    finally:
-        conn.close()
-
-
-# A case: (type_name, params, weights, inputs[, n_out])
+#: one case: (type_name, params, weights, inputs[, n_out])
 Case = tuple
 
 
@@ -193,15 +139,12 @@ def _batch_child(conn, pbin, mbin, inputs, ins, outs, unpack, options) -> None:
         conn.close()
 
 
-def wheel_batch(cases: Sequence[Case], timeout: float = 120.0, unpack: bool = False,
-                options: dict | None = None) -> list[list[Any]]:
-    """The wheel's outputs for every case (a list per case; an Exception where an extract failed), from one
-    forked process. Every case is counted in COUNTS under its layer type."""
-    pbin, mbin, ins, outs = _batch_files(cases)
+def _run_in_child(pbin: bytes, mbin: bytes, inputs: list, ins: list, outs: list, unpack: bool,
+                  options: dict | None, timeout: float) -> list[list[Any]]:
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_batch_child, args=(child, pbin, mbin, [[np.asarray(x) for x in c[3]] for c in cases],
-                                                 ins, outs, unpack, {**EXACT_OPTIONS, **(options or {})}))
+    proc = ctx.Process(target=_batch_child, args=(child, pbin, mbin, inputs, ins, outs, unpack,
+                                                 {**EXACT_OPTIONS, **(options or {})}))
     proc.start()
     child.close()
     try:
@@ -218,10 +161,28 @@ def wheel_batch(cases: Sequence[Case], timeout: float = 120.0, unpack: bool = Fa
             proc.kill()
     if status != "ok":
         raise OracleError(payload)
+    return payload
+
+
+def wheel_batch(cases: Sequence[Case], timeout: float = 120.0, unpack: bool = False,
+                options: dict | None = None) -> list[list[Any]]:
+    """The wheel's outputs for every case (a list per case; an Exception where an extract failed), from one
+    forked process. Every case is counted in COUNTS under its layer type."""
+    pbin, mbin, ins, outs = _batch_files(cases)
+    payload = _run_in_child(pbin, mbin, [[np.asarray(x) for x in c[3]] for c in cases], ins, outs, unpack,
+                            options, timeout)
     for c in cases:
         COUNTS[c[0]] += 1
         COUNTS["Input"] += 1  # every case feeds its blobs through Input layers
     return payload
+
+
+def wheel_net(pbin: bytes, mbin: bytes, inputs: Sequence[np.ndarray], input_blobs: Sequence[int],
+              output_blobs: Sequence[int], timeout: float = 120.0, options: dict | None = None) -> list[Any]:
+    """A whole model (.param.bin bytes and .bin bytes) in the wheel: feed blobs by index, extract blobs by index."""
+    (res,) = _run_in_child(pbin, mbin, [[np.asarray(x) for x in inputs]], [list(input_blobs)],
+                           [list(output_blobs)], False, options, timeout)
+    return res
 
 
 def wheel_run(type_name: str, params: dict[int, Any], weights: Sequence[np.ndarray], inputs: Sequence[np.ndarray],
