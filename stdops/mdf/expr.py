@@ -88,7 +88,61 @@ NUMPY_WHITELIST["identity"] = _checked_size(np.identity)
 for _n in ("zeros_like", "ones_like", "full_like", "copy"):
     NUMPY_WHITELIST[_n] = getattr(np, _n)
 
-MATH_WHITELIST: dict[str, Any] = {n: getattr(math, n) for n in dir(math) if not n.startswith("_")}
+# math's integer combinatorics run for as long as their arguments ask (math.factorial(10**8) takes
+# minutes): a model file must not be able to hang us, and no standard function needs them.
+_MATH_REFUSED = {"factorial", "comb", "perm"}
+MATH_WHITELIST: dict[str, Any] = {n: getattr(math, n) for n in dir(math)
+                                  if not n.startswith("_") and n not in _MATH_REFUSED}
+
+
+def _product_shape(kind: str, a: Any, b: Any, axes: Any = 2) -> tuple:
+    """Output shape of a product of ``a`` and ``b`` (outer / matmul / dot / tensordot), computed before
+    numpy allocates it, so an expression cannot request more than the allocation limit."""
+    a, b = np.asarray(a), np.asarray(b)
+    if kind == "outer":
+        return (a.size, b.size)
+    if a.ndim == 0 or b.ndim == 0:
+        return a.shape if b.ndim == 0 else b.shape
+    if kind == "matmul":
+        ash = a.shape if a.ndim > 1 else (1,) + a.shape
+        bsh = b.shape if b.ndim > 1 else b.shape + (1,)
+        try:
+            batch = np.broadcast_shapes(ash[:-2], bsh[:-2])
+        except ValueError:
+            return ()  # numpy itself will refuse the shapes
+        return tuple(batch) + (ash[-2], bsh[-1])
+    if kind == "dot":
+        return a.shape[:-1] + (b.shape[:-2] + b.shape[-1:] if b.ndim > 1 else ())
+    if isinstance(axes, int):
+        return a.shape[:a.ndim - axes] + b.shape[axes:]
+    ax_a, ax_b = (np.atleast_1d(x).tolist() for x in axes)
+    ax_a = {x % a.ndim for x in ax_a}
+    ax_b = {x % b.ndim for x in ax_b}
+    return tuple(d for i, d in enumerate(a.shape) if i not in ax_a) + \
+        tuple(d for i, d in enumerate(b.shape) if i not in ax_b)
+
+
+def _checked_product(fn: Callable, kind: str) -> Callable:
+    def wrapper(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+        axes = args[0] if args else kwargs.get("axes", 2)
+        limits.check_elements(_product_shape(kind, a, b, axes), f"numpy.{getattr(fn, '__name__', kind)}")
+        return fn(a, b, *args, **kwargs)
+
+    wrapper.__name__ = getattr(fn, "__name__", kind)
+    return wrapper
+
+
+def _checked_diag(v: Any, k: int = 0) -> Any:
+    a = np.asarray(v)
+    if a.ndim == 1:
+        n = a.size + abs(int(k))
+        limits.check_elements((n, n), "numpy.diag")
+    return np.diag(a, k)
+
+
+for _n, _kind in (("outer", "outer"), ("matmul", "matmul"), ("dot", "dot"), ("tensordot", "tensordot")):
+    NUMPY_WHITELIST[_n] = _checked_product(getattr(np, _n), _kind)
+NUMPY_WHITELIST["diag"] = _checked_diag
 
 
 def _safe_pow(a: Any, b: Any, m: Any = None) -> Any:
@@ -139,7 +193,8 @@ def _mul(a: Any, b: Any) -> Any:
 
 _BINOPS: dict[type, Callable] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: _pow, ast.MatMult: operator.matmul,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: _pow,
+    ast.MatMult: _checked_product(operator.matmul, "matmul"),
     ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
     ast.LShift: _lshift, ast.RShift: operator.rshift,
 }

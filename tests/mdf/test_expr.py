@@ -120,3 +120,21 @@ def test_yaml_tags_cannot_build_objects(tmp_path):
     with pytest.raises(StdopsError):
         mdf.load(p)
     assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("text", [
+    "math.factorial(100000000)", "math.comb(10**9, 5*10**8)", "math.perm(10**7)",
+    "numpy.diag(numpy.ones(10**5))", "numpy.ones((10**5, 1)) @ numpy.ones((1, 10**5))",
+    "numpy.dot(numpy.ones((10**5, 1)), numpy.ones((1, 10**5)))",
+    "numpy.outer(numpy.ones(10**5), numpy.ones(10**5))",
+    "numpy.tensordot(numpy.ones((10**5, 1)), numpy.ones((1, 10**5)), 1)",
+])
+def test_expressions_cannot_hang_or_allocate_without_limit(text):
+    """Integer combinatorics that run for minutes are refused; products whose result would exceed the
+    allocation limit are refused before numpy allocates."""
+    from stdops.errors import StdopsError
+    from stdops.mdf.expr import compile_expression
+
+    with pytest.raises(StdopsError):
+        fn, _ = compile_expression(text, {})
+        fn({}) if callable(fn) else fn
