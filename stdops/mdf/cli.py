@@ -223,9 +223,17 @@ def _plot_graph(g, out_png: Any) -> None:
     for e in g.edges.values():
         if e.sender in pos and e.receiver in pos:
             (x0, y0), (x1, y1) = pos[e.sender], pos[e.receiver]
+            # backward edges bend one way; edges that skip a level bend further, clear of the nodes between
+            rad = 0.15 if x1 <= x0 else (0.35 if x1 - x0 > 1 and y0 == y1 else 0.0)
             ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
                         arrowprops=dict(arrowstyle="->", color="0.4", shrinkA=22, shrinkB=22,
-                                        connectionstyle="arc3,rad=0.15" if x1 <= x0 else "arc3"))
+                                        connectionstyle=f"arc3,rad={rad}"))
+            weight = (e.parameters or {}).get("weight") if hasattr(e, "parameters") else None
+            if weight is not None and not (isinstance(weight, (int, float)) and weight == 1):
+                # the label sits where the arc bulges: the chord's midpoint moved along its normal
+                mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+                ax.text(mx + rad * (y1 - y0) / 2, my - rad * (x1 - x0) / 2, f"w={weight}", fontsize=7,
+                        ha="center", va="center", color="0.3", bbox=dict(fc="white", ec="none", pad=0.5))
     for n, (x, y) in pos.items():
         ax.text(x, y, n, ha="center", va="center", fontsize=9,
                 bbox=dict(boxstyle="round,pad=0.5", fc="#dbe9f6", ec="#3b6ea5"))
