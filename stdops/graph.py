@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Iterable, Sequence
 
-from .errors import InputError, ModelFormatError, OpError, StdopsError
+from .errors import InputError, ModelFormatError, OpError, ResourceLimitError, StdopsError
 
 #: slot 0 always holds None: an empty optional input reads it
 _EMPTY_SLOT = 0
@@ -171,6 +171,11 @@ class Plan:
         for step in steps:
             try:
                 res = step.fn(*[vals[i] for i in step.ins])
+            except (ResourceLimitError, ModelFormatError) as e:
+                err = self._located(e, step.node)
+                if err is e:
+                    raise
+                raise err from e
             except StdopsError:
                 raise
             except Exception as e:  # noqa: BLE001 - a kernel's complaint becomes the node's error
@@ -193,6 +198,22 @@ class Plan:
             for s in step.release:
                 vals[s] = None
         return {name: vals[self._slot[name]] for name in want}
+
+    def _located(self, e: StdopsError, node: Node) -> StdopsError:
+        """A limit or format error a kernel raised at run time (a Loop's iteration cap, a subgraph's
+        bad declaration), given the file and node it happened at unless an inner plan already did."""
+        if getattr(e, "located", False):
+            return e
+        if isinstance(e, ModelFormatError):
+            if e.path is not None:
+                return e
+            err: StdopsError = ModelFormatError(self.path, _where(node) + (f" {e.where}" if e.where else ""),
+                                                e.detail)
+        else:
+            loc = f"{self.path}: " if self.path else ""
+            err = ResourceLimitError(f"{loc}node {node.name!r} ({node.op}): {e}")
+        err.located = True  # type: ignore[attr-defined]
+        return err
 
 
 def _where(node: Node) -> str:

@@ -134,9 +134,12 @@ def _checked_product(fn: Callable, kind: str) -> Callable:
 
 def _checked_diag(v: Any, k: int = 0) -> Any:
     a = np.asarray(v)
+    k = int(k)
     if a.ndim == 1:
-        n = a.size + abs(int(k))
+        n = a.size + abs(k)
         limits.check_elements((n, n), "numpy.diag")
+    elif a.ndim == 2:  # an offset beyond the matrix gives an empty diagonal (numpy crashes on INT_MIN)
+        k = min(max(k, -a.shape[0]), a.shape[1])
     return np.diag(a, k)
 
 

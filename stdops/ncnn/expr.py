@@ -90,6 +90,8 @@ def _to_int_fn(fop: Callable) -> Callable:
     def g(a):
         if isinstance(a, int):
             return a
+        if not math.isfinite(a):  # math.ceil(inf) is an OverflowError: keep to the documented ValueError
+            raise ValueError(f"expression value {a} is not a finite number")
         return _to_int(fop(float(a)))
     return g
 
@@ -120,7 +122,9 @@ def _sign(a):
 
 
 def _lshift(a, b):
-    return a << b if b >= 0 else 0
+    # a << b for b >= 32 is a multiple of 2**32: 0 after the int32 wrap, without building a b-bit int
+    # (lshift(1, 2147483647) would otherwise allocate 256 MiB and take seconds)
+    return a << b if 0 <= b < 32 else 0
 
 
 #: name -> (arity, function of typed values)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import InputError, ModelFormatError, StdopsError, UnsupportedOp
+from ..errors import InputError, ModelFormatError, ResourceLimitError, StdopsError, UnsupportedOp
 from ..graph import Hook, Node, Plan
 from . import layers as _layers  # noqa: F401  (registers every layer declaration)
 from . import param as _param
@@ -43,23 +43,44 @@ def build_layer(decl: _param.LayerDecl, reader: ModelBinReader, path: str | None
     for what, n, want in (("bottoms", len(decl.bottoms), spec.n_inputs), ("tops", len(decl.tops), spec.n_outputs)):
         if want is not None and n != want:
             raise ModelFormatError(path, where, f"{decl.type} takes {want} {what}, the layer has {n}")
-    params = resolve_params(spec, decl.params, where, path, len(decl.bottoms), len(decl.tops))
+    try:
+        params = resolve_params(spec, decl.params, where, path, len(decl.bottoms), len(decl.tops))
+    except StdopsError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a value the declaration cannot take
+        raise ModelFormatError(path, where, f"bad params: {type(e).__name__}: {e}") from None
     weights: dict[str, np.ndarray] = {}
     try:
-        declared = list(spec.weights(params))
+        declared = [(w, int(w.size)) for w in spec.weights(params)]
+    except (ResourceLimitError, ModelFormatError) as e:
+        raise _located(e, path, where) from None
     except StdopsError:
         raise
     except Exception as e:  # noqa: BLE001 - params that make no sense for the weight sizes
         raise ModelFormatError(path, where, f"params do not define the weights: {e}") from None
-    for w in declared:
-        weights[w.name] = reader.load(int(w.size), w.tagged, where, f"weight {w.name!r}")
+    for w, size in declared:
+        weights[w.name] = reader.load(size, w.tagged, where, f"weight {w.name!r}")
     try:
         fn = spec.build(params, weights)
+    except (ResourceLimitError, ModelFormatError) as e:
+        raise _located(e, path, where) from None
     except StdopsError:
         raise
     except Exception as e:  # noqa: BLE001 - an adapter refusing its params or weights
         raise ModelFormatError(path, where, f"{type(e).__name__}: {e}") from None
     return Layer(decl, spec, params, weights, fn)
+
+
+def _located(e: StdopsError, path: str | None, where: str) -> StdopsError:
+    """An error an adapter raised (a limit, a helper's format complaint) with the file and layer added
+    unless it already names the file."""
+    if isinstance(e, ModelFormatError):
+        if e.path is not None or path is None:
+            return e
+        return ModelFormatError(path, where + (f" {e.where}" if e.where else ""), e.detail)
+    if path is not None and path in str(e):
+        return e
+    return ResourceLimitError(f"{path + ': ' if path else ''}{where}: {e}")
 
 
 class Net:

@@ -154,13 +154,13 @@ def _convert(value: Any, kind: str, where: str, path: str | None, pid: int, name
         if isinstance(value, (bool, np.bool_)):
             return int(value)
         if isinstance(value, (int, np.integer)):
-            return int(value)
+            return _int32(int(value), bad)
         if isinstance(value, (float, np.floating)):
             raise bad(f"a float literal {value!r} was given for an int param")
         raise bad(f"expected an int, got {type(value).__name__}")
     if kind == "float":
         if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-            return float(np.float32(value))
+            return _float32(value, bad)
         raise bad(f"expected a float, got {type(value).__name__}")
     if kind == "str":
         if isinstance(value, str):
@@ -176,8 +176,24 @@ def _convert(value: Any, kind: str, where: str, path: str | None, pid: int, name
     if kind == "ints":
         if any(isinstance(v, float) and not float(v).is_integer() for v in value):
             raise bad("a float element was given for an int array")
-        return [int(v) for v in value]
-    return [float(np.float32(v)) for v in value]
+        return [_int32(int(v), bad) for v in value]
+    return [_float32(v, bad) for v in value]
+
+
+def _int32(v: int, bad: Callable[[str], ModelFormatError]) -> int:
+    """ncnn keeps int params in an int32: a text literal outside its range is refused, not passed on."""
+    if not -2**31 <= v < 2**31:
+        raise bad(f"{v if abs(v) < 10**30 else 'a ' + str(len(str(abs(v)))) + '-digit number'} is outside "
+                  f"the int32 range")
+    return v
+
+
+def _float32(v: Any, bad: Callable[[str], ModelFormatError]) -> float:
+    try:
+        with np.errstate(over="ignore"):
+            return float(np.float32(float(v)))  # beyond float32's range: inf, as ncnn's strtof gives
+    except OverflowError:  # an int literal beyond any float
+        raise bad(f"a {len(str(abs(int(v))))}-digit number is outside the float range") from None
 
 
 def resolve_params(spec: LayerSpec, raw: dict[int, Any], where: str, path: str | None,

@@ -61,10 +61,10 @@ def _if(ctx: BindContext):
     return run_if
 
 
-def _empty_like_output(vi) -> np.ndarray:
+def _empty_like_output(vi, ctx: BindContext | None = None) -> np.ndarray:
     """A zero-length scan output for a loop that ran no iteration: shape [0] + the declared tail."""
     tt = vi.type.tensor_type
-    dtype = onnx_dtype(tt.elem_type) if tt.elem_type else np.float32
+    dtype = onnx_dtype(tt.elem_type, ctx) if tt.elem_type else np.float32
     tail = [d.dim_value if d.HasField("dim_value") else 0 for d in tt.shape.dim] if tt.HasField("shape") else []
     return np.zeros([0, *tail], dtype)
 
@@ -86,7 +86,7 @@ def _loop(ctx: BindContext):
     n_scan = len(b_out) - 1 - n_state
     if ctx.n_outputs > n_state + n_scan:
         raise ctx.error(f"node declares {ctx.n_outputs} outputs, the body yields {n_state + n_scan}")
-    empty_scans = [_empty_like_output(vi) for vi in body_g.output[1 + n_state:]]
+    empty_scans = [_empty_like_output(vi, ctx) for vi in body_g.output[1 + n_state:]]
     outer = body.outer_names
 
     def run_loop(m, cond, *rest):

@@ -6,6 +6,7 @@ Constant nodes, adapters' precomputation. A run validates the feeds and calls th
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from typing import Any, Callable, Sequence
 
@@ -14,7 +15,7 @@ import onnx
 from onnx import numpy_helper
 
 from .. import limits
-from ..errors import InputError, ModelFormatError, StdopsError, UnsupportedOp
+from ..errors import InputError, ModelFormatError, ResourceLimitError, StdopsError, UnsupportedOp
 from ..graph import Hook, Node, Plan
 from . import adapters, control  # noqa: F401  (register the version adapters and If/Loop/Scan)
 from .functions import MAX_DEPTH, function_opsets, inline, schema_function
@@ -42,12 +43,15 @@ class ValueInfo:
         return f"{self.name}: {self.dtype} [{dims}]"
 
 
-def _value_info(vi: onnx.ValueInfoProto) -> ValueInfo:
+def _value_info(vi: onnx.ValueInfoProto, path: str | None = None, where: str = "graph value") -> ValueInfo:
     tp = vi.type
     which = tp.WhichOneof("value")
     if which == "tensor_type":
         tt = tp.tensor_type
-        dtype = onnx_dtype(tt.elem_type) if tt.elem_type else None
+        try:
+            dtype = onnx_dtype(tt.elem_type) if tt.elem_type else None
+        except ModelFormatError as e:
+            raise ModelFormatError(path, f"{where} {vi.name!r}", e.detail) from None
         shape = None
         if tt.HasField("shape"):
             shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
@@ -94,9 +98,25 @@ def convert_attribute(a: onnx.AttributeProto, where: str, path: str | None) -> A
     raise ModelFormatError(path, where, f"attribute {a.name!r} has unsupported type {t}")
 
 
+def _held_elements(t: onnx.TensorProto) -> int:
+    """An upper bound on the elements a tensor's data can hold (4 per raw byte covers 2-bit packing)."""
+    return max(4 * len(t.raw_data), len(t.float_data), len(t.int32_data), len(t.string_data),
+               len(t.int64_data), len(t.double_data), len(t.uint64_data))
+
+
 def _tensor(t: onnx.TensorProto, where: str, path: str | None, base_dir: str | None) -> np.ndarray:
+    dims = [int(d) for d in t.dims]
+    if any(d < 0 for d in dims):
+        raise ModelFormatError(path, where, f"negative dimension in dims {tuple(dims)}")
+    n = math.prod(dims)
+    if n > limits.max_elements() and t.data_location != onnx.TensorProto.EXTERNAL and n > _held_elements(t):
+        raise ModelFormatError(path, where, f"dims {tuple(dims)} need {n} elements, the tensor's data holds "
+                                            f"at most {_held_elements(t)} (corrupt dims or truncated data)")
     try:
-        limits.check_elements(t.dims, where)
+        limits.check_elements(dims, where)
+    except ResourceLimitError as e:
+        raise ResourceLimitError(f"{path}: {e}" if path else str(e)) from None
+    try:
         return numpy_helper.to_array(t, base_dir or "")
     except StdopsError:
         raise
@@ -197,6 +217,10 @@ class GraphBuilder:
             opsets=opsets, output_present=[bool(o) for o in n.output])
         try:
             fn: Callable = adapt(ctx) if adapt is not None else ctx.bind()
+        except ModelFormatError as e:
+            if e.path is None and self.path is not None:  # raised by a helper that knows no file
+                raise ModelFormatError(self.path, where + (f" {e.where}" if e.where else ""), e.detail) from None
+            raise
         except StdopsError:
             raise
         except Exception as e:  # noqa: BLE001 - an adapter refusing the node's attributes
@@ -263,10 +287,10 @@ class Model:
             self.opsets["" if o.domain in ("", "ai.onnx") else o.domain] = int(o.version)
         g = proto.graph
         init_names = {t.name for t in g.initializer}
+        self._input_info = {vi.name: _value_info(vi, path, "graph input") for vi in g.input}
         #: the graph inputs a user feeds (initializers listed as inputs are optional overrides)
-        self.inputs: list[ValueInfo] = [_value_info(vi) for vi in g.input if vi.name not in init_names]
-        self.outputs: list[ValueInfo] = [_value_info(vi) for vi in g.output]
-        self._input_info = {vi.name: _value_info(vi) for vi in g.input}
+        self.inputs: list[ValueInfo] = [self._input_info[vi.name] for vi in g.input if vi.name not in init_names]
+        self.outputs: list[ValueInfo] = [_value_info(vi, path, "graph output") for vi in g.output]
         functions = {(f.domain, f.name): f for f in proto.functions}
         base_dir = os.path.dirname(os.path.abspath(path)) if path else None
         self.plan = GraphBuilder(self.opsets, path, base_dir, functions).compile(g)

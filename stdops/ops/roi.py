@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KernelError
+from ..limits import check_elements
 from ._registry import op
 from ._window import check_float, compute_dtype
 
@@ -40,6 +41,8 @@ def max_roi_pool(x, rois, /, *, pooled_shape, spatial_scale=1.0):
     ph, pw = (int(v) for v in pooled_shape)
     N, C, H, W = x.shape
     R = rois.shape[0]
+    check_elements((R, C, ph, pw), "MaxRoiPool output")
+    check_elements((C, H, pw), "MaxRoiPool column buffer")
     y = np.zeros((R, C, ph, pw), x.dtype)
     r64 = rois.astype(np.float64)
     bidx = r64[:, 0].astype(np.int64)
@@ -127,6 +130,7 @@ def roi_align(x, rois, batch_indices, /, *, coordinate_transformation_mode="half
     half = coordinate_transformation_mode == "half_pixel"
     off = 0.5 if half else 0.0
     r64 = rois.astype(np.float64) * float(spatial_scale) - off
+    check_elements((R, C, oh, ow), "RoiAlign output")
     y = np.zeros((R, C, oh, ow), dt)
     for r in range(R):
         x1, y1, x2, y2 = r64[r]
@@ -137,6 +141,11 @@ def roi_align(x, rois, batch_indices, /, *, coordinate_transformation_mode="half
         gw = int(sampling_ratio) if sampling_ratio > 0 else int(np.ceil(rw / ow))
         if gh <= 0 or gw <= 0:
             continue  # no sample points: the bin stays 0
+        if mode == "avg":  # the sample grids and interpolation matrices below
+            check_elements((oh * gh, max(H, 1)), "RoiAlign sample grid")
+            check_elements((ow * gw, max(W, 1)), "RoiAlign sample grid")
+        else:
+            check_elements((C, oh * gh, 2, ow * gw, 2), "RoiAlign sample grid")
         img = x[bi[r]].astype(dt, copy=False)
         ylo, yhi, ywl, ywh = _axis_interp(y1, rh, oh, gh, H)
         xlo, xhi, xwl, xwh = _axis_interp(x1, rw, ow, gw, W)

@@ -138,3 +138,10 @@ def test_expressions_cannot_hang_or_allocate_without_limit(text):
     with pytest.raises(StdopsError):
         fn, _ = compile_expression(text, {})
         fn({}) if callable(fn) else fn
+
+
+def test_diag_offset_far_outside_the_matrix_is_empty_not_a_crash():
+    from stdops.mdf.expr import compile_expression
+
+    fn, _ = compile_expression("numpy.diag(numpy.ones((3, 3)), -2147483648)", {})
+    assert (fn({}) if callable(fn) else fn).shape == (0,)

@@ -12,6 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from ...errors import KernelError
+from ...limits import check_elements
 from ...ops import OPS
 from ..spec import P, W, layer
 
@@ -334,6 +335,7 @@ def packing(p, w):
         extra = -x.shape[0] % ep
         if not extra:
             return x
+        check_elements((x.shape[0] + extra,) + x.shape[1:], "Packing output")
         return np.concatenate([x, np.zeros((extra,) + x.shape[1:], x.dtype)])
 
     return run
@@ -387,6 +389,12 @@ def diag(p, w):
     def run(x):
         if x.ndim not in (1, 2):
             raise KernelError(f"Diag: takes a 1d or 2d blob, got shape {x.shape}")
-        return np.ascontiguousarray(np.diag(x, k))
+        if x.ndim == 1:
+            n = x.shape[0] + abs(k)
+            check_elements((n, n), "Diag output")
+            return np.ascontiguousarray(np.diag(x, k))
+        # an offset beyond the matrix selects nothing; clamped, since numpy's diagonal crashes
+        # (SIGSEGV) on an offset of -2**31
+        return np.ascontiguousarray(np.diag(x, min(max(k, -x.shape[0]), x.shape[1])))
 
     return run

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_elements
 from ...ops import OPS
 from ..spec import P, layer
 
@@ -442,6 +443,8 @@ def roi_align(p, w):
     of ceil(clipped bin size) samples (or sampling_ratio), empty bins 0."""
     ph, pw = p.pooled_height, p.pooled_width
     scale = _F32(p.spatial_scale)
+    if ph <= 0 or pw <= 0:
+        raise ValueError(f"pooled size must be positive, got {ph} x {pw}")
     if p.version not in (0, 1):
         raise ValueError(f"version must be 0 or 1, got {p.version}")
     if p.version == 1:
@@ -465,6 +468,7 @@ def roi_align(p, w):
         if not p.aligned:
             rw, rh = max(rw, _F32(1)), max(rh, _F32(1))
         bsw, bsh = _F32(rw / _F32(pw)), _F32(rh / _F32(ph))
+        check_elements((c, ph, pw), "ROIAlign output")
         out = np.zeros((c, ph, pw), _F32)
         for i in range(ph):
             hs = min(max(_F32(y1 + i * bsh), _F32(0)), _F32(h))
@@ -476,6 +480,7 @@ def roi_align(p, w):
                     continue
                 gh = p.sampling_ratio if p.sampling_ratio > 0 else int(np.ceil(he - hs))
                 gw = p.sampling_ratio if p.sampling_ratio > 0 else int(np.ceil(we - ws))
+                check_elements((c, gh, gw), "ROIAlign sampling grid")
                 ys = hs + (np.arange(gh, dtype=_F32) + _F32(0.5)) * bsh / _F32(gh)
                 xs = ws + (np.arange(gw, dtype=_F32) + _F32(0.5)) * bsw / _F32(gw)
                 yy, xx = np.meshgrid(ys, xs, indexing="ij")

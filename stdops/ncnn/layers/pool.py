@@ -17,6 +17,7 @@ import itertools
 import numpy as np
 
 from ...errors import KernelError
+from ...limits import check_elements
 from ...ops import OPS
 from ...ops.pool import max_pool_values
 from ..spec import P, Ref, W, layer
@@ -66,6 +67,7 @@ def _adaptive(x: np.ndarray, out: tuple[int, ...], is_max: bool) -> np.ndarray:
     window, each tap one gather covering every output position."""
     sp = x.shape[1:]
     nd = len(sp)
+    check_elements((x.shape[0],) + tuple(out), "adaptive Pooling output")
     starts, ends, lens = [], [], []
     for n, o in zip(sp, out):
         j = np.arange(o)
@@ -340,6 +342,7 @@ def padding(p, w):
             raise KernelError(f"Padding: per_channel_pad_data has {per_channel.size} values, the padded blob has "
                               f"{nc} channels")
         vals = per_channel[:nc].astype(x.dtype)
+        check_elements(outshape, "Padding output")
         out = np.empty(outshape, x.dtype)
         out[...] = vals.reshape((nc,) + (1,) * (x.ndim - 1))
         out[tuple(slice(bb, bb + n) for bb, n in zip(b, x.shape))] = x

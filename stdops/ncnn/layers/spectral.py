@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ...limits import check_elements
 from ...ops import OPS
 from ..spec import P, Ref, layer
 
@@ -23,6 +24,7 @@ def _window(n_fft: int, winlen: int, window_type: int) -> np.ndarray:
         raise ValueError(f"n_fft must be positive, got {n_fft}")
     if not 0 < winlen <= n_fft:
         raise ValueError(f"winlen must be in 1..n_fft ({n_fft}), got {winlen}")
+    check_elements((n_fft,), "Spectrogram window")
     if window_type == 0:
         win = np.ones(winlen, _F32)
     elif window_type == 1:
