@@ -41,8 +41,9 @@ def check_elements(shape, what: str = "output") -> None:
             f"(raise it with stdops.limits.set_max_elements or STDOPS_MAX_ELEMENTS)")
 
 
-#: Loop iterations allowed when neither the trip count nor the condition stops a Loop
-_max_loop_iterations = int(os.environ.get("STDOPS_MAX_LOOP_ITERATIONS", 10_000_000))
+#: Loop iterations allowed in one Loop (or MDF integration) before it counts as runaway: about a second to
+#: a minute of work, never an unbounded hang; raise it with set_max_loop_iterations or the env variable
+_max_loop_iterations = int(os.environ.get("STDOPS_MAX_LOOP_ITERATIONS", 1_000_000))
 
 
 def max_loop_iterations() -> int:

@@ -12,6 +12,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from ..errors import KernelError
+from ..limits import check_elements
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -101,6 +102,8 @@ def pad_input(x: np.ndarray, begin: Sequence[int], end: Sequence[int], value=0) 
     if not any(begin) and not any(end):
         return x
     shape = x.shape[:2] + tuple(d + b + e for d, b, e in zip(x.shape[2:], begin, end))
+    if min(shape) >= 0:  # pads come from attributes / params: refuse a buffer they cannot justify
+        check_elements(shape, "padded input")
     out = np.full(shape, value, dtype=x.dtype) if value != 0 else np.zeros(shape, dtype=x.dtype)
     out[(slice(None), slice(None)) + tuple(slice(b, b + d) for b, d in zip(begin, x.shape[2:]))] = x
     return out

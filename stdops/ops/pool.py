@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
-from ._window import FlatTaps, check_float, check_rank, compute_dtype, geometry, ints, pad_input, pad_pairs, prod
+from ._window import FlatTaps, check_float, check_rank, compute_dtype, geometry, ints, pad_pairs, prod
 
 
 def _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
@@ -36,23 +36,88 @@ def _lowest(dt: np.dtype):
 
 def _separable(x, kernel, strides, dilations, geo, fill, ufunc):
     """Reduce the windows one spatial axis at a time (max and sum are separable over a box):
-    sum(k_i) passes over shrinking arrays instead of prod(k_i) passes over the output."""
-    a = pad_input(x, geo.begin, geo.end, fill)
-    n = len(kernel)
-    for i in range(n):
-        k, s, d, o = kernel[i], strides[i], dilations[i], geo.out[i]
-        if k == 1 and s == 1 and a.shape[2 + i] == o:
-            continue
-        pre = (slice(None),) * (2 + i)
-        views = [a[pre + (slice(t * d, t * d + (o - 1) * s + 1, s),)] for t in range(k)]
-        if k == 1:
-            acc = np.ascontiguousarray(views[0])
-        else:
-            acc = ufunc(views[0], views[1])
-            for v in views[2:]:
-                ufunc(acc, v, out=acc)
-        a = acc
+    sum(k_i) passes over shrinking arrays instead of prod(k_i) passes over the output. No padded
+    copy: each tap reduces only the outputs whose input lies inside X (padding is ``fill``, the
+    ufunc's identity), so a pass reads shifted views of the previous result directly."""
+    a = x
+    for i in range(len(kernel)):
+        a = _axis_reduce(a, 2 + i, kernel[i], strides[i], dilations[i], geo.begin[i], geo.out[i], fill, ufunc)
     return a.copy() if a is x else a
+
+
+def _axis_reduce(a, ax, k, s, d, begin, o, fill, ufunc):
+    """y[..., j, ...] = ufunc-reduce over taps t of a[..., j * s + t * d - begin, ...] along axis ``ax``
+    (taps outside a count as ``fill``)."""
+    D = a.shape[ax]
+    if k == 1 and s == 1 and begin == 0 and D == o:
+        return a
+    if ax == a.ndim - 1 and D == s * o and a.flags.c_contiguous and D > (k - 1) * d and a.size:
+        return _last_axis_flat(a, k, s, d, begin, o, fill, ufunc)
+    pre = (slice(None),) * ax
+    taps = []  # (output range lo..hi whose input is inside a, the view of a it reads)
+    for t in range(k):
+        lo = max(0, -(-(begin - t * d) // s))
+        hi = min(o, (D - 1 - t * d + begin) // s + 1)
+        if hi > lo:
+            start = lo * s + t * d - begin
+            taps.append((lo, hi, a[pre + (slice(start, start + (hi - lo - 1) * s + 1, s),)]))
+    shape = a.shape[:ax] + (o,) + a.shape[ax + 1:]
+    taps.sort(key=lambda r: r[0] - r[1])  # widest ranges first
+    if not taps or taps[0][1] - taps[0][0] < o:  # no tap sees every output: start from the fill value
+        y = np.full(shape, fill, a.dtype)
+        rest = taps
+    else:
+        v0 = taps[0][2]
+        y = np.empty(shape, a.dtype)
+        if len(taps) == 1:
+            np.copyto(y, v0)
+        else:  # the first two taps in one pass, the edges the second one misses copied from the first
+            lo, hi, v1 = taps[1]
+            ufunc(v0[pre + (slice(lo, hi),)], v1, out=y[pre + (slice(lo, hi),)])
+            if lo:
+                y[pre + (slice(0, lo),)] = v0[pre + (slice(0, lo),)]
+            if hi < o:
+                y[pre + (slice(hi, o),)] = v0[pre + (slice(hi, o),)]
+        rest = taps[2:]
+    for lo, hi, v in rest:
+        yv = y[pre + (slice(lo, hi),)]
+        ufunc(yv, v, out=yv)
+    return y
+
+
+def _last_axis_flat(a, k, s, d, begin, o, fill, ufunc):
+    """_axis_reduce along the last, contiguous axis when it holds exactly s * o inputs: output q of
+    the flattened result then reads input s * q + t * d - begin of the flattened array, so each tap
+    is ONE (strided) view over all rows (long loops instead of one per row); the few edge columns
+    where a tap wraps into the neighbouring row are recomputed from their valid taps."""
+    D = a.shape[-1]
+    af = a.reshape(-1)
+    y = np.empty(a.shape[:-1] + (o,), a.dtype)
+    yf = y.reshape(-1)
+    q0 = -(-begin // s)  # flat outputs q0..q1 have every tap inside the flattened input
+    q1 = (af.size - 1 - (k - 1) * d + begin) // s + 1
+    if q1 > q0:
+        taps = [af[s * q0 + t * d - begin:s * (q1 - 1) + t * d - begin + 1:s] for t in range(k)]
+        if k == 1:
+            np.copyto(yf[q0:q1], taps[0])
+        else:
+            ufunc(taps[0], taps[1], out=yf[q0:q1])
+        for v in taps[2:]:
+            ufunc(yf[q0:q1], v, out=yf[q0:q1])
+    # columns where some tap leaves the row: j * s < begin or j * s + (k - 1) * d - begin >= D
+    edge = sorted(set(range(min(q0, o))) | set(range(max(0, -(-(D - (k - 1) * d + begin) // s)), o)))
+    for j in edge:
+        cols = [j * s + t * d - begin for t in range(k) if 0 <= j * s + t * d - begin < D]
+        if not cols:
+            y[..., j] = fill
+            continue
+        if len(cols) == 1:
+            y[..., j] = a[..., cols[0]]
+        else:
+            ufunc(a[..., cols[0]], a[..., cols[1]], out=y[..., j])
+        for c in cols[2:]:
+            ufunc(y[..., j], a[..., c], out=y[..., j])
+    return y
 
 
 def _max_pool(x, with_indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape=(), pads=(),

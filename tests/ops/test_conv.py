@@ -121,6 +121,10 @@ def _one_node(op_type, inputs, initializers, attrs, opset=17):
 @pytest.mark.parametrize("xs,ws,attrs", [CONV_CASES[i] for i in (1, 2, 3, 4, 7, 13, 15, 17)] + [
     ((1, 3, 9, 200), (4, 3, 3, 5), dict(strides=[2, 2], pads=[1, 2, 1, 2])),  # wide rows, bias folded
     ((2, 2, 5, 120), (3, 2, 3, 3), dict(pads=[1, 1, 1, 1])),
+    ((1, 4, 6, 7), (12, 4, 1, 1), {}),  # 1x1 expanding: bias folded into the GEMM
+    ((2, 3, 7, 7), (5, 3, 1, 1), dict(strides=[2, 2])),  # strided 1x1: X copied anyway, bias folded
+    ((1, 3, 6, 6), (6, 3, 1, 1), dict(pads=[1, 0, 0, 1])),
+    ((1, 12, 6, 7), (4, 12, 1, 1), {}),  # 1x1 narrowing: bias added after the GEMM
 ])
 def test_conv_prepared_weights_through_onnx(xs, ws, attrs, opset):
     """The load-time adapter (W an initializer) computes what the kernel computes."""
@@ -132,6 +136,55 @@ def test_conv_prepared_weights_through_onnx(xs, ws, attrs, opset):
     np.testing.assert_allclose(y, conv(x, w, b, **attrs), rtol=1e-5, atol=1e-5)
     y2 = m.run({"X": x})["Y"]  # a second run with the same prepared weight
     np.testing.assert_array_equal(y, y2)
+
+
+def tapwise_depthwise(x, w, b=None, strides=None, dilations=None, pads=None, auto_pad="NOTSET", group=1):
+    """Depthwise reference (C/group == 1) in float64: a loop over taps on a zero-padded copy."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    N, C, H, W = x.shape
+    M, _, kh, kw = w.shape
+    s, d = strides or [1, 1], dilations or [1, 1]
+    begin, out = _pads((H, W), (kh, kw), s, d, pads, auto_pad)
+    xp = np.zeros((N, C, H + begin[0] + (kh - 1) * d[0] + out[0] * s[0], W + begin[1] + (kw - 1) * d[1] + out[1] * s[1]))
+    xp[:, :, begin[0]:begin[0] + H, begin[1]:begin[1] + W] = x
+    y = np.zeros((N, M) + tuple(out))
+    ch = np.arange(M) // (M // group)
+    for ky in range(kh):
+        for kx in range(kw):
+            r0, c0 = ky * d[0], kx * d[1]
+            v = xp[:, ch, r0:r0 + (out[0] - 1) * s[0] + 1:s[0], c0:c0 + (out[1] - 1) * s[1] + 1:s[1]]
+            y += w[None, :, 0, ky, kx, None, None] * v
+    return y if b is None else y + b.astype(np.float64)[None, :, None, None]
+
+
+DEPTHWISE_WIDE = [  # wide planes: the row-block path (4 output rows per GEMM column)
+    ((1, 3, 10, 100), (3, 1, 3, 3), dict(group=3, pads=[1, 1, 1, 1])),  # last row block partial
+    ((2, 4, 9, 60), (8, 1, 3, 3), dict(group=4, pads=[1, 1, 1, 1])),  # batch 2, multiplier 2
+    ((1, 3, 13, 50), (3, 1, 3, 3), dict(group=3, dilations=[2, 2], pads=[2, 2, 2, 2])),
+    ((1, 3, 9, 200), (3, 1, 3, 3), dict(group=3, strides=[1, 2], pads=[1, 1, 1, 1])),  # column phases
+    ((1, 2, 11, 97), (2, 1, 5, 2), dict(group=2, pads=[2, 0, 1, 1], dilations=[1, 3])),
+    ((1, 2, 3, 120), (2, 1, 3, 3), dict(group=2, pads=[0, 1, 0, 1])),  # one output row
+    ((1, 4, 12, 99), (4, 1, 3, 3), dict(group=4, auto_pad="SAME_UPPER")),
+    ((1, 4, 30, 30), (4, 1, 3, 3), dict(group=4, strides=[2, 2], pads=[1, 1, 1, 1])),  # per-tap path
+]
+
+
+@pytest.mark.parametrize("xs,ws,attrs", DEPTHWISE_WIDE)
+def test_depthwise_wide(xs, ws, attrs):
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal(ws).astype(np.float32)
+    b = RNG.standard_normal(ws[0]).astype(np.float32)
+    ref = tapwise_depthwise(x, w, b, **attrs)
+    y = conv(x, w, b, **attrs)
+    assert y.dtype == np.float32 and y.shape == ref.shape and y.flags.c_contiguous
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(conv(x, w, **attrs), tapwise_depthwise(x, w, **attrs), rtol=1e-4, atol=1e-4)
+    y64 = conv(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **attrs)
+    assert y64.dtype == np.float64
+    np.testing.assert_allclose(y64, ref, rtol=1e-12, atol=1e-12)
+    m = stdops.onnx.load(_one_node("Conv", [("X", x)], [("W", w), ("B", b)], attrs))  # bias prepared, cached
+    for _ in range(2):
+        np.testing.assert_allclose(m.run({"X": x})["Y"], ref, rtol=1e-4, atol=1e-4)
 
 
 def test_conv_prepared_weights_reports_bad_shapes():

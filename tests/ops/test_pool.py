@@ -89,7 +89,15 @@ POOL_CASES = [
     ((1, 1, 5, 5), [2, 2], dict(strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)),
     ((1, 2, 4, 5, 6), [2, 2, 3], dict(strides=[1, 2, 2], pads=[1, 0, 1, 0, 1, 1])),
     ((1, 1, 9, 9, 9), [2, 2, 2], dict(dilations=[2, 2, 2], strides=[2, 2, 2], ceil_mode=1)),
+    # stride 1 along the last axis with as many outputs as inputs: taps as shifted flat views
+    ((2, 3, 6, 7), [3, 3], dict(pads=[1, 1, 1, 1])),
+    ((1, 2, 7), [3], dict(pads=[1, 1])),
+    ((1, 2, 6, 10), [2, 3], dict(pads=[0, 2, 1, 2], dilations=[1, 2])),
+    ((1, 1, 4, 8), [1, 4], dict(pads=[0, 1, 0, 2])),
+    ((1, 1, 3, 6), [1, 4], dict(pads=[0, 3, 0, 0])),  # a window holding one real column
+    ((1, 2, 5, 4), [2, 3], dict(auto_pad="SAME_UPPER")),
 ]
+STRIDE1_CASES = POOL_CASES[12:]
 
 
 def _naive_kwargs(k, a):
@@ -140,6 +148,23 @@ def test_average_pool(shape, k, attrs, cip):
     ry, _ = naive_pool(x, "avg", cip=cip, **_naive_kwargs(k, attrs))
     assert y.dtype == np.float32
     np.testing.assert_allclose(y, ry, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+@pytest.mark.parametrize("shape,k,attrs", STRIDE1_CASES)
+def test_lp_pool_stride1(shape, k, attrs, p):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    ry, _ = naive_pool(x, "lp", p=p, **_naive_kwargs(k, attrs))
+    np.testing.assert_allclose(lp_pool(x, kernel_shape=k, p=p, **attrs), ry, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float16])
+def test_max_pool_stride1_dtypes(dtype):
+    x = (RNG.standard_normal((1, 2, 5, 9)) * 50).astype(dtype)
+    y = max_pool_values(x, kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    ry, _ = naive_pool(x, "max", [3, 3], None, None, [1, 1, 1, 1])
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(y, ry.astype(dtype))
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float64])

@@ -1,9 +1,13 @@
 """ONNX version adapters for the conv kernels.
 
 Conv (every version): when W is an initializer, the GEMM-ready weight layout is computed once at
-load time and each run calls the convolution core with it.
+load time and each run calls the convolution core with it. The callable returned then has a
+``fuse_clip(lo, hi)`` method: the same Conv with a following Clip/ReLU applied inside it (for a
+graph-level Conv+Clip fusion; the depthwise paths clip in a copy they make anyway).
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -29,10 +33,19 @@ def _conv_prepared_weight(ctx):
         cw.fold_bias(b0)  # a constant bias rides in the GEMM (conv_forward checks it is this array)
     wdt = w.dtype
 
-    def conv_prepared(x, w_, b=None):
-        if w_ is not w or x.dtype != wdt:
-            return fn(x, w_, b)  # W overridden by a feed, or a dtype mismatch: the plain kernel decides
-        y = conv_forward(x, cw, b, **attrs)
+    def conv_prepared(x, w_, b=None, *, clip=None):
+        if w_ is not w or x.dtype != wdt:  # W overridden by a feed, or a dtype mismatch: the plain kernel decides
+            y = fn(x, w_, b)
+            return y if clip is None else np.clip(y, *clip, out=y)
+        y = conv_forward(x, cw, b, clip=clip, **attrs)
         return y if y.dtype == wdt else y.astype(wdt)
 
+    def fuse_clip(lo=None, hi=None):
+        """This Conv followed by Clip(lo, hi) (ReLU: lo=0; ReLU6: 0, 6), as one step: for a graph pass
+        that fuses a Conv whose only consumer is a Clip/Relu with constant bounds."""
+        lo = None if lo is None else np.asarray(lo, wdt).reshape(()).item()
+        hi = None if hi is None else np.asarray(hi, wdt).reshape(()).item()
+        return functools.partial(conv_prepared, clip=(lo, hi))
+
+    conv_prepared.fuse_clip = fuse_clip
     return conv_prepared
