@@ -304,6 +304,19 @@ def _dw_rows_plan(xshape, geo, kernel, strides):
     return m, G
 
 
+_ZEROS: dict = {}
+
+
+def _zeros(n: int, dt) -> np.ndarray:
+    """A shared read-only zero vector of at least n elements (dot(x, zeros) is 0 iff x is finite)."""
+    z = _ZEROS.get(np.dtype(dt))
+    if z is None or z.size < n:
+        z = np.zeros(max(n, 1 << 16), dt)
+        z.flags.writeable = False
+        _ZEROS[np.dtype(dt)] = z
+    return z[:n]
+
+
 def _dw_reduce(runs, wall, NG, rows, K, L, bias, dt):
     """y (NG, rows, L) = wall (NG, rows, K [+1]) @ cols (NG, K [+1], L) in cache-sized channel blocks;
     ``runs`` fills cols[:, :K] of a block; a bias adds a row of ones (set once)."""
@@ -334,9 +347,10 @@ def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations, b=None, 
     g, mg, kernel, dt = cw.group, cw.M // cw.group, cw.kernel, cw.dtype
     M, out, NG = g * mg, geo.out, N * g
     rows = _dw_rows_plan(xc.shape, geo, kernel, strides)
-    if rows is not None:
-        m, G = rows
-        yr = _depthwise_rows(xc, cw, geo, strides, dilations, m, G, b)[..., :out[1]]  # (N, g, mg, m, G, OW)
+    yr = None if rows is None else _depthwise_rows(xc, cw, geo, strides, dilations, *rows, b)
+    if yr is not None:
+        m = rows[0]
+        yr = yr[..., :out[1]]  # (N, g, mg, m, G, OW)
         y = np.empty((N, M) + out, dt)
         Gf, rem = divmod(out[0], m)  # full row blocks, rows of the last partial one
         # un-block the rows and drop the junk columns in one copy (clipping on the way)
@@ -382,7 +396,8 @@ def _depthwise_rows(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations, m: 
     split into m row phases (and sw column phases) laid out flat, so that each (D, kx) reads ONE
     contiguous run per plane for all g; the runs form (nD * kw, G * Qw) columns that one small GEMM
     (M/g * m, nD * kw) per plane reduces. Gathers nD * kw / m values per output instead of kh * kw,
-    and the GEMM runs at BLAS speed instead of a GEMV's. Returns (N, g, M/g, m, G, Qw) rows."""
+    and the GEMM runs at BLAS speed instead of a GEMV's. Returns (N, g, M/g, m, G, Qw) rows, or None
+    when X holds an inf or NaN (the per-tap path then keeps them inside their windows)."""
     N, C = xc.shape[:2]
     (kh, kw), (sh, sw), (dh, dw) = cw.kernel, strides, dilations
     g, mg, dt = cw.group, cw.M // cw.group, cw.dtype
@@ -394,6 +409,11 @@ def _depthwise_rows(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations, m: 
     pgeo = Geometry(geo.begin, (end_h, geo.end[1]), (G, OW), (1, 1), (end_h, geo.end[1]))
     ft = FlatTaps(xc, pgeo, (1, 1), (P, sw), (1, 1))
     flat = ft.flat  # (P * sw, N * C, Q0 * Qw): phase (p, a) = padded rows p + q * P, cols a + qc * sw
+    fl = flat.reshape(-1)
+    with np.errstate(invalid="ignore"):
+        finite = np.dot(fl, _zeros(fl.size, dt)) == 0
+    if not finite:
+        return None  # an inf/NaN input: its zero weights for the block's other rows would give 0 * inf = NaN
     Qw = ft.row[0]
     GQ, K, NG, isz = G * Qw, nD * kw, N * g, flat.itemsize
     wm = _dw_weight(cw, m, strides, dilations, b)

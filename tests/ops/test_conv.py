@@ -187,6 +187,19 @@ def test_depthwise_wide(xs, ws, attrs):
         np.testing.assert_allclose(m.run({"X": x})["Y"], ref, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_depthwise_wide_non_finite(bad):
+    """An inf/NaN reaches only the outputs whose window holds it (the row-block path falls back)."""
+    x = RNG.standard_normal((1, 3, 12, 100)).astype(np.float32)
+    x[0, 1, 5, 40] = bad
+    w = RNG.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(3).astype(np.float32)
+    y = conv(x, w, b, group=3, pads=[1, 1, 1, 1])
+    ref = tapwise_depthwise(x, w, b, group=3, pads=[1, 1, 1, 1])
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    assert np.isfinite(y).sum() == y.size - 9
+
+
 def test_conv_prepared_weights_reports_bad_shapes():
     w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
     m = stdops.onnx.load(_one_node("Conv", [("X", None)], [("W", w)], {}))
