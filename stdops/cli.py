@@ -239,11 +239,17 @@ def compare(model: Path = typer.Argument(..., help="Model file: .onnx, .param / 
 
 @app.command()
 def ops(front_end: Optional[str] = typer.Option(None, "--front-end", "-f",
-                                                help="Only kernels bound by this front end (onnx, ncnn, mdf)")) -> None:
-    """Every registered kernel, what it implements, and which front ends bind it."""
+                                                help="Only what this front end binds (onnx, ncnn, mdf)"),
+        layer: Optional[str] = typer.Option(None, "--layer", help="ncnn: one layer's params and weights")) -> None:
+    """Every registered kernel, what it implements and which front ends bind it; with -f ncnn, the ncnn
+    layers with their param ids, names and defaults (the operator reference ncnn lacks)."""
     from .ops import OPS
     from .onnx import opset  # noqa: F401  (loads the ONNX adapters too)
+    from .ncnn.spec import LAYERS
 
+    if front_end == "ncnn" or layer:
+        _ncnn_layers(LAYERS, layer)
+        return
     t = Table(title="stdops kernels")
     for col in ("kernel", "front ends", "specs", "summary"):
         t.add_column(col, overflow="fold")
@@ -252,12 +258,47 @@ def ops(front_end: Optional[str] = typer.Option(None, "--front-end", "-f",
         if front_end and front_end not in d.front_ends():
             continue
         shown += 1
-        t.add_row(name, ",".join(d.front_ends()), " ".join(d.specs), d.summary)
+        t.add_row(name, ",".join(d.front_ends()), " ".join(d.specs), escape(d.summary))
     console.print(t)
     bound = opset.bound_ops()
     console.print(f"{shown} kernels; ONNX binds {len(bound)} op types "
-                  f"({sum(len(v) for v in bound.values())} versioned entries incl. adapters)")
+                  f"({sum(len(v) for v in bound.values())} versioned entries incl. adapters); "
+                  f"ncnn declares {len(LAYERS)} layers (stdops ops -f ncnn)")
 
+
+def _ncnn_layers(layers: dict, only: Optional[str]) -> None:
+    from .ncnn.spec import Ref, resolve_params
+
+    def default(p) -> str:
+        return f"= {p.default.name}" if isinstance(p.default, Ref) else repr(p.default)
+
+    if only is not None:
+        spec = layers.get(only)
+        if spec is None:
+            raise StdopsError(f"no ncnn layer named {only!r}")
+        console.print(f"[bold]{escape(only)}[/bold]: {escape(spec.doc)}")
+        by_name = {p.name: p for p in spec.params}
+        t = Table(title="params, in ncnn's load order")
+        for col in ("id", "name", "type", "default"):
+            t.add_column(col)
+        for p in spec.params:
+            t.add_row(str(p.id), p.name, p.resolved_kind(by_name), escape(default(p)))
+        console.print(t)
+        try:
+            ws = list(spec.weights(resolve_params(spec, {}, only, None)))
+            console.print("weights with default params: " + (", ".join(
+                f"{w.name} ({w.size}, {'tagged' if w.tagged else 'raw'})" for w in ws) or "none"))
+        except Exception:  # noqa: BLE001 - some layers need params to size their weights
+            console.print("weights: sized by the params")
+        return
+    t = Table(title="ncnn layers")
+    for col in ("layer", "bottoms/tops", "params (id=name)", "summary"):
+        t.add_column(col, overflow="fold")
+    for name, spec in sorted(layers.items()):
+        params = " ".join(f"{p.id}={p.name}" for p in spec.params)
+        arity = f"{'*' if spec.n_inputs is None else spec.n_inputs}/{'*' if spec.n_outputs is None else spec.n_outputs}"
+        t.add_row(name, arity, escape(params) or "-", escape(spec.doc.splitlines()[0] if spec.doc else ""))
+    console.print(t)
 
 @app.command()
 def demo() -> None:

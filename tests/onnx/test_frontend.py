@@ -255,3 +255,12 @@ def test_recursive_local_function_is_refused():
                           functions=[f])
     with pytest.raises(ModelFormatError, match="recursive"):
         stdops.onnx.load(m)
+
+
+def test_cli_ops_lists_ncnn_layers_and_mdf_functions():
+    r = _cli("ops", "-f", "ncnn")
+    assert r.returncode == 0 and "Convolution" in r.stdout and "MultiHeadAttention" in r.stdout
+    r = _cli("ops", "--layer", "Convolution")
+    assert r.returncode == 0 and "num_output" in r.stdout and "kernel_h" in r.stdout
+    r = _cli("ops", "-f", "mdf")
+    assert r.returncode == 0 and "drift_diffusion" in r.stdout
