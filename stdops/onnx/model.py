@@ -17,7 +17,7 @@ from onnx import numpy_helper
 from .. import limits
 from ..errors import InputError, ModelFormatError, ResourceLimitError, StdopsError, UnsupportedOp
 from ..graph import Hook, Node, Plan
-from . import adapters, control  # noqa: F401  (register the version adapters and If/Loop/Scan)
+from . import adapters, control, gradient  # noqa: F401  (version adapters, If/Loop/Scan, Gradient)
 from .functions import MAX_DEPTH, function_opsets, inline, schema_function
 from .opset import BindContext, onnx_dtype, resolve
 
@@ -145,12 +145,14 @@ class GraphBuilder:
         known = set(constants) | set(input_names) | set(outer)
         nodes: list[Node] = []
         used_names: set[str] = set()
+        earlier: list[onnx.NodeProto] = []
         for n, opsets, where, depth in self._expanded(g.node, self.opsets, graph_where):
             name = n.name or f"{n.op_type}_{len(used_names)}"
             if name in used_names:
                 name = f"{name}_{len(used_names)}"
             used_names.add(name)
-            node = self._node(n, name, where, constants, known, opsets)
+            node = self._node(n, name, where, constants, known, opsets, earlier)
+            earlier.append(n)
             known.update(o for o in n.output if o)
             if node is not None:  # None: a Constant, folded into the constants
                 nodes.append(node)
@@ -186,7 +188,7 @@ class GraphBuilder:
                                       f"{where} function {body.name!r}", depth + 1)
 
     def _node(self, n: onnx.NodeProto, name: str, where: str, constants: dict[str, Any],
-              known: set[str], opsets: dict[str, int]) -> Node | None:
+              known: set[str], opsets: dict[str, int], earlier: list | None = None) -> Node | None:
         domain = n.domain
         dkey = "" if domain in ("", "ai.onnx") else domain
         if dkey not in opsets:
@@ -214,7 +216,7 @@ class GraphBuilder:
             constants=[constants.get(i) if i else None for i in n.input],
             compile_graph=lambda g, _known=frozenset(known): self.compile(g, outer=sorted(_known),
                                                                          graph_where=f"{where} subgraph"),
-            opsets=opsets, output_present=[bool(o) for o in n.output])
+            opsets=opsets, output_present=[bool(o) for o in n.output], earlier_nodes=list(earlier or ()))
         try:
             fn: Callable = adapt(ctx) if adapt is not None else ctx.bind()
         except ModelFormatError as e:

@@ -52,6 +52,8 @@ class BindContext:
     compile_graph: Callable[[Any], Any] | None = None  # for GRAPH attributes (control flow)
     opsets: dict[str, int] = dataclasses.field(default_factory=dict)
     output_present: list[bool] = dataclasses.field(default_factory=list)  # "" = an output nobody asks for
+    #: the nodes (after function inlining) before this one in its graph: what a Gradient node differentiates
+    earlier_nodes: list = dataclasses.field(default_factory=list)
 
     @property
     def where(self) -> str:
