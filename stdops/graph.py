@@ -15,6 +15,7 @@ Conventions for values: a tensor is an ``np.ndarray``; a sequence is a ``list``;
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 from typing import Any, Callable, Iterable, Sequence
 
@@ -24,6 +25,18 @@ from .errors import InputError, ModelFormatError, OpError, ResourceLimitError, S
 _EMPTY_SLOT = 0
 
 Hook = Callable[[str, str, Any], None]
+
+#: the hook of the run in progress, so that steps running subgraphs (If, Loop, Scan) can show their
+#: inner values too (see ``subgraph_hook``)
+_ACTIVE_HOOK: contextvars.ContextVar[Hook | None] = contextvars.ContextVar("stdops_hook", default=None)
+
+
+def subgraph_hook(prefix: str) -> Hook | None:
+    """The active run's hook, naming values of a subgraph run ``prefix/inner node`` (None when no hook)."""
+    outer = _ACTIVE_HOOK.get()
+    if outer is None:
+        return None
+    return lambda node, name, value: outer(f"{prefix}/{node}", name, value)
 
 
 @dataclasses.dataclass
@@ -162,6 +175,13 @@ class Plan:
         requested values by name."""
         want = self.output_names if outputs is None else list(outputs)
         steps = self.schedule(want)
+        token = _ACTIVE_HOOK.set(hook)
+        try:
+            return self._run(steps, want, feeds, hook)
+        finally:
+            _ACTIVE_HOOK.reset(token)
+
+    def _run(self, steps: list[_Step], want: list[str], feeds: dict[str, Any], hook: Hook | None) -> dict[str, Any]:
         vals = list(self._template)
         for name, s in self._needed_inputs[tuple(want)]:
             if name in feeds:

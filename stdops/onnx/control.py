@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import KernelError, ResourceLimitError
+from ..graph import subgraph_hook
 from .opset import BindContext, adapter, onnx_dtype
 
 
@@ -40,6 +41,7 @@ def _check_outputs(ctx: BindContext, plan, n: int, what: str) -> None:
 @adapter("If", 1)
 def _if(ctx: BindContext):
     """If(cond) -> the outputs of then_branch or else_branch (If-1..-24 differ only in types)."""
+    node = ctx.node_name
     _, then_p = _compile(ctx, "then_branch")
     _, else_p = _compile(ctx, "else_branch")
     if ctx.attrs:
@@ -52,9 +54,11 @@ def _if(ctx: BindContext):
         c = np.asarray(cond)
         if c.size != 1:
             raise KernelError(f"If: cond must hold one element, got shape {c.shape}")
-        plan = then_p if bool(c.reshape(-1)[0]) else else_p
+        taken = bool(c.reshape(-1)[0])
+        plan = then_p if taken else else_p
         env = dict(zip(outer, outer_vals))
-        out = plan.run({n: env[n] for n in plan.outer_names})
+        out = plan.run({n: env[n] for n in plan.outer_names},
+                       hook=subgraph_hook(f"{node}/{'then' if taken else 'else'}"))
         return tuple(out[n] for n in plan.output_names)
 
     run_if.outer_inputs = outer
@@ -72,6 +76,7 @@ def _empty_like_output(vi, ctx: BindContext | None = None) -> np.ndarray:
 @adapter("Loop", 1)
 def _loop(ctx: BindContext):
     """Loop(M?, cond?, v_initial...) -> (v_final..., scan_outputs...) (Loop-1..-24: same meaning)."""
+    node = ctx.node_name
     body_g, body = _compile(ctx, "body")
     if ctx.attrs:
         raise ctx.error(f"unknown attribute(s) {', '.join(sorted(ctx.attrs))}")
@@ -104,7 +109,7 @@ def _loop(ctx: BindContext):
             feeds = {b_in[0]: np.array(i, np.int64), b_in[1]: np.array(go)}
             feeds.update(zip(b_in[2:], state))
             feeds.update(env)
-            out = body.run(feeds)
+            out = body.run(feeds, hook=subgraph_hook(f"{node}[{i}]"))
             go = bool(np.asarray(out[b_out[0]]).reshape(-1)[0])
             state = [out[n] for n in b_out[1:1 + n_state]]
             for j, n in enumerate(b_out[1 + n_state:]):
@@ -120,6 +125,7 @@ def _loop(ctx: BindContext):
 @adapter("Scan", 9)
 def _scan(ctx: BindContext):
     """Scan(initial states..., scan inputs...) -> (final states..., scan outputs...) (Scan-9 on)."""
+    node = ctx.node_name
     _, body = _compile(ctx, "body")
     n_scan_in = ctx.attrs.pop("num_scan_inputs", None)
     if n_scan_in is None:
@@ -155,7 +161,7 @@ def _scan(ctx: BindContext):
             for name, x, ax, d in zip(b_in[n_state:], xs, axes, in_dirs):
                 feeds[name] = np.take(x, n - 1 - t if d else t, axis=ax)
             feeds.update(env)
-            out = body.run(feeds)
+            out = body.run(feeds, hook=subgraph_hook(f"{node}[{t}]"))
             state = [out[nm] for nm in b_out[:n_state]]
             for j, nm in enumerate(b_out[n_state:]):
                 outs[j].append(out[nm])
@@ -177,6 +183,7 @@ def _scan_8(ctx: BindContext):
     """Scan-8: like Scan-9 with a leading batch axis on every state and scan input, an optional first
     input sequence_lens [batch] (steps past a sequence's length are skipped; its scan outputs are
     zero there), scan axis 1, and ``directions`` for the scan inputs."""
+    node = ctx.node_name
     _, body = _compile(ctx, "body")
     n_scan_in = ctx.attrs.pop("num_scan_inputs", None)
     if n_scan_in is None:
@@ -209,7 +216,7 @@ def _scan_8(ctx: BindContext):
                 for name, x, d in zip(b_in[n_state:], xs, dirs):
                     feeds[name] = x[b, n - 1 - t if d else t]
                 feeds.update(env)
-                out = body.run(feeds)
+                out = body.run(feeds, hook=subgraph_hook(f"{node}[{b},{t}]"))
                 state = [out[nm] for nm in b_out[:n_state]]
                 for j, nm in enumerate(b_out[n_state:]):
                     steps[j].append(np.asarray(out[nm]))
@@ -239,6 +246,7 @@ def _scan_8(ctx: BindContext):
 def _sequence_map(ctx: BindContext):
     """SequenceMap(input_sequence, additional_inputs...) -> sequences: the body applied to each element
     (an additional input that is a sequence contributes its i-th element, a tensor itself)."""
+    node = ctx.node_name
     _, body = _compile(ctx, "body")
     if ctx.attrs:
         raise ctx.error(f"unknown attribute(s) {', '.join(sorted(ctx.attrs))}")
@@ -261,7 +269,7 @@ def _sequence_map(ctx: BindContext):
             for name, e in zip(body.input_names[1:], extra):
                 feeds[name] = e[i] if isinstance(e, list) else e
             feeds.update(env)
-            out = body.run(feeds)
+            out = body.run(feeds, hook=subgraph_hook(f"{node}[{i}]"))
             for j, nm in enumerate(body.output_names):
                 results[j].append(out[nm])
         return tuple(results)

@@ -107,3 +107,17 @@ def test_conv_channels_not_divisible_by_group():
     with pytest.raises((OpError, ModelFormatError), match="conv_groups"):
         stdops.onnx.load(_model([node], [_vi("x", shape=[1, 3, 4, 4])], [_vi("y")], [w])).run(
             {"x": np.ones((1, 3, 4, 4), np.float32)})
+
+
+def test_hook_sees_values_inside_subgraphs():
+    m = stdops.onnx.load(_loop_model())
+    seen = []
+    m.run({"cond": np.array(True), "s0": np.zeros(2, np.float32), "x": np.array([1, 2], np.float32)},
+          hook=lambda node, name, v: seen.append((node, name)))
+    inner = [(n, v) for n, v in seen if n.startswith("loop[")]
+    assert ("loop[0]/Add_0", "s_out") in inner and ("loop[3]/Add_0", "s_out") in inner
+    assert ("loop", "s") in seen  # the node's own outputs too
+    seen.clear()
+    mi = stdops.onnx.load(_if_model())
+    mi.run({"c": np.array(False), "x": np.ones(2, np.float32)}, hook=lambda node, name, v: seen.append((node, name)))
+    assert ("branch/else/Neg_0", "e") in seen
