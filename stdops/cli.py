@@ -83,9 +83,11 @@ def run(model: Path = typer.Argument(..., help="Model file: .onnx, .param / .par
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)
 
-        def hook(_node: str, name: str, value) -> None:
+        def hook(node: str, name: str, value) -> None:
             if isinstance(value, np.ndarray) and value.dtype != object:
-                np.save(dump / f"{_safe(name)}.npy", value, allow_pickle=False)
+                # values inside a subgraph (node "loop[3]/add") repeat per iteration: keep them apart
+                stem = f"{_safe(node)}__{_safe(name)}" if "/" in node else _safe(name)
+                np.save(dump / f"{stem}.npy", value, allow_pickle=False)
 
     result = m.run(feeds, hook=hook)
     _print_outputs(result)
