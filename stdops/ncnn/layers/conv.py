@@ -185,7 +185,8 @@ def _pad_const(x: np.ndarray, begin, end, value) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- convolution
-def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
+def _geometry(p, nd: int, depthwise: bool, type_name: str):
+    """(num_output, group, kernel, strides, dilations) of a (de)convolution, checked."""
     M = int(p.num_output)
     g = int(getattr(p, "group", 1)) if depthwise else 1
     kernel = _spatial(p, "kernel", nd)
@@ -195,6 +196,11 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
         raise KernelError(f"{type_name}: num_output {M} must be a positive multiple of group {g}")
     if min(kernel) <= 0 or min(strides) <= 0 or min(dilations) <= 0:
         raise KernelError(f"{type_name}: kernel {kernel}, stride {strides} and dilation {dilations} must be >= 1")
+    return M, g, kernel, strides, dilations
+
+
+def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
+    M, g, kernel, strides, dilations = _geometry(p, nd, depthwise, type_name)
     begin, end = _pads(p, nd)
     mode = _pad_mode(begin, end, type_name)
     pad_value = float(getattr(p, "pad_value", 0.0))
@@ -330,15 +336,7 @@ def _build_conv_int8(p, w, wd, wshape, g, bias, strides, dilations, geometry, ch
 
 # ----------------------------------------------------------------------------- deconvolution
 def _build_deconv(p, w, nd: int, depthwise: bool, type_name: str):
-    M = int(p.num_output)
-    g = int(getattr(p, "group", 1)) if depthwise else 1
-    kernel = _spatial(p, "kernel", nd)
-    strides = _spatial(p, "stride", nd)
-    dilations = _spatial(p, "dilation", nd)
-    if M <= 0 or g <= 0 or M % g:
-        raise KernelError(f"{type_name}: num_output {M} must be a positive multiple of group {g}")
-    if min(kernel) <= 0 or min(strides) <= 0 or min(dilations) <= 0:
-        raise KernelError(f"{type_name}: kernel {kernel}, stride {strides} and dilation {dilations} must be >= 1")
+    M, g, kernel, strides, dilations = _geometry(p, nd, depthwise, type_name)
     begin, end = _pads(p, nd)
     allp = begin + end
     opad_names = ["output_pad_right", "output_pad_bottom", "output_pad_behind"][:nd]
