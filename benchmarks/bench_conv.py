@@ -16,6 +16,9 @@ import statistics
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import alternating  # noqa: E402
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
@@ -107,17 +110,7 @@ def timeit(fn, repeat, budget=1.0):
 
 def time_pair(fa, fb, repeat, budget=2.0):
     """Median times of fa and fb, measured alternately so that both see the same machine load."""
-    for f in (fa, fb, fa, fb):
-        f()
-    ta, tb = [], []
-    t_end = time.perf_counter() + budget
-    for _ in range(repeat):
-        for f, ts in ((fa, ta), (fb, tb)):
-            t0 = time.perf_counter()
-            f()
-            ts.append(time.perf_counter() - t0)
-        if time.perf_counter() > t_end and len(ta) >= 5:
-            break
+    ta, tb = alternating(fa, fb, repeat, budget)
     return statistics.median(ta), statistics.median(tb)
 
 

@@ -15,7 +15,9 @@ import argparse
 import os
 import statistics
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import alternating  # noqa: E402
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -73,17 +75,7 @@ CASES = [
 
 def time_pair(fa, fb, repeat, budget):
     """(min, median) times of fa and fb, measured alternately so that both see the same load."""
-    for f in (fa, fb, fa, fb):
-        f()
-    ta, tb = [], []
-    t_end = time.perf_counter() + budget
-    for _ in range(repeat):
-        for f, ts in ((fa, ta), (fb, tb)):
-            t0 = time.perf_counter()
-            f()
-            ts.append(time.perf_counter() - t0)
-        if time.perf_counter() > t_end and len(ta) >= 5:
-            break
+    ta, tb = alternating(fa, fb, repeat, budget)
     return (min(ta), statistics.median(ta)), (min(tb), statistics.median(tb))
 
 
