@@ -379,15 +379,20 @@ def _softmax_axis(a: dict, opset: int, ndim: int) -> tuple[int, bool]:
     return (axis + ndim if axis < 0 else axis), old
 
 
+def _softmax_view(a, opset, x, y, g):
+    """(y, g, axis) as the op sees them: before opset 13 the input is coerced to 2-D around ``axis``."""
+    ax, old = _softmax_axis(a, opset, x[0].ndim)
+    yv, gv = y[0], g[0]
+    if old:
+        rows = int(np.prod(yv.shape[:ax]))
+        yv, gv, ax = yv.reshape(rows, -1), gv.reshape(rows, -1), 1
+    return yv, gv, ax
+
+
 @rule("Softmax")
 def _softmax(a, opset):
     def bw(x, y, g, need):
-        ax, old = _softmax_axis(a, opset, x[0].ndim)
-        yv, gv = y[0], g[0]
-        if old:
-            rows = int(np.prod(yv.shape[:ax]))
-            yv, gv = yv.reshape(rows, -1), gv.reshape(rows, -1)
-            ax = 1
+        yv, gv, ax = _softmax_view(a, opset, x, y, g)
         gx = yv * (gv - np.sum(gv * yv, axis=ax, keepdims=True))
         return [gx.reshape(x[0].shape)]
 
@@ -397,12 +402,7 @@ def _softmax(a, opset):
 @rule("LogSoftmax")
 def _log_softmax(a, opset):
     def bw(x, y, g, need):
-        ax, old = _softmax_axis(a, opset, x[0].ndim)
-        yv, gv = y[0], g[0]
-        if old:
-            rows = int(np.prod(yv.shape[:ax]))
-            yv, gv = yv.reshape(rows, -1), gv.reshape(rows, -1)
-            ax = 1
+        yv, gv, ax = _softmax_view(a, opset, x, y, g)
         gx = gv - np.exp(yv) * np.sum(gv, axis=ax, keepdims=True)
         return [gx.reshape(x[0].shape)]
 
