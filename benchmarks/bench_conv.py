@@ -8,6 +8,7 @@ Run with the BLAS tuning variables unset for this command only:
 
 Prints per layer the median time of each backend and the ratio stdops / onnxruntime.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,12 +53,14 @@ def conv_model(c, h, m, k, s, p, g, seed=0):
     rng = np.random.default_rng(seed)
     w = rng.standard_normal((m, c // g, k, k), dtype=np.float32) * np.float32(0.1)
     b = rng.standard_normal((m,), dtype=np.float32)
-    node = helper.make_node("Conv", ["X", "W", "B"], ["Y"], kernel_shape=[k, k], strides=[s, s],
-                            pads=[p] * 4, group=g)
+    node = helper.make_node("Conv", ["X", "W", "B"], ["Y"], kernel_shape=[k, k], strides=[s, s], pads=[p] * 4, group=g)
     graph = helper.make_graph(
-        [node], "conv", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, c, h, h])],
+        [node],
+        "conv",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, c, h, h])],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "B")])
+        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "B")],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     x = rng.standard_normal((1, c, h, h), dtype=np.float32)
     return model, x
@@ -65,18 +68,48 @@ def conv_model(c, h, m, k, s, p, g, seed=0):
 
 # name, op, x shape, attrs, initializers (name -> shape), outputs
 OTHERS = [
-    ("resnet18 maxpool 3x3/2", "MaxPool", (1, 64, 112, 112),
-     dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), {}, 1),
-    ("maxpool 3x3/2 + Indices", "MaxPool", (1, 64, 112, 112),
-     dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), {}, 2),
-    ("avgpool 3x3/1 64@56", "AveragePool", (1, 64, 56, 56),
-     dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1), {}, 1),
+    (
+        "resnet18 maxpool 3x3/2",
+        "MaxPool",
+        (1, 64, 112, 112),
+        dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        {},
+        1,
+    ),
+    (
+        "maxpool 3x3/2 + Indices",
+        "MaxPool",
+        (1, 64, 112, 112),
+        dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        {},
+        2,
+    ),
+    (
+        "avgpool 3x3/1 64@56",
+        "AveragePool",
+        (1, 64, 56, 56),
+        dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+        {},
+        1,
+    ),
     ("global avgpool 512@7", "GlobalAveragePool", (1, 512, 7, 7), {}, {}, 1),
     ("global avgpool 1280@7", "GlobalAveragePool", (1, 1280, 7, 7), {}, {}, 1),
-    ("convT 4x4/2 256->128 @14", "ConvTranspose", (1, 256, 14, 14),
-     dict(kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1]), {"W": (256, 128, 4, 4)}, 1),
-    ("convT 2x2/2 64->32 @56", "ConvTranspose", (1, 64, 56, 56),
-     dict(kernel_shape=[2, 2], strides=[2, 2]), {"W": (64, 32, 2, 2)}, 1),
+    (
+        "convT 4x4/2 256->128 @14",
+        "ConvTranspose",
+        (1, 256, 14, 14),
+        dict(kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1]),
+        {"W": (256, 128, 4, 4)},
+        1,
+    ),
+    (
+        "convT 2x2/2 64->32 @56",
+        "ConvTranspose",
+        (1, 64, 56, 56),
+        dict(kernel_shape=[2, 2], strides=[2, 2]),
+        {"W": (64, 32, 2, 2)},
+        1,
+    ),
 ]
 
 
@@ -85,11 +118,15 @@ def other_model(op, shape, attrs, inits, n_out, seed=0):
     outs = ["Y", "I"][:n_out]
     node = helper.make_node(op, ["X"] + list(inits), outs, **attrs)
     graph = helper.make_graph(
-        [node], op, [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(shape))],
-        [helper.make_tensor_value_info(o, TensorProto.FLOAT if o == "Y" else TensorProto.INT64, None)
-         for o in outs],
-        [numpy_helper.from_array(rng.standard_normal(s, dtype=np.float32) * np.float32(0.1), k)
-         for k, s in inits.items()])
+        [node],
+        op,
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT if o == "Y" else TensorProto.INT64, None) for o in outs],
+        [
+            numpy_helper.from_array(rng.standard_normal(s, dtype=np.float32) * np.float32(0.1), k)
+            for k, s in inits.items()
+        ],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     return model, rng.standard_normal(shape, dtype=np.float32)
 
@@ -127,17 +164,22 @@ def main() -> None:
     threadpool_limits(args.threads)
     blas = [(i.get("internal_api"), i.get("architecture"), i.get("num_threads")) for i in threadpool_info()]
     print(f"# numpy {np.__version__}, onnxruntime {ort.__version__}, threads {args.threads}, BLAS {blas}")
-    print(f"# OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')} "
-          f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE')}")
+    print(
+        f"# OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')} "
+        f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE')}"
+    )
     hdr = f"{'layer':30s} {'GFLOP':>6s} {'stdops ms':>10s} {'ort ms':>8s} {'ratio':>6s}"
     if args.reference:
         hdr += f" {'ref ms':>8s}"
     print(hdr)
     ratios = []
-    cases = [(name, *conv_model(c, h, m, k, s, p, g), 2 * m * (c // g) * k * k * ((h + 2 * p - k) // s + 1) ** 2 / 1e9)
-             for name, c, h, m, k, s, p, g in LAYERS]
-    cases += [(name, *other_model(op, shape, attrs, inits, n_out), 0.0)
-              for name, op, shape, attrs, inits, n_out in OTHERS]
+    cases = [
+        (name, *conv_model(c, h, m, k, s, p, g), 2 * m * (c // g) * k * k * ((h + 2 * p - k) // s + 1) ** 2 / 1e9)
+        for name, c, h, m, k, s, p, g in LAYERS
+    ]
+    cases += [
+        (name, *other_model(op, shape, attrs, inits, n_out), 0.0) for name, op, shape, attrs, inits, n_out in OTHERS
+    ]
     for i, (name, model, x, gflop) in enumerate(cases):
         if i == len(LAYERS):
             print(f"# geometric mean ratio over the Conv layers: {float(np.exp(np.mean(np.log(ratios)))):.2f}")
@@ -148,8 +190,10 @@ def main() -> None:
         ours = stdops.onnx.load(model)
         refs = sess.run(None, {"X": x})
         got = ours.run({"X": x})
-        err = max(float(np.max(np.abs(got[o.name].astype(np.float64) - r)) / (np.max(np.abs(r)) + 1e-12))
-                  for o, r in zip(model.graph.output, refs))
+        err = max(
+            float(np.max(np.abs(got[o.name].astype(np.float64) - r)) / (np.max(np.abs(r)) + 1e-12))
+            for o, r in zip(model.graph.output, refs)
+        )
         t_us, t_ort = time_pair(lambda: ours.run({"X": x}), lambda: sess.run(None, {"X": x}), args.repeat)
         ratio = t_us / t_ort
         ratios.append(ratio)

@@ -9,6 +9,7 @@ The two runtimes are timed alternately (so that both see the same machine load);
 the minimum and the median time of each and the ratios stdops / onnxruntime, plus the largest
 difference between their outputs. The minimum is the steadier number on a busy machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,13 +37,19 @@ def recurrent_model(op, T, B, I, H, direction="forward", seed=0, **attrs):
     rng = np.random.default_rng(seed)
     G = _GATES[op]
     D = 2 if direction == "bidirectional" else 1
-    inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.05).astype(np.float32), n)
-             for n, s in (("W", (D, G * H, I)), ("R", (D, G * H, H)), ("B", (D, 2 * G * H)))]
+    inits = [
+        numpy_helper.from_array((rng.standard_normal(s) * 0.05).astype(np.float32), n)
+        for n, s in (("W", (D, G * H, I)), ("R", (D, G * H, H)), ("B", (D, 2 * G * H)))
+    ]
     outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
     node = helper.make_node(op, ["X", "W", "R", "B"], outs, hidden_size=H, direction=direction, **attrs)
     graph = helper.make_graph(
-        [node], op.lower(), [helper.make_tensor_value_info("X", TensorProto.FLOAT, [T, B, I])],
-        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+        [node],
+        op.lower(),
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [T, B, I])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
     return model, rng.standard_normal((T, B, I)).astype(np.float32)
 
@@ -51,8 +58,11 @@ def unary_model(op, shape, opset, seed=0, scale=1.5, **attrs):
     rng = np.random.default_rng(seed)
     node = helper.make_node(op, ["X"], ["Y"], **attrs)
     graph = helper.make_graph(
-        [node], op.lower(), [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(shape))],
-        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+        [node],
+        op.lower(),
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     return model, (rng.standard_normal(shape) * scale).astype(np.float32)
 
@@ -63,8 +73,7 @@ CASES = [
     ("LSTM T64 B1 H128 bidir", "lstm", lambda: recurrent_model("LSTM", 64, 1, 128, 128, "bidirectional")),
     ("LSTM T32 B8 I64 H64", "lstm", lambda: recurrent_model("LSTM", 32, 8, 64, 64)),
     ("GRU T64 B1 I256 H256", "gru", lambda: recurrent_model("GRU", 64, 1, 256, 256)),
-    ("GRU T64 B1 H256 lbr=1", "gru",
-     lambda: recurrent_model("GRU", 64, 1, 256, 256, linear_before_reset=1)),
+    ("GRU T64 B1 H256 lbr=1", "gru", lambda: recurrent_model("GRU", 64, 1, 256, 256, linear_before_reset=1)),
     ("RNN T64 B1 I256 H256", "rnn", lambda: recurrent_model("RNN", 64, 1, 256, 256)),
     ("Erf 131072 (GELU in models.py)", "erf", lambda: unary_model("Erf", (1, 128, 1024), 13)),
     ("Erf 1048576", "erf", lambda: unary_model("Erf", (1024, 1024), 13)),
@@ -90,13 +99,20 @@ def main() -> None:
     from threadpoolctl import threadpool_info, threadpool_limits
 
     threadpool_limits(1)
-    blas = [(i.get("internal_api"), i.get("architecture"), i.get("num_threads")) for i in threadpool_info()
-            if i.get("user_api") == "blas"]
+    blas = [
+        (i.get("internal_api"), i.get("architecture"), i.get("num_threads"))
+        for i in threadpool_info()
+        if i.get("user_api") == "blas"
+    ]
     print(f"# numpy {np.__version__}, onnxruntime {ort.__version__}, 1 thread, BLAS {blas}")
-    print(f"# OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')} "
-          f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE')}")
-    hdr = (f"{'kernel':32s} {'stdops ms':>10s} {'ort ms':>8s} {'ratio':>6s}   {'median: stdops':>14s} "
-           f"{'ort':>7s} {'ratio':>6s} {'max|diff|':>10s}")
+    print(
+        f"# OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')} "
+        f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE')}"
+    )
+    hdr = (
+        f"{'kernel':32s} {'stdops ms':>10s} {'ort ms':>8s} {'ratio':>6s}   {'median: stdops':>14s} "
+        f"{'ort':>7s} {'ratio':>6s} {'max|diff|':>10s}"
+    )
     print(hdr)
     print("-" * len(hdr))
     groups = {g for g in args.only.split(",") if g}
@@ -113,12 +129,15 @@ def main() -> None:
         feeds = {"X": x}
         got = ours.run(feeds)
         want = sess.run(None, feeds)
-        diff = max(float(np.max(np.abs(got[o.name].astype(np.float64) - w)))
-                   for o, w in zip(model.graph.output, want))
-        (us_min, us_med), (ort_min, ort_med) = time_pair(lambda: ours.run(feeds), lambda: sess.run(None, feeds),
-                                                         args.repeat, args.budget)
-        print(f"{name:32s} {us_min * 1e3:10.3f} {ort_min * 1e3:8.3f} {us_min / ort_min:6.2f}   "
-              f"{us_med * 1e3:14.3f} {ort_med * 1e3:7.3f} {us_med / ort_med:6.2f} {diff:10.2e}", flush=True)
+        diff = max(float(np.max(np.abs(got[o.name].astype(np.float64) - w))) for o, w in zip(model.graph.output, want))
+        (us_min, us_med), (ort_min, ort_med) = time_pair(
+            lambda: ours.run(feeds), lambda: sess.run(None, feeds), args.repeat, args.budget
+        )
+        print(
+            f"{name:32s} {us_min * 1e3:10.3f} {ort_min * 1e3:8.3f} {us_min / ort_min:6.2f}   "
+            f"{us_med * 1e3:14.3f} {ort_med * 1e3:7.3f} {us_med / ort_med:6.2f} {diff:10.2e}",
+            flush=True,
+        )
     print("ratio = stdops / onnxruntime (< 1: stdops is faster); left block: minimum times, right: medians")
 
 

@@ -20,6 +20,7 @@ modeci-mdf and its dependencies never enter the project venv: the reference runs
 file changes), as one subprocess that serves every model of the run. The goal of the MDF issue is
 >= 100x per time step on NeuroML/FN.mdf.* and NeuroML/PyNN/*: the last column says where it is met.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,7 @@ import sys
 import tempfile
 import time
 import warnings
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -46,8 +47,16 @@ REF_VENV = os.path.join(ROOT, ".venv-mdf-ref")
 REF_REQS = os.path.join(HERE, "requirements-mdf-ref.txt")
 REF_RUNNER = os.path.join(HERE, "mdf_reference_runner.py")
 
-DEFAULT_MODELS = ["MDF/Simple.json", "MDF/States.json", "NeuroML/FN.mdf.json", "NeuroML/IzhikevichTest.mdf.json",
-                  "NeuroML/PyNN/*.yaml", "ONNX/ab.json", "ONNX/abcd.json", "ACT-R/count.json"]
+DEFAULT_MODELS = [
+    "MDF/Simple.json",
+    "MDF/States.json",
+    "NeuroML/FN.mdf.json",
+    "NeuroML/IzhikevichTest.mdf.json",
+    "NeuroML/PyNN/*.yaml",
+    "ONNX/ab.json",
+    "ONNX/abcd.json",
+    "ACT-R/count.json",
+]
 GOAL_MODELS = ["NeuroML/FN.mdf.*", "NeuroML/PyNN/*"]
 GOAL_RATIO = 100.0
 NONDETERMINISTIC = {"NeuroML/ABCD.mdf.json", "NeuroML/ABCD.mdf.yaml"}  # two edges into one port
@@ -107,7 +116,7 @@ class StdopsSim:
 
         self.sim = stdops.mdf.Simulation(stdops.mdf.load(path), seed=0)
 
-    def evaluate(self, dt: Optional[float], inputs: Optional[dict]) -> None:
+    def evaluate(self, dt: float | None, inputs: dict | None) -> None:
         self.sim.evaluate(time_increment=dt, inputs=inputs)
 
     def output(self, port: str) -> Any:
@@ -138,7 +147,7 @@ def _reqs_hash() -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def ensure_reference_venv(log) -> Optional[str]:
+def ensure_reference_venv(log) -> str | None:
     """The reference venv's python, creating/updating .venv-mdf-ref when needed; None if impossible."""
     py = os.path.join(REF_VENV, "bin", "python")
     stamp = os.path.join(REF_VENV, ".installed")
@@ -149,15 +158,19 @@ def ensure_reference_venv(log) -> Optional[str]:
                 return py
     except OSError:
         pass
-    print(f"setting up the reference venv {os.path.relpath(REF_VENV, ROOT)} from "
-          f"{os.path.relpath(REF_REQS, ROOT)} (once; about a minute) ...", file=log, flush=True)
+    print(
+        f"setting up the reference venv {os.path.relpath(REF_VENV, ROOT)} from "
+        f"{os.path.relpath(REF_REQS, ROOT)} (once; about a minute) ...",
+        file=log,
+        flush=True,
+    )
     try:
         if not os.path.exists(py):
             subprocess.run([sys.executable, "-m", "venv", REF_VENV], check=True)
-        subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", REF_REQS],
-                       check=True)
-        subprocess.run([py, "-c", "import modeci_mdf.execution_engine"], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", REF_REQS], check=True
+        )
+        subprocess.run([py, "-c", "import modeci_mdf.execution_engine"], check=True, stdout=subprocess.DEVNULL)
     except (OSError, subprocess.CalledProcessError) as e:
         print(f"reference venv setup failed ({e}); running stdops only", file=log, flush=True)
         return None
@@ -173,9 +186,16 @@ class ReferenceServer:
         self.errlog = tempfile.NamedTemporaryFile("w+", prefix="mdf-ref-", suffix=".log", delete=False)
         env = dict(os.environ, STDOPS_MDF_CONFORMANCE=conf, PYTHONWARNINGS="ignore")
         env.pop("PYTHONPATH", None)
-        self.proc = subprocess.Popen([python, REF_RUNNER, "--serve", "--conformance", conf],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errlog,
-                                     text=True, bufsize=1, cwd=ROOT, env=env)
+        self.proc = subprocess.Popen(
+            [python, REF_RUNNER, "--serve", "--conformance", conf],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errlog,
+            text=True,
+            bufsize=1,
+            cwd=ROOT,
+            env=env,
+        )
         self.hello = self._read(120.0).get("hello", {})
 
     def _read(self, timeout: float) -> dict:
@@ -184,8 +204,9 @@ class ReferenceServer:
             raise TimeoutError(f"no answer from the reference in {timeout:.0f} s")
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError(f"the reference runner exited ({self.proc.poll()}); see {self.errlog.name}: "
-                               + self.tail())
+            raise RuntimeError(
+                f"the reference runner exited ({self.proc.poll()}); see {self.errlog.name}: " + self.tail()
+            )
         return json.loads(line)
 
     def tail(self, n: int = 5) -> str:
@@ -236,8 +257,9 @@ def value_diff(a: Any, b: Any) -> float:
     """Largest absolute difference of two port values (inf when they cannot be matched)."""
     if a is None or b is None:
         return 0.0 if a is None and b is None else float("inf")
-    numeric = all(not isinstance(x, (dict, str)) and not (isinstance(x, np.ndarray) and x.dtype == object)
-                  for x in (a, b))
+    numeric = all(
+        not isinstance(x, (dict, str)) and not (isinstance(x, np.ndarray) and x.dtype == object) for x in (a, b)
+    )
     if numeric:
         try:
             x = np.asarray(a, dtype=np.float64)
@@ -275,7 +297,7 @@ def outputs_diff(ours: dict, theirs: dict) -> tuple[float, list[str]]:
     return worst, notes
 
 
-def expected_at(model: str, steps: int, conf: str) -> Optional[dict]:
+def expected_at(model: str, steps: int, conf: str) -> dict | None:
     """The reference's recorded output values after ``steps`` evaluations of the protocol."""
     rec = R.expected_record(model, conf)
     if rec.get("status") != "ok" or model in NONDETERMINISTIC:
@@ -285,8 +307,11 @@ def expected_at(model: str, steps: int, conf: str) -> Optional[dict]:
     if rec["protocol"].get("kind") in ("time", "repeat") and traj:
         out = {}
         for node, ports in traj.items():
-            out[node] = {p: R.decode(vals[steps - 1]) for p, vals in ports.items()
-                         if isinstance(vals, list) and len(vals) >= steps}
+            out[node] = {
+                p: R.decode(vals[steps - 1])
+                for p, vals in ports.items()
+                if isinstance(vals, list) and len(vals) >= steps
+            }
         return out
     if rec["protocol"].get("kind") in ("time", "repeat"):
         return None
@@ -296,7 +321,7 @@ def expected_at(model: str, steps: int, conf: str) -> Optional[dict]:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _fmt(x: Optional[float], spec: str) -> str:
+def _fmt(x: float | None, spec: str) -> str:
     if x is None or (isinstance(x, float) and np.isnan(x)):
         return "-"
     return format(x, spec)
@@ -304,21 +329,29 @@ def _fmt(x: Optional[float], spec: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default="default",
-                    help="comma list of model paths under ../shared/conformance/mdf/models; globs match the "
-                         "models the reference ran (status ok); 'default', 'all'. Default: "
-                         + ",".join(DEFAULT_MODELS))
+    ap.add_argument(
+        "--models",
+        default="default",
+        help="comma list of model paths under ../shared/conformance/mdf/models; globs match the "
+        "models the reference ran (status ok); 'default', 'all'. Default: " + ",".join(DEFAULT_MODELS),
+    )
     ap.add_argument("--steps", type=int, default=200, help="evaluations (time steps) per run at most")
     ap.add_argument("--repeat", type=int, default=7, help="timed runs of stdops per model")
     ap.add_argument("--reference-repeat", type=int, default=3, help="timed runs of the (slow) reference")
     ap.add_argument("--no-reference", action="store_true", help="stdops only (no reference venv)")
-    ap.add_argument("--reference-python", default=None,
-                    help="a python that has modeci-mdf (default: .venv-mdf-ref, created when missing)")
+    ap.add_argument(
+        "--reference-python",
+        default=None,
+        help="a python that has modeci-mdf (default: .venv-mdf-ref, created when missing)",
+    )
     ap.add_argument("--reference-timeout", type=float, default=900.0, help="seconds per model")
     ap.add_argument("--conformance", default=R.conformance_dir(), help="the shared conformance/mdf folder")
     ap.add_argument("--json", default=None, help="also write every measurement to this JSON file")
-    ap.add_argument("--check", action="store_true",
-                    help=f"exit 1 unless every goal model is >= {GOAL_RATIO:g}x and stdops ran every model")
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help=f"exit 1 unless every goal model is >= {GOAL_RATIO:g}x and stdops ran every model",
+    )
     args = ap.parse_args(argv)
 
     conf = os.path.abspath(args.conformance)
@@ -333,7 +366,7 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore", stdops.mdf.MdfWarning)
     warnings.simplefilter("ignore", RuntimeWarning)  # overflow in the HH rate expressions, as in the reference
 
-    ref: Optional[ReferenceServer] = None
+    ref: ReferenceServer | None = None
     ref_note = "reference: not run (--no-reference)"
     if not args.no_reference:
         py = args.reference_python or ensure_reference_venv(sys.stderr)
@@ -341,20 +374,28 @@ def main(argv=None) -> int:
             try:
                 ref = ReferenceServer(py, conf)
                 h = ref.hello
-                ref_note = (f"reference: modeci-mdf {h.get('modeci_mdf')} (python {h.get('python')}, numpy "
-                            f"{h.get('numpy')}) in {os.path.relpath(os.path.dirname(os.path.dirname(py)), ROOT)}")
+                ref_note = (
+                    f"reference: modeci-mdf {h.get('modeci_mdf')} (python {h.get('python')}, numpy "
+                    f"{h.get('numpy')}) in {os.path.relpath(os.path.dirname(os.path.dirname(py)), ROOT)}"
+                )
             except Exception as e:  # report and go on with stdops alone
                 ref_note = f"reference: could not start ({type(e).__name__}: {e})"
                 ref = None
         else:
             ref_note = "reference: unavailable (venv setup failed)"
 
-    print(f"MDF: stdops {getattr(stdops, '__version__', '?')} (python {sys.version.split()[0]}, numpy "
-          f"{np.__version__}); {ref_note}")
-    print(f"per model: the expected file's protocol, first {args.steps} evaluations at most, fresh engine per "
-          f"run, median of {args.repeat} (stdops) / {args.reference_repeat} (reference) runs; cores {os.cpu_count()}")
-    header = (f"{'model':<44}{'steps':>11}{'stdops ms/step':>16}{'ref ms/step':>13}{'ref/stdops':>12}"
-              f"{'max|diff| ref':>15}{'max|diff| exp':>15}  goal")
+    print(
+        f"MDF: stdops {getattr(stdops, '__version__', '?')} (python {sys.version.split()[0]}, numpy "
+        f"{np.__version__}); {ref_note}"
+    )
+    print(
+        f"per model: the expected file's protocol, first {args.steps} evaluations at most, fresh engine per "
+        f"run, median of {args.repeat} (stdops) / {args.reference_repeat} (reference) runs; cores {os.cpu_count()}"
+    )
+    header = (
+        f"{'model':<44}{'steps':>11}{'stdops ms/step':>16}{'ref ms/step':>13}{'ref/stdops':>12}"
+        f"{'max|diff| ref':>15}{'max|diff| exp':>15}  goal"
+    )
     print(header)
     print("-" * len(header))
     sys.stdout.flush()
@@ -370,7 +411,7 @@ def main(argv=None) -> int:
                 ours = {"status": "error", "error": f"{type(e).__name__}: {e}"}
                 failures.append(f"{model}: stdops {ours['error']}")
             row["stdops"] = ours
-            theirs: Optional[dict] = None
+            theirs: dict | None = None
             if ref is not None:
                 try:
                     theirs = ref.run(model, args.steps, args.reference_repeat, args.reference_timeout)
@@ -414,9 +455,11 @@ def main(argv=None) -> int:
             if ok_ours:
                 full = ours.get("full_steps")
                 steps = f"{ours['steps']}/{full}" if full else f"{ours['steps']}"
-            print(f"{model:<44}{steps:>11}{_fmt(t_ours, '.4f'):>16}{_fmt(t_ref, '.3f'):>13}"
-                  f"{(_fmt(ratio, '.1f') + 'x') if ratio else '-':>12}{_fmt(d_ref, '.2e'):>15}"
-                  f"{_fmt(d_exp, '.2e'):>15}  {goal}")
+            print(
+                f"{model:<44}{steps:>11}{_fmt(t_ours, '.4f'):>16}{_fmt(t_ref, '.3f'):>13}"
+                f"{(_fmt(ratio, '.1f') + 'x') if ratio else '-':>12}{_fmt(d_ref, '.2e'):>15}"
+                f"{_fmt(d_exp, '.2e'):>15}  {goal}"
+            )
             for what, r in (("stdops", ours), ("reference", theirs)):
                 if r is not None and r.get("status") != "ok":
                     print(f"    {what} failed: {r.get('error', '?')[:300]}")
@@ -428,16 +471,24 @@ def main(argv=None) -> int:
             ref.close()
 
     ratios = [r["ratio"] for r in results if is_goal_model(r["model"]) and r.get("ratio")]
-    print("ref/stdops: how many times faster stdops is per evaluation (time step); max|diff| ref: largest "
-          "absolute output difference against the reference in this run; exp: against its recorded values")
+    print(
+        "ref/stdops: how many times faster stdops is per evaluation (time step); max|diff| ref: largest "
+        "absolute output difference against the reference in this run; exp: against its recorded values"
+    )
     if ratios:
         met = sum(x >= GOAL_RATIO for x in ratios)
-        print(f"goal >= {GOAL_RATIO:g}x per time step on {' and '.join(GOAL_MODELS)}: met on {met}/{len(ratios)} "
-              f"models (min {min(ratios):.1f}x, median {float(np.median(ratios)):.1f}x)")
+        print(
+            f"goal >= {GOAL_RATIO:g}x per time step on {' and '.join(GOAL_MODELS)}: met on {met}/{len(ratios)} "
+            f"models (min {min(ratios):.1f}x, median {float(np.median(ratios)):.1f}x)"
+        )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "reference": ref_note, "results": results}, f, indent=1,
-                      default=lambda o: R.encode(o) if isinstance(o, (np.ndarray, np.generic)) else repr(o))
+            json.dump(
+                {"args": vars(args), "reference": ref_note, "results": results},
+                f,
+                indent=1,
+                default=lambda o: R.encode(o) if isinstance(o, (np.ndarray, np.generic)) else repr(o),
+            )
     stdops_errors = [f for f in failures if ": stdops " in f]
     if stdops_errors:
         print("stdops failed on: " + "; ".join(stdops_errors))

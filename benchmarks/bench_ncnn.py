@@ -4,6 +4,7 @@ options and with exact-fp32 options (no fp16 storage/arithmetic, no packing, no 
 
     python benchmarks/bench_ncnn.py [--fixture resnet_small] [--threads 1,2] [--repeat 20]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,17 +35,18 @@ def main(argv=None) -> int:
     ap.add_argument("--fixture", default="resnet_small")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--size", type=int, default=224,
-                    help="input height/width fed to the fixture (0: its own 64x64 input)")
+    ap.add_argument(
+        "--size", type=int, default=224, help="input height/width fed to the fixture (0: its own 64x64 input)"
+    )
     args = ap.parse_args(argv)
 
     import ncnn
+    from run import blas_line
     from threadpoolctl import threadpool_limits
+    from wheel import EXACT_OPTIONS
 
     import stdops.ncnn as sn
-    from run import blas_line
     from stdops.perf import tune_allocator
-    from wheel import EXACT_OPTIONS
 
     tune_allocator()
     folder = os.path.join(HERE, "..", "tests", "ncnn", "fixtures", args.fixture)
@@ -56,12 +58,16 @@ def main(argv=None) -> int:
     name_in, name_out = ours.input_names[0], ours.output_names[0]
     print(blas_line())
     print(f"fixture {args.fixture}: input {x.shape}; ncnn wheel {ncnn.__version__}")
-    print(f"{'thr':>4}{'stdops ms':>11}{'ncnn default ms':>17}{'ratio':>8}{'ncnn exact ms':>15}{'ratio':>8}"
-          f"{'max|diff| vs exact':>20}")
+    print(
+        f"{'thr':>4}{'stdops ms':>11}{'ncnn default ms':>17}{'ratio':>8}{'ncnn exact ms':>15}{'ratio':>8}"
+        f"{'max|diff| vs exact':>20}"
+    )
     for threads in [int(t) for t in args.threads.split(",") if t]:
         results = {}
-        for label, opts in (("default", {"num_threads": threads}), ("exact", {**EXACT_OPTIONS,
-                                                                              "num_threads": threads})):
+        for label, opts in (
+            ("default", {"num_threads": threads}),
+            ("exact", {**EXACT_OPTIONS, "num_threads": threads}),
+        ):
             net = ncnn.Net()
             for k, v in opts.items():
                 setattr(net.opt, k, v)
@@ -79,8 +85,10 @@ def main(argv=None) -> int:
             t_ours = _median_ms(lambda: ours.run({name_in: x}), args.repeat)
             y = ours.run({name_in: x})[name_out]
         diff = float(np.max(np.abs(y - results["exact"][1])))
-        print(f"{threads:>4}{t_ours:>11.2f}{results['default'][0]:>17.2f}{t_ours / results['default'][0]:>7.2f}x"
-              f"{results['exact'][0]:>15.2f}{t_ours / results['exact'][0]:>7.2f}x{diff:>20.2e}")
+        print(
+            f"{threads:>4}{t_ours:>11.2f}{results['default'][0]:>17.2f}{t_ours / results['default'][0]:>7.2f}x"
+            f"{results['exact'][0]:>15.2f}{t_ours / results['exact'][0]:>7.2f}x{diff:>20.2e}"
+        )
     print("ratio = stdops time / ncnn time (lower is better for stdops)")
     return 0
 

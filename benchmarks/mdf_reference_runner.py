@@ -12,6 +12,7 @@ are not timed. One JSON object per model goes to stdout (one line each).
 The protocol and timing code below (``plan``, ``drive``, ``measure``, ``encode``) has no dependency on
 modeci-mdf: ``bench_mdf.py`` imports it and times stdops with the same loops.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,8 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,11 +40,11 @@ def conformance_dir() -> str:
     return os.environ.get("STDOPS_MDF_CONFORMANCE", DEFAULT_CONFORMANCE)
 
 
-def model_path(model: str, conf: Optional[str] = None) -> str:
+def model_path(model: str, conf: str | None = None) -> str:
     return os.path.join(conf or conformance_dir(), "models", model)
 
 
-def expected_record(model: str, conf: Optional[str] = None) -> dict:
+def expected_record(model: str, conf: str | None = None) -> dict:
     with open(os.path.join(conf or conformance_dir(), "expected", model + ".json")) as f:
         return json.load(f)
 
@@ -59,7 +61,7 @@ def _count_loop(dt: float, cond: Callable[[float], bool], cap: int) -> int:
     return n
 
 
-def full_length(protocol: dict, cap: int = 10**7) -> Optional[int]:
+def full_length(protocol: dict, cap: int = 10**7) -> int | None:
     """Evaluations of the complete protocol (None for actr: data dependent)."""
     kind = protocol.get("kind")
     if kind == "single":
@@ -97,7 +99,7 @@ def plan(protocol: dict, max_steps: int) -> list:
     return [None] * n
 
 
-def random_inputs(path: str) -> Optional[dict]:
+def random_inputs(path: str) -> dict | None:
     """Graph input ports (no edge into them), in graph order, filled like the expected files' harness:
     numpy.random.default_rng(0).standard_normal(shape).astype(float32). Keyed by port id."""
     with open(path) as f:
@@ -127,7 +129,7 @@ def random_inputs(path: str) -> Optional[dict]:
 # driving an engine: any object with evaluate(dt, inputs), output(port_id), outputs()
 
 
-def drive(sim: Any, protocol: dict, steps: list, max_steps: int, inputs: Optional[dict]) -> int:
+def drive(sim: Any, protocol: dict, steps: list, max_steps: int, inputs: dict | None) -> int:
     """Run the (truncated) protocol on ``sim``; returns the number of evaluations."""
     if protocol.get("kind") == "actr":
         goal: Any = {}
@@ -153,8 +155,14 @@ def _truthy(v: Any) -> bool:
         return bool(v)
 
 
-def measure(factory: Callable[[], Any], protocol: dict, max_steps: int, repeat: int,
-            inputs: Optional[dict] = None, warmup: int = 1) -> dict:
+def measure(
+    factory: Callable[[], Any],
+    protocol: dict,
+    max_steps: int,
+    repeat: int,
+    inputs: dict | None = None,
+    warmup: int = 1,
+) -> dict:
     """Median time per evaluation over ``repeat`` runs, each on a fresh engine from ``factory()``
     (not timed), after ``warmup`` untimed short runs. Returns ms_per_step, steps, run times and the
     outputs after the first timed run."""
@@ -174,8 +182,14 @@ def measure(factory: Callable[[], Any], protocol: dict, max_steps: int, repeat: 
             outputs = sim.outputs()
         r += 1
     med = statistics.median(times)
-    return {"steps": n, "full_steps": full_length(protocol), "runs": len(times), "run_s": times,
-            "ms_per_step": 1e3 * med / max(n, 1), "outputs": outputs}
+    return {
+        "steps": n,
+        "full_steps": full_length(protocol),
+        "runs": len(times),
+        "run_s": times,
+        "ms_per_step": 1e3 * med / max(n, 1),
+        "outputs": outputs,
+    }
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -185,8 +199,11 @@ def measure(factory: Callable[[], Any], protocol: dict, max_steps: int, repeat: 
 def encode(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         if v.dtype == object:
-            return {"__ndarray__": [encode(x) for x in v.reshape(-1).tolist()], "dtype": "object",
-                    "shape": list(v.shape)}
+            return {
+                "__ndarray__": [encode(x) for x in v.reshape(-1).tolist()],
+                "dtype": "object",
+                "shape": list(v.shape),
+            }
         if v.dtype.kind in "fc" and not np.all(np.isfinite(v)):
             data = [_enc_float(x) for x in v.reshape(-1).tolist()]
             return {"__ndarray__": data, "dtype": str(v.dtype), "shape": list(v.shape), "flat": True}
@@ -253,7 +270,7 @@ class ReferenceSim:
         model = load_mdf(path)
         self.eg = EvaluableGraph(model.graphs[0], verbose=False)
 
-    def evaluate(self, dt: Optional[float], inputs: Optional[dict]) -> None:
+    def evaluate(self, dt: float | None, inputs: dict | None) -> None:
         self.eg.evaluate(time_increment=dt, initializer=inputs)
 
     def output(self, port: str) -> Any:
@@ -263,11 +280,12 @@ class ReferenceSim:
         raise KeyError(port)
 
     def outputs(self) -> dict:
-        return {nid: {pid: op.curr_value for pid, op in en.evaluable_outputs.items()}
-                for nid, en in self.eg.enodes.items()}
+        return {
+            nid: {pid: op.curr_value for pid, op in en.evaluable_outputs.items()} for nid, en in self.eg.enodes.items()
+        }
 
 
-def run_reference(model: str, max_steps: int, repeat: int, conf: Optional[str] = None) -> dict:
+def run_reference(model: str, max_steps: int, repeat: int, conf: str | None = None) -> dict:
     import random
 
     path = model_path(model, conf)
@@ -311,7 +329,7 @@ def _quiet_stdout():
     return out
 
 
-def _one(out, model: str, steps: int, repeat: int, conf: Optional[str]) -> None:
+def _one(out, model: str, steps: int, repeat: int, conf: str | None) -> None:
     try:
         res = run_reference(model, steps, repeat, conf)
     except BaseException as e:  # report and go on with the next model
@@ -328,8 +346,11 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=200, help="evaluations per run at most")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per model")
     ap.add_argument("--conformance", default=None, help=f"default {DEFAULT_CONFORMANCE}")
-    ap.add_argument("--serve", action="store_true",
-                    help='read {"model", "steps", "repeat"} JSON lines on stdin, answer one line each')
+    ap.add_argument(
+        "--serve",
+        action="store_true",
+        help='read {"model", "steps", "repeat"} JSON lines on stdin, answer one line each',
+    )
     args = ap.parse_args(argv)
 
     out = _quiet_stdout()
@@ -355,8 +376,13 @@ def main(argv=None) -> int:
             req = json.loads(line)
             if req.get("quit"):
                 break
-            _one(out, req["model"], int(req.get("steps", args.steps)), int(req.get("repeat", args.repeat)),
-                 req.get("conformance", args.conformance))
+            _one(
+                out,
+                req["model"],
+                int(req.get("steps", args.steps)),
+                int(req.get("repeat", args.repeat)),
+                req.get("conformance", args.conformance),
+            )
     return 0
 
 

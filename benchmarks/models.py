@@ -3,6 +3,7 @@
 Each builder returns (ModelProto, feeds, gflop) where gflop counts 2 x multiply-adds of the
 convolutions / matrix products (the usual convention).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,8 +45,7 @@ class _Builder:
     def conv(self, x, cin, cout, k, stride, hw_out, group=1, relu=True, relu6=False):
         w = self.weight([cout, cin // group, k, k])
         b = self.weight([cout], scale=0.01)
-        y = self.node("Conv", [x, w, b], kernel_shape=[k, k], strides=[stride, stride],
-                      pads=[k // 2] * 4, group=group)
+        y = self.node("Conv", [x, w, b], kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4, group=group)
         self.flop += 2.0 * cout * (cin // group) * k * k * hw_out * hw_out
         if relu6:
             y = self.node("Clip", [y, self.const(0.0, np.float32), self.const(6.0, np.float32)])
@@ -80,8 +80,11 @@ def resnet18_like(seed: int = 0):
     x = b.node("Flatten", [b.node("GlobalAveragePool", [x])])
     out = b.node("Gemm", [x, b.weight([1000, 512]), b.weight([1000], 0.01)], transB=1)
     b.flop += 2.0 * 512 * 1000
-    m = b.model("resnet18_like", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])],
-                [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, 1000])])
+    m = b.model(
+        "resnet18_like",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, 1000])],
+    )
     feeds = {"x": np.random.default_rng(seed + 1).standard_normal((1, 3, 224, 224)).astype(np.float32)}
     return m, feeds, b.flop / 1e9
 
@@ -91,8 +94,15 @@ def mobilenetv2_like(seed: int = 0):
     b = _Builder(seed)
     x = b.conv("x", 3, 32, 3, 2, 112, relu6=True)
     cin, hw = 32, 112
-    settings = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
-                (6, 320, 1, 1)]
+    settings = [
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    ]
     for t, c, n, s in settings:
         for i in range(n):
             stride = s if i == 0 else 1
@@ -109,14 +119,16 @@ def mobilenetv2_like(seed: int = 0):
     x = b.node("Flatten", [b.node("GlobalAveragePool", [x])])
     out = b.node("Gemm", [x, b.weight([1000, 1280]), b.weight([1000], 0.01)], transB=1)
     b.flop += 2.0 * 1280 * 1000
-    m = b.model("mobilenetv2_like", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])],
-                [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, 1000])])
+    m = b.model(
+        "mobilenetv2_like",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, 1000])],
+    )
     feeds = {"x": np.random.default_rng(seed + 1).standard_normal((1, 3, 224, 224)).astype(np.float32)}
     return m, feeds, b.flop / 1e9
 
 
-def transformer_encoder(seed: int = 0, layers: int = 4, seq: int = 128, d: int = 256, heads: int = 4,
-                        ff: int = 1024):
+def transformer_encoder(seed: int = 0, layers: int = 4, seq: int = 128, d: int = 256, heads: int = 4, ff: int = 1024):
     """Post-norm transformer encoder layers (multi-head self-attention + GELU feed-forward), [1, seq, d]."""
     b = _Builder(seed)
     dh = d // heads
@@ -137,19 +149,25 @@ def transformer_encoder(seed: int = 0, layers: int = 4, seq: int = 128, d: int =
         o = b.node("Transpose", [b.node("MatMul", [p, v])], perm=[0, 2, 1, 3])
         o = b.node("Reshape", [o, merge_shape])
         o = b.node("Add", [b.node("MatMul", [o, b.weight([d, d], 0.05)]), b.weight([d], 0.01)])
-        x = b.node("LayerNormalization", [b.node("Add", [x, o]), b.weight([d], 1.0), b.weight([d], 0.0)],
-                   axis=-1, epsilon=1e-5)
+        x = b.node(
+            "LayerNormalization", [b.node("Add", [x, o]), b.weight([d], 1.0), b.weight([d], 0.0)], axis=-1, epsilon=1e-5
+        )
         hdn = b.node("Add", [b.node("MatMul", [x, b.weight([d, ff], 0.05)]), b.weight([ff], 0.01)])
         # GELU(x) = 0.5 x (1 + erf(x / sqrt 2)), as exporters write it before opset 20
         e = b.node("Erf", [b.node("Mul", [hdn, b.const(1 / np.sqrt(2), np.float32)])])
-        g = b.node("Mul", [b.node("Mul", [hdn, b.const(0.5, np.float32)]),
-                           b.node("Add", [e, b.const(1.0, np.float32)])])
+        g = b.node(
+            "Mul", [b.node("Mul", [hdn, b.const(0.5, np.float32)]), b.node("Add", [e, b.const(1.0, np.float32)])]
+        )
         f = b.node("Add", [b.node("MatMul", [g, b.weight([ff, d], 0.05)]), b.weight([d], 0.01)])
-        x = b.node("LayerNormalization", [b.node("Add", [x, f]), b.weight([d], 1.0), b.weight([d], 0.0)],
-                   axis=-1, epsilon=1e-5)
+        x = b.node(
+            "LayerNormalization", [b.node("Add", [x, f]), b.weight([d], 1.0), b.weight([d], 0.0)], axis=-1, epsilon=1e-5
+        )
         b.flop += 2.0 * seq * (4 * d * d + 2 * d * ff) + 2.0 * 2 * seq * seq * d
-    m = b.model("transformer_encoder", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, d])],
-                [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, seq, d])])
+    m = b.model(
+        "transformer_encoder",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, d])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, seq, d])],
+    )
     feeds = {"x": np.random.default_rng(seed + 1).standard_normal((1, seq, d)).astype(np.float32)}
     return m, feeds, b.flop / 1e9
 
@@ -168,8 +186,11 @@ def lstm_2layer(seed: int = 0, seq: int = 64, hidden: int = 256, inp: int = 256)
         x = b.node("Squeeze", [y, axes])  # [seq, 1, 1, hidden] -> [seq, 1, hidden]
         b.flop += 2.0 * seq * 4 * hidden * (size_in + hidden)
         size_in = hidden
-    m = b.model("lstm_2layer", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, 1, inp])],
-                [helper.make_tensor_value_info(x, TensorProto.FLOAT, [seq, 1, hidden])])
+    m = b.model(
+        "lstm_2layer",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, 1, inp])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [seq, 1, hidden])],
+    )
     feeds = {"x": np.random.default_rng(seed + 1).standard_normal((seq, 1, inp)).astype(np.float32)}
     return m, feeds, b.flop / 1e9
 

@@ -7,6 +7,7 @@ Prints, per model and thread count: median milliseconds of each runtime, the rat
 and the largest absolute output difference against onnxruntime. Run it with OPENBLAS_CORETYPE and
 OPENBLAS_L2_SIZE unset (the Makefile does) and read the BLAS kernel line it prints first.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,11 @@ def blas_line() -> str:
         from threadpoolctl import threadpool_info
     except ImportError:
         return "BLAS: (threadpoolctl not installed)"
-    parts = [f"{i.get('internal_api')} {i.get('version')} kernel={i.get('architecture')} "
-             f"threads={i.get('num_threads')}" for i in threadpool_info() if i.get("user_api") == "blas"]
+    parts = [
+        f"{i.get('internal_api')} {i.get('version')} kernel={i.get('architecture')} threads={i.get('num_threads')}"
+        for i in threadpool_info()
+        if i.get("user_api") == "blas"
+    ]
     env = {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     return "BLAS: " + "; ".join(parts) + f"  (env {env})"
 
@@ -62,8 +66,10 @@ def main(argv=None) -> int:
     print(blas_line())
     print(f"allocator tuned: {tune_allocator()}")
     print(f"numpy {np.__version__}; onnxruntime {ort.__version__}; cores {os.cpu_count()}")
-    header = (f"{'model':<20}{'thr':>4}{'stdops ms':>11}{'ort ms':>9}{'ref ms':>9}{'stdops/ort':>12}"
-              f"{'ref/stdops':>12}{'GFLOP/s':>9}{'max|diff|':>11}")
+    header = (
+        f"{'model':<20}{'thr':>4}{'stdops ms':>11}{'ort ms':>9}{'ref ms':>9}{'stdops/ort':>12}"
+        f"{'ref/stdops':>12}{'GFLOP/s':>9}{'max|diff|':>11}"
+    )
     print(header)
     print("-" * len(header))
     for name in [m for m in args.models.split(",") if m]:
@@ -86,8 +92,10 @@ def main(argv=None) -> int:
                     ref = ReferenceEvaluator(model)
                     t_ref = _median_ms(lambda: ref.run(None, feeds), args.reference_repeat, warmup=0)
             diff = float(np.max(np.abs(y_ours.astype(np.float64) - y_ort)))
-            print(f"{name:<20}{threads:>4}{t_ours:>11.2f}{t_ort:>9.2f}{t_ref:>9.1f}{t_ours / t_ort:>11.2f}x"
-                  f"{t_ref / t_ours:>11.1f}x{gflop / (t_ours / 1e3):>9.1f}{diff:>11.2e}")
+            print(
+                f"{name:<20}{threads:>4}{t_ours:>11.2f}{t_ort:>9.2f}{t_ref:>9.1f}{t_ours / t_ort:>11.2f}x"
+                f"{t_ref / t_ours:>11.1f}x{gflop / (t_ours / 1e3):>9.1f}{diff:>11.2e}"
+            )
             sys.stdout.flush()
     print("stdops/ort: < 1 means stdops is faster; ref/stdops: how many times faster than onnx.reference")
     return 0

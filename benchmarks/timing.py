@@ -1,4 +1,5 @@
 """Timing shared by the benchmarks: two callables measured alternately, so both see the same machine load."""
+
 from __future__ import annotations
 
 import time

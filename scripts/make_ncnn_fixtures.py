@@ -10,6 +10,7 @@ Two steps, in two environments:
 Each fixture folder holds model.param, model.bin, the input(s) in0.npy ... and the wheel's outputs under
 exact-fp32 options, out0.npy ... (tests compare stdops against those within 1e-4).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,9 @@ def _modules():
 
         def __init__(self):
             super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(3, 16, 7, 2, 3, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
-                                      nn.MaxPool2d(3, 2, 1))
+            self.stem = nn.Sequential(
+                nn.Conv2d(3, 16, 7, 2, 3, bias=False), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(3, 2, 1)
+            )
             self.layers = nn.Sequential(Block(16, 16, 1), Block(16, 32, 2), Block(32, 64, 2), Block(64, 64, 2))
             self.fc = nn.Linear(64, 10)
 
@@ -128,7 +130,6 @@ def export(out: str) -> None:
 def expect(out: str) -> None:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ncnn"))
     import ncnn
-
     from wheel import EXACT_OPTIONS  # noqa: E402
 
     for name in sorted(os.listdir(out)):

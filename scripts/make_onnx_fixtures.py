@@ -9,6 +9,7 @@ several opsets, with onnxruntime's outputs recorded beside them (not part of the
 The torch modules are the ones of scripts/make_ncnn_fixtures.py (a ResNet-style CNN, an LSTM+GRU net, a
 transformer block); each fixture is NAME.onnx, NAME.in.npy and NAME.out.npy.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,7 +45,7 @@ def expect(out: str) -> None:
     import onnxruntime as ort
 
     for path in sorted(glob.glob(os.path.join(out, "*.onnx"))):
-        stem = path[:-len(".onnx")]
+        stem = path[: -len(".onnx")]
         sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         x = np.load(stem + ".in.npy")
         y = sess.run(None, {sess.get_inputs()[0].name: x})[0]

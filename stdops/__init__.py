@@ -2,6 +2,7 @@
 
 ``stdops.load(path)`` picks the front end by file type; ``stdops.onnx`` is the ONNX front end.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ __version__ = "0.1.0"
 
 
 def model_kind(path: Any) -> str:
-    """"onnx", "ncnn" or "mdf" by the file name (and, for .onnx without the extension, its first byte)."""
+    """ "onnx", "ncnn" or "mdf" by the file name (and, for .onnx without the extension, its first byte)."""
     p = os.fspath(path)
     low = p.lower()
     if low.endswith((".param", ".param.bin")):
@@ -48,5 +49,6 @@ def load(path: Any):
         from . import onnx as _onnx
 
         return _onnx.load(p)
-    raise ModelFormatError(p, None, f"unknown model type {ext or '(no extension)'!r}: "
-                                    f"expected .onnx, .param, .param.bin, .json or .yaml")
+    raise ModelFormatError(
+        p, None, f"unknown model type {ext or '(no extension)'!r}: expected .onnx, .param, .param.bin, .json or .yaml"
+    )

@@ -3,12 +3,12 @@
 A ``StdopsError`` (the user's input is at fault) prints one line and exits with status 2; ``--debug``
 shows the traceback instead.
 """
+
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import numpy as np
 import typer
@@ -18,8 +18,11 @@ from rich.table import Table
 
 from .errors import StdopsError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="stdops: run ONNX, ncnn and MDF models on one exact NumPy operator library.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="stdops: run ONNX, ncnn and MDF models on one exact NumPy operator library.",
+)
 console = Console()
 _state = {"debug": False}
 
@@ -44,7 +47,7 @@ def _summary(v) -> str:
     return ", ".join(map(str, flat[:4])) + (" ..." if flat.size > 4 else "")
 
 
-def _parse_inputs(items: List[str]) -> dict:
+def _parse_inputs(items: list[str]) -> dict:
     feeds = {}
     for item in items:
         name, sep, file = item.partition("=")
@@ -58,16 +61,17 @@ def _parse_inputs(items: List[str]) -> dict:
 
 
 @app.command()
-def run(model: Path = typer.Argument(..., help="Model file: .onnx, .param / .param.bin (ncnn)"),
-        weights: Optional[Path] = typer.Argument(None, help="ncnn .bin (default: beside the .param)"),
-        input: List[str] = typer.Option([], "--input", "-i", help="NAME=FILE.npy (repeatable)"),
-        output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o",
-                                                  help="Save every output as NAME.npy here"),
-        dump: Optional[Path] = typer.Option(None, "--dump", help="Save EVERY intermediate value as NAME.npy here"),
-        duration: Optional[float] = typer.Option(None, "--duration", help="MDF: simulated time to run"),
-        dt: Optional[float] = typer.Option(None, "--dt", help="MDF: time step"),
-        out: Optional[Path] = typer.Option(None, "--out", help="MDF: save the trajectory (.csv or .npz)"),
-        seed: Optional[int] = typer.Option(None, "--seed", help="MDF: random seed")) -> None:
+def run(
+    model: Path = typer.Argument(..., help="Model file: .onnx, .param / .param.bin (ncnn)"),
+    weights: Path | None = typer.Argument(None, help="ncnn .bin (default: beside the .param)"),
+    input: list[str] = typer.Option([], "--input", "-i", help="NAME=FILE.npy (repeatable)"),
+    output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="Save every output as NAME.npy here"),
+    dump: Path | None = typer.Option(None, "--dump", help="Save EVERY intermediate value as NAME.npy here"),
+    duration: float | None = typer.Option(None, "--duration", help="MDF: simulated time to run"),
+    dt: float | None = typer.Option(None, "--dt", help="MDF: time step"),
+    out: Path | None = typer.Option(None, "--out", help="MDF: save the trajectory (.csv or .npz)"),
+    seed: int | None = typer.Option(None, "--seed", help="MDF: random seed"),
+) -> None:
     """Run a model: ONNX / ncnn on inputs from .npy files (print each output's shape, dtype and summary);
     MDF for a duration with a time step (a progress bar, a table of outputs, the trajectory to a file)."""
     from . import model_kind
@@ -101,7 +105,7 @@ def run(model: Path = typer.Argument(..., help="Model file: .onnx, .param / .par
         console.print(f"saved {len(result)} output(s) to {output_dir}")
 
 
-def _load(model: Path, weights: Optional[Path] = None):
+def _load(model: Path, weights: Path | None = None):
     from . import load
 
     if weights is not None:
@@ -127,8 +131,10 @@ def _print_outputs(result: dict) -> None:
 
 
 @app.command()
-def info(model: Path = typer.Argument(..., help="Model file: .onnx, .param / .param.bin (ncnn)"),
-         weights: Optional[Path] = typer.Argument(None, help="ncnn .bin (default: beside the .param)")) -> None:
+def info(
+    model: Path = typer.Argument(..., help="Model file: .onnx, .param / .param.bin (ncnn)"),
+    weights: Path | None = typer.Argument(None, help="ncnn .bin (default: beside the .param)"),
+) -> None:
     """Inputs, outputs, operators (layers) and parameters of a model (MDF: graphs, nodes, functions,
     conditions)."""
     from . import model_kind
@@ -168,8 +174,10 @@ def _info_onnx(model: Path, m) -> None:
 
 
 def _info_ncnn(model: Path, net) -> None:
-    console.print(f"[bold]{escape(str(model))}[/bold] ({'binary' if net.param_file.binary else 'text'} .param"
-                  f"{', weights ' + escape(str(net.bin_path)) if net.bin_path else ', no .bin'})")
+    console.print(
+        f"[bold]{escape(str(model))}[/bold] ({'binary' if net.param_file.binary else 'text'} .param"
+        f"{', weights ' + escape(str(net.bin_path)) if net.bin_path else ', no .bin'})"
+    )
     console.print(f"layers: {len(net.layers)}; blobs: {len(net.blob_names)}")
     console.print("inputs: " + ", ".join(map(escape, net.input_names)))
     console.print("outputs: " + ", ".join(map(escape, net.output_names)))
@@ -178,16 +186,19 @@ def _info_ncnn(model: Path, net) -> None:
         hist[L.type] = hist.get(L.type, 0) + 1
     console.print(_histogram_table("layers", hist))
     if net.weight_storage:
-        console.print("weight bytes by storage type: " +
-                      ", ".join(f"{k} {v:,}" for k, v in sorted(net.weight_storage.items())))
+        console.print(
+            "weight bytes by storage type: " + ", ".join(f"{k} {v:,}" for k, v in sorted(net.weight_storage.items()))
+        )
 
 
 @app.command()
-def plot(model: Path = typer.Argument(..., help="MDF model file (.json, .yaml)"),
-         duration: Optional[float] = typer.Option(None, "--duration", help="Simulated time to run"),
-         dt: Optional[float] = typer.Option(None, "--dt", help="Time step"),
-         output: Path = typer.Option(Path("plot.png"), "--output", "-o", help="Image file to write"),
-         graph: bool = typer.Option(False, "--graph", help="Draw the nodes and edges instead")) -> None:
+def plot(
+    model: Path = typer.Argument(..., help="MDF model file (.json, .yaml)"),
+    duration: float | None = typer.Option(None, "--duration", help="Simulated time to run"),
+    dt: float | None = typer.Option(None, "--dt", help="Time step"),
+    output: Path = typer.Option(Path("plot.png"), "--output", "-o", help="Image file to write"),
+    graph: bool = typer.Option(False, "--graph", help="Draw the nodes and edges instead"),
+) -> None:
     """Plot every output port of an MDF model over time, or (--graph) its nodes and edges."""
     from .mdf import cli as mdf_cli
 
@@ -195,15 +206,19 @@ def plot(model: Path = typer.Argument(..., help="MDF model file (.json, .yaml)")
 
 
 @app.command()
-def compare(model: Path = typer.Argument(..., help="Model file: .onnx, .param / .param.bin (ncnn)"),
-            weights: Optional[Path] = typer.Argument(None, help="ncnn .bin (default: beside the .param)"),
-            input: List[str] = typer.Option([], "--input", "-i", help="NAME=FILE.npy (repeatable)"),
-            atol: float = typer.Option(1e-4, help="absolute tolerance"),
-            rtol: float = typer.Option(1e-4, help="tolerance relative to the value's magnitude"),
-            wheel_defaults: bool = typer.Option(False, "--wheel-defaults",
-                                                help="ncnn: the wheel's default options (fp16 storage, "
-                                                     "Winograd) instead of exact fp32"),
-            show: int = typer.Option(40, help="rows to show around the first disagreement")) -> None:
+def compare(
+    model: Path = typer.Argument(..., help="Model file: .onnx, .param / .param.bin (ncnn)"),
+    weights: Path | None = typer.Argument(None, help="ncnn .bin (default: beside the .param)"),
+    input: list[str] = typer.Option([], "--input", "-i", help="NAME=FILE.npy (repeatable)"),
+    atol: float = typer.Option(1e-4, help="absolute tolerance"),
+    rtol: float = typer.Option(1e-4, help="tolerance relative to the value's magnitude"),
+    wheel_defaults: bool = typer.Option(
+        False,
+        "--wheel-defaults",
+        help="ncnn: the wheel's default options (fp16 storage, Winograd) instead of exact fp32",
+    ),
+    show: int = typer.Option(40, help="rows to show around the first disagreement"),
+) -> None:
     """Run the model in stdops and in its peer runtime (onnxruntime for ONNX, the ncnn wheel for ncnn),
     compare every intermediate value, and name the first node that disagrees."""
     from . import compare as cmp
@@ -224,30 +239,42 @@ def compare(model: Path = typer.Argument(..., help="Model file: .onnx, .param / 
     t = Table(title=f"stdops vs {peer}: {len(diffs)} values")
     for col in ("node", "op", "value", "shape", "max |diff|", "max rel"):
         t.add_column(col)
-    for d in diffs[start:start + show]:
+    for d in diffs[start : start + show]:
         style = "bold red" if d is first else ("" if d.ok(atol, rtol) else "red")
-        t.add_row(escape(d.node), escape(d.op), escape(d.name), str(d.shape),
-                  d.note or f"{d.max_abs:.3g}", "" if d.note else f"{d.max_rel:.3g}", style=style)
+        t.add_row(
+            escape(d.node),
+            escape(d.op),
+            escape(d.name),
+            str(d.shape),
+            d.note or f"{d.max_abs:.3g}",
+            "" if d.note else f"{d.max_rel:.3g}",
+            style=style,
+        )
     console.print(t)
     if first is None:
         console.print(f"[green]all {len(diffs)} values agree[/green] within atol {atol:g} + rtol {rtol:g}")
     else:
         bad = sum(not d.ok(atol, rtol) for d in diffs)
-        console.print(f"[red]first disagreement[/red]: node {escape(first.node)!r} ({escape(first.op)}), value "
-                      f"{escape(first.name)!r}: {first.note or f'max |diff| {first.max_abs:.3g}'}; "
-                      f"{bad} of {len(diffs)} values outside tolerance")
+        console.print(
+            f"[red]first disagreement[/red]: node {escape(first.node)!r} ({escape(first.op)}), value "
+            f"{escape(first.name)!r}: {first.note or f'max |diff| {first.max_abs:.3g}'}; "
+            f"{bad} of {len(diffs)} values outside tolerance"
+        )
         raise typer.Exit(1)
 
 
 @app.command()
-def ops(front_end: Optional[str] = typer.Option(None, "--front-end", "-f",
-                                                help="Only what this front end binds (onnx, ncnn, mdf)"),
-        layer: Optional[str] = typer.Option(None, "--layer", help="ncnn: one layer's params and weights")) -> None:
+def ops(
+    front_end: str | None = typer.Option(
+        None, "--front-end", "-f", help="Only what this front end binds (onnx, ncnn, mdf)"
+    ),
+    layer: str | None = typer.Option(None, "--layer", help="ncnn: one layer's params and weights"),
+) -> None:
     """Every registered kernel, what it implements and which front ends bind it; with -f ncnn, the ncnn
     layers with their param ids, names and defaults (the operator reference ncnn lacks)."""
-    from .ops import OPS
-    from .onnx import opset  # noqa: F401  (loads the ONNX adapters too)
     from .ncnn.spec import LAYERS
+    from .onnx import opset  # noqa: F401  (loads the ONNX adapters too)
+    from .ops import OPS
 
     if front_end == "ncnn" or layer:
         _ncnn_layers(LAYERS, layer)
@@ -263,12 +290,14 @@ def ops(front_end: Optional[str] = typer.Option(None, "--front-end", "-f",
         t.add_row(name, ",".join(d.front_ends()), " ".join(d.specs), escape(d.summary))
     console.print(t)
     bound = opset.bound_ops()
-    console.print(f"{shown} kernels; ONNX binds {len(bound)} op types "
-                  f"({sum(len(v) for v in bound.values())} versioned entries incl. adapters); "
-                  f"ncnn declares {len(LAYERS)} layers (stdops ops -f ncnn)")
+    console.print(
+        f"{shown} kernels; ONNX binds {len(bound)} op types "
+        f"({sum(len(v) for v in bound.values())} versioned entries incl. adapters); "
+        f"ncnn declares {len(LAYERS)} layers (stdops ops -f ncnn)"
+    )
 
 
-def _ncnn_layers(layers: dict, only: Optional[str]) -> None:
+def _ncnn_layers(layers: dict, only: str | None) -> None:
     from .ncnn.spec import Ref, resolve_params
 
     def default(p) -> str:
@@ -288,8 +317,10 @@ def _ncnn_layers(layers: dict, only: Optional[str]) -> None:
         console.print(t)
         try:
             ws = list(spec.weights(resolve_params(spec, {}, only, None)))
-            console.print("weights with default params: " + (", ".join(
-                f"{w.name} ({w.size}, {'tagged' if w.tagged else 'raw'})" for w in ws) or "none"))
+            console.print(
+                "weights with default params: "
+                + (", ".join(f"{w.name} ({w.size}, {'tagged' if w.tagged else 'raw'})" for w in ws) or "none")
+            )
         except Exception:  # noqa: BLE001 - some layers need params to size their weights
             console.print("weights: sized by the params")
         return
@@ -302,6 +333,7 @@ def _ncnn_layers(layers: dict, only: Optional[str]) -> None:
         t.add_row(name, arity, escape(params) or "-", escape(spec.doc.splitlines()[0] if spec.doc else ""))
     console.print(t)
 
+
 @app.command()
 def demo() -> None:
     """Run the bundled examples: the XOR network as ONNX and as ncnn (same answers, one kernel library),
@@ -312,8 +344,9 @@ def demo() -> None:
     feeds = demo_inputs()
     path = demo_model_path()
     m = load(path)
-    console.print(f"[bold]ONNX[/bold] {escape(str(path))}: {len(m.proto.graph.node)} nodes, "
-                  f"{m.parameter_count():,} parameters")
+    console.print(
+        f"[bold]ONNX[/bold] {escape(str(path))}: {len(m.proto.graph.node)} nodes, {m.parameter_count():,} parameters"
+    )
     result = m.run(feeds)
     _print_outputs(result)
     param, weights = demo_ncnn_paths()
@@ -330,7 +363,8 @@ def demo() -> None:
     console.print(t)
     mdf_path = demo_mdf_path()
     if mdf_path is not None:
-        from .mdf import Simulation, load as load_mdf
+        from .mdf import Simulation
+        from .mdf import load as load_mdf
 
         sim = Simulation(load_mdf(mdf_path))
         traj = sim.run(duration=10.0, dt=0.01)
@@ -339,7 +373,7 @@ def demo() -> None:
             console.print(f"  {escape(key)}: start {v[0]:.4g}, end {v[-1]:.4g}, min {v.min():.4g}, max {v.max():.4g}")
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: list | None = None) -> int:
     """Console entry point: one line and exit 2 for a StdopsError."""
     args = list(sys.argv[1:] if argv is None else argv)
     from .perf import tune_allocator

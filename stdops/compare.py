@@ -7,6 +7,7 @@
 
 The peers are optional dependencies: a missing one is a clear StdopsError.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -98,8 +99,7 @@ def compare_onnx(path: str, feeds: dict[str, np.ndarray]) -> list[ValueDiff]:
     return out
 
 
-def compare_ncnn(param: str, bin_path: str | None, feeds: dict[str, np.ndarray],
-                 exact: bool = True) -> list[ValueDiff]:
+def compare_ncnn(param: str, bin_path: str | None, feeds: dict[str, np.ndarray], exact: bool = True) -> list[ValueDiff]:
     """Every blob of the ncnn model: stdops vs the ncnn wheel (exact-fp32 options unless ``exact`` is False)."""
     try:
         import ncnn
@@ -109,14 +109,25 @@ def compare_ncnn(param: str, bin_path: str | None, feeds: dict[str, np.ndarray],
 
     net = sncnn.Net.load(param, bin_path)
     ours: dict[str, Any] = {}
-    net.run(feeds, outputs=list(net.blob_names[len(net.input_names):]) or None,
-            hook=lambda node, name, v: ours.__setitem__(name, v))
+    net.run(
+        feeds,
+        outputs=list(net.blob_names[len(net.input_names) :]) or None,
+        hook=lambda node, name, v: ours.__setitem__(name, v),
+    )
     theirs_net = ncnn.Net()
     theirs_net.opt.lightmode = False  # keep every blob for extraction
     if exact:
-        for k, v in dict(num_threads=1, use_vulkan_compute=False, use_packing_layout=False, use_fp16_packed=False,
-                         use_fp16_storage=False, use_fp16_arithmetic=False, use_bf16_storage=False,
-                         use_winograd_convolution=False, use_sgemm_convolution=False).items():
+        for k, v in dict(
+            num_threads=1,
+            use_vulkan_compute=False,
+            use_packing_layout=False,
+            use_fp16_packed=False,
+            use_fp16_storage=False,
+            use_fp16_arithmetic=False,
+            use_bf16_storage=False,
+            use_winograd_convolution=False,
+            use_sgemm_convolution=False,
+        ).items():
             setattr(theirs_net.opt, k, v)
     loaded = theirs_net.load_param_bin(param) if net.param_file.binary else theirs_net.load_param(param)
     if loaded != 0:

@@ -9,11 +9,13 @@ a grid of drift rates), batches of inputs for ONNX / ncnn models.
 Each worker loads the model once (cached by path) and reuses it for every task it gets. The dask
 dependency is optional (the ``distributed`` extra); without a client the runs happen here, in order.
 """
+
 from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .errors import StdopsError
 

@@ -3,6 +3,7 @@
 A ``StdopsError`` is what the CLI prints as one line (exit status 2); anything else
 escaping stdops is a bug in stdops.
 """
+
 from __future__ import annotations
 
 
@@ -23,8 +24,9 @@ class ModelFormatError(StdopsError):
 class UnsupportedOp(StdopsError):
     """An operator (domain, type, version) that no kernel binds."""
 
-    def __init__(self, domain: str, op_type: str, version: int | None, where: str | None = None,
-                 path: str | None = None):
+    def __init__(
+        self, domain: str, op_type: str, version: int | None, where: str | None = None, path: str | None = None
+    ):
         self.domain, self.op_type, self.version, self.path, self.where = domain, op_type, version, path, where
         dom = domain or "ai.onnx"
         ver = f" (opset {version})" if version is not None else ""

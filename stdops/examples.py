@@ -1,5 +1,6 @@
 """Example models the project builds itself (with ``onnx.helper``), used by ``stdops demo``,
 the README and the tests. ``python -m stdops.examples`` (re)writes them into ``examples/``."""
+
 from __future__ import annotations
 
 import os
@@ -31,13 +32,16 @@ def xor_mlp():
         helper.make_node("ArgMax", ["logits"], ["label"], axis=1, keepdims=0, name="argmax"),
     ]
     graph = helper.make_graph(
-        nodes, "xor_mlp",
+        nodes,
+        "xor_mlp",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2])],
-        [helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["batch", 2]),
-         helper.make_tensor_value_info("label", TensorProto.INT64, ["batch"])],
-        inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
-                              producer_name="stdops.examples")
+        [
+            helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, ["batch", 2]),
+            helper.make_tensor_value_info("label", TensorProto.INT64, ["batch"]),
+        ],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="stdops.examples")
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
@@ -53,10 +57,12 @@ def xor_ncnn() -> tuple[str, bytes]:
     b1 = np.array([0, -1], np.float32)
     w2 = np.array([[-4, 8], [4, -8]], np.float32)
     b2 = np.array([2, -2], np.float32)
-    layers = [LayerDecl("Input", "input", [], ["x"], {0: 2, 1: 4}, 3),
-              LayerDecl("InnerProduct", "layer1", ["x"], ["h"], {0: 2, 1: 1, 2: 4, 9: 1}, 4),
-              LayerDecl("InnerProduct", "layer2", ["h"], ["logits"], {0: 2, 1: 1, 2: 4}, 5),
-              LayerDecl("Softmax", "softmax", ["logits"], ["probabilities"], {0: 1, 1: 1}, 6)]
+    layers = [
+        LayerDecl("Input", "input", [], ["x"], {0: 2, 1: 4}, 3),
+        LayerDecl("InnerProduct", "layer1", ["x"], ["h"], {0: 2, 1: 1, 2: 4, 9: 1}, 4),
+        LayerDecl("InnerProduct", "layer2", ["h"], ["logits"], {0: 2, 1: 1, 2: 4}, 5),
+        LayerDecl("Softmax", "softmax", ["logits"], ["probabilities"], {0: 1, 1: 1}, 6),
+    ]
     weights = ModelBinWriter()
     for w, b in ((w1, b1), (w2, b2)):
         weights.write(w, tagged=True)

@@ -13,11 +13,13 @@ already bound, then compiles them once into a :class:`Plan`:
 Conventions for values: a tensor is an ``np.ndarray``; a sequence is a ``list``; an empty optional is
 ``None``. A kernel returns a single value, or a ``tuple`` holding every output of the op.
 """
+
 from __future__ import annotations
 
 import contextvars
 import dataclasses
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from .errors import InputError, ModelFormatError, OpError, ResourceLimitError, StdopsError
 
@@ -63,9 +65,15 @@ class _Step:
 class Plan:
     """A compiled graph. ``run`` is re-entrant: every call works on its own slot list."""
 
-    def __init__(self, nodes: Sequence[Node], inputs: Sequence[str], outputs: Sequence[str],
-                 constants: dict[str, Any] | None = None, path: str | None = None,
-                 outer: Iterable[str] = ()):
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        constants: dict[str, Any] | None = None,
+        path: str | None = None,
+        outer: Iterable[str] = (),
+    ):
         """``inputs`` are fed per run; ``constants`` are fixed values (initializers); ``outer`` names
         values a subgraph reads from its enclosing scope (fed per run like inputs)."""
         self.path = path
@@ -86,14 +94,16 @@ class Plan:
             template[new_slot(name)] = value
         for name in [*self.input_names, *self.outer_names]:
             if name not in slot:  # an input that is also an initializer (ONNX IR < 4) shares its slot:
-                new_slot(name)    # a feed overrides the value, no feed keeps it
+                new_slot(name)  # a feed overrides the value, no feed keeps it
         producer: dict[str, int] = {}
         for k, node in enumerate(self.nodes):
             for name in node.inputs:
                 if name and name not in slot:
-                    raise ModelFormatError(path, _where(node),
-                                           f"input {name!r} is not produced by any earlier node, "
-                                           f"graph input or initializer")
+                    raise ModelFormatError(
+                        path,
+                        _where(node),
+                        f"input {name!r} is not produced by any earlier node, graph input or initializer",
+                    )
             for name in node.outputs:
                 if not name:
                     continue
@@ -157,20 +167,24 @@ class Plan:
         steps = []
         for pos, k in enumerate(order):
             node = self.nodes[k]
-            steps.append(_Step(
-                node.fn,
-                tuple(self._slot[n] if n else _EMPTY_SLOT for n in node.inputs),
-                tuple(self._slot[n] if n else -1 for n in node.outputs),
-                tuple(releases.get(pos, ())),
-                node))
+            steps.append(
+                _Step(
+                    node.fn,
+                    tuple(self._slot[n] if n else _EMPTY_SLOT for n in node.inputs),
+                    tuple(self._slot[n] if n else -1 for n in node.outputs),
+                    tuple(releases.get(pos, ())),
+                    node,
+                )
+            )
         used = {i for st in steps for i in st.ins} | {self._slot[n] for n in want}
         self._needed_inputs[want] = [(n, s) for n, s in self._input_slots if s in used]
         self._schedules[want] = steps
         return steps
 
     # ------------------------------------------------------------------ run
-    def run(self, feeds: dict[str, Any], outputs: Sequence[str] | None = None,
-            hook: Hook | None = None) -> dict[str, Any]:
+    def run(
+        self, feeds: dict[str, Any], outputs: Sequence[str] | None = None, hook: Hook | None = None
+    ) -> dict[str, Any]:
         """Run with ``feeds`` (name -> value, already validated by the front end); returns the
         requested values by name."""
         want = self.output_names if outputs is None else list(outputs)
@@ -203,8 +217,12 @@ class Plan:
             outs = step.outs
             if type(res) is tuple:
                 if len(res) < len(outs):
-                    raise OpError(step.node.name, step.node.op,
-                                  f"kernel returned {len(res)} outputs, node has {len(outs)}", self.path)
+                    raise OpError(
+                        step.node.name,
+                        step.node.op,
+                        f"kernel returned {len(res)} outputs, node has {len(outs)}",
+                        self.path,
+                    )
                 for s, v in zip(outs, res):
                     if s >= 0:
                         vals[s] = v
@@ -227,8 +245,7 @@ class Plan:
         if isinstance(e, ModelFormatError):
             if e.path is not None:
                 return e
-            err: StdopsError = ModelFormatError(self.path, _where(node) + (f" {e.where}" if e.where else ""),
-                                                e.detail)
+            err: StdopsError = ModelFormatError(self.path, _where(node) + (f" {e.where}" if e.where else ""), e.detail)
         else:
             loc = f"{self.path}: " if self.path else ""
             err = ResourceLimitError(f"{loc}node {node.name!r} ({node.op}): {e}")

@@ -5,6 +5,7 @@ OneHot, Pad, Resize, ...) call :func:`check_elements` before allocating. The lim
 process-wide setting the user can raise: ``stdops.limits.set_max_elements(n)`` or the
 environment variable ``STDOPS_MAX_ELEMENTS``.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,7 +39,8 @@ def check_elements(shape, what: str = "output") -> None:
     if n > _max_elements:
         raise ResourceLimitError(
             f"{what}: shape {tuple(dims)} has {n} elements, above the limit of {_max_elements} "
-            f"(raise it with stdops.limits.set_max_elements or STDOPS_MAX_ELEMENTS)")
+            f"(raise it with stdops.limits.set_max_elements or STDOPS_MAX_ELEMENTS)"
+        )
 
 
 #: Loop iterations allowed in one Loop (or MDF integration) before it counts as runaway: about a second to

@@ -5,6 +5,7 @@ glibc returns every freed block above its mmap threshold (about 4 MB after warm-
 every large temporary of a model run is page-faulted in again: elementwise chains over 1M elements
 run 3-4x slower than with the memory kept. Raising the mmap and trim thresholds keeps it.
 """
+
 from __future__ import annotations
 
 import ctypes

@@ -1,6 +1,7 @@
-"""Suite-wide hooks. The ncnn differential suite's count: how many randomized cases each layer type ran through the official
-wheel. Printed at the end of every run that includes tests/ncnn; when the whole folder ran with the wheel
+"""Suite-wide hooks. The ncnn differential suite's count: how many randomized cases each layer type ran through
+the official wheel. Printed at the end of every run that includes tests/ncnn; when the whole folder ran with the wheel
 installed, every layer the wheel provides must have at least MIN_CASES cases (issue 5's bar)."""
+
 from __future__ import annotations
 
 import collections
@@ -50,7 +51,8 @@ def pytest_sessionfinish(session, exitstatus):
         f"{MIN_CASES} randomized cases; {total} cases through the wheel; fewest: "
         f"{min((counts.get(t, 0) for t in expected), default=0)}"
         + (f"; below {MIN_CASES}: {', '.join(f'{t}={n}' for t, n in short)}" if short and whole else "")
-        + ("" if whole else " (a partial run: the bar applies when tests/ncnn runs whole)"))
+        + ("" if whole else " (a partial run: the bar applies when tests/ncnn runs whole)")
+    )
     if short and wheel.available() and whole:
         session.exitstatus = 1
         config._stdops_ncnn_summary = "FAILED " + config._stdops_ncnn_summary

@@ -1,4 +1,5 @@
 """`stdops compare`: per-value comparison against the peer runtime, and naming the first disagreement."""
+
 from __future__ import annotations
 
 import subprocess
@@ -48,7 +49,11 @@ def test_ncnn_against_the_wheel(tmp_path):
 def test_cli_compare(tmp_path):
     pytest.importorskip("onnxruntime")
     np.save(tmp_path / "x.npy", demo_inputs()["x"])
-    r = subprocess.run([sys.executable, "-m", "stdops.cli", "compare", str(demo_model_path()), "-i",
-                        f"x={tmp_path / 'x.npy'}"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "stdops.cli", "compare", str(demo_model_path()), "-i", f"x={tmp_path / 'x.npy'}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert "values agree" in r.stdout

@@ -1,4 +1,5 @@
 """Sweeps: many runs of one model, in process or on a dask cluster."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,8 +31,9 @@ def test_mdf_parameter_sweep_changes_accuracy_and_is_seeded():
 
 
 def test_dask_cluster():
-    distributed = pytest.importorskip("dask.distributed", reason="dask.distributed (the 'distributed' extra) "
-                                                                 "is not installed")
+    distributed = pytest.importorskip(
+        "dask.distributed", reason="dask.distributed (the 'distributed' extra) is not installed"
+    )
     with distributed.Client(processes=False, n_workers=1, threads_per_worker=2) as client:
         results = sweep(demo_model_path(), [{"x": np.array([[1, 0]], np.float32)}] * 3, client=client)
     assert [int(r["label"][0]) for r in results] == [1, 1, 1]

@@ -1,4 +1,5 @@
 """The bundled examples are what stdops.examples builds, and the XOR network gives XOR in every form."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -15,6 +15,7 @@ input did not justify), a per-case ``SIGALRM`` and a hard watchdog in the parent
 stuck in C code; a child that dies is a crash. The regression tests at the end are the minimal
 reproducers of the bugs the fuzzing found.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,7 +54,7 @@ ADDRESS_SPACE = 3 * 2**30  # RLIMIT_AS: a MemoryError under it is a giant alloca
 MAX_ELEMENTS = 2**24  # stdops.limits inside the child: 64 MiB of float32 per tensor
 MAX_LOOP = 10_000
 
-HUGE_INTS = [2**31 - 1, -1, -2**31, 10**12, 2**32, 10**9, 0, 65536]
+HUGE_INTS = [2**31 - 1, -1, -(2**31), 10**12, 2**32, 10**9, 0, 65536]
 
 
 # ====================================================================== the forked runner
@@ -113,8 +114,10 @@ def _check(case: Case, folder: Path) -> tuple[str | None, str]:
     except BaseException as e:  # noqa: BLE001 - anything else is the bug we hunt
         tb = traceback.extract_tb(e.__traceback__)
         frames = [f"{Path(f.filename).name}:{f.lineno}" for f in tb if "/stdops/" in f.filename][-3:]
-        return (f"{type(e).__name__} at {stage}: {str(e)[:300]} [{' <- '.join(reversed(frames))}]",
-                f"{type(e).__name__} at {stage}")
+        return (
+            f"{type(e).__name__} at {stage}: {str(e)[:300]} [{' <- '.join(reversed(frames))}]",
+            f"{type(e).__name__} at {stage}",
+        )
 
 
 def _onnx_feeds(m, given: dict[str, np.ndarray]) -> dict | None:
@@ -122,8 +125,12 @@ def _onnx_feeds(m, given: dict[str, np.ndarray]) -> dict | None:
     for vi in m.inputs:
         if vi.name in given:
             feeds[vi.name] = given[vi.name]
-        elif vi.kind == "tensor" and vi.dtype is not None and vi.shape is not None and \
-                all(isinstance(d, int) and 0 <= d <= 8 for d in vi.shape):
+        elif (
+            vi.kind == "tensor"
+            and vi.dtype is not None
+            and vi.shape is not None
+            and all(isinstance(d, int) and 0 <= d <= 8 for d in vi.shape)
+        ):
             feeds[vi.name] = np.ones(vi.shape, vi.dtype) if vi.dtype != object else np.full(vi.shape, "a", object)
         else:
             return None
@@ -236,8 +243,7 @@ def _rand_bytes(rng: random.Random, n: int) -> bytes:
 def mutate_bytes(data: bytes, rng: random.Random, magic_len: int = 4) -> tuple[str, bytes]:
     """One generic damage to a file's bytes: (what was done, damaged bytes)."""
     n = len(data)
-    kind = rng.choice(["truncate", "flip", "flip", "bitflip", "insert", "delete", "magic", "int32", "int32",
-                       "append"])
+    kind = rng.choice(["truncate", "flip", "flip", "bitflip", "insert", "delete", "magic", "int32", "int32", "append"])
     if kind == "truncate":
         at = rng.randrange(n)
         return f"truncate@{at}", data[:at]
@@ -256,7 +262,7 @@ def mutate_bytes(data: bytes, rng: random.Random, magic_len: int = 4) -> tuple[s
     if kind == "delete":
         at = rng.randrange(n)
         k = rng.randint(1, min(16, n - at))
-        return f"delete{k}@{at}", data[:at] + data[at + k:]
+        return f"delete{k}@{at}", data[:at] + data[at + k :]
     if kind == "magic":
         return "wrong magic", _rand_bytes(rng, magic_len) + data[magic_len:]
     if kind == "append":
@@ -264,7 +270,7 @@ def mutate_bytes(data: bytes, rng: random.Random, magic_len: int = 4) -> tuple[s
     # a little-endian int32 (aligned or not) replaced by a huge / negative value
     at = rng.randrange(max(n - 3, 1))
     v = rng.choice(HUGE_INTS)
-    return f"int32={v}@{at}", data[:at] + struct.pack("<I", v & 0xFFFFFFFF) + data[at + 4:]
+    return f"int32={v}@{at}", data[:at] + struct.pack("<I", v & 0xFFFFFFFF) + data[at + 4 :]
 
 
 # ====================================================================== ncnn seeds and mutations
@@ -277,8 +283,14 @@ class NcnnSeed:
 
 
 def ncnn_seeds() -> list[NcnnSeed]:
-    seeds = [NcnnSeed("xor", (EXAMPLES / "xor_mlp.param").read_bytes(), (EXAMPLES / "xor_mlp.bin").read_bytes(),
-                      {"x": np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.float32)})]
+    seeds = [
+        NcnnSeed(
+            "xor",
+            (EXAMPLES / "xor_mlp.param").read_bytes(),
+            (EXAMPLES / "xor_mlp.bin").read_bytes(),
+            {"x": np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.float32)},
+        )
+    ]
     for d in sorted(FIXTURES.iterdir()):
         if not (d / "model.param").exists():
             continue
@@ -288,8 +300,23 @@ def ncnn_seeds() -> list[NcnnSeed]:
     return seeds
 
 
-_NUM = ["2147483647", "-1", "-2147483648", "1000000000000", "0", "99999", "1e400", "-1e400", "nan", "1.5",
-        "1" + "0" * 400, "-23300", "abc", '"', ""]
+_NUM = [
+    "2147483647",
+    "-1",
+    "-2147483648",
+    "1000000000000",
+    "0",
+    "99999",
+    "1e400",
+    "-1e400",
+    "nan",
+    "1.5",
+    "1" + "0" * 400,
+    "-23300",
+    "abc",
+    '"',
+    "",
+]
 
 
 def mutate_param_text(text: bytes, rng: random.Random) -> tuple[str, bytes]:
@@ -332,8 +359,33 @@ def mutate_param_text(text: bytes, rng: random.Random) -> tuple[str, bytes]:
     return kind, "\n".join(lines).encode()
 
 
-_PVALS = [2**31 - 1, -1, -2**31, 10**12, 0, 1, 2, 3, 7, 100, 65535, -233, 1.5, -1.0, float("inf"), float("nan"),
-          1e30, 10**400, 2**40, [0], [-1, -1], [2**31 - 1, 1], [1, 2, 3, 4, 5, 6, 7, 8], [], [10**400]]
+_PVALS = [
+    2**31 - 1,
+    -1,
+    -(2**31),
+    10**12,
+    0,
+    1,
+    2,
+    3,
+    7,
+    100,
+    65535,
+    -233,
+    1.5,
+    -1.0,
+    float("inf"),
+    float("nan"),
+    1e30,
+    10**400,
+    2**40,
+    [0],
+    [-1, -1],
+    [2**31 - 1, 1],
+    [1, 2, 3, 4, 5, 6, 7, 8],
+    [],
+    [10**400],
+]
 
 
 def _text_value(v) -> str:
@@ -353,7 +405,7 @@ def mutate_param_value(text: bytes, rng: random.Random, binary: bool) -> tuple[s
     v = rng.choice(_PVALS)
     what = f"layer {L.name} param {pid}={_text_value(v)[:20]}"
     if binary:
-        if isinstance(v, int) and not -2**31 <= v < 2**32 or isinstance(v, list) and any(abs(x) >= 2**31 for x in v):
+        if isinstance(v, int) and not -(2**31) <= v < 2**32 or isinstance(v, list) and any(abs(x) >= 2**31 for x in v):
             v = 2**31 - 1  # a .param.bin holds 4-byte values only
         if isinstance(v, list):
             L.params[pid] = RawArray(b"".join(struct.pack("<i", x) for x in v))
@@ -364,10 +416,13 @@ def mutate_param_value(text: bytes, rng: random.Random, binary: bool) -> tuple[s
         return what, P.write_binary(pf)
     lines = text.decode().split("\n")
     toks = lines[L.line - 1].split()
-    head, params = toks[:4 + len(L.bottoms) + len(L.tops)], toks[4 + len(L.bottoms) + len(L.tops):]
+    head, params = toks[: 4 + len(L.bottoms) + len(L.tops)], toks[4 + len(L.bottoms) + len(L.tops) :]
     params = [t for t in params if t.partition("=")[0] not in (str(pid), str(-23300 - pid))]
-    params.append(f"{-23300 - pid}={len(v)}{''.join(',' + _text_value(x) for x in v)}" if isinstance(v, list)
-                  else f"{pid}={_text_value(v)}")
+    params.append(
+        f"{-23300 - pid}={len(v)}{''.join(',' + _text_value(x) for x in v)}"
+        if isinstance(v, list)
+        else f"{pid}={_text_value(v)}"
+    )
     lines[L.line - 1] = " ".join(head + params)
     return what, "\n".join(lines).encode()
 
@@ -409,17 +464,46 @@ def ncnn_cases(rng: random.Random, n_text: int, n_binary: int, n_bin: int) -> li
     return cases
 
 
-_EXPR_OPS = {"+": 2, "-": 2, "*": 2, "//": 2, "/": 2, "max": 2, "min": 2, "pow": 2, "fmod": 2, "and": 2, "xor": 2,
-             "lshift": 2, "rshift": 2, "abs": 1, "neg": 1, "square": 1, "trunc": 1, "ceil": 1, "floor": 1,
-             "round": 1, "exp": 1, "log": 1, "sqrt": 1, "reciprocal": 1, "tanh": 1}
+_EXPR_OPS = {
+    "+": 2,
+    "-": 2,
+    "*": 2,
+    "//": 2,
+    "/": 2,
+    "max": 2,
+    "min": 2,
+    "pow": 2,
+    "fmod": 2,
+    "and": 2,
+    "xor": 2,
+    "lshift": 2,
+    "rshift": 2,
+    "abs": 1,
+    "neg": 1,
+    "square": 1,
+    "trunc": 1,
+    "ceil": 1,
+    "floor": 1,
+    "round": 1,
+    "exp": 1,
+    "log": 1,
+    "sqrt": 1,
+    "reciprocal": 1,
+    "tanh": 1,
+}
 
 
 def _random_expr(rng: random.Random, depth: int) -> str:
     """A random ncnn shape expression (Reshape / Crop / Interp *_expr params)."""
     r = rng.random()
     if depth <= 0 or r < 0.3:
-        return rng.choice([f"{rng.randint(0, 2)}{rng.choice('whdcn')}", str(rng.choice(_INT_VALUES_EXPR)),
-                           rng.choice(["0.5", "-1", "1e30", "3.7"])])
+        return rng.choice(
+            [
+                f"{rng.randint(0, 2)}{rng.choice('whdcn')}",
+                str(rng.choice(_INT_VALUES_EXPR)),
+                rng.choice(["0.5", "-1", "1e30", "3.7"]),
+            ]
+        )
     op = rng.choice(sorted(_EXPR_OPS))
     return f"{op}({','.join(_random_expr(rng, depth - 1) for _ in range(_EXPR_OPS[op]))})"
 
@@ -428,7 +512,7 @@ _INT_VALUES_EXPR = [0, 1, 2, 3, -1, 31, 32, 64, 2147483647, -2147483648, 1000000
 
 
 def _random_param(kind: str, rng: random.Random):
-    ints = [0, 1, 1, 2, 3, 4, -1, -2, -233, -234, 7, 16, 2**31 - 1, -2**31, 10**9, 65536]
+    ints = [0, 1, 1, 2, 3, 4, -1, -2, -233, -234, 7, 16, 2**31 - 1, -(2**31), 10**9, 65536]
     floats = [0.0, 0.5, 1.0, -1.0, 2.0, 1e-6, 1e30, -1e30, float("inf"), float("nan")]
     if kind == "int":
         return rng.choice(ints) if rng.random() < 0.7 else rng.randint(-3, 12)
@@ -466,8 +550,11 @@ def random_layer_case(rng: random.Random, k: int, types: list[str] | None = None
     tops = [f"y{j}" for j in range(nt)]
     toks = [t, "L", str(nb), str(nt), *bottoms, *tops]
     for pid, v in params.items():
-        toks.append(f"{-23300 - pid}={len(v)}{''.join(',' + _text_value(x) for x in v)}" if isinstance(v, list)
-                    else f"{pid}={_text_value(v)}")
+        toks.append(
+            f"{-23300 - pid}={len(v)}{''.join(',' + _text_value(x) for x in v)}"
+            if isinstance(v, list)
+            else f"{pid}={_text_value(v)}"
+        )
     lines.append(" ".join(toks))
     lines[1] = f"{len(lines) - 2} {1 + (nb if nb > 1 else 0) + nt}"
     text = ("\n".join(lines) + "\n").encode()
@@ -483,8 +570,14 @@ def random_layer_case(rng: random.Random, k: int, types: list[str] | None = None
         w.write_raw_bytes(b"\0" * 4 * rng.randint(0, 8))
     x = np.random.default_rng(k).standard_normal(shape).astype(np.float32)
     what = f"{t} {nb}->{nt} params {dict((pid, _text_value(v)[:24]) for pid, v in params.items())} input {shape}"
-    return Case(f"layer {what}", "ncnn", {"model.param": text, "model.bin": w.getvalue()}, "model.param",
-                "model.bin", {"data": x})
+    return Case(
+        f"layer {what}",
+        "ncnn",
+        {"model.param": text, "model.bin": w.getvalue()},
+        "model.param",
+        "model.bin",
+        {"data": x},
+    )
 
 
 # ====================================================================== ONNX seeds and mutations
@@ -497,8 +590,9 @@ def _init(name, arr):
 
 
 def _model(nodes, inputs, outputs, inits=(), opset=17):
-    m = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, list(inits)),
-                          opset_imports=[helper.make_opsetid("", opset)])
+    m = helper.make_model(
+        helper.make_graph(nodes, "g", inputs, outputs, list(inits)), opset_imports=[helper.make_opsetid("", opset)]
+    )
     m.ir_version = 8
     return m
 
@@ -511,61 +605,96 @@ def onnx_seeds() -> list[tuple[str, onnx.ModelProto, dict[str, np.ndarray]]]:
     xor_feed = {xor_in.name: np.ones(dims, helper.tensor_dtype_to_np_dtype(xor_in.type.tensor_type.elem_type))}
 
     conv = _model(
-        [helper.make_node("Conv", ["x", "W", "B"], ["c"], name="conv", pads=[1, 1, 1, 1], strides=[1, 1],
-                          kernel_shape=[3, 3]),
-         helper.make_node("Relu", ["c"], ["r"], name="relu"),
-         helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
-         helper.make_node("Reshape", ["p", "shape"], ["f"], name="flat"),
-         helper.make_node("Gemm", ["f", "G", "gb"], ["y"], name="fc", transB=1)],
-        [_vi("x", shape=[1, 2, 6, 6])], [_vi("y", shape=[1, 4])],
-        [_init("W", r.standard_normal((3, 2, 3, 3)).astype(np.float32)),
-         _init("B", r.standard_normal(3).astype(np.float32)),
-         _init("shape", np.array([1, 27], np.int64)),
-         _init("G", r.standard_normal((4, 27)).astype(np.float32)),
-         _init("gb", np.zeros(4, np.float32))])
+        [
+            helper.make_node(
+                "Conv", ["x", "W", "B"], ["c"], name="conv", pads=[1, 1, 1, 1], strides=[1, 1], kernel_shape=[3, 3]
+            ),
+            helper.make_node("Relu", ["c"], ["r"], name="relu"),
+            helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+            helper.make_node("Reshape", ["p", "shape"], ["f"], name="flat"),
+            helper.make_node("Gemm", ["f", "G", "gb"], ["y"], name="fc", transB=1),
+        ],
+        [_vi("x", shape=[1, 2, 6, 6])],
+        [_vi("y", shape=[1, 4])],
+        [
+            _init("W", r.standard_normal((3, 2, 3, 3)).astype(np.float32)),
+            _init("B", r.standard_normal(3).astype(np.float32)),
+            _init("shape", np.array([1, 27], np.int64)),
+            _init("G", r.standard_normal((4, 27)).astype(np.float32)),
+            _init("gb", np.zeros(4, np.float32)),
+        ],
+    )
 
-    then_g = helper.make_graph([helper.make_node("Add", ["x", "one"], ["t"], name="then_add")], "then", [],
-                               [_vi("t")], [_init("one", np.float32(1))])
-    else_g = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["e"], name="else_mul")], "else", [],
-                               [_vi("e")])
+    then_g = helper.make_graph(
+        [helper.make_node("Add", ["x", "one"], ["t"], name="then_add")],
+        "then",
+        [],
+        [_vi("t")],
+        [_init("one", np.float32(1))],
+    )
+    else_g = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["e"], name="else_mul")], "else", [], [_vi("e")])
     iff = _model(
-        [helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
-         helper.make_node("Greater", ["s", "zero"], ["cond"], name="gt"),
-         helper.make_node("If", ["cond"], ["y"], name="if", then_branch=then_g, else_branch=else_g)],
-        [_vi("x", shape=[2, 3])], [_vi("y")], [_init("zero", np.float32(0))])
+        [
+            helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+            helper.make_node("Greater", ["s", "zero"], ["cond"], name="gt"),
+            helper.make_node("If", ["cond"], ["y"], name="if", then_branch=then_g, else_branch=else_g),
+        ],
+        [_vi("x", shape=[2, 3])],
+        [_vi("y")],
+        [_init("zero", np.float32(0))],
+    )
 
     body = helper.make_graph(
-        [helper.make_node("Identity", ["c_in"], ["c_out"], name="keep"),
-         helper.make_node("Cast", ["i"], ["fi"], name="cast", to=TensorProto.FLOAT),
-         helper.make_node("Add", ["v_in", "fi"], ["v_out"], name="acc"),
-         helper.make_node("Mul", ["v_out", "x"], ["scan"], name="scan")],
-        "body", [_vi("i", TensorProto.INT64, []), _vi("c_in", TensorProto.BOOL, []), _vi("v_in")],
-        [_vi("c_out", TensorProto.BOOL, []), _vi("v_out"), _vi("scan")])
+        [
+            helper.make_node("Identity", ["c_in"], ["c_out"], name="keep"),
+            helper.make_node("Cast", ["i"], ["fi"], name="cast", to=TensorProto.FLOAT),
+            helper.make_node("Add", ["v_in", "fi"], ["v_out"], name="acc"),
+            helper.make_node("Mul", ["v_out", "x"], ["scan"], name="scan"),
+        ],
+        "body",
+        [_vi("i", TensorProto.INT64, []), _vi("c_in", TensorProto.BOOL, []), _vi("v_in")],
+        [_vi("c_out", TensorProto.BOOL, []), _vi("v_out"), _vi("scan")],
+    )
     loop = _model(
         [helper.make_node("Loop", ["M", "cond", "x"], ["v", "scans"], name="loop", body=body)],
-        [_vi("x", shape=[3])], [_vi("v"), _vi("scans")],
-        [_init("M", np.int64(3)), _init("cond", np.bool_(True))])
+        [_vi("x", shape=[3])],
+        [_vi("v"), _vi("scans")],
+        [_init("M", np.int64(3)), _init("cond", np.bool_(True))],
+    )
 
     shapes = _model(
-        [helper.make_node("ConstantOfShape", ["cs"], ["z"], name="cos",
-                          value=numpy_helper.from_array(np.array([0.5], np.float32))),
-         helper.make_node("Expand", ["x", "es"], ["e"], name="expand"),
-         helper.make_node("Add", ["e", "z"], ["a"], name="add"),
-         helper.make_node("Tile", ["a", "reps"], ["t"], name="tile"),
-         helper.make_node("Range", ["r0", "r1", "r2"], ["rg"], name="range"),
-         helper.make_node("Pad", ["t", "pads"], ["pd"], name="pad"),
-         helper.make_node("Gather", ["pd", "idx"], ["y"], name="gather", axis=1)],
-        [_vi("x", shape=[1, 3])], [_vi("y"), _vi("rg")],
-        [_init("cs", np.array([2, 3], np.int64)), _init("es", np.array([2, 3], np.int64)),
-         _init("reps", np.array([1, 2], np.int64)), _init("r0", np.float32(0)), _init("r1", np.float32(5)),
-         _init("r2", np.float32(1)), _init("pads", np.array([0, 1, 0, 1], np.int64)),
-         _init("idx", np.array([0, 2], np.int64))])
+        [
+            helper.make_node(
+                "ConstantOfShape", ["cs"], ["z"], name="cos", value=numpy_helper.from_array(np.array([0.5], np.float32))
+            ),
+            helper.make_node("Expand", ["x", "es"], ["e"], name="expand"),
+            helper.make_node("Add", ["e", "z"], ["a"], name="add"),
+            helper.make_node("Tile", ["a", "reps"], ["t"], name="tile"),
+            helper.make_node("Range", ["r0", "r1", "r2"], ["rg"], name="range"),
+            helper.make_node("Pad", ["t", "pads"], ["pd"], name="pad"),
+            helper.make_node("Gather", ["pd", "idx"], ["y"], name="gather", axis=1),
+        ],
+        [_vi("x", shape=[1, 3])],
+        [_vi("y"), _vi("rg")],
+        [
+            _init("cs", np.array([2, 3], np.int64)),
+            _init("es", np.array([2, 3], np.int64)),
+            _init("reps", np.array([1, 2], np.int64)),
+            _init("r0", np.float32(0)),
+            _init("r1", np.float32(5)),
+            _init("r2", np.float32(1)),
+            _init("pads", np.array([0, 1, 0, 1], np.int64)),
+            _init("idx", np.array([0, 2], np.int64)),
+        ],
+    )
     x23 = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
-    return [("xor", xor, xor_feed),
-            ("conv", conv, {"x": r.standard_normal((1, 2, 6, 6)).astype(np.float32)}),
-            ("if", iff, {"x": x23}),
-            ("loop", loop, {"x": np.arange(3, dtype=np.float32)}),
-            ("shapes", shapes, {"x": np.arange(3, dtype=np.float32).reshape(1, 3)})]
+    return [
+        ("xor", xor, xor_feed),
+        ("conv", conv, {"x": r.standard_normal((1, 2, 6, 6)).astype(np.float32)}),
+        ("if", iff, {"x": x23}),
+        ("loop", loop, {"x": np.arange(3, dtype=np.float32)}),
+        ("shapes", shapes, {"x": np.arange(3, dtype=np.float32).reshape(1, 3)}),
+    ]
 
 
 def _all_graphs(g: onnx.GraphProto):
@@ -582,13 +711,34 @@ def mutate_proto(m: onnx.ModelProto, rng: random.Random) -> str:
     """One structured damage to a model, in place: (what was done)."""
     graphs = list(_all_graphs(m.graph))
     g = rng.choice(graphs)
-    kind = rng.choice(["init_dims", "init_value", "init_value", "init_value", "attr_int", "attr_int", "attr_int",
-                       "opset", "elem_type",
-                       "input_dims", "swap_io", "drop_node", "dup_node", "op_type", "data_type"])
+    kind = rng.choice(
+        [
+            "init_dims",
+            "init_value",
+            "init_value",
+            "init_value",
+            "attr_int",
+            "attr_int",
+            "attr_int",
+            "opset",
+            "elem_type",
+            "input_dims",
+            "swap_io",
+            "drop_node",
+            "dup_node",
+            "op_type",
+            "data_type",
+        ]
+    )
     huge = rng.choice(HUGE_INTS + [10**15, -(2**63), 2**63 - 1] + [-2, 2, 3, 5, 100] * 2)
     inits = [t for gg in graphs for t in gg.initializer]
-    ints = [(n, a) for gg in graphs for n in gg.node for a in n.attribute
-            if a.type in (onnx.AttributeProto.INT, onnx.AttributeProto.INTS)]
+    ints = [
+        (n, a)
+        for gg in graphs
+        for n in gg.node
+        for a in n.attribute
+        if a.type in (onnx.AttributeProto.INT, onnx.AttributeProto.INTS)
+    ]
     if kind == "init_dims" and inits:
         t = rng.choice(inits)
         dims = list(t.dims) or [1]
@@ -650,8 +800,23 @@ def mutate_proto(m: onnx.ModelProto, rng: random.Random) -> str:
         return f"dup node {k}"
     if kind == "op_type" and g.node:
         n = rng.choice(list(g.node))
-        n.op_type = rng.choice(["Loop", "If", "Scan", "Conv", "Reshape", "Expand", "ConstantOfShape", "Tile",
-                                "Resize", "Split", "Slice", "Frob", ""])
+        n.op_type = rng.choice(
+            [
+                "Loop",
+                "If",
+                "Scan",
+                "Conv",
+                "Reshape",
+                "Expand",
+                "ConstantOfShape",
+                "Tile",
+                "Resize",
+                "Split",
+                "Slice",
+                "Frob",
+                "",
+            ]
+        )
         return f"node {n.name} op_type={n.op_type}"
     if kind == "data_type" and inits:
         t = rng.choice(inits)
@@ -676,11 +841,48 @@ def onnx_cases(rng: random.Random, n_bytes: int, n_proto: int) -> list[Case]:
     return cases
 
 
-_STRS = ["constant", "reflect", "edge", "wrap", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID", "linear", "nearest",
-         "cubic", "half_pixel", "asymmetric", "align_corners", "round_prefer_floor", "floor", "max", "avg", "mean",
-         "sum", "none", "", "foo", "ij,jk->ik", "forward", "reverse", "bidirectional", "Relu", "Tanh", "Sigmoid",
-         "DCR", "CRD", "bilinear", "zeros", "border", "reflection", "LEFT", "RIGHT", "NCHW"]
-_INT_VALUES = [0, 1, 2, 3, -1, -2, 4, 7, 2**31 - 1, -2**31, 10**12, 2**62, 65536, 100]
+_STRS = [
+    "constant",
+    "reflect",
+    "edge",
+    "wrap",
+    "NOTSET",
+    "SAME_UPPER",
+    "SAME_LOWER",
+    "VALID",
+    "linear",
+    "nearest",
+    "cubic",
+    "half_pixel",
+    "asymmetric",
+    "align_corners",
+    "round_prefer_floor",
+    "floor",
+    "max",
+    "avg",
+    "mean",
+    "sum",
+    "none",
+    "",
+    "foo",
+    "ij,jk->ik",
+    "forward",
+    "reverse",
+    "bidirectional",
+    "Relu",
+    "Tanh",
+    "Sigmoid",
+    "DCR",
+    "CRD",
+    "bilinear",
+    "zeros",
+    "border",
+    "reflection",
+    "LEFT",
+    "RIGHT",
+    "NCHW",
+]
+_INT_VALUES = [0, 1, 2, 3, -1, -2, 4, 7, 2**31 - 1, -(2**31), 10**12, 2**62, 65536, 100]
 
 
 def _onnx_ops() -> list[str]:
@@ -695,21 +897,28 @@ def _random_attr(name: str, atype, rng: random.Random):
     if atype == A.INT:
         return helper.make_attribute(name, rng.choice(_INT_VALUES))
     if atype == A.INTS:
-        return helper.make_attribute(name, [rng.choice(_INT_VALUES) for _ in range(rng.choice([0, 1, 2, 3, 4, 6, 8]))],
-                                     attr_type=A.INTS)
+        return helper.make_attribute(
+            name, [rng.choice(_INT_VALUES) for _ in range(rng.choice([0, 1, 2, 3, 4, 6, 8]))], attr_type=A.INTS
+        )
     if atype == A.FLOAT:
-        return helper.make_attribute(name, rng.choice([0.0, 0.5, 1.0, -1.0, 2.0, 1e-6, 1e30, float("inf"),
-                                                       float("nan")]))
+        return helper.make_attribute(
+            name, rng.choice([0.0, 0.5, 1.0, -1.0, 2.0, 1e-6, 1e30, float("inf"), float("nan")])
+        )
     if atype == A.FLOATS:
-        return helper.make_attribute(name, [rng.choice([0.0, 0.5, 1.0, -1.0, 1e30]) for _ in range(rng.randint(0, 4))],
-                                     attr_type=A.FLOATS)
+        return helper.make_attribute(
+            name, [rng.choice([0.0, 0.5, 1.0, -1.0, 1e30]) for _ in range(rng.randint(0, 4))], attr_type=A.FLOATS
+        )
     if atype == A.STRING:
         return helper.make_attribute(name, rng.choice(_STRS))
     if atype == A.STRINGS:
         return helper.make_attribute(name, [rng.choice(_STRS) for _ in range(rng.randint(0, 3))], attr_type=A.STRINGS)
     if atype == A.TENSOR:
-        return helper.make_attribute(name, numpy_helper.from_array(
-            np.array(rng.choice([[1.0], [0], [2, 3], [0.5, -1.0]]), rng.choice([np.float32, np.int64]))))
+        return helper.make_attribute(
+            name,
+            numpy_helper.from_array(
+                np.array(rng.choice([[1.0], [0], [2, 3], [0.5, -1.0]]), rng.choice([np.float32, np.int64]))
+            ),
+        )
     return None
 
 
@@ -729,8 +938,7 @@ def _random_input(type_strs: list[str], rng: random.Random, np_rng) -> np.ndarra
         return np_rng.integers(-3, 5, shape).astype(dt)
     if dt == "bool":
         return np_rng.random(shape) < 0.5
-    return np_rng.standard_normal(shape).astype({"float": np.float32, "double": np.float64,
-                                                 "float16": np.float16}[dt])
+    return np_rng.standard_normal(shape).astype({"float": np.float32, "double": np.float64, "float16": np.float16}[dt])
 
 
 def random_node_case(rng: random.Random, k: int, ops: list[str]) -> Case:
@@ -776,31 +984,40 @@ def random_node_case(rng: random.Random, k: int, ops: list[str]) -> Case:
     node = helper.make_node(op, inputs, [f"y{j}" for j in range(n_out)], name="n")
     node.attribute.extend(attrs)
     g = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
-                      for n, v in feeds.items()],
-        [helper.make_tensor_value_info(f"y{j}", 0, None) for j in range(n_out)], inits)
+        [node],
+        "g",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in feeds.items()],
+        [helper.make_tensor_value_info(f"y{j}", 0, None) for j in range(n_out)],
+        inits,
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
-    what = f"{op} opset {opset} attrs {[(a.name, str(helper.get_attribute_value(a))[:30]) for a in attrs]} " \
-           f"inputs {[(n, v.dtype.name, v.shape if v.size > 4 else v.tolist()) for n, v in feeds.items()]} " \
-           f"inits {[(t.name, list(t.dims)) for t in inits]}"
+    what = (
+        f"{op} opset {opset} attrs {[(a.name, str(helper.get_attribute_value(a))[:30]) for a in attrs]} "
+        f"inputs {[(n, v.dtype.name, v.shape if v.size > 4 else v.tolist()) for n, v in feeds.items()]} "
+        f"inits {[(t.name, list(t.dims)) for t in inits]}"
+    )
     return Case(f"node {what}", "onnx", {"model.onnx": m.SerializeToString()}, "model.onnx", None, feeds)
 
 
 # ====================================================================== the fuzz tests
 def _seeds_untouched():
-    paths = [EXAMPLES / "xor_mlp.onnx", EXAMPLES / "xor_mlp.param", EXAMPLES / "xor_mlp.bin",
-             *sorted(FIXTURES.glob("*/model.*"))]
+    paths = [
+        EXAMPLES / "xor_mlp.onnx",
+        EXAMPLES / "xor_mlp.param",
+        EXAMPLES / "xor_mlp.bin",
+        *sorted(FIXTURES.glob("*/model.*")),
+    ]
     return {p: p.read_bytes() for p in paths}
 
 
 def test_seeds_load_and_run(tmp_path):
     """The unmutated seeds pass through the same harness (so the harness itself is sound)."""
-    cases = [Case(n, "onnx", {"model.onnx": m.SerializeToString()}, "model.onnx", None, f)
-             for n, m, f in onnx_seeds()]
+    cases = [Case(n, "onnx", {"model.onnx": m.SerializeToString()}, "model.onnx", None, f) for n, m, f in onnx_seeds()]
     for s in ncnn_seeds():
-        cases.append(Case(s.name, "ncnn", {"model.param": s.param_text, "model.bin": s.bin}, "model.param",
-                          "model.bin", s.feeds))
+        cases.append(
+            Case(s.name, "ncnn", {"model.param": s.param_text, "model.bin": s.bin}, "model.param", "model.bin", s.feeds)
+        )
     failures = run_cases(cases, tmp_path)
     assert not failures, _report(failures, len(cases))
     for c in cases:  # and they did load and run
@@ -861,12 +1078,14 @@ def test_fuzz_onnx_random_nodes(seed, tmp_path):
 
 def test_harness_catches_what_it_should(tmp_path):
     """The runner reports a foreign exception, a hang and a giant allocation (it is not vacuous)."""
+
     class Bad(Case):
         pass
 
     global _check
     real = _check
     try:
+
         def fake(case, folder):
             if case.label == "raise":
                 raise_it = {}
@@ -880,6 +1099,7 @@ def test_harness_catches_what_it_should(tmp_path):
                 except MemoryError:
                     return "giant allocation", "x"
             return real(case, folder)
+
         _check = fake
         cases = [Case(lbl, "onnx", {"m.onnx": b""}, "m.onnx") for lbl in ("raise", "hang", "alloc")]
         got = {c.label: f for c, f in run_cases(cases, tmp_path)}
@@ -891,8 +1111,9 @@ def test_harness_catches_what_it_should(tmp_path):
 
 # ====================================================================== regressions: what the fuzzing found
 def _net_case(label: str, param: str, x: np.ndarray, bin_data: bytes = b"") -> Case:
-    return Case(label, "ncnn", {"model.param": param.encode(), "model.bin": bin_data}, "model.param", "model.bin",
-                {"data": x})
+    return Case(
+        label, "ncnn", {"model.param": param.encode(), "model.bin": bin_data}, "model.param", "model.bin", {"data": x}
+    )
 
 
 def _onnx_case(label: str, m: onnx.ModelProto, feeds=None) -> Case:
@@ -932,8 +1153,14 @@ def test_onnx_initializer_with_huge_dims_and_tiny_data_is_refused(tmp_path):
     del t.dims[:]
     t.dims.append(10**12)
     m = _model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [_vi("x", shape=[1])], [_vi("y")], [t])
-    err = _behaves_then(_onnx_case("huge dims", m), tmp_path, ModelFormatError, r"initializer 'w'.*1000000000000 "
-                        r"elements.*holds at most 16", run=False)
+    err = _behaves_then(
+        _onnx_case("huge dims", m),
+        tmp_path,
+        ModelFormatError,
+        r"initializer 'w'.*1000000000000 "
+        r"elements.*holds at most 16",
+        run=False,
+    )
     assert "corrupt" in str(err)
 
 
@@ -941,13 +1168,16 @@ def test_onnx_initializer_with_negative_dims_is_a_format_error(tmp_path):
     t = numpy_helper.from_array(np.ones((1, 2), np.float32), "w")
     t.dims[0] = -1
     m = _model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [_vi("x", shape=[2])], [_vi("y")], [t])
-    _behaves_then(_onnx_case("negative dims", m), tmp_path, ModelFormatError, r"initializer 'w'.*negative",
-                  run=False)
+    _behaves_then(_onnx_case("negative dims", m), tmp_path, ModelFormatError, r"initializer 'w'.*negative", run=False)
 
 
 def test_onnx_initializer_over_the_limit_with_real_data_names_the_file(tmp_path):
-    m = _model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [_vi("x", shape=[1])], [_vi("y")],
-               [_init("w", np.ones(MAX_ELEMENTS + 1, np.float32))])
+    m = _model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        [_vi("x", shape=[1])],
+        [_vi("y")],
+        [_init("w", np.ones(MAX_ELEMENTS + 1, np.float32))],
+    )
     from stdops.errors import ResourceLimitError
 
     _behaves_then(_onnx_case("big initializer", m), tmp_path, ResourceLimitError, "initializer 'w'", run=False)
@@ -957,8 +1187,14 @@ def test_onnx_unknown_elem_type_of_a_graph_input_names_file_and_input(tmp_path):
     """Bug: ModelFormatError(None, None, 'unknown tensor data type'): neither file nor input named."""
     m = _model([helper.make_node("Relu", ["x"], ["y"], name="r")], [_vi("x", shape=[2])], [_vi("y")])
     m.graph.input[0].type.tensor_type.elem_type = 2**31 - 1
-    _behaves_then(_onnx_case("elem_type", m), tmp_path, ModelFormatError, r"graph input 'x'.*unknown tensor data "
-                  r"type", run=False)
+    _behaves_then(
+        _onnx_case("elem_type", m),
+        tmp_path,
+        ModelFormatError,
+        r"graph input 'x'.*unknown tensor data "
+        r"type",
+        run=False,
+    )
 
 
 def test_onnx_unknown_elem_type_in_a_loop_body_names_file_and_node(tmp_path):
@@ -967,8 +1203,13 @@ def test_onnx_unknown_elem_type_in_a_loop_body_names_file_and_node(tmp_path):
     m = onnx.ModelProto()
     m.CopyFrom(loop)
     m.graph.node[0].attribute[0].g.output[2].type.tensor_type.elem_type = 2**31 - 1
-    _behaves_then(_onnx_case("loop elem_type", m, feeds), tmp_path, ModelFormatError,
-                  r"node 'loop' \(Loop-1\): unknown tensor data type", run=False)
+    _behaves_then(
+        _onnx_case("loop elem_type", m, feeds),
+        tmp_path,
+        ModelFormatError,
+        r"node 'loop' \(Loop-1\): unknown tensor data type",
+        run=False,
+    )
 
 
 def test_onnx_loop_iteration_cap_names_file_and_node(tmp_path):
@@ -981,8 +1222,12 @@ def test_onnx_loop_iteration_cap_names_file_and_node(tmp_path):
     m.graph.initializer[0].CopyFrom(_init("M", np.int64(2**62)))
     old = limits.set_max_loop_iterations(50)
     try:
-        _behaves_then(_onnx_case("loop cap", m, feeds), tmp_path, ResourceLimitError,
-                      r"node 'loop' \(Loop\): Loop ran 50 iterations")
+        _behaves_then(
+            _onnx_case("loop cap", m, feeds),
+            tmp_path,
+            ResourceLimitError,
+            r"node 'loop' \(Loop\): Loop ran 50 iterations",
+        )
     finally:
         limits.set_max_loop_iterations(old)
 
@@ -991,37 +1236,69 @@ def test_onnx_conv_with_huge_pads_is_refused_before_allocating(tmp_path):
     """Bug: the shared pad_input of Conv / pooling allocated whatever the pads asked (4 TiB here)."""
     from stdops.errors import ResourceLimitError
 
-    m = _model([helper.make_node("Conv", ["x", "W"], ["y"], name="conv", pads=[0, 2**31 - 1, 0, 0])],
-               [_vi("x", shape=[1, 1, 3, 3])], [_vi("y")], [_init("W", np.ones((1, 1, 1, 1), np.float32))])
-    _behaves_then(_onnx_case("conv pads", m, {"x": np.ones((1, 1, 3, 3), np.float32)}), tmp_path,
-                  ResourceLimitError, r"node 'conv' \(Conv\).*padded input")
+    m = _model(
+        [helper.make_node("Conv", ["x", "W"], ["y"], name="conv", pads=[0, 2**31 - 1, 0, 0])],
+        [_vi("x", shape=[1, 1, 3, 3])],
+        [_vi("y")],
+        [_init("W", np.ones((1, 1, 1, 1), np.float32))],
+    )
+    _behaves_then(
+        _onnx_case("conv pads", m, {"x": np.ones((1, 1, 3, 3), np.float32)}),
+        tmp_path,
+        ResourceLimitError,
+        r"node 'conv' \(Conv\).*padded input",
+    )
 
 
 XOR_PARAM = (EXAMPLES / "xor_mlp.param").read_text()
 XOR_BIN = (EXAMPLES / "xor_mlp.bin").read_bytes()
 
 
-@pytest.mark.parametrize("old,new,match", [
-    ("Softmax                  softmax                  1 1 logits probabilities 0=1 1=1",
-     "Clip clip 1 1 logits probabilities 0=1" + "0" * 400, r"layer 'clip' \(Clip\): param 0 \(min\)"),
-    ("2=4 9=1", "2=4 9=1 -23310=2,1," + "1" + "0" * 400,
-     r"layer 'layer1' \(InnerProduct\): param 10 \(activation_params\)"),
-], ids=["scalar", "array"])
+@pytest.mark.parametrize(
+    "old,new,match",
+    [
+        (
+            "Softmax                  softmax                  1 1 logits probabilities 0=1 1=1",
+            "Clip clip 1 1 logits probabilities 0=1" + "0" * 400,
+            r"layer 'clip' \(Clip\): param 0 \(min\)",
+        ),
+        (
+            "2=4 9=1",
+            "2=4 9=1 -23310=2,1," + "1" + "0" * 400,
+            r"layer 'layer1' \(InnerProduct\): param 10 \(activation_params\)",
+        ),
+    ],
+    ids=["scalar", "array"],
+)
 def test_ncnn_float_param_beyond_any_float_is_a_format_error(old, new, match, tmp_path):
     """Bug: OverflowError (int too large to convert to float) from spec._convert."""
     text = XOR_PARAM.replace(old, new, 1)
-    case = Case("float", "ncnn", {"model.param": text.encode(), "model.bin": XOR_BIN}, "model.param", "model.bin",
-                {"x": np.ones((4, 2), np.float32)})
-    _behaves_then(case, tmp_path, ModelFormatError, match + ": a 401-digit number is outside the float range",
-                  run=False)
+    case = Case(
+        "float",
+        "ncnn",
+        {"model.param": text.encode(), "model.bin": XOR_BIN},
+        "model.param",
+        "model.bin",
+        {"x": np.ones((4, 2), np.float32)},
+    )
+    _behaves_then(
+        case, tmp_path, ModelFormatError, match + ": a 401-digit number is outside the float range", run=False
+    )
 
 
 def test_ncnn_int_param_outside_int32_is_a_format_error(tmp_path):
     text = XOR_PARAM.replace("0=1 1=1\n", "0=99999999999 1=1\n")
-    case = Case("softmax", "ncnn", {"model.param": text.encode(), "model.bin": XOR_BIN}, "model.param",
-                "model.bin", {"x": np.ones((4, 2), np.float32)})
-    _behaves_then(case, tmp_path, ModelFormatError, r"param 0 \(axis\): 99999999999 is outside the int32 range",
-                  run=False)
+    case = Case(
+        "softmax",
+        "ncnn",
+        {"model.param": text.encode(), "model.bin": XOR_BIN},
+        "model.param",
+        "model.bin",
+        {"x": np.ones((4, 2), np.float32)},
+    )
+    _behaves_then(
+        case, tmp_path, ModelFormatError, r"param 0 \(axis\): 99999999999 is outside the int32 range", run=False
+    )
 
 
 def _one_layer(layer: str, nbottom: int = 1) -> str:
@@ -1034,8 +1311,9 @@ def test_ncnn_convolution_with_huge_pad_is_refused_before_allocating(tmp_path):
     from stdops.errors import ResourceLimitError
 
     w = struct.pack("<I", 0) + np.ones(1, np.float32).tobytes()
-    case = _net_case("conv pad", _one_layer("Convolution L 1 1 data y 0=1 1=1 6=1 14=2147483647"),
-                     np.ones((1, 3, 3), np.float32), w)
+    case = _net_case(
+        "conv pad", _one_layer("Convolution L 1 1 data y 0=1 1=1 6=1 14=2147483647"), np.ones((1, 3, 3), np.float32), w
+    )
     _behaves_then(case, tmp_path, ResourceLimitError, r"node 'L' \(Convolution\).*padded input")
 
 
@@ -1051,17 +1329,20 @@ def test_ncnn_diag_with_int_min_offset_does_not_crash(tmp_path):
     np.testing.assert_array_equal(net.run({"data": np.arange(8, dtype=np.float32).reshape(2, 4)})["y"], [4])
 
 
-@pytest.mark.parametrize("layer,x", [
-    ("Diag L 1 1 data y 0=1000000000", (3,)),
-    ("Packing L 1 1 data y 0=2147483647 1=1", (2, 2, 5, 6)),
-    ("ROIPooling L 2 1 d0 d1 y 0=12 1=2147483647", (3, 4, 3)),
-    ("ROIAlign L 2 1 d0 d1 y 0=2147483647 1=1 5=1", (1, 6, 3)),
-    ("ROIAlign L 2 1 d0 d1 y 0=2 1=2147483647", (1, 6, 4)),
-    ("ROIAlign L 2 1 d0 d1 y 0=2 1=2 3=65536", (1, 6, 4)),
-    ("Pooling L 1 1 data y 0=0 7=1 8=1000000000", (4, 2)),
-    ("Pooling3D L 1 1 data y 0=0 7=1 8=1000000000", (2, 2, 4, 1)),
-    ("Padding L 1 1 data y 0=1 3=2147483647 6=11", (1, 3, 3)),
-])
+@pytest.mark.parametrize(
+    "layer,x",
+    [
+        ("Diag L 1 1 data y 0=1000000000", (3,)),
+        ("Packing L 1 1 data y 0=2147483647 1=1", (2, 2, 5, 6)),
+        ("ROIPooling L 2 1 d0 d1 y 0=12 1=2147483647", (3, 4, 3)),
+        ("ROIAlign L 2 1 d0 d1 y 0=2147483647 1=1 5=1", (1, 6, 3)),
+        ("ROIAlign L 2 1 d0 d1 y 0=2 1=2147483647", (1, 6, 4)),
+        ("ROIAlign L 2 1 d0 d1 y 0=2 1=2 3=65536", (1, 6, 4)),
+        ("Pooling L 1 1 data y 0=0 7=1 8=1000000000", (4, 2)),
+        ("Pooling3D L 1 1 data y 0=0 7=1 8=1000000000", (2, 2, 4, 1)),
+        ("Padding L 1 1 data y 0=1 3=2147483647 6=11", (1, 3, 3)),
+    ],
+)
 def test_ncnn_layers_refuse_giant_outputs(layer, x, tmp_path):
     """Bugs: these layers allocated what their params asked (MemoryError under RLIMIT_AS)."""
     from stdops.errors import ResourceLimitError
@@ -1074,13 +1355,15 @@ def test_ncnn_layers_refuse_giant_outputs(layer, x, tmp_path):
 
 def test_ncnn_roialign_pooled_size_zero_is_refused(tmp_path):
     """Bug: pooled_width 0 with pooled_height 10**9 looped a billion times over empty rows (a hang)."""
-    case = _net_case("roialign", _one_layer("ROIAlign L 2 1 d0 d1 y 0=0 1=1000000000 3=65536", 2),
-                     np.ones((5, 5, 2), np.float32))
+    case = _net_case(
+        "roialign", _one_layer("ROIAlign L 2 1 d0 d1 y 0=0 1=1000000000 3=65536", 2), np.ones((5, 5, 2), np.float32)
+    )
     _behaves_then(case, tmp_path, ModelFormatError, "pooled size must be positive", run=False)
 
 
-@pytest.mark.parametrize("layer", ["Spectrogram L 1 1 data y 0=2147483647",
-                                   "InverseSpectrogram L 1 1 data y 0=1000000000 3=12"])
+@pytest.mark.parametrize(
+    "layer", ["Spectrogram L 1 1 data y 0=2147483647", "InverseSpectrogram L 1 1 data y 0=1000000000 3=12"]
+)
 def test_ncnn_spectrogram_window_is_refused_at_load_naming_file_and_layer(layer, tmp_path):
     """Bugs: a 2**31-sample window allocated at load, and the limit error named neither file nor layer."""
     from stdops.errors import ResourceLimitError
@@ -1096,8 +1379,12 @@ def test_ncnn_expression_lshift_by_a_huge_count_is_cheap():
     from stdops.ncnn.expr import parse
 
     t = time.perf_counter()
-    assert parse("lshift(1,2147483647),lshift(3,31),lshift(1,4),lshift(1,-1)").eval(
-        [np.ones((2, 3), np.float32)]) == [0, -2**31, 16, 0]
+    assert parse("lshift(1,2147483647),lshift(3,31),lshift(1,4),lshift(1,-1)").eval([np.ones((2, 3), np.float32)]) == [
+        0,
+        -(2**31),
+        16,
+        0,
+    ]
     assert time.perf_counter() - t < 0.5
     with pytest.raises(ValueError, match="not a finite number"):  # was an OverflowError
         parse("ceil(exp(1e30))").eval([np.ones(2, np.float32)])

@@ -1,4 +1,5 @@
 """The registry is the single list of kernels: walk it and hold every kernel to the conventions."""
+
 from __future__ import annotations
 
 import inspect
@@ -8,12 +9,13 @@ import numpy as np
 import pytest
 
 import stdops.onnx  # noqa: F401  (registers adapters too)
+from stdops.onnx.opset import ADAPTERS, bound_ops
 from stdops.ops import OPS, REQUIRED, op
 from stdops.ops._registry import SPEC_INDEX
-from stdops.onnx.opset import ADAPTERS, bound_ops
 
 # The ONNX operators the MDF standard lists (spec/mdf-standard-functions.txt), for the coverage report.
-MDF_ONNX_OPS = set("""
+MDF_ONNX_OPS = set(
+    """
 Abs Acos Acosh Add And ArgMax ArgMin Asin Asinh Atan Atanh AveragePool BatchNormalization Bernoulli BitShift Cast
 CastLike Ceil Celu Clip Compress Concat ConcatFromSequence Constant ConstantOfShape Conv ConvInteger ConvTranspose Cos
 Cosh CumSum DepthToSpace DequantizeLinear Det Div Dropout DynamicQuantizeLinear Einsum Elu Equal Erf Exp Expand EyeLike
@@ -28,7 +30,8 @@ ReverseSequence RoiAlign Round Scan Scatter ScatterElements ScatterND Selu Seque
 SequenceErase SequenceInsert SequenceLength Shape Shrink Sigmoid Sign Sin Sinh Size Slice Softmax
 SoftmaxCrossEntropyLoss Softplus Softsign SpaceToDepth Split SplitToSequence Sqrt Squeeze StringNormalizer Sub Sum Tan
 Tanh TfIdfVectorizer ThresholdedRelu Tile TopK Transpose Trilu Unique Unsqueeze Upsample Where Xor
-""".split())
+""".split()
+)
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
@@ -40,8 +43,9 @@ def test_kernel_follows_conventions(name):
     sig = inspect.signature(d.fn)
     for p in sig.parameters.values():
         if p.kind is p.KEYWORD_ONLY:
-            assert p.default is inspect.Parameter.empty or not isinstance(p.default, (list, dict, set)), \
+            assert p.default is inspect.Parameter.empty or not isinstance(p.default, (list, dict, set)), (
                 f"{name}: attribute {p.name} has a mutable default"
+            )
     for s in d.specs:
         assert ":" in s
 
@@ -54,7 +58,7 @@ def test_spec_index_matches_kernels():
 
 
 def test_every_adapter_wraps_a_known_op():
-    for (key, v) in ADAPTERS:
+    for key, v in ADAPTERS:
         assert key.split(":", 1)[0] in ("onnx", "onnx-ml", "onnx-training", "onnx-preview")
         assert v >= 1
 
@@ -80,14 +84,40 @@ def test_mdf_listed_onnx_ops_coverage_report():
     """Informational floor: how many MDF-listed ONNX ops bind. Rises as families land."""
     bound = {k.split(":", 1)[1] for k in bound_ops() if k.startswith("onnx:")}
     missing = sorted(MDF_ONNX_OPS - bound)
-    print(f"\nMDF-listed ONNX ops bound: {len(MDF_ONNX_OPS) - len(missing)}/{len(MDF_ONNX_OPS)}; "
-          f"missing: {' '.join(missing)}")
+    print(
+        f"\nMDF-listed ONNX ops bound: {len(MDF_ONNX_OPS) - len(missing)}/{len(MDF_ONNX_OPS)}; "
+        f"missing: {' '.join(missing)}"
+    )
     assert len(MDF_ONNX_OPS) - len(missing) >= 100
 
 
-FLOAT_UNARY = ["abs_", "neg", "sqrt", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "erf", "floor",
-               "softplus", "softsign", "reciprocal", "round_", "sign", "selu", "elu", "celu", "hard_sigmoid",
-               "hard_swish", "mish", "softmax", "log_softmax"]
+FLOAT_UNARY = [
+    "abs_",
+    "neg",
+    "sqrt",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "erf",
+    "floor",
+    "softplus",
+    "softsign",
+    "reciprocal",
+    "round_",
+    "sign",
+    "selu",
+    "elu",
+    "celu",
+    "hard_sigmoid",
+    "hard_swish",
+    "mish",
+    "softmax",
+    "log_softmax",
+]
 
 
 @pytest.mark.parametrize("name", FLOAT_UNARY)

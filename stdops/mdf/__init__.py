@@ -10,19 +10,52 @@
 Modules: ``schema`` (pydantic models), ``io`` (JSON/YAML), ``expr`` (safe expressions),
 ``functions`` (standard functions, ``onnx::Op``), ``actr``, ``conditions`` (scheduler), ``engine``.
 """
+
 from __future__ import annotations
 
 from .api import Simulation, Trajectory
 from .engine import GraphEngine, check_model
 from .functions import STANDARD, drift_diffusion_integrator
 from .io import MdfWarning, dumps, load, loads, model_from_data, save, to_data
-from .schema import (Condition, ConditionSet, Edge, Function, Graph, InputPort, Model, Node, OutputPort,
-                     Parameter, ParameterCondition)
+from .schema import (
+    Condition,
+    ConditionSet,
+    Edge,
+    Function,
+    Graph,
+    InputPort,
+    Model,
+    Node,
+    OutputPort,
+    Parameter,
+    ParameterCondition,
+)
 
 __all__ = [
-    "load", "loads", "save", "dumps", "to_data", "model_from_data", "check_model", "Simulation", "Trajectory",
-    "GraphEngine", "STANDARD", "drift_diffusion_integrator", "MdfWarning", "Model", "Graph", "Node", "Edge",
-    "InputPort", "OutputPort", "Function", "Parameter", "ParameterCondition", "Condition", "ConditionSet",
+    "load",
+    "loads",
+    "save",
+    "dumps",
+    "to_data",
+    "model_from_data",
+    "check_model",
+    "Simulation",
+    "Trajectory",
+    "GraphEngine",
+    "STANDARD",
+    "drift_diffusion_integrator",
+    "MdfWarning",
+    "Model",
+    "Graph",
+    "Node",
+    "Edge",
+    "InputPort",
+    "OutputPort",
+    "Function",
+    "Parameter",
+    "ParameterCondition",
+    "Condition",
+    "ConditionSet",
     "is_mdf_file",
 ]
 

@@ -1,10 +1,12 @@
 """The public API: :class:`Simulation` (run a graph) and :class:`Trajectory` (a time-stepped run's
 values, with CSV / NPZ export and a plot)."""
+
 from __future__ import annotations
 
 import math
 import os
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +73,7 @@ class Trajectory:
                     arrays[f"{n}.{p}"] = arr
         np.savez(path, **arrays)
 
-    def plot(self, path: Any = None, title: Optional[str] = None):
+    def plot(self, path: Any = None, title: str | None = None):
         """Every numeric output port over time (matplotlib); saved to ``path`` if given."""
         import matplotlib
 
@@ -116,7 +118,7 @@ class Simulation:
     ``seed`` seeds the generator used by drift_diffusion_integrator and ACT-R conflict resolution.
     """
 
-    def __init__(self, model: Any, graph: Optional[str] = None, seed: Any = None):
+    def __init__(self, model: Any, graph: str | None = None, seed: Any = None):
         if isinstance(model, (str, os.PathLike)):
             from .io import load
 
@@ -134,7 +136,7 @@ class Simulation:
     def rng(self) -> np.random.Generator:
         return self._state.rng
 
-    def evaluate(self, time_increment: Any = None, inputs: Optional[dict] = None) -> dict:
+    def evaluate(self, time_increment: Any = None, inputs: dict | None = None) -> dict:
         """One trial; ``inputs`` keyed by input-port id or ``"node.port"``. Returns ``outputs``."""
         self._engine.evaluate(time_increment, inputs)
         self.n_evaluations += 1
@@ -166,8 +168,13 @@ class Simulation:
             return hits[0]
         raise KeyError(key)
 
-    def run(self, duration: float, dt: float, inputs: Optional[dict] = None,
-            progress: Optional[Callable[[int, int], None]] = None) -> Trajectory:
+    def run(
+        self,
+        duration: float,
+        dt: float,
+        inputs: dict | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Trajectory:
         """evaluate() at t=0, then evaluate(time_increment=dt) while t <= duration (t accumulates
         dt as a float, like the reference's examples). ``progress(i, n)`` is called as it goes."""
         if dt is None or not dt > 0:

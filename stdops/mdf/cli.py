@@ -5,11 +5,12 @@
 - ``info(path)``: graphs, nodes, functions used, edges, conditions.
 - ``plot(path, duration, dt, out_png, graph)``: every output port over time, or the graph itself.
 """
+
 from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -49,7 +50,11 @@ def _summary(v: Any) -> tuple[str, str, str]:
     if a.size == 0:
         return shape, str(a.dtype), "empty"
     if a.size == 1:
-        return shape, str(a.dtype), f"{a.reshape(-1)[0]!r}" if a.dtype.kind in "bU" else f"{float(a.reshape(-1)[0]):.10g}"
+        return (
+            shape,
+            str(a.dtype),
+            f"{a.reshape(-1)[0]!r}" if a.dtype.kind in "bU" else f"{float(a.reshape(-1)[0]):.10g}",
+        )
     x = a.astype(np.float64) if a.dtype.kind in "biuf" else None
     if x is None:
         return shape, str(a.dtype), escape(str(a.reshape(-1)[:4]))
@@ -67,7 +72,7 @@ def print_outputs(outputs: dict, title: str = "outputs") -> None:
     console.print(t)
 
 
-def _preferred(model, duration: Optional[float], dt: Optional[float]) -> tuple[Optional[float], Optional[float]]:
+def _preferred(model, duration: float | None, dt: float | None) -> tuple[float | None, float | None]:
     md = model.metadata or {}
     if duration is None and dt is not None:
         duration = md.get("preferred_duration")
@@ -78,9 +83,15 @@ def _preferred(model, duration: Optional[float], dt: Optional[float]) -> tuple[O
     return duration, dt
 
 
-def run_model(path: Any, duration: Optional[float] = None, dt: Optional[float] = None,
-              out: Optional[Any] = None, graph: Optional[str] = None, seed: Optional[int] = None,
-              inputs: Optional[dict] = None) -> None:
+def run_model(
+    path: Any,
+    duration: float | None = None,
+    dt: float | None = None,
+    out: Any | None = None,
+    graph: str | None = None,
+    seed: int | None = None,
+    inputs: dict | None = None,
+) -> None:
     """Run an MDF model and print its final outputs; with ``duration``/``dt`` step time
     (evaluate at t=0, then every dt while t <= duration) and optionally save the trajectory.
     ``inputs`` ({port id or "node.port": value}) feed the graph's input ports at every evaluation."""
@@ -105,8 +116,14 @@ def run_model(path: Any, duration: Optional[float] = None, dt: Optional[float] =
         if n_steps > PROGRESS_MIN_STEPS:
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-            with Progress(TextColumn("[bold]running[/bold]"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                          TimeRemainingColumn(), console=console, transient=True) as prog:
+            with Progress(
+                TextColumn("[bold]running[/bold]"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total}"),
+                TimeRemainingColumn(),
+                console=console,
+                transient=True,
+            ) as prog:
                 task = prog.add_task("run", total=n_steps)
                 every = max(1, n_steps // 200)
 
@@ -139,8 +156,10 @@ def _cond_str(c: Any) -> str:
 def info(path: Any) -> None:
     """Print the model's graphs, nodes (ports, parameters, functions), edges and conditions."""
     model = _load(path)
-    console.print(f"[bold]{escape(str(path))}[/bold]: MDF model {escape(model.id)!r} "
-                  f"({escape(str(model.format))}; {escape(str(model.generating_application or '-'))})")
+    console.print(
+        f"[bold]{escape(str(path))}[/bold]: MDF model {escape(model.id)!r} "
+        f"({escape(str(model.format))}; {escape(str(model.generating_application or '-'))})"
+    )
     used: dict[str, int] = {}
     for g in model.graphs.values():
         console.print(f"graph [bold]{escape(g.id)}[/bold]: {len(g.nodes)} node(s), {len(g.edges)} edge(s)")
@@ -153,16 +172,26 @@ def info(path: Any) -> None:
                 if isinstance(f.function, str):
                     funcs.append(f"{f.id}: {f.function}")
                     used[f.function] = used.get(f.function, 0) + 1
-            params = [p.id + (" (stateful)" if p.is_stateful() else "") for p in n.parameters.values()
-                      if not isinstance(p.function, str)]
-            t.add_row(escape(n.id), escape(", ".join(n.input_ports)), escape(", ".join(params)),
-                      escape(", ".join(funcs)), escape(", ".join(n.output_ports)))
+            params = [
+                p.id + (" (stateful)" if p.is_stateful() else "")
+                for p in n.parameters.values()
+                if not isinstance(p.function, str)
+            ]
+            t.add_row(
+                escape(n.id),
+                escape(", ".join(n.input_ports)),
+                escape(", ".join(params)),
+                escape(", ".join(funcs)),
+                escape(", ".join(n.output_ports)),
+            )
         console.print(t)
         for e in g.edges.values():
             w = (e.parameters or {}).get("weight")
-            console.print(f"  edge {escape(e.id)}: {escape(e.sender)}.{escape(e.sender_port)} -> "
-                          f"{escape(e.receiver)}.{escape(e.receiver_port)}" + (f" (weight {escape(str(w)[:40])})"
-                                                                             if w is not None else ""))
+            console.print(
+                f"  edge {escape(e.id)}: {escape(e.sender)}.{escape(e.sender_port)} -> "
+                f"{escape(e.receiver)}.{escape(e.receiver_port)}"
+                + (f" (weight {escape(str(w)[:40])})" if w is not None else "")
+            )
         cs = g.conditions
         if cs is not None:
             for n, c in (cs.node_specific or {}).items():
@@ -175,8 +204,14 @@ def info(path: Any) -> None:
         console.print("functions used: " + ", ".join(f"{escape(k)} x{v}" for k, v in sorted(used.items())))
 
 
-def plot(path: Any, duration: Optional[float] = None, dt: Optional[float] = None, out_png: Any = "mdf.png",
-         graph: bool = False, graph_id: Optional[str] = None) -> None:
+def plot(
+    path: Any,
+    duration: float | None = None,
+    dt: float | None = None,
+    out_png: Any = "mdf.png",
+    graph: bool = False,
+    graph_id: str | None = None,
+) -> None:
     """``graph=False``: run for ``duration`` with ``dt`` and plot every output port over time;
     ``graph=True``: draw the nodes and edges."""
     import matplotlib
@@ -225,18 +260,38 @@ def _plot_graph(g, out_png: Any) -> None:
             (x0, y0), (x1, y1) = pos[e.sender], pos[e.receiver]
             # backward edges bend one way; edges that skip a level bend further, clear of the nodes between
             rad = 0.15 if x1 <= x0 else (0.35 if x1 - x0 > 1 and y0 == y1 else 0.0)
-            ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                        arrowprops=dict(arrowstyle="->", color="0.4", shrinkA=22, shrinkB=22,
-                                        connectionstyle=f"arc3,rad={rad}"))
+            ax.annotate(
+                "",
+                xy=(x1, y1),
+                xytext=(x0, y0),
+                arrowprops=dict(
+                    arrowstyle="->", color="0.4", shrinkA=22, shrinkB=22, connectionstyle=f"arc3,rad={rad}"
+                ),
+            )
             weight = (e.parameters or {}).get("weight") if hasattr(e, "parameters") else None
             if weight is not None and not (isinstance(weight, (int, float)) and weight == 1):
                 # the label sits where the arc bulges: the chord's midpoint moved along its normal
                 mx, my = (x0 + x1) / 2, (y0 + y1) / 2
-                ax.text(mx + rad * (y1 - y0) / 2, my - rad * (x1 - x0) / 2, f"w={weight}", fontsize=7,
-                        ha="center", va="center", color="0.3", bbox=dict(fc="white", ec="none", pad=0.5))
+                ax.text(
+                    mx + rad * (y1 - y0) / 2,
+                    my - rad * (x1 - x0) / 2,
+                    f"w={weight}",
+                    fontsize=7,
+                    ha="center",
+                    va="center",
+                    color="0.3",
+                    bbox=dict(fc="white", ec="none", pad=0.5),
+                )
     for n, (x, y) in pos.items():
-        ax.text(x, y, n, ha="center", va="center", fontsize=9,
-                bbox=dict(boxstyle="round,pad=0.5", fc="#dbe9f6", ec="#3b6ea5"))
+        ax.text(
+            x,
+            y,
+            n,
+            ha="center",
+            va="center",
+            fontsize=9,
+            bbox=dict(boxstyle="round,pad=0.5", fc="#dbe9f6", ec="#3b6ea5"),
+        )
     ax.set_xlim(-0.7, len(levels) - 0.3)
     ys = [y for _, y in pos.values()] or [0]
     ax.set_ylim(min(ys) - 0.8, max(ys) + 0.8)

@@ -17,16 +17,20 @@ and run in the graph's declaration order (graph-scheduler iterates a set, so the
 hashing); ``WhenFinished`` (and ``...Any``/``...All``) treat a node as finished once it has run in
 the current trial (MDF nodes have no other notion of finishing).
 """
+
 from __future__ import annotations
 
 import abc
-
 import enum
 import inspect
 import operator
 import re
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the scheduler imports the conditions, not the other way round
+    from .scheduler import Scheduler
 
 import numpy as np
 
@@ -41,11 +45,24 @@ class TimeScale(enum.IntEnum):
     LIFE = 4
 
 
-CSE, PASS, ESU, ES, LIFE = (TimeScale.CONSIDERATION_SET_EXECUTION, TimeScale.PASS,
-                            TimeScale.ENVIRONMENT_STATE_UPDATE, TimeScale.ENVIRONMENT_SEQUENCE, TimeScale.LIFE)
+CSE, PASS, ESU, ES, LIFE = (
+    TimeScale.CONSIDERATION_SET_EXECUTION,
+    TimeScale.PASS,
+    TimeScale.ENVIRONMENT_STATE_UPDATE,
+    TimeScale.ENVIRONMENT_SEQUENCE,
+    TimeScale.LIFE,
+)
 
-_TS_ALIASES = {"TIME_STEP": CSE, "TRIAL": ESU, "RUN": ES, "CONSIDERATION_SET_EXECUTION": CSE, "PASS": PASS,
-               "ENVIRONMENT_STATE_UPDATE": ESU, "ENVIRONMENT_SEQUENCE": ES, "LIFE": LIFE}
+_TS_ALIASES = {
+    "TIME_STEP": CSE,
+    "TRIAL": ESU,
+    "RUN": ES,
+    "CONSIDERATION_SET_EXECUTION": CSE,
+    "PASS": PASS,
+    "ENVIRONMENT_STATE_UPDATE": ESU,
+    "ENVIRONMENT_SEQUENCE": ES,
+    "LIFE": LIFE,
+}
 
 
 def parse_time_scale(v: Any) -> TimeScale:
@@ -62,13 +79,22 @@ def parse_time_scale(v: Any) -> TimeScale:
 
 # -- absolute time (milliseconds as Fractions) ---------------------------------------------------
 
-_UNITS = {"ms": Fraction(1), "millisecond": Fraction(1), "milliseconds": Fraction(1), "s": Fraction(1000),
-          "second": Fraction(1000), "seconds": Fraction(1000), "us": Fraction(1, 1000),
-          "microsecond": Fraction(1, 1000), "ns": Fraction(1, 10**6), "min": Fraction(60000),
-          "minute": Fraction(60000)}
+_UNITS = {
+    "ms": Fraction(1),
+    "millisecond": Fraction(1),
+    "milliseconds": Fraction(1),
+    "s": Fraction(1000),
+    "second": Fraction(1000),
+    "seconds": Fraction(1000),
+    "us": Fraction(1, 1000),
+    "microsecond": Fraction(1, 1000),
+    "ns": Fraction(1, 10**6),
+    "min": Fraction(60000),
+    "minute": Fraction(60000),
+}
 
 
-def _to_ms(v: Any, unit: Any = "ms") -> Optional[Fraction]:
+def _to_ms(v: Any, unit: Any = "ms") -> Fraction | None:
     if v is None:
         return None
     u = _UNITS.get(str(unit).strip(), None) if unit is not None else Fraction(1)
@@ -99,13 +125,13 @@ class Condition(abc.ABC):
     dependencies: tuple = ()
 
     @abc.abstractmethod
-    def satisfied(self, sch: "Scheduler", owner: Any) -> bool:
+    def satisfied(self, sch: Scheduler, owner: Any) -> bool:
         """Whether the condition holds for ``owner`` now."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
-    def children(self) -> list["Condition"]:
+    def children(self) -> list[Condition]:
         return []
 
 
@@ -207,8 +233,9 @@ def _cmp_counter(name: str, op: Callable, query: TimeScale, default_scale: TimeS
     def __repr__(self):
         return f"{name}({self.n}, {self.time_scale.name})"
 
-    return type(name, (Condition,), {"__init__": __init__, "satisfied": satisfied, "__repr__": __repr__,
-                                     "__doc__": doc})
+    return type(
+        name, (Condition,), {"__init__": __init__, "satisfied": satisfied, "__repr__": __repr__, "__doc__": doc}
+    )
 
 
 def _mod0(a: int, n: int) -> bool:
@@ -218,8 +245,7 @@ def _mod0(a: int, n: int) -> bool:
 BeforeConsiderationSetExecution = _cmp_counter("BeforeConsiderationSetExecution", operator.lt, CSE, ESU, "CSEs < n")
 AtConsiderationSetExecution = _cmp_counter("AtConsiderationSetExecution", operator.eq, CSE, ESU, "CSEs == n")
 AfterConsiderationSetExecution = _cmp_counter("AfterConsiderationSetExecution", operator.gt, CSE, ESU, "CSEs > n")
-AfterNConsiderationSetExecutions = _cmp_counter("AfterNConsiderationSetExecutions", operator.ge, CSE, ESU,
-                                                "CSEs >= n")
+AfterNConsiderationSetExecutions = _cmp_counter("AfterNConsiderationSetExecutions", operator.ge, CSE, ESU, "CSEs >= n")
 BeforePass = _cmp_counter("BeforePass", operator.lt, PASS, ESU, "passes < n")
 AtPass = _cmp_counter("AtPass", operator.eq, PASS, ESU, "passes == n")
 AfterPass = _cmp_counter("AfterPass", operator.gt, PASS, ESU, "passes > n")
@@ -366,8 +392,16 @@ class Threshold(Condition):
     """A value of the dependency node (parameter, function, input or output port) compared with a
     threshold; ``indices`` pick an element; ``==``/``!=`` use atol/rtol."""
 
-    def __init__(self, dependency: str, parameter: str, threshold: Any, comparator: str, indices: Any = None,
-                 atol: float = 0, rtol: float = 0):
+    def __init__(
+        self,
+        dependency: str,
+        parameter: str,
+        threshold: Any,
+        comparator: str,
+        indices: Any = None,
+        atol: float = 0,
+        rtol: float = 0,
+    ):
         if comparator not in _COMPARATORS:
             raise ValueError(f"comparator must be one of {', '.join(_COMPARATORS)}, not {comparator!r}")
         self.dep, self.parameter, self.threshold, self.comparator = dependency, parameter, threshold, comparator
@@ -397,8 +431,15 @@ class TimeInterval(Condition):
 
     is_absolute = True
 
-    def __init__(self, repeat: Any = None, start: Any = None, end: Any = None, unit: Any = "ms",
-                 start_inclusive: bool = True, end_inclusive: bool = True):
+    def __init__(
+        self,
+        repeat: Any = None,
+        start: Any = None,
+        end: Any = None,
+        unit: Any = "ms",
+        start_inclusive: bool = True,
+        end_inclusive: bool = True,
+    ):
         if repeat is None and start is None and end is None:
             raise ValueError('at least one of "repeat", "start", "end" must be given')
         self.repeat, self.start, self.end = _to_ms(repeat, unit), _to_ms(start, unit), _to_ms(end, unit)
@@ -451,30 +492,75 @@ class TimeTermination(Condition):
 
 #: condition type name -> class or factory
 CONDITIONS: dict[str, Callable[..., Condition]] = {
-    c.__name__: c for c in (
-        Always, Never, All, Not, NWhen, EveryNCalls, JustRan, AllHaveRun, WhenFinished, WhenFinishedAny,
-        WhenFinishedAll, Threshold, TimeInterval, TimeTermination, AfterNCallsCombined, BeforeNCalls, AtNCalls,
-        AfterCall, AfterNCalls, BeforeConsiderationSetExecution, AtConsiderationSetExecution,
-        AfterConsiderationSetExecution, AfterNConsiderationSetExecutions, BeforePass, AtPass, AfterPass,
-        AfterNPasses, EveryNPasses, BeforeEnvironmentStateUpdate, AtEnvironmentStateUpdate,
-        AfterEnvironmentStateUpdate, AfterNEnvironmentStateUpdates, AtEnvironmentSequence,
-        AfterEnvironmentSequence, AfterNEnvironmentSequences, AtEnvironmentStateUpdateStart,
-        AtEnvironmentStateUpdateNStart, AtEnvironmentSequenceStart, AtEnvironmentSequenceNStart)
+    c.__name__: c
+    for c in (
+        Always,
+        Never,
+        All,
+        Not,
+        NWhen,
+        EveryNCalls,
+        JustRan,
+        AllHaveRun,
+        WhenFinished,
+        WhenFinishedAny,
+        WhenFinishedAll,
+        Threshold,
+        TimeInterval,
+        TimeTermination,
+        AfterNCallsCombined,
+        BeforeNCalls,
+        AtNCalls,
+        AfterCall,
+        AfterNCalls,
+        BeforeConsiderationSetExecution,
+        AtConsiderationSetExecution,
+        AfterConsiderationSetExecution,
+        AfterNConsiderationSetExecutions,
+        BeforePass,
+        AtPass,
+        AfterPass,
+        AfterNPasses,
+        EveryNPasses,
+        BeforeEnvironmentStateUpdate,
+        AtEnvironmentStateUpdate,
+        AfterEnvironmentStateUpdate,
+        AfterNEnvironmentStateUpdates,
+        AtEnvironmentSequence,
+        AfterEnvironmentSequence,
+        AfterNEnvironmentSequences,
+        AtEnvironmentStateUpdateStart,
+        AtEnvironmentStateUpdateNStart,
+        AtEnvironmentSequenceStart,
+        AtEnvironmentSequenceNStart,
+    )
 }
-CONDITIONS.update({
-    "Any": Any_, "And": All, "Or": Any_,
-    # older (PsyNeuLink) names
-    "AtTrial": AtEnvironmentStateUpdate, "BeforeTrial": BeforeEnvironmentStateUpdate,
-    "AfterTrial": AfterEnvironmentStateUpdate, "AfterNTrials": AfterNEnvironmentStateUpdates,
-    "AtTimeStep": AtConsiderationSetExecution, "BeforeTimeStep": BeforeConsiderationSetExecution,
-    "AfterTimeStep": AfterConsiderationSetExecution, "AfterNTimeSteps": AfterNConsiderationSetExecutions,
-    "AtRun": AtEnvironmentSequence, "AfterRun": AfterEnvironmentSequence, "AfterNRuns": AfterNEnvironmentSequences,
-    "AtTrialStart": AtEnvironmentStateUpdateStart, "AtTrialNStart": AtEnvironmentStateUpdateNStart,
-    "AtRunStart": AtEnvironmentSequenceStart, "AtRunNStart": AtEnvironmentSequenceNStart,
-})
+CONDITIONS.update(
+    {
+        "Any": Any_,
+        "And": All,
+        "Or": Any_,
+        # older (PsyNeuLink) names
+        "AtTrial": AtEnvironmentStateUpdate,
+        "BeforeTrial": BeforeEnvironmentStateUpdate,
+        "AfterTrial": AfterEnvironmentStateUpdate,
+        "AfterNTrials": AfterNEnvironmentStateUpdates,
+        "AtTimeStep": AtConsiderationSetExecution,
+        "BeforeTimeStep": BeforeConsiderationSetExecution,
+        "AfterTimeStep": AfterConsiderationSetExecution,
+        "AfterNTimeSteps": AfterNConsiderationSetExecutions,
+        "AtRun": AtEnvironmentSequence,
+        "AfterRun": AfterEnvironmentSequence,
+        "AfterNRuns": AfterNEnvironmentSequences,
+        "AtTrialStart": AtEnvironmentStateUpdateStart,
+        "AtTrialNStart": AtEnvironmentStateUpdateNStart,
+        "AtRunStart": AtEnvironmentSequenceStart,
+        "AtRunNStart": AtEnvironmentSequenceNStart,
+    }
+)
 
 
-def build_condition(cond: Any, node_ids: set, where: str, path: Optional[str]) -> Condition:
+def build_condition(cond: Any, node_ids: set, where: str, path: str | None) -> Condition:
     """A schema Condition (or dict) -> a Condition object; errors name ``where``."""
     from .schema import Condition as SchemaCondition
 
@@ -502,26 +588,25 @@ def build_condition(cond: Any, node_ids: set, where: str, path: Optional[str]) -
         args = list(v) if isinstance(v, (list, tuple)) else [v]
     for k in kwargs:
         if k not in params or params[k].kind is inspect.Parameter.VAR_POSITIONAL:
-            raise ValidationError(path, f"{where}.kwargs.{k}", f"{cond.type} takes no argument {k!r} "
-                                                               f"(arguments: {', '.join(params)})")
+            raise ValidationError(
+                path, f"{where}.kwargs.{k}", f"{cond.type} takes no argument {k!r} (arguments: {', '.join(params)})"
+            )
     for d in args:
         if isinstance(d, str) and d not in node_ids:
             raise ValidationError(path, f"{where}.kwargs", f"{cond.type}: no node {d!r}")
     for k in ("n", "threshold", "atol", "rtol"):
         if k in kwargs and (isinstance(kwargs[k], bool) or not isinstance(kwargs[k], (int, float))):
-            raise ValidationError(path, f"{where}.kwargs.{k}", f"{cond.type}: {k} must be a number, "
-                                                               f"not {kwargs[k]!r}")
+            raise ValidationError(path, f"{where}.kwargs.{k}", f"{cond.type}: {k} must be a number, not {kwargs[k]!r}")
     for k in ("dependency", "parameter", "comparator"):
         if k in kwargs and not isinstance(kwargs[k], str):
-            raise ValidationError(path, f"{where}.kwargs.{k}", f"{cond.type}: {k} must be a name, "
-                                                               f"not {kwargs[k]!r}")
+            raise ValidationError(path, f"{where}.kwargs.{k}", f"{cond.type}: {k} must be a name, not {kwargs[k]!r}")
     try:
         return factory(*args, **kwargs)
     except (TypeError, ValueError) as e:
         raise ValidationError(path, where, f"{cond.type}: {e}") from None
 
 
-def _arg(v: Any, node_ids: set, where: str, path: Optional[str]) -> Any:
+def _arg(v: Any, node_ids: set, where: str, path: str | None) -> Any:
     from .schema import Condition as SchemaCondition
 
     if isinstance(v, SchemaCondition):

@@ -17,11 +17,13 @@ through) just before the receiver runs, if the sender has run at least once. Sev
 port combine by the port's ``reduce`` (overwrite: the last, in declaration order, wins; add;
 multiply): deterministic, where the reference depends on set ordering.
 """
+
 from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Callable, Hashable, Optional
+from collections.abc import Callable, Hashable
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +44,7 @@ class _State:
         self.rng = np.random.default_rng(seed)
 
 
-def _default_opset(model: Optional[Model]) -> int:
+def _default_opset(model: Model | None) -> int:
     import onnx.defs
 
     v = getattr(model, "onnx_opset_version", None) if model is not None else None
@@ -55,7 +57,7 @@ def _default_opset(model: Optional[Model]) -> int:
 class _InPort:
     __slots__ = ("id", "key", "default", "shape", "reduce", "curr", "zeros", "last", "first_zero")
 
-    def __init__(self, port, where: str, path: Optional[str]):
+    def __init__(self, port, where: str, path: str | None):
         self.id = port.id
         self.key = port.id
         self.shape = tuple(port.shape) if port.shape is not None else ()
@@ -178,7 +180,9 @@ class NodeEngine:
                     outs.append((key, ne, o))
                     known.setdefault(f"{n}.{o}", key)
             self.subgraphs.append((sub, feeds, outs))
-        base_known = set(node.input_ports) | set(node.parameters) | {k for k, v in known.items() if isinstance(v, tuple)}
+        base_known = (
+            set(node.input_ports) | set(node.parameters) | {k for k, v in known.items() if isinstance(v, tuple)}
+        )
 
         # parameters
         self.params: list[_Param] = []
@@ -216,8 +220,11 @@ class NodeEngine:
             else:
                 if seen_len.get(fid) == len(queue):
                     missing = ", ".join(sorted(needs - ready))
-                    raise ValidationError(path, fw, f"cannot be ordered: it reads {missing}, which depend(s) "
-                                                    f"on it (a cycle between functions)")
+                    raise ValidationError(
+                        path,
+                        fw,
+                        f"cannot be ordered: it reads {missing}, which depend(s) on it (a cycle between functions)",
+                    )
                 seen_len[fid] = len(queue)
                 queue.append((fid, fn, needs, fw))
 
@@ -246,14 +253,19 @@ class NodeEngine:
         if p.time_derivative is not None:
             rt.td = compile_value(p.time_derivative, known, where=f"{pw}.time_derivative", path=path)
         if p.default_initial_value is not None:
-            rt.dflt = compile_value(copy.deepcopy(p.default_initial_value), known,
-                                    where=f"{pw}.default_initial_value", path=path)
+            rt.dflt = compile_value(
+                copy.deepcopy(p.default_initial_value), known, where=f"{pw}.default_initial_value", path=path
+            )
         for c in p.conditions:
             cw = f"{pw}.conditions.{c.id}"
             if c.test is None or c.value is None:
                 raise ValidationError(path, cw, "a parameter condition needs 'test' and 'value'")
-            rt.conds.append((compile_value(c.test, known, where=f"{cw}.test", path=path),
-                             compile_value(copy.deepcopy(c.value), known, where=f"{cw}.value", path=path)))
+            rt.conds.append(
+                (
+                    compile_value(c.test, known, where=f"{cw}.test", path=path),
+                    compile_value(copy.deepcopy(c.value), known, where=f"{cw}.value", path=path),
+                )
+            )
         if rt.value is not None and rt.value.const and not rt.stateful and not rt.conds:
             rt.static = True
             rt.curr = rt.value.value
@@ -341,11 +353,13 @@ class GraphEngine:
                 raise ValidationError(path, f"{ew}.receiver", f"no node {e.receiver!r}")
             sn, rn = graph.nodes[e.sender], graph.nodes[e.receiver]
             if e.sender_port not in sn.output_ports:
-                raise ValidationError(path, f"{ew}.sender_port", f"node {e.sender!r} has no output port "
-                                                                 f"{e.sender_port!r}")
+                raise ValidationError(
+                    path, f"{ew}.sender_port", f"node {e.sender!r} has no output port {e.sender_port!r}"
+                )
             if e.receiver_port not in rn.input_ports:
-                raise ValidationError(path, f"{ew}.receiver_port", f"node {e.receiver!r} has no input port "
-                                                                   f"{e.receiver_port!r}")
+                raise ValidationError(
+                    path, f"{ew}.receiver_port", f"node {e.receiver!r} has no input port {e.receiver_port!r}"
+                )
             ed = _Edge()
             ed.id, ed.sender, ed.sport, ed.receiver = e.id, e.sender, e.sender_port, e.receiver
             ed.rport = self.nodes[e.receiver].ports_by_id[e.receiver_port]
@@ -393,13 +407,15 @@ class GraphEngine:
             else:
                 hits = [n.ports_by_id[key] for n in self.nodes.values() if key in n.ports_by_id]
             if not hits:
-                raise InputError(f"{self.ctx.path + ': ' if self.ctx.path else ''}no input port {key!r} in graph "
-                                 f"{self.graph.id!r} (give a port id or 'node.port')")
+                raise InputError(
+                    f"{self.ctx.path + ': ' if self.ctx.path else ''}no input port {key!r} in graph "
+                    f"{self.graph.id!r} (give a port id or 'node.port')"
+                )
             v = constant_value(value) if isinstance(value, list) else value
             for port in hits:
                 port.set(v)
 
-    def evaluate(self, dt: Any = None, inputs: Optional[dict] = None) -> None:
+    def evaluate(self, dt: Any = None, inputs: dict | None = None) -> None:
         if inputs:
             self.set_inputs(inputs)
         nodes, incoming, ran = self.nodes, self.incoming, self.ran
@@ -414,16 +430,16 @@ class GraphEngine:
                             try:
                                 e.rport.set(v if e.passthrough else e.weight * v)
                             except Exception as ex:  # noqa: BLE001 - weight and value do not fit
-                                raise StdopsError(f"{loc}{self.where}.edges.{e.id}: {type(ex).__name__}: {ex}") \
-                                    from None
+                                raise StdopsError(
+                                    f"{loc}{self.where}.edges.{e.id}: {type(ex).__name__}: {ex}"
+                                ) from None
                     node = nodes[nid]
                     try:
                         node.evaluate(dt)
                     except StdopsError:
                         raise
                     except Exception as ex:  # noqa: BLE001 - a value the model computes is at fault
-                        raise StdopsError(f"{loc}{node.where}: evaluation failed: {type(ex).__name__}: {ex}") \
-                            from None
+                        raise StdopsError(f"{loc}{node.where}: evaluation failed: {type(ex).__name__}: {ex}") from None
         except StdopsError:
             raise
         except Exception as ex:  # noqa: BLE001 - a condition could not be evaluated
@@ -440,12 +456,13 @@ class GraphEngine:
         return [(n, o) for n, ne in self.nodes.items() if n not in senders for o, _ in ne.outputs]
 
 
-def _make_ctx(model: Optional[Model], state: _State) -> CallContext:
+def _make_ctx(model: Model | None, state: _State) -> CallContext:
     ctx = CallContext(path=getattr(model, "path", None), opset=_default_opset(model), state=state)
 
     def compile_subgraph(graph: Graph, where: str) -> Callable:
-        sub = GraphEngine(graph, CallContext(path=ctx.path, opset=ctx.opset, state=state,
-                                             compile_subgraph=compile_subgraph), where)
+        sub = GraphEngine(
+            graph, CallContext(path=ctx.path, opset=ctx.opset, state=state, compile_subgraph=compile_subgraph), where
+        )
         ins = sub.input_ports()
         outs = sub.output_ports()
 

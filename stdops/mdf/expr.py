@@ -19,13 +19,15 @@ loaded, with an error naming the field. A compiled expression is a closure ``fn(
 ``scope`` is a dict from the prepared keys to values: evaluating it does no parsing and builds no
 strings.
 """
+
 from __future__ import annotations
 
 import ast
 import math
 import operator
 import re
-from typing import Any, Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -91,8 +93,9 @@ for _n in ("zeros_like", "ones_like", "full_like", "copy"):
 # math's integer combinatorics run for as long as their arguments ask (math.factorial(10**8) takes
 # minutes): a model file must not be able to hang us, and no standard function needs them.
 _MATH_REFUSED = {"factorial", "comb", "perm"}
-MATH_WHITELIST: dict[str, Any] = {n: getattr(math, n) for n in dir(math)
-                                  if not n.startswith("_") and n not in _MATH_REFUSED}
+MATH_WHITELIST: dict[str, Any] = {
+    n: getattr(math, n) for n in dir(math) if not n.startswith("_") and n not in _MATH_REFUSED
+}
 
 
 def _product_shape(kind: str, a: Any, b: Any, axes: Any = 2) -> tuple:
@@ -114,12 +117,13 @@ def _product_shape(kind: str, a: Any, b: Any, axes: Any = 2) -> tuple:
     if kind == "dot":
         return a.shape[:-1] + (b.shape[:-2] + b.shape[-1:] if b.ndim > 1 else ())
     if isinstance(axes, int):
-        return a.shape[:a.ndim - axes] + b.shape[axes:]
+        return a.shape[: a.ndim - axes] + b.shape[axes:]
     ax_a, ax_b = (np.atleast_1d(x).tolist() for x in axes)
     ax_a = {x % a.ndim for x in ax_a}
     ax_b = {x % b.ndim for x in ax_b}
-    return tuple(d for i, d in enumerate(a.shape) if i not in ax_a) + \
-        tuple(d for i, d in enumerate(b.shape) if i not in ax_b)
+    return tuple(d for i, d in enumerate(a.shape) if i not in ax_a) + tuple(
+        d for i, d in enumerate(b.shape) if i not in ax_b
+    )
 
 
 def _checked_product(fn: Callable, kind: str) -> Callable:
@@ -155,8 +159,19 @@ def _safe_pow(a: Any, b: Any, m: Any = None) -> Any:
 
 
 BUILTIN_WHITELIST: dict[str, Any] = {
-    "abs": abs, "min": min, "max": max, "round": round, "int": int, "float": float, "bool": bool,
-    "sum": sum, "len": len, "pow": _safe_pow, "True": True, "False": False, "None": None,
+    "abs": abs,
+    "min": min,
+    "max": max,
+    "round": round,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "sum": sum,
+    "len": len,
+    "pow": _safe_pow,
+    "True": True,
+    "False": False,
+    "None": None,
 }
 
 #: modules an expression may take attributes of
@@ -166,8 +181,22 @@ MODULES = {"math": MATH_WHITELIST, "numpy": NUMPY_WHITELIST, "np": NUMPY_WHITELI
 EXTRA_FUNCTIONS: dict[str, Callable] = {}
 
 #: bare names accepted as aliases of numpy functions (the standard functions' own spelling)
-NUMPY_ALIASES = ("exp", "sin", "cos", "tan", "sinh", "cosh", "tanh", "arcsin", "arccos", "arctan",
-                 "sqrt", "log", "maximum", "minimum")
+NUMPY_ALIASES = (
+    "exp",
+    "sin",
+    "cos",
+    "tan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sqrt",
+    "log",
+    "maximum",
+    "minimum",
+)
 
 _MAX_INT_BITS = 1 << 16
 _MAX_SEQ = 10_000_000
@@ -177,7 +206,7 @@ def _pow(a: Any, b: Any) -> Any:
     if type(a) is int and type(b) is int and b > 0 and a not in (0, 1, -1):
         if b * max(a.bit_length(), 1) > _MAX_INT_BITS:
             raise ExprError(f"integer power {a} ** {b} is too large")
-    return a ** b
+    return a**b
 
 
 def _lshift(a: Any, b: Any) -> Any:
@@ -195,18 +224,37 @@ def _mul(a: Any, b: Any) -> Any:
 
 
 _BINOPS: dict[type, Callable] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: _mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: _pow,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: _mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: _pow,
     ast.MatMult: _checked_product(operator.matmul, "matmul"),
-    ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
-    ast.LShift: _lshift, ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+    ast.LShift: _lshift,
+    ast.RShift: operator.rshift,
 }
-_UNARY: dict[type, Callable] = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
-                                ast.Not: None}
+_UNARY: dict[type, Callable] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Invert: operator.invert,
+    ast.Not: None,
+}
 _CMP: dict[type, Callable] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
 }
 
 
@@ -309,8 +357,9 @@ def referenced_names(text: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
 
-def compile_value(value: Any, known: Mapping[str, Hashable], *, where: str = "", path: str | None = None,
-                  allow_strings: bool = False) -> Compiled:
+def compile_value(
+    value: Any, known: Mapping[str, Hashable], *, where: str = "", path: str | None = None, allow_strings: bool = False
+) -> Compiled:
     """Compile a model value (number, list, dict, expression string) into a ``Compiled``.
 
     ``known`` maps every name visible to the expression to its scope key. A string that is
@@ -491,8 +540,10 @@ class _Compiler:
 
         def run(s: Scope) -> Any:
             vals = [f(s) for f in fns]
-            if all(isinstance(v, (int, float, bool, np.number, np.bool_)) or
-                   (isinstance(v, np.ndarray) and v.ndim == 0) for v in vals):
+            if all(
+                isinstance(v, (int, float, bool, np.number, np.bool_)) or (isinstance(v, np.ndarray) and v.ndim == 0)
+                for v in vals
+            ):
                 return np.array(vals)  # a vector of numbers; a list of arrays stays a list
             return vals
 
@@ -555,9 +606,19 @@ class _Compiler:
 
 
 def _describe(node: ast.AST) -> str:
-    names = {"Lambda": "a lambda", "ListComp": "a comprehension", "SetComp": "a comprehension",
-             "DictComp": "a comprehension", "GeneratorExp": "a generator expression",
-             "NamedExpr": "an assignment expression (:=)", "JoinedStr": "an f-string",
-             "Starred": "a starred expression", "Await": "await", "Yield": "yield", "YieldFrom": "yield",
-             "Set": "a set literal", "FormattedValue": "an f-string"}
+    names = {
+        "Lambda": "a lambda",
+        "ListComp": "a comprehension",
+        "SetComp": "a comprehension",
+        "DictComp": "a comprehension",
+        "GeneratorExp": "a generator expression",
+        "NamedExpr": "an assignment expression (:=)",
+        "JoinedStr": "an f-string",
+        "Starred": "a starred expression",
+        "Await": "await",
+        "Yield": "yield",
+        "YieldFrom": "yield",
+        "Set": "a set literal",
+        "FormattedValue": "an f-string",
+    }
     return names.get(type(node).__name__, type(node).__name__)

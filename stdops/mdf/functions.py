@@ -21,11 +21,13 @@ function's default. ``onnx::Op`` calls the stdops kernel bound by :mod:`stdops.o
 named arguments are mapped onto the ONNX input order, attributes come from ``args`` or same-named
 node parameters, several outputs come back as a tuple (``name[0]``).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, Callable, Hashable, Mapping, Optional
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +35,7 @@ from .. import limits
 from ..errors import StdopsError, UnsupportedOp, ValidationError
 from ..ops.cognitive import actr
 from ..ops.cognitive.ddm import drift_diffusion_integrator
-from ..ops.mdf_standard import MatMul, Relu, SCALED, exponential, linear, logistic
+from ..ops.mdf_standard import SCALED, MatMul, Relu, exponential, linear, logistic
 from .expr import EXTRA_FUNCTIONS, Compiled, compile_value
 
 
@@ -54,8 +56,14 @@ class StdFunction:
 STANDARD: dict[str, StdFunction] = {}
 
 
-def _register(fn: Callable, name: Optional[str] = None, description: str = "", expression: str = "",
-              positional: bool = False, needs_rng: bool = False) -> None:
+def _register(
+    fn: Callable,
+    name: str | None = None,
+    description: str = "",
+    expression: str = "",
+    positional: bool = False,
+    needs_rng: bool = False,
+) -> None:
     name = name or fn.__name__
     sig = inspect.signature(fn)
     args, defaults = [], {}
@@ -67,8 +75,16 @@ def _register(fn: Callable, name: Optional[str] = None, description: str = "", e
             if p.default is not p.empty:
                 defaults[p.name] = p.default
     doc = inspect.cleandoc(fn.__doc__ or "")
-    STANDARD[name] = StdFunction(name, fn, tuple(args), defaults, description or doc.splitlines()[0] if doc else "",
-                                 expression or (doc.splitlines()[0] if doc else name), positional, needs_rng)
+    STANDARD[name] = StdFunction(
+        name,
+        fn,
+        tuple(args),
+        defaults,
+        description or doc.splitlines()[0] if doc else "",
+        expression or (doc.splitlines()[0] if doc else name),
+        positional,
+        needs_rng,
+    )
 
 
 _register(linear, description="A linear function, calculated from a slope and an intercept")
@@ -78,8 +94,11 @@ for _n, _f in SCALED.items():
     _register(_f, _n, description=f"{_n} scaled: scale * {_n}(variable0)")
 _register(MatMul, description="Matrix multiplication")
 _register(Relu, description="Rectified linear function")
-_register(drift_diffusion_integrator, needs_rng=True,
-          description="Drift diffusion (Euler-Maruyama) to a symmetric threshold; signed response time")
+_register(
+    drift_diffusion_integrator,
+    needs_rng=True,
+    description="Drift diffusion (Euler-Maruyama) to a symmetric threshold; signed response time",
+)
 for _n in actr.__all__:
     _register(getattr(actr, _n), positional=True, needs_rng=_n == "conflict_resolution_function")
 
@@ -97,15 +116,16 @@ for _n, _s in STANDARD.items():
 class CallContext:
     """What compiling a call needs from the engine."""
 
-    path: Optional[str]
+    path: str | None
     opset: int
     state: Any  # has .rng (numpy Generator), shared by the simulation
-    compile_subgraph: Optional[Callable] = None  # Graph -> runner (for onnx::Loop bodies)
+    compile_subgraph: Callable | None = None  # Graph -> runner (for onnx::Loop bodies)
     constants: dict = dataclasses.field(default_factory=dict)  # scope key -> value fixed at load time
 
 
-def compile_args(args: Optional[Mapping[str, Any]], known: Mapping[str, Hashable], owner: str, where: str,
-                 path: Optional[str]) -> tuple[list[tuple[Hashable, Compiled]], dict[str, Hashable], set[str]]:
+def compile_args(
+    args: Mapping[str, Any] | None, known: Mapping[str, Hashable], owner: str, where: str, path: str | None
+) -> tuple[list[tuple[Hashable, Compiled]], dict[str, Hashable], set[str]]:
     """Compile ``args`` in order; each arg is stored in the scope under a private key that later
     args (and the function body) see by the arg's name."""
     steps: list[tuple[Hashable, Compiled]] = []
@@ -120,8 +140,14 @@ def compile_args(args: Optional[Mapping[str, Any]], known: Mapping[str, Hashable
     return steps, local, names
 
 
-def compile_call(name: str, args: Optional[Mapping[str, Any]], known: Mapping[str, Hashable], owner: str,
-                 where: str, ctx: CallContext) -> tuple[Callable, set[str]]:
+def compile_call(
+    name: str,
+    args: Mapping[str, Any] | None,
+    known: Mapping[str, Hashable],
+    owner: str,
+    where: str,
+    ctx: CallContext,
+) -> tuple[Callable, set[str]]:
     """-> (fn(scope) -> value, the node ids it reads)."""
     steps, local, names = compile_args(args, known, owner, where, ctx.path)
     for k, c in steps:
@@ -134,8 +160,11 @@ def compile_call(name: str, args: Optional[Mapping[str, Any]], known: Mapping[st
         impl, more = _compile_standard(STANDARD[name], args or {}, known, local, where, ctx)
         names |= more
     else:
-        raise ValidationError(ctx.path, f"{where}.function", f"unknown function {name!r} (standard functions: "
-                                                             f"{', '.join(sorted(STANDARD))}, or onnx::<Op>)")
+        raise ValidationError(
+            ctx.path,
+            f"{where}.function",
+            f"unknown function {name!r} (standard functions: {', '.join(sorted(STANDARD))}, or onnx::<Op>)",
+        )
     if not steps:
         return impl, names
 
@@ -147,8 +176,14 @@ def compile_call(name: str, args: Optional[Mapping[str, Any]], known: Mapping[st
     return run, names
 
 
-def _compile_standard(std: StdFunction, args: Mapping[str, Any], known: Mapping[str, Hashable],
-                      local: Mapping[str, Hashable], where: str, ctx: CallContext) -> tuple[Callable, set[str]]:
+def _compile_standard(
+    std: StdFunction,
+    args: Mapping[str, Any],
+    known: Mapping[str, Hashable],
+    local: Mapping[str, Hashable],
+    where: str,
+    ctx: CallContext,
+) -> tuple[Callable, set[str]]:
     names: set[str] = set()
     if std.positional and args and not set(args) <= set(std.args):
         keys = [local[a] for a in args]  # the reference passes ACT-R args positionally, in order
@@ -177,6 +212,7 @@ def _compile_standard(std: StdFunction, args: Mapping[str, Any], known: Mapping[
 
         return run, names
     if consts:
+
         def run(s: dict) -> Any:
             return fn(*[consts[i] if i in consts else s[k] for i, k in enumerate(keys)])
 
@@ -197,12 +233,22 @@ def _compile_standard(std: StdFunction, args: Mapping[str, Any], known: Mapping[
 # ONNX operators
 
 #: element-wise ops used only when no stdops kernel binds them yet (numpy formulas)
-_FALLBACK_UNARY = {"Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Asin": np.arcsin, "Acos": np.arccos,
-                   "Atan": np.arctan, "Sinh": np.sinh, "Cosh": np.cosh, "Asinh": np.arcsinh,
-                   "Acosh": np.arccosh, "Atanh": np.arctanh}
+_FALLBACK_UNARY = {
+    "Sin": np.sin,
+    "Cos": np.cos,
+    "Tan": np.tan,
+    "Asin": np.arcsin,
+    "Acos": np.arccos,
+    "Atan": np.arctan,
+    "Sinh": np.sinh,
+    "Cosh": np.cosh,
+    "Asinh": np.arcsinh,
+    "Acosh": np.arccosh,
+    "Atanh": np.arctanh,
+}
 
 
-def _onnx_schema(op: str, opset: int, where: str, path: Optional[str]):
+def _onnx_schema(op: str, opset: int, where: str, path: str | None):
     import onnx.defs
 
     try:
@@ -234,7 +280,7 @@ def _convert_attr(value: Any, atype: Any) -> Any:
     return value
 
 
-def _as_input(v: Any, like: Optional[np.dtype]) -> Any:
+def _as_input(v: Any, like: np.dtype | None) -> Any:
     if v is None or isinstance(v, (np.ndarray, list, tuple)):
         return v
     if isinstance(v, (bool, np.bool_)):
@@ -255,8 +301,15 @@ def _to_float64(r: Any) -> Any:
     return r
 
 
-def _compile_onnx(op: str, args: Mapping[str, Any], known: Mapping[str, Hashable], local: Mapping[str, Hashable],
-                  owner: str, where: str, ctx: CallContext) -> tuple[Callable, set[str]]:
+def _compile_onnx(
+    op: str,
+    args: Mapping[str, Any],
+    known: Mapping[str, Hashable],
+    local: Mapping[str, Hashable],
+    owner: str,
+    where: str,
+    ctx: CallContext,
+) -> tuple[Callable, set[str]]:
     from ..onnx.opset import BindContext, resolve
 
     schema = _onnx_schema(op, ctx.opset, where, ctx.path)
@@ -265,7 +318,7 @@ def _compile_onnx(op: str, args: Mapping[str, Any], known: Mapping[str, Hashable
     attr_types = {k: a.type for k, a in schema.attributes.items()}
     names: set[str] = set()
 
-    def source(n: str) -> Optional[Hashable]:
+    def source(n: str) -> Hashable | None:
         if n in args:
             return local[n]
         if n in known:
@@ -294,9 +347,21 @@ def _compile_onnx(op: str, args: Mapping[str, Any], known: Mapping[str, Hashable
 
     def bind(attr_values: dict) -> Callable:
         attrs = {a: _convert_attr(v, attr_types[a]) for a, v in attr_values.items() if v is not None}
-        bctx = BindContext(op_type=op, domain="", opset=ctx.opset, since=since, node_name=owner, path=ctx.path,
-                           attrs=attrs, n_inputs=len(input_keys), input_present=[k is not None for k in input_keys],
-                           n_outputs=n_out, kernel=kernel, constants=[None] * len(input_keys), opsets={"": ctx.opset})
+        bctx = BindContext(
+            op_type=op,
+            domain="",
+            opset=ctx.opset,
+            since=since,
+            node_name=owner,
+            path=ctx.path,
+            attrs=attrs,
+            n_inputs=len(input_keys),
+            input_present=[k is not None for k in input_keys],
+            n_outputs=n_out,
+            kernel=kernel,
+            constants=[None] * len(input_keys),
+            opsets={"": ctx.opset},
+        )
         return adapt(bctx) if adapt is not None else bctx.bind()
 
     # attributes fixed at load time are bound once; others on each call
@@ -316,8 +381,9 @@ def _compile_onnx(op: str, args: Mapping[str, Any], known: Mapping[str, Hashable
         except StdopsError:
             raise
         except Exception as e:  # noqa: BLE001 - a kernel refusing its inputs
-            raise StdopsError(f"{ctx.path + ': ' if ctx.path else ''}{where}: onnx::{op}: "
-                              f"{type(e).__name__}: {e}") from None
+            raise StdopsError(
+                f"{ctx.path + ': ' if ctx.path else ''}{where}: onnx::{op}: {type(e).__name__}: {e}"
+            ) from None
         if isinstance(r, tuple) and len(r) == 1:
             r = r[0]
         return _to_float64(r)
@@ -369,6 +435,6 @@ def _split_loop_outputs(outs: list, n_carried: int) -> tuple[Any, list]:
     flags = [isinstance(v, (bool, np.bool_)) or (isinstance(v, np.ndarray) and v.dtype == np.bool_) for v in outs]
     if flags.count(True) == 1:
         i = flags.index(True)
-        rest = outs[:i] + outs[i + 1:]
+        rest = outs[:i] + outs[i + 1 :]
         return outs[i], rest[:n_carried]
-    return outs[0], list(outs[1:1 + n_carried])
+    return outs[0], list(outs[1 : 1 + n_carried])

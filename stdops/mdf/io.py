@@ -5,6 +5,7 @@
 checks that every reference and expression compiles (see :mod:`stdops.mdf.engine`). ``save`` writes
 the same ``{model_id: {...}}`` form back; ``load(save(m))`` gives an equal model.
 """
+
 from __future__ import annotations
 
 import json
@@ -125,9 +126,10 @@ def model_from_data(data: Any, path: str | None = None, *, warn: bool = True) ->
         body = data
     else:
         if len(data) != 1:
-            raise ModelFormatError(path, None, f"not an MDF model: expected one top-level entry "
-                                               f"{{model_id: {{...}}}}, found {len(data)}")
-        (mid, body), = data.items()
+            raise ModelFormatError(
+                path, None, f"not an MDF model: expected one top-level entry {{model_id: {{...}}}}, found {len(data)}"
+            )
+        ((mid, body),) = data.items()
         if not isinstance(body, dict):
             raise ValidationError(path, str(mid), "expected a mapping with the model's fields")
         body = {"id": str(mid), **body}
@@ -146,8 +148,11 @@ def model_from_data(data: Any, path: str | None = None, *, warn: bool = True) ->
     model._path = path
     if warn:
         for where, names in unknown_fields(model):
-            warnings.warn(f"{path + ': ' if path else ''}{where}: unknown field(s) {', '.join(names)} (kept)",
-                          MdfWarning, stacklevel=3)
+            warnings.warn(
+                f"{path + ': ' if path else ''}{where}: unknown field(s) {', '.join(names)} (kept)",
+                MdfWarning,
+                stacklevel=3,
+            )
     return model
 
 
@@ -226,8 +231,12 @@ def to_data_body(obj: MdfBase) -> dict:
             continue
         if name == "reduce" and v == "overwrite":
             continue
-        if name in ("nodes", "edges", "graphs", "input_ports", "functions", "parameters", "output_ports") \
-                and isinstance(v, dict) and v and all(isinstance(x, MdfBase) for x in v.values()):
+        if (
+            name in ("nodes", "edges", "graphs", "input_ports", "functions", "parameters", "output_ports")
+            and isinstance(v, dict)
+            and v
+            and all(isinstance(x, MdfBase) for x in v.values())
+        ):
             out[name] = {k: to_data_body(x) for k, x in v.items()}
         elif name == "conditions" and isinstance(v, list):
             out[name] = {c.id: to_data_body(c) for c in v}

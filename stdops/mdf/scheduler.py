@@ -5,15 +5,15 @@ consideration queue (the levels of the dependency graph's topological order, eac
 order) run every node whose condition holds, until the trial's termination condition holds.
 Counts and the clock carry over between trials. See :mod:`stdops.mdf.conditions`.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from fractions import Fraction
-from typing import Callable, Iterator, Optional
 
 from ..errors import StdopsError
-from .conditions import (CSE, ES, ESU, PASS, All, AllHaveRun, Always, Condition, EveryNCalls, Never,
-                         TimeScale)
+from .conditions import CSE, ES, ESU, PASS, All, AllHaveRun, Always, Condition, EveryNCalls, Never, TimeScale
 
 
 class Clock:
@@ -58,8 +58,10 @@ def toposort(nodes: list, deps: dict) -> list[list]:
         ready = [n for n, d in remaining.items() if not d]
         if not ready:
             cyc = sorted(remaining, key=order.get)
-            raise StdopsError(f"the graph has a cycle through {', '.join(map(repr, cyc))} and none of the "
-                              f"input ports on it has a default_value to start from")
+            raise StdopsError(
+                f"the graph has a cycle through {', '.join(map(repr, cyc))} and none of the "
+                f"input ports on it has a default_value to start from"
+            )
         ready.sort(key=order.get)
         levels.append(ready)
         rs = set(ready)
@@ -83,14 +85,15 @@ def set_max_passes(n: int) -> int:
 class Scheduler:
     """Yields, per consideration set execution, the nodes to run (graph-scheduler's ``run``)."""
 
-    def __init__(self, nodes: list, deps: dict, conditions: dict, termination: dict,
-                 value_getter: Optional[Callable] = None):
+    def __init__(
+        self, nodes: list, deps: dict, conditions: dict, termination: dict, value_getter: Callable | None = None
+    ):
         self.nodes = list(nodes)
         self.queue = toposort(self.nodes, deps)
         self.queue_index = {n: i for i, level in enumerate(self.queue) for n in level}
-        self.conditions = {n: conditions.get(n) or default_condition(sorted(deps.get(n, ()),
-                                                                            key=self.nodes.index))
-                           for n in self.nodes}
+        self.conditions = {
+            n: conditions.get(n) or default_condition(sorted(deps.get(n, ()), key=self.nodes.index)) for n in self.nodes
+        }
         self.termination = {ES: Never(), ESU: AllHaveRun()}
         self.termination.update(termination)
         self.counts_total = {ts: {n: 0 for n in self.nodes} for ts in TimeScale}
@@ -127,9 +130,11 @@ class Scheduler:
         while not term_esu.satisfied(self, None) and not term_es.satisfied(self, None):
             passes += 1
             if passes > cap:
-                raise StdopsError(f"the trial did not terminate after {cap} passes (termination condition "
-                                  f"{self.termination[ESU]!r} never held); raise the cap with "
-                                  f"stdops.mdf.conditions.set_max_passes")
+                raise StdopsError(
+                    f"the trial did not terminate after {cap} passes (termination condition "
+                    f"{self.termination[ESU]!r} never held); raise the cap with "
+                    f"stdops.mdf.conditions.set_max_passes"
+                )
             for ts in (CSE, PASS):
                 for n in total[ts]:
                     total[ts][n] = 0

@@ -7,10 +7,11 @@ Older spellings are accepted and normalized: string shapes (``"(1,)"``), conditi
 written as a dict keyed by id. Fields the schema does not know are kept (so a round trip loses
 nothing) and reported as warnings by :func:`stdops.mdf.io.load`.
 """
+
 from __future__ import annotations
 
 import ast
-from typing import Any, Dict, List, Optional, Union
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -25,7 +26,7 @@ class MdfBase(BaseModel):
 
     model_config = ConfigDict(extra="allow", validate_assignment=False, arbitrary_types_allowed=True)
 
-    metadata: Optional[Dict[str, Any]] = None
+    metadata: dict[str, Any] | None = None
 
 
 def _with_ids(children: Any) -> Any:
@@ -74,10 +75,10 @@ def _shape(v: Any) -> Any:
 
 class InputPort(MdfBase):
     id: str
-    shape: Optional[tuple] = None
-    type: Optional[str] = None
+    shape: tuple | None = None
+    type: str | None = None
     default_value: Any = None
-    reduce: Optional[str] = "overwrite"
+    reduce: str | None = "overwrite"
 
     @field_validator("shape", mode="before")
     @classmethod
@@ -86,7 +87,7 @@ class InputPort(MdfBase):
 
     @field_validator("reduce")
     @classmethod
-    def _reduce(cls, v: Optional[str]) -> Optional[str]:
+    def _reduce(cls, v: str | None) -> str | None:
         if v is not None and v not in REDUCE_MODES:
             raise ValueError(f"reduce must be one of {', '.join(REDUCE_MODES)}, not {v!r}")
         return v
@@ -95,8 +96,8 @@ class InputPort(MdfBase):
 class OutputPort(MdfBase):
     id: str
     value: Any = None
-    shape: Optional[tuple] = None
-    type: Optional[str] = None
+    shape: tuple | None = None
+    type: str | None = None
 
     @field_validator("shape", mode="before")
     @classmethod
@@ -106,8 +107,8 @@ class OutputPort(MdfBase):
 
 class Function(MdfBase):
     id: str
-    function: Optional[Union[str, Dict[str, Any]]] = None
-    args: Optional[Dict[str, Any]] = None
+    function: str | dict[str, Any] | None = None
+    args: dict[str, Any] | None = None
     value: Any = None
 
     @model_validator(mode="before")
@@ -117,7 +118,7 @@ class Function(MdfBase):
             f = data["function"]
             if len(f) != 1:
                 raise ValueError("function written as a dict must have exactly one entry {name: {args}}")
-            (name, args), = f.items()
+            ((name, args),) = f.items()
             if args is not None and not isinstance(args, dict):
                 raise ValueError(f"function {{{name}: ...}} must map to a dict of arguments")
             data = dict(data)
@@ -140,9 +141,9 @@ class Parameter(MdfBase):
     value: Any = None
     default_initial_value: Any = None
     time_derivative: Any = None
-    function: Optional[Union[str, Dict[str, Any]]] = None
-    args: Optional[Dict[str, Any]] = None
-    conditions: List[ParameterCondition] = Field(default_factory=list)
+    function: str | dict[str, Any] | None = None
+    args: dict[str, Any] | None = None
+    conditions: list[ParameterCondition] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -153,9 +154,10 @@ class Parameter(MdfBase):
         if isinstance(data.get("function"), dict):
             if len(data["function"]) != 1:
                 raise ValueError("function written as a dict must have exactly one entry {name: {args}}")
-            (name, args), = data["function"].items()
-            if (args is not None and not isinstance(args, dict)) or \
-                    (data.get("args") is not None and not isinstance(data["args"], dict)):
+            ((name, args),) = data["function"].items()
+            if (args is not None and not isinstance(args, dict)) or (
+                data.get("args") is not None and not isinstance(data["args"], dict)
+            ):
                 raise ValueError("function arguments must be a mapping")
             merged = dict(data.get("args") or {})
             merged.update(args or {})
@@ -189,11 +191,11 @@ class Node(MdfBase):
     visible to the node's expressions as ``<node>.<port>``."""
 
     id: str
-    input_ports: Dict[str, InputPort] = Field(default_factory=dict)
-    functions: Dict[str, Function] = Field(default_factory=dict)
-    parameters: Dict[str, Parameter] = Field(default_factory=dict)
-    output_ports: Dict[str, OutputPort] = Field(default_factory=dict)
-    graphs: Dict[str, "Graph"] = Field(default_factory=dict)
+    input_ports: dict[str, InputPort] = Field(default_factory=dict)
+    functions: dict[str, Function] = Field(default_factory=dict)
+    parameters: dict[str, Parameter] = Field(default_factory=dict)
+    output_ports: dict[str, OutputPort] = Field(default_factory=dict)
+    graphs: dict[str, Graph] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -212,7 +214,7 @@ class Edge(MdfBase):
     receiver: str
     sender_port: str
     receiver_port: str
-    parameters: Optional[Dict[str, Any]] = None
+    parameters: dict[str, Any] | None = None
 
 
 class Condition(MdfBase):
@@ -220,7 +222,7 @@ class Condition(MdfBase):
     conditions, lists of conditions)."""
 
     type: str
-    kwargs: Dict[str, Any] = Field(default_factory=dict)
+    kwargs: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -251,16 +253,16 @@ def _nested_condition(v: Any) -> Any:
 
 
 class ConditionSet(MdfBase):
-    node_specific: Optional[Dict[str, Condition]] = None
-    termination: Optional[Dict[str, Condition]] = None
+    node_specific: dict[str, Condition] | None = None
+    termination: dict[str, Condition] | None = None
 
 
 class Graph(MdfBase):
     id: str
-    nodes: Dict[str, Node] = Field(default_factory=dict)
-    edges: Dict[str, Edge] = Field(default_factory=dict)
-    parameters: Optional[Dict[str, Any]] = None
-    conditions: Optional[ConditionSet] = None
+    nodes: dict[str, Node] = Field(default_factory=dict)
+    edges: dict[str, Edge] = Field(default_factory=dict)
+    parameters: dict[str, Any] | None = None
+    conditions: ConditionSet | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -272,7 +274,7 @@ class Graph(MdfBase):
                     data[k] = _with_ids(data[k])
         return data
 
-    def get_node(self, node_id: str) -> Optional[Node]:
+    def get_node(self, node_id: str) -> Node | None:
         return self.nodes.get(node_id)
 
 
@@ -281,10 +283,10 @@ Node.model_rebuild()
 
 class Model(MdfBase):
     id: str
-    format: Optional[str] = MDF_FORMAT
-    generating_application: Optional[str] = None
-    onnx_opset_version: Optional[Union[int, str]] = None
-    graphs: Dict[str, Graph] = Field(default_factory=dict)
+    format: str | None = MDF_FORMAT
+    generating_application: str | None = None
+    onnx_opset_version: int | str | None = None
+    graphs: dict[str, Graph] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -296,13 +298,13 @@ class Model(MdfBase):
         return data
 
     #: the file this model was loaded from (not serialized)
-    _path: Optional[str] = None
+    _path: str | None = None
 
     @property
-    def path(self) -> Optional[str]:
+    def path(self) -> str | None:
         return self._path
 
-    def graph(self, graph_id: Optional[str] = None) -> Graph:
+    def graph(self, graph_id: str | None = None) -> Graph:
         if graph_id is None:
             if not self.graphs:
                 from ..errors import ValidationError
@@ -314,11 +316,12 @@ class Model(MdfBase):
         except KeyError:
             from ..errors import ValidationError
 
-            raise ValidationError(self._path, "graphs", f"no graph {graph_id!r} (graphs: "
-                                                        f"{', '.join(self.graphs)})") from None
+            raise ValidationError(
+                self._path, "graphs", f"no graph {graph_id!r} (graphs: {', '.join(self.graphs)})"
+            ) from None
 
 
-def graph_from_value(value: Any) -> Optional[Graph]:
+def graph_from_value(value: Any) -> Graph | None:
     """A nested graph written as a value: ``{"graph_<id>": {...}}``, ``{"id":..., "nodes":...}`` or a
     Graph; else None."""
     from pydantic import ValidationError as PydValidationError
@@ -330,14 +333,14 @@ def graph_from_value(value: Any) -> Optional[Graph]:
         raise ValueError(f"nested graph: {'.'.join(map(str, err.get('loc', ())))}: {err.get('msg')}") from None
 
 
-def _graph_from_value(value: Any) -> Optional[Graph]:
+def _graph_from_value(value: Any) -> Graph | None:
     if isinstance(value, Graph):
         return value
     if isinstance(value, dict):
         if "nodes" in value:
             return Graph.model_validate({"id": value.get("id", "graph"), **value})
         if len(value) == 1:
-            (k, v), = value.items()
+            ((k, v),) = value.items()
             if isinstance(v, dict) and "nodes" in v:
                 return Graph.model_validate({"id": v.get("id", k), **v})
     return None

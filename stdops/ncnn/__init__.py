@@ -1,7 +1,9 @@
 """The ncnn front end: ``Net.load(param, bin)``, ``Extractor``, and ``run_layer`` for one layer at a time."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -14,8 +16,13 @@ def load(param_path, bin_path=None) -> Net:
     return Net.load(param_path, bin_path)
 
 
-def run_layer(type_name: str, params: dict[int, Any], weights: Sequence[np.ndarray],
-              inputs: Sequence[np.ndarray], num_outputs: int | None = None) -> list[np.ndarray]:
+def run_layer(
+    type_name: str,
+    params: dict[int, Any],
+    weights: Sequence[np.ndarray],
+    inputs: Sequence[np.ndarray],
+    num_outputs: int | None = None,
+) -> list[np.ndarray]:
     """Run one ncnn layer: ``params`` as ``{id: int | float | list}`` (an int for a float param is
     accepted, a float for an int param is not), ``weights`` as arrays in the layer's load order,
     ``inputs`` as blobs in ncnn layout. Returns the output blobs."""
@@ -27,8 +34,12 @@ def run_layer(type_name: str, params: dict[int, Any], weights: Sequence[np.ndarr
     p = resolve_params(spec, dict(params), where, None, len(inputs), n_tops)
     declared = list(spec.weights(p))
     if len(weights) != len(declared):
-        raise ModelFormatError(None, where, f"{type_name} with these params loads {len(declared)} weights "
-                                            f"({', '.join(w.name for w in declared) or 'none'}), got {len(weights)}")
+        raise ModelFormatError(
+            None,
+            where,
+            f"{type_name} with these params loads {len(declared)} weights "
+            f"({', '.join(w.name for w in declared) or 'none'}), got {len(weights)}",
+        )
     wd = {}
     for w, arr in zip(declared, weights):
         a = np.asarray(arr)

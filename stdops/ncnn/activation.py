@@ -1,8 +1,9 @@
 """ncnn's fused activations (``activation_type`` 0..6 with ``activation_params``), shared by every layer
 that has them (Convolution*, Deconvolution*, InnerProduct, Gemm-like layers): one helper, on the kernels."""
+
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -13,11 +13,12 @@ ints. Every item of the result is converted to int by truncation.
 The text is parsed once into a tree of closures; evaluating it reads only the bottoms' shapes. Nothing
 is ever passed to ``eval``. A malformed expression is a ``ValueError`` naming the problem.
 """
+
 from __future__ import annotations
 
 import math
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -58,6 +59,7 @@ def _floatfn(f: Callable) -> Callable:
     def g(a):
         with np.errstate(all="ignore"):
             return _F(f(_as_f(a)))
+
     return g
 
 
@@ -65,6 +67,7 @@ def _float2(f: Callable) -> Callable:
     def g(a, b):
         with np.errstate(all="ignore"):
             return _F(f(_as_f(a), _as_f(b)))
+
     return g
 
 
@@ -74,6 +77,7 @@ def _int_or_float2(iop: Callable, fop: Callable) -> Callable:
             return _wrap(iop(a, b))
         with np.errstate(all="ignore"):
             return _F(fop(_as_f(a), _as_f(b)))
+
     return g
 
 
@@ -83,6 +87,7 @@ def _int_or_float1(iop: Callable, fop: Callable) -> Callable:
             return _wrap(iop(a))
         with np.errstate(all="ignore"):
             return _F(fop(_as_f(a)))
+
     return g
 
 
@@ -93,6 +98,7 @@ def _to_int_fn(fop: Callable) -> Callable:
         if not math.isfinite(a):  # math.ceil(inf) is an OverflowError: keep to the documented ValueError
             raise ValueError(f"expression value {a} is not a finite number")
         return _to_int(fop(float(a)))
+
     return g
 
 
@@ -101,6 +107,7 @@ def _int_only(name: str, iop: Callable) -> Callable:
         if not (isinstance(a, int) and isinstance(b, int)):
             raise ValueError(f"expression operator {name!r} takes integers")
         return _wrap(iop(a, b))
+
     return g
 
 
@@ -206,7 +213,7 @@ def _literal(tok: str):
     m = re.match(r"[+-]?\d+", tok)
     if m is not None:
         vi = int(m.group())
-        if -2**31 <= vi < 2**31 and _F(vi) == vf:
+        if -(2**31) <= vi < 2**31 and _F(vi) == vf:
             return vi
     return vf
 
@@ -277,6 +284,7 @@ class Expr:
                 if i >= len(dims):
                     raise ValueError(f"expression {self.text!r} reads bottom {i}, the layer has {len(dims)}")
                 return dims[i][k]
+
             return ref
         if t in OPS:
             raise ValueError(f"expression {self.text!r}: operator {t!r} without arguments")

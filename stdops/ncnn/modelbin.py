@@ -5,6 +5,7 @@ reads n float32. A *tagged* load first reads a 4-byte flag: 0 -> n float32; 0x01
 (padded to 4 bytes); 0x000D4B38 -> n int8 (padded to 4); 0x0002C056 -> n float32 (legacy); any other
 flag whose bytes do not sum to 0 -> a 256-entry float32 table then n uint8 indices (padded to 4).
 """
+
 from __future__ import annotations
 
 import struct
@@ -36,9 +37,12 @@ class ModelBinReader:
 
     def _take(self, n: int, where: str, what: str) -> bytes:
         if n < 0 or self.pos + n > len(self.data):
-            raise ModelFormatError(self.path, where, f"weight file ends early at byte {len(self.data)} reading "
-                                                     f"{what} ({n} bytes from byte {self.pos})")
-        b = self.data[self.pos:self.pos + n]
+            raise ModelFormatError(
+                self.path,
+                where,
+                f"weight file ends early at byte {len(self.data)} reading {what} ({n} bytes from byte {self.pos})",
+            )
+        b = self.data[self.pos : self.pos + n]
         self.pos += n
         return b
 
@@ -72,7 +76,7 @@ class ModelBinReader:
         if flag == FLAG_FP16:
             raw = self._take(_pad4(2 * n), where, what)
             self._count("fp16", 2 * n)
-            return np.frombuffer(raw[:2 * n], "<f2").astype(np.float32)
+            return np.frombuffer(raw[: 2 * n], "<f2").astype(np.float32)
         if flag == FLAG_INT8:
             raw = self._take(_pad4(n), where, what)
             self._count("int8", n)
@@ -86,9 +90,12 @@ class ModelBinReader:
 
     def finish(self) -> None:
         if self.pos != len(self.data):
-            raise ModelFormatError(self.path, f"byte {self.pos}",
-                                   f"{len(self.data) - self.pos} bytes left over after the last layer's weights "
-                                   f"(weights that do not match the params?)")
+            raise ModelFormatError(
+                self.path,
+                f"byte {self.pos}",
+                f"{len(self.data) - self.pos} bytes left over after the last layer's weights "
+                f"(weights that do not match the params?)",
+            )
 
 
 class ModelBinWriter:

@@ -4,10 +4,12 @@
 loads its weights in order, builds its step and compiles the graph once. Blobs are numpy arrays in ncnn's
 layout without a batch axis: 1d (w,), 2d (h, w), 3d (c, h, w), 4d (c, d, h, w).
 """
+
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -22,8 +24,14 @@ from .spec import LAYERS, LayerSpec, Params, RawArray, RawScalar, resolve_params
 class Layer:
     """One loaded layer: its declaration, resolved params, weights and compiled step."""
 
-    def __init__(self, decl: _param.LayerDecl, spec: LayerSpec | None, params: Params | None,
-                 weights: dict[str, np.ndarray], fn: Callable | None):
+    def __init__(
+        self,
+        decl: _param.LayerDecl,
+        spec: LayerSpec | None,
+        params: Params | None,
+        weights: dict[str, np.ndarray],
+        fn: Callable | None,
+    ):
         self.decl, self.spec, self.params, self.weights, self.fn = decl, spec, params, weights, fn
 
     @property
@@ -99,8 +107,9 @@ class Net:
         for decl in pf.layers:
             for b in decl.bottoms:
                 if b not in produced:
-                    raise ModelFormatError(self.path, decl.where,
-                                           f"bottom blob {b!r} is not produced by any earlier layer")
+                    raise ModelFormatError(
+                        self.path, decl.where, f"bottom blob {b!r} is not produced by any earlier layer"
+                    )
                 consumed.add(b)
             for t in decl.tops:
                 if t in produced:
@@ -126,14 +135,17 @@ class Net:
 
     # ------------------------------------------------------------------ loading
     @classmethod
-    def load(cls, param_path: str | os.PathLike, bin_path: str | os.PathLike | None = None) -> "Net":
+    def load(cls, param_path: str | os.PathLike, bin_path: str | os.PathLike | None = None) -> Net:
         """Read a .param or .param.bin and its .bin (default: the param path with .bin; no .bin file is
         fine for a model without weights)."""
         param_path = os.fspath(param_path)
         pf = _param.read(param_path)
         if bin_path is None:
-            base = param_path[:-len(".param.bin")] if param_path.endswith(".param.bin") else \
-                os.path.splitext(param_path)[0]
+            base = (
+                param_path[: -len(".param.bin")]
+                if param_path.endswith(".param.bin")
+                else os.path.splitext(param_path)[0]
+            )
             guess = base + ".bin"
             bin_path = guess if os.path.exists(guess) else None
         data = None
@@ -147,7 +159,7 @@ class Net:
         return cls(pf, data, bin_path)
 
     @classmethod
-    def from_bytes(cls, param: str | bytes, bin_data: bytes | None = None) -> "Net":
+    def from_bytes(cls, param: str | bytes, bin_data: bytes | None = None) -> Net:
         if isinstance(param, bytes) and param[:4] == (_param.MAGIC).to_bytes(4, "little", signed=True):
             return cls(_param.parse_binary(param), bin_data)
         text = param.decode() if isinstance(param, bytes) else param
@@ -156,23 +168,27 @@ class Net:
     # ------------------------------------------------------------------ running
     def _feed(self, name: str, value: Any) -> np.ndarray:
         if name not in self.input_names:
-            raise InputError(f"{self.path or 'net'}: no input blob named {name!r} "
-                             f"(inputs: {', '.join(self.input_names)})")
+            raise InputError(
+                f"{self.path or 'net'}: no input blob named {name!r} (inputs: {', '.join(self.input_names)})"
+            )
         a = np.asarray(value)
         if a.dtype.kind not in "fiub":
             raise InputError(f"{self.path or 'net'}: input {name!r} must be numeric, got {a.dtype}")
         if a.ndim < 1 or a.ndim > 4:
-            raise InputError(f"{self.path or 'net'}: input {name!r} must have 1 to 4 dims (w / h,w / c,h,w / "
-                             f"c,d,h,w; no batch axis), got shape {a.shape}")
+            raise InputError(
+                f"{self.path or 'net'}: input {name!r} must have 1 to 4 dims (w / h,w / c,h,w / "
+                f"c,d,h,w; no batch axis), got shape {a.shape}"
+            )
         return np.ascontiguousarray(a, dtype=np.float32)
 
-    def run(self, feeds: dict[str, Any], outputs: list[str] | None = None,
-            hook: Hook | None = None) -> dict[str, np.ndarray]:
+    def run(
+        self, feeds: dict[str, Any], outputs: list[str] | None = None, hook: Hook | None = None
+    ) -> dict[str, np.ndarray]:
         """Feed the input blobs, return the requested blobs (default: the outputs)."""
         checked = {n: self._feed(n, v) for n, v in feeds.items()}
         return self.plan.run(checked, outputs, hook)
 
-    def create_extractor(self) -> "Extractor":
+    def create_extractor(self) -> Extractor:
         return Extractor(self)
 
     # ------------------------------------------------------------------ writing
@@ -192,12 +208,21 @@ class Net:
             out[pid] = v
         return out
 
-    def save(self, param_path: str | os.PathLike, bin_path: str | os.PathLike | None = None,
-             binary: bool = False) -> None:
+    def save(
+        self, param_path: str | os.PathLike, bin_path: str | os.PathLike | None = None, binary: bool = False
+    ) -> None:
         """Write the model back: the .bin byte for byte as read, the .param as text or binary."""
-        layers = [_param.LayerDecl(L.decl.type, L.decl.name, L.decl.bottoms, L.decl.tops,
-                                   L.decl.params if binary else self.typed_params(L), L.decl.line)
-                  for L in self.layers]
+        layers = [
+            _param.LayerDecl(
+                L.decl.type,
+                L.decl.name,
+                L.decl.bottoms,
+                L.decl.tops,
+                L.decl.params if binary else self.typed_params(L),
+                L.decl.line,
+            )
+            for L in self.layers
+        ]
         pf = _param.ParamFile(layers, self.param_file.blob_count, None, binary)
         data = _param.write_binary(pf) if binary else _param.write_text(pf).encode()
         with open(param_path, "wb") as f:
@@ -220,7 +245,7 @@ class Extractor:
         self._feeds: dict[str, np.ndarray] = {}
         self._blobs: dict[str, Any] = {}
 
-    def input(self, name: str, array: Any) -> "Extractor":
+    def input(self, name: str, array: Any) -> Extractor:
         self._feeds[name] = self.net._feed(name, array)
         self._blobs.clear()
         return self

@@ -6,6 +6,7 @@ or ``"``, a float if it contains ``.``, ``e`` or ``E``, else an int; an array is
 (old style) or ``id=v1,v2,...``. Binary: int32 little-endian records, layer types by ncnn's type index,
 blobs by index, params as raw 4-byte values (their type is the layer's to decide).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,24 +26,116 @@ MAX_PARAM_ID = 31  # ncnn's NCNN_MAX_PARAM_COUNT is 32
 
 #: ncnn's layer registry order (the .param.bin type index), as the official wheel reports it
 LAYER_INDEX: dict[str, int] = {
-    "AbsVal": 0, "ArgMax": 1, "BatchNorm": 2, "Bias": 3, "BNLL": 4, "Concat": 5, "Convolution": 6, "Crop": 7,
-    "Deconvolution": 8, "Dropout": 9, "Eltwise": 10, "ELU": 11, "Embed": 12, "Exp": 13, "Flatten": 14,
-    "InnerProduct": 15, "Input": 16, "Log": 17, "LRN": 18, "MemoryData": 19, "MVN": 20, "Pooling": 21,
-    "Power": 22, "PReLU": 23, "Proposal": 24, "Reduction": 25, "ReLU": 26, "Reshape": 27, "ROIPooling": 28,
-    "Scale": 29, "Sigmoid": 30, "Slice": 31, "Softmax": 32, "Split": 33, "SPP": 34, "TanH": 35, "Threshold": 36,
-    "Tile": 37, "RNN": 38, "LSTM": 39, "BinaryOp": 40, "UnaryOp": 41, "ConvolutionDepthWise": 42, "Padding": 43,
-    "Squeeze": 44, "ExpandDims": 45, "Normalize": 46, "Permute": 47, "PriorBox": 48, "DetectionOutput": 49,
-    "Interp": 50, "DeconvolutionDepthWise": 51, "ShuffleChannel": 52, "InstanceNorm": 53, "Clip": 54,
-    "Reorg": 55, "YoloDetectionOutput": 56, "Quantize": 57, "Dequantize": 58, "Yolov3DetectionOutput": 59,
-    "PSROIPooling": 60, "ROIAlign": 61, "Packing": 62, "Requantize": 63, "Cast": 64, "HardSigmoid": 65,
-    "SELU": 66, "HardSwish": 67, "Noop": 68, "PixelShuffle": 69, "DeepCopy": 70, "Mish": 71,
-    "StatisticsPooling": 72, "Swish": 73, "Gemm": 74, "GroupNorm": 75, "LayerNorm": 76, "Softplus": 77,
-    "GRU": 78, "MultiHeadAttention": 79, "GELU": 80, "Convolution1D": 81, "Pooling1D": 82,
-    "ConvolutionDepthWise1D": 83, "Convolution3D": 84, "ConvolutionDepthWise3D": 85, "Pooling3D": 86,
-    "MatMul": 87, "Deconvolution1D": 88, "DeconvolutionDepthWise1D": 89, "Deconvolution3D": 90,
-    "DeconvolutionDepthWise3D": 91, "Einsum": 92, "DeformableConv2D": 93, "GLU": 94, "Fold": 95, "Unfold": 96,
-    "GridSample": 97, "CumulativeSum": 98, "CopyTo": 99, "Erf": 100, "Diag": 101, "CELU": 102, "Shrink": 103,
-    "RMSNorm": 104, "Spectrogram": 105, "InverseSpectrogram": 106, "Flip": 107, "SDPA": 108, "RotaryEmbed": 109,
+    "AbsVal": 0,
+    "ArgMax": 1,
+    "BatchNorm": 2,
+    "Bias": 3,
+    "BNLL": 4,
+    "Concat": 5,
+    "Convolution": 6,
+    "Crop": 7,
+    "Deconvolution": 8,
+    "Dropout": 9,
+    "Eltwise": 10,
+    "ELU": 11,
+    "Embed": 12,
+    "Exp": 13,
+    "Flatten": 14,
+    "InnerProduct": 15,
+    "Input": 16,
+    "Log": 17,
+    "LRN": 18,
+    "MemoryData": 19,
+    "MVN": 20,
+    "Pooling": 21,
+    "Power": 22,
+    "PReLU": 23,
+    "Proposal": 24,
+    "Reduction": 25,
+    "ReLU": 26,
+    "Reshape": 27,
+    "ROIPooling": 28,
+    "Scale": 29,
+    "Sigmoid": 30,
+    "Slice": 31,
+    "Softmax": 32,
+    "Split": 33,
+    "SPP": 34,
+    "TanH": 35,
+    "Threshold": 36,
+    "Tile": 37,
+    "RNN": 38,
+    "LSTM": 39,
+    "BinaryOp": 40,
+    "UnaryOp": 41,
+    "ConvolutionDepthWise": 42,
+    "Padding": 43,
+    "Squeeze": 44,
+    "ExpandDims": 45,
+    "Normalize": 46,
+    "Permute": 47,
+    "PriorBox": 48,
+    "DetectionOutput": 49,
+    "Interp": 50,
+    "DeconvolutionDepthWise": 51,
+    "ShuffleChannel": 52,
+    "InstanceNorm": 53,
+    "Clip": 54,
+    "Reorg": 55,
+    "YoloDetectionOutput": 56,
+    "Quantize": 57,
+    "Dequantize": 58,
+    "Yolov3DetectionOutput": 59,
+    "PSROIPooling": 60,
+    "ROIAlign": 61,
+    "Packing": 62,
+    "Requantize": 63,
+    "Cast": 64,
+    "HardSigmoid": 65,
+    "SELU": 66,
+    "HardSwish": 67,
+    "Noop": 68,
+    "PixelShuffle": 69,
+    "DeepCopy": 70,
+    "Mish": 71,
+    "StatisticsPooling": 72,
+    "Swish": 73,
+    "Gemm": 74,
+    "GroupNorm": 75,
+    "LayerNorm": 76,
+    "Softplus": 77,
+    "GRU": 78,
+    "MultiHeadAttention": 79,
+    "GELU": 80,
+    "Convolution1D": 81,
+    "Pooling1D": 82,
+    "ConvolutionDepthWise1D": 83,
+    "Convolution3D": 84,
+    "ConvolutionDepthWise3D": 85,
+    "Pooling3D": 86,
+    "MatMul": 87,
+    "Deconvolution1D": 88,
+    "DeconvolutionDepthWise1D": 89,
+    "Deconvolution3D": 90,
+    "DeconvolutionDepthWise3D": 91,
+    "Einsum": 92,
+    "DeformableConv2D": 93,
+    "GLU": 94,
+    "Fold": 95,
+    "Unfold": 96,
+    "GridSample": 97,
+    "CumulativeSum": 98,
+    "CopyTo": 99,
+    "Erf": 100,
+    "Diag": 101,
+    "CELU": 102,
+    "Shrink": 103,
+    "RMSNorm": 104,
+    "Spectrogram": 105,
+    "InverseSpectrogram": 106,
+    "Flip": 107,
+    "SDPA": 108,
+    "RotaryEmbed": 109,
 }
 LAYER_NAME = {v: k for k, v in LAYER_INDEX.items()}
 
@@ -142,11 +235,12 @@ def parse_text(text: str, path: str | None = None) -> ParamFile:
         except ValueError:
             raise err(ln, f"layer {name!r}: bad bottom/top counts {tok[2]!r} {tok[3]!r}") from None
         if nb < 0 or nt < 0 or 4 + nb + nt > len(tok):
-            raise err(ln, f"layer {name!r}: declares {nb} bottoms and {nt} tops, the line has "
-                          f"{max(len(tok) - 4, 0)} names")
-        bottoms, tops = tok[4:4 + nb], tok[4 + nb:4 + nb + nt]
+            raise err(
+                ln, f"layer {name!r}: declares {nb} bottoms and {nt} tops, the line has {max(len(tok) - 4, 0)} names"
+            )
+        bottoms, tops = tok[4 : 4 + nb], tok[4 + nb : 4 + nb + nt]
         params: dict[int, Any] = {}
-        for kv in tok[4 + nb + nt:]:
+        for kv in tok[4 + nb + nt :]:
             key, sep, val = kv.partition("=")
             where = f"line {ln} layer {name!r} ({ltype})"
             if not sep:
@@ -180,8 +274,7 @@ def parse_text(text: str, path: str | None = None) -> ParamFile:
             params[kid] = value
         layers.append(LayerDecl(ltype, name, bottoms, tops, params, ln))
     if len(layers) != layer_count:
-        raise err(len(lines), f"declares {layer_count} layers, the file has {len(layers)} "
-                              f"(truncated?)")
+        raise err(len(lines), f"declares {layer_count} layers, the file has {len(layers)} (truncated?)")
     n_blobs = len({t for L in layers for t in L.tops})
     if n_blobs != blob_count:
         raise err(2, f"declares {blob_count} blobs, the layers produce {n_blobs}")
@@ -229,7 +322,7 @@ def parse_binary(data: bytes, path: str | None = None) -> ParamFile:
         nonlocal pos
         if n < 0 or pos + n > len(data):
             raise ModelFormatError(path, f"byte {pos}", f"file ends early reading {what}")
-        b = data[pos:pos + n]
+        b = data[pos : pos + n]
         pos += n
         return b
 
@@ -247,8 +340,11 @@ def parse_binary(data: bytes, path: str | None = None) -> ParamFile:
         tindex = i32("layer type")
         ltype = LAYER_NAME.get(tindex)
         if ltype is None:
-            raise ModelFormatError(path, f"byte {at} layer {k}", f"unknown layer type index {tindex}"
-                                   + (" (custom layer)" if tindex & 256 else ""))
+            raise ModelFormatError(
+                path,
+                f"byte {at} layer {k}",
+                f"unknown layer type index {tindex}" + (" (custom layer)" if tindex & 256 else ""),
+            )
         nb, nt = i32("bottom count"), i32("top count")
         if not (0 <= nb <= blob_count and 0 <= nt <= blob_count):
             raise ModelFormatError(path, f"byte {at} layer {k} ({ltype})", f"bad bottom/top counts {nb}, {nt}")
@@ -256,8 +352,9 @@ def parse_binary(data: bytes, path: str | None = None) -> ParamFile:
         tops = [i32("top index") for _ in range(nt)]
         for b in (*bottoms, *tops):
             if not 0 <= b < blob_count:
-                raise ModelFormatError(path, f"byte {at} layer {k} ({ltype})",
-                                       f"blob index {b} outside 0..{blob_count - 1}")
+                raise ModelFormatError(
+                    path, f"byte {at} layer {k} ({ltype})", f"blob index {b} outside 0..{blob_count - 1}"
+                )
         params: dict[int, Any] = {}
         while True:
             pat = pos
@@ -282,10 +379,10 @@ def parse_binary(data: bytes, path: str | None = None) -> ParamFile:
             else:
                 params[pid] = RawScalar(take(4, "param value"))
             if not 0 <= pid <= MAX_PARAM_ID:
-                raise ModelFormatError(path, f"byte {pat} layer {k} ({ltype})", f"param id {pid} outside "
-                                                                                  f"0..{MAX_PARAM_ID}")
-        layers.append(LayerDecl(ltype, f"{ltype}_{k}", [str(b) for b in bottoms], [str(t) for t in tops],
-                                params, k))
+                raise ModelFormatError(
+                    path, f"byte {pat} layer {k} ({ltype})", f"param id {pid} outside 0..{MAX_PARAM_ID}"
+                )
+        layers.append(LayerDecl(ltype, f"{ltype}_{k}", [str(b) for b in bottoms], [str(t) for t in tops], params, k))
     if pos != len(data):
         raise ModelFormatError(path, f"byte {pos}", f"{len(data) - pos} bytes left over after the last layer")
     return ParamFile(layers, blob_count, path, binary=True)
@@ -340,6 +437,7 @@ def read(path: str) -> ParamFile:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ModelFormatError(path, f"byte {e.start}", "not a text .param (invalid UTF-8) and not a "
-                                                        ".param.bin (wrong magic)") from None
+        raise ModelFormatError(
+            path, f"byte {e.start}", "not a text .param (invalid UTF-8) and not a .param.bin (wrong magic)"
+        ) from None
     return parse_text(text, path)

@@ -12,11 +12,13 @@ weights in load order, and the adapter that builds a step from them (DESIGN.md, 
 A param's type comes from its default (int, float, str) or is given: ``kind="ints"`` / ``"floats"`` for
 arrays. ``Ref("kernel_w")`` makes a default follow another param's resolved value.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import struct
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +43,7 @@ class P:
     default: Any
     kind: str | None = None
 
-    def resolved_kind(self, by_name: dict[str, "P"]) -> str:
+    def resolved_kind(self, by_name: dict[str, P]) -> str:
         if self.kind:
             return self.kind
         d = self.default
@@ -94,8 +96,13 @@ class LayerSpec:
 LAYERS: dict[str, LayerSpec] = {}
 
 
-def layer(type_name: str, params: Sequence[P] = (), weights: Callable[[Any], Sequence[W]] | None = None,
-          inputs: int | None = 1, outputs: int | None = 1) -> Callable:
+def layer(
+    type_name: str,
+    params: Sequence[P] = (),
+    weights: Callable[[Any], Sequence[W]] | None = None,
+    inputs: int | None = 1,
+    outputs: int | None = 1,
+) -> Callable:
     """Register an ncnn layer adapter (see the module docstring)."""
 
     def register(build: Callable) -> Callable:
@@ -109,8 +116,9 @@ def layer(type_name: str, params: Sequence[P] = (), weights: Callable[[Any], Seq
             k = p.resolved_kind(by_name)
             if k not in KINDS:
                 raise ValueError(f"ncnn layer {type_name}: param {p.name} has unknown kind {k}")
-        LAYERS[type_name] = LayerSpec(type_name, tuple(params), weights or (lambda p: ()), build,
-                                      inputs, outputs, (build.__doc__ or "").strip())
+        LAYERS[type_name] = LayerSpec(
+            type_name, tuple(params), weights or (lambda p: ()), build, inputs, outputs, (build.__doc__ or "").strip()
+        )
         return build
 
     return register
@@ -182,9 +190,10 @@ def _convert(value: Any, kind: str, where: str, path: str | None, pid: int, name
 
 def _int32(v: int, bad: Callable[[str], ModelFormatError]) -> int:
     """ncnn keeps int params in an int32: a text literal outside its range is refused, not passed on."""
-    if not -2**31 <= v < 2**31:
-        raise bad(f"{v if abs(v) < 10**30 else 'a ' + str(len(str(abs(v)))) + '-digit number'} is outside "
-                  f"the int32 range")
+    if not -(2**31) <= v < 2**31:
+        raise bad(
+            f"{v if abs(v) < 10**30 else 'a ' + str(len(str(abs(v)))) + '-digit number'} is outside the int32 range"
+        )
     return v
 
 
@@ -196,8 +205,9 @@ def _float32(v: Any, bad: Callable[[str], ModelFormatError]) -> float:
         raise bad(f"a {len(str(abs(int(v))))}-digit number is outside the float range") from None
 
 
-def resolve_params(spec: LayerSpec, raw: dict[int, Any], where: str, path: str | None,
-                   n_bottoms: int = 1, n_tops: int = 1) -> Params:
+def resolve_params(
+    spec: LayerSpec, raw: dict[int, Any], where: str, path: str | None, n_bottoms: int = 1, n_tops: int = 1
+) -> Params:
     """Apply a layer's declaration to the raw ``id -> value`` map of a file or a caller: type checks,
     defaults, Refs. Ids the declaration does not know (30 and 31 included) are kept in ``ids`` only."""
     by_name = {p.name: p for p in spec.params}

@@ -1,4 +1,5 @@
 """The ONNX front end: ``load(model) -> Model`` and the conformance backend ``run(model, inputs)``."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -5,6 +5,7 @@ A subgraph may read values of the enclosing scopes. The compiled subgraph lists 
 (``Plan.outer_names``); the adapter publishes them as ``outer_inputs`` so the front end appends them
 to the node's inputs, and the step receives their values after the node's own inputs.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -57,8 +58,9 @@ def _if(ctx: BindContext):
         taken = bool(c.reshape(-1)[0])
         plan = then_p if taken else else_p
         env = dict(zip(outer, outer_vals))
-        out = plan.run({n: env[n] for n in plan.outer_names},
-                       hook=subgraph_hook(f"{node}/{'then' if taken else 'else'}"))
+        out = plan.run(
+            {n: env[n] for n in plan.outer_names}, hook=subgraph_hook(f"{node}/{'then' if taken else 'else'}")
+        )
         return tuple(out[n] for n in plan.output_names)
 
     run_if.outer_inputs = outer
@@ -91,7 +93,7 @@ def _loop(ctx: BindContext):
     n_scan = len(b_out) - 1 - n_state
     if ctx.n_outputs > n_state + n_scan:
         raise ctx.error(f"node declares {ctx.n_outputs} outputs, the body yields {n_state + n_scan}")
-    empty_scans = [_empty_like_output(vi, ctx) for vi in body_g.output[1 + n_state:]]
+    empty_scans = [_empty_like_output(vi, ctx) for vi in body_g.output[1 + n_state :]]
     outer = body.outer_names
 
     def run_loop(m, cond, *rest):
@@ -104,15 +106,17 @@ def _loop(ctx: BindContext):
         i = 0
         while go and (max_trip is None or i < max_trip):
             if i >= cap:
-                raise ResourceLimitError(f"Loop ran {cap} iterations without stopping (raise the limit with "
-                                         f"stdops.limits.set_max_loop_iterations)")
+                raise ResourceLimitError(
+                    f"Loop ran {cap} iterations without stopping (raise the limit with "
+                    f"stdops.limits.set_max_loop_iterations)"
+                )
             feeds = {b_in[0]: np.array(i, np.int64), b_in[1]: np.array(go)}
             feeds.update(zip(b_in[2:], state))
             feeds.update(env)
             out = body.run(feeds, hook=subgraph_hook(f"{node}[{i}]"))
             go = bool(np.asarray(out[b_out[0]]).reshape(-1)[0])
-            state = [out[n] for n in b_out[1:1 + n_state]]
-            for j, n in enumerate(b_out[1 + n_state:]):
+            state = [out[n] for n in b_out[1 : 1 + n_state]]
+            for j, n in enumerate(b_out[1 + n_state :]):
                 scans[j].append(out[n])
             i += 1
         stacked = [np.stack(s) if s else empty_scans[j] for j, s in enumerate(scans)]
@@ -140,16 +144,20 @@ def _scan(ctx: BindContext):
         raise ctx.error(f"unknown attribute(s) {', '.join(sorted(ctx.attrs))}")
     if n_state < 0 or n_scan_out < 0 or len(body.input_names) != ctx.n_inputs:
         raise ctx.error("body inputs/outputs do not match the node's states and scan inputs")
-    if len(in_axes) != n_scan_in or len(in_dirs) != n_scan_in or len(out_axes) != n_scan_out \
-            or len(out_dirs) != n_scan_out:
+    if (
+        len(in_axes) != n_scan_in
+        or len(in_dirs) != n_scan_in
+        or len(out_axes) != n_scan_out
+        or len(out_dirs) != n_scan_out
+    ):
         raise ctx.error("scan axes/directions lists do not match the number of scan inputs/outputs")
     b_in, b_out = body.input_names, body.output_names
     outer = body.outer_names
 
     def run_scan(*args):
         state = list(args[:n_state])
-        xs = [np.asarray(a) for a in args[n_state:ctx.n_inputs]]
-        env = dict(zip(outer, args[ctx.n_inputs:]))
+        xs = [np.asarray(a) for a in args[n_state : ctx.n_inputs]]
+        env = dict(zip(outer, args[ctx.n_inputs :]))
         axes = [ax + x.ndim if ax < 0 else ax for ax, x in zip(in_axes, xs)]
         lengths = {x.shape[ax] for x, ax in zip(xs, axes)}
         if len(lengths) > 1:
@@ -200,9 +208,9 @@ def _scan_8(ctx: BindContext):
     n_in = ctx.n_inputs
 
     def run_scan_8(seq_lens, *args):
-        env = dict(zip(outer, args[n_in - 1:]))
+        env = dict(zip(outer, args[n_in - 1 :]))
         states = [np.asarray(a) for a in args[:n_state]]
-        xs = [np.asarray(a) for a in args[n_state:n_in - 1]]
+        xs = [np.asarray(a) for a in args[n_state : n_in - 1]]
         batch, full = xs[0].shape[0], xs[0].shape[1]
         lens = np.full(batch, full, np.int64) if seq_lens is None else np.asarray(seq_lens).reshape(-1)
         final: list[list] = [[] for _ in range(n_state)]
@@ -234,7 +242,7 @@ def _scan_8(ctx: BindContext):
             y = np.zeros((batch, full, *proto.shape), proto.dtype)
             for b, seq in enumerate(per_batch):
                 if seq:
-                    y[b, :len(seq)] = np.stack(seq)
+                    y[b, : len(seq)] = np.stack(seq)
             results.append(y)
         return tuple(results)
 
@@ -257,7 +265,7 @@ def _sequence_map(ctx: BindContext):
     n_in = ctx.n_inputs
 
     def run_sequence_map(seq, *rest):
-        extra, env = rest[:n_in - 1], dict(zip(outer, rest[n_in - 1:]))
+        extra, env = rest[: n_in - 1], dict(zip(outer, rest[n_in - 1 :]))
         if not isinstance(seq, list):
             raise KernelError("SequenceMap: the first input must be a sequence")
         for e in extra:

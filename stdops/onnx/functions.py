@@ -6,9 +6,10 @@ inputs/outputs mapped onto the call's actual names, and attribute references (``
 from the call's attributes or the function's defaults. Each inlined node keeps the opset imports of its
 function, which may differ from the model's.
 """
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import onnx
 
@@ -60,13 +61,18 @@ def _rename_graph(g: onnx.GraphProto, rename: dict[str, str]) -> None:
             vi.name = rename[vi.name]
 
 
-def inline(call: onnx.NodeProto, f: onnx.FunctionProto, prefix: str, where: str,
-           path: str | None) -> Iterator[onnx.NodeProto]:
+def inline(
+    call: onnx.NodeProto, f: onnx.FunctionProto, prefix: str, where: str, path: str | None
+) -> Iterator[onnx.NodeProto]:
     """The body of ``f`` as nodes computing ``call``'s outputs from ``call``'s inputs."""
     if len(call.input) > len(f.input) or len(call.output) > len(f.output):
-        raise ModelFormatError(path, where, f"function {f.name!r} takes {len(f.input)} inputs and "
-                                            f"{len(f.output)} outputs; the call has {len(call.input)} and "
-                                            f"{len(call.output)}")
+        raise ModelFormatError(
+            path,
+            where,
+            f"function {f.name!r} takes {len(f.input)} inputs and "
+            f"{len(f.output)} outputs; the call has {len(call.input)} and "
+            f"{len(call.output)}",
+        )
     rename: dict[str, str] = {}
     for k, formal in enumerate(f.input):
         rename[formal] = call.input[k] if k < len(call.input) else ""

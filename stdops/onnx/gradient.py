@@ -19,10 +19,12 @@ A run executes the forward plan once (recording every intermediate), then walks 
 nodes in reverse: each rule maps the output gradients to input gradients, which are summed over all
 uses of a value and summed over broadcast axes back to the value's shape.
 """
+
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from onnx import helper
@@ -37,11 +39,35 @@ RuleFactory = Callable[[dict, int], Backward]
 RULES: dict[str, RuleFactory] = {}
 
 #: ops whose outputs carry no gradient (integer/bool results, piecewise constant functions)
-NON_DIFFERENTIABLE = frozenset({
-    "Shape", "Size", "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or",
-    "Xor", "ArgMax", "ArgMin", "IsNaN", "IsInf", "NonZero", "Sign", "Floor", "Ceil", "Round",
-    "ConstantOfShape", "EyeLike", "RandomNormalLike", "RandomUniformLike", "BitwiseNot",
-})
+NON_DIFFERENTIABLE = frozenset(
+    {
+        "Shape",
+        "Size",
+        "Equal",
+        "Greater",
+        "Less",
+        "GreaterOrEqual",
+        "LessOrEqual",
+        "Not",
+        "And",
+        "Or",
+        "Xor",
+        "ArgMax",
+        "ArgMin",
+        "IsNaN",
+        "IsInf",
+        "NonZero",
+        "Sign",
+        "Floor",
+        "Ceil",
+        "Round",
+        "ConstantOfShape",
+        "EyeLike",
+        "RandomNormalLike",
+        "RandomUniformLike",
+        "BitwiseNot",
+    }
+)
 
 _FLOAT_KINDS = "fc"
 _counter = itertools.count()
@@ -110,10 +136,15 @@ _SIMPLE: dict[str, Callable] = {
     "Softplus": lambda x, y, g, need: [g[0] * -np.expm1(-y[0])],  # sigmoid(x) = 1 - e^-y
     "Softsign": lambda x, y, g, need: [g[0] / np.square(1 + np.abs(x[0]))],
     "Erf": lambda x, y, g, need: [g[0] * (2 / np.sqrt(np.pi)) * np.exp(-x[0] * x[0])],
-    "Where": lambda x, y, g, need: [None, np.where(x[0], g[0], 0) if need[1] else None,
-                                    np.where(x[0], 0, g[0]) if need[2] else None],
-    "PRelu": lambda x, y, g, need: [np.where(x[0] > 0, g[0], g[0] * x[1]),
-                                    g[0] * np.minimum(x[0], 0) if need[1] else None],
+    "Where": lambda x, y, g, need: [
+        None,
+        np.where(x[0], g[0], 0) if need[1] else None,
+        np.where(x[0], 0, g[0]) if need[2] else None,
+    ],
+    "PRelu": lambda x, y, g, need: [
+        np.where(x[0] > 0, g[0], g[0] * x[1]),
+        g[0] * np.minimum(x[0], 0) if need[1] else None,
+    ],
 }
 
 
@@ -248,9 +279,20 @@ def _concat(a, opset):
 
 #: data-movement ops, differentiated through their own kernel run on element indices (each output
 #: element names the input element it copies); True: the op also writes constants (Pad, Trilu)
-SELECTION = {"Slice": False, "Gather": False, "GatherElements": False, "GatherND": False, "Tile": False,
-             "Split": False, "Compress": False, "DepthToSpace": False, "SpaceToDepth": False,
-             "ReverseSequence": False, "Pad": True, "Trilu": True}
+SELECTION = {
+    "Slice": False,
+    "Gather": False,
+    "GatherElements": False,
+    "GatherND": False,
+    "Tile": False,
+    "Split": False,
+    "Compress": False,
+    "DepthToSpace": False,
+    "SpaceToDepth": False,
+    "ReverseSequence": False,
+    "Pad": True,
+    "Trilu": True,
+}
 
 
 def _selection(fn: Callable, writes_constants: bool) -> Backward:
@@ -323,7 +365,7 @@ def _gemm(a, opset):
             gb = gb.T if trans_b else gb
         if len(x) > 2 and x[2] is not None and need[2]:
             gc = g[0] * beta if beta != 1.0 else g[0]
-        return [ga, gb, gc][:len(x)]
+        return [ga, gb, gc][: len(x)]
 
     return bw
 
@@ -367,8 +409,14 @@ def _reduce_rule(kind: str) -> RuleFactory:
     return factory
 
 
-for _op, _kind in [("ReduceSum", "sum"), ("ReduceMean", "mean"), ("ReduceSumSquare", "sumsquare"),
-                   ("ReduceL2", "l2"), ("ReduceMax", "max"), ("ReduceMin", "min")]:
+for _op, _kind in [
+    ("ReduceSum", "sum"),
+    ("ReduceMean", "mean"),
+    ("ReduceSumSquare", "sumsquare"),
+    ("ReduceL2", "l2"),
+    ("ReduceMax", "max"),
+    ("ReduceMin", "min"),
+]:
     RULES[_op] = _reduce_rule(_kind)
 
 
@@ -472,8 +520,7 @@ def _gradient(ctx: BindContext):
         if n.op_type in NON_DIFFERENTIABLE or not any(i in diff for i in n.input if i):
             continue
         if n.domain not in ("", "ai.onnx"):
-            raise ctx.error(f"Gradient: no derivative for {n.domain}:{n.op_type} "
-                            f"(node {n.name or n.op_type!r})")
+            raise ctx.error(f"Gradient: no derivative for {n.domain}:{n.op_type} (node {n.name or n.op_type!r})")
         if n.op_type not in RULES and n.op_type not in SELECTION:
             raise ctx.error(f"Gradient: no derivative for {n.op_type} (node {n.name or n.op_type!r})")
         if n.op_type == "Cast":
@@ -505,9 +552,12 @@ def _gradient(ctx: BindContext):
                 m.output[1] = renamed[f"#mask{j}"] = f"{prefix}#mask{j}"
         fwd_nodes.append(m)
     out_names = [rn(y)] + [v for v in renamed.values() if v != rn(y)]
-    g = helper.make_graph(fwd_nodes, f"{ctx.node_name}/forward",
-                          [helper.make_empty_tensor_value_info(nm) for nm in free],
-                          [helper.make_empty_tensor_value_info(nm) for nm in out_names])
+    g = helper.make_graph(
+        fwd_nodes,
+        f"{ctx.node_name}/forward",
+        [helper.make_empty_tensor_value_info(nm) for nm in free],
+        [helper.make_empty_tensor_value_info(nm) for nm in out_names],
+    )
     plan = ctx.compile_graph(g)
     outer = list(plan.outer_names)
     n_free = len(free)
@@ -537,7 +587,7 @@ def _gradient(ctx: BindContext):
         vals.update(plan.run(env, out_names))
         yv = np.asarray(vals[y_name])
         grads: dict[str, np.ndarray] = {y_name: np.ones(yv.shape, yv.dtype)}
-        for bw, ins, outs, need, node in reversed(steps):
+        for bw, ins, outs, need, _node in reversed(steps):
             gouts = [grads.get(o) if o else None for o in outs]
             if all(gg is None for gg in gouts):
                 continue

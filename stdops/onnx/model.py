@@ -3,12 +3,14 @@
 Everything that can be decided at load time is: node binding (opset.resolve), attribute conversion,
 Constant nodes, adapters' precomputation. A run validates the feeds and calls the plan.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -54,8 +56,7 @@ def _value_info(vi: onnx.ValueInfoProto, path: str | None = None, where: str = "
             raise ModelFormatError(path, f"{where} {vi.name!r}", e.detail) from None
         shape = None
         if tt.HasField("shape"):
-            shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                          for d in tt.shape.dim)
+            shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
         return ValueInfo(vi.name, "tensor", dtype, shape)
     kind = {"sequence_type": "sequence", "optional_type": "optional", "map_type": "map"}.get(which, "unknown")
     return ValueInfo(vi.name, kind, None, None)
@@ -100,8 +101,15 @@ def convert_attribute(a: onnx.AttributeProto, where: str, path: str | None) -> A
 
 def _held_elements(t: onnx.TensorProto) -> int:
     """An upper bound on the elements a tensor's data can hold (4 per raw byte covers 2-bit packing)."""
-    return max(4 * len(t.raw_data), len(t.float_data), len(t.int32_data), len(t.string_data),
-               len(t.int64_data), len(t.double_data), len(t.uint64_data))
+    return max(
+        4 * len(t.raw_data),
+        len(t.float_data),
+        len(t.int32_data),
+        len(t.string_data),
+        len(t.int64_data),
+        len(t.double_data),
+        len(t.uint64_data),
+    )
 
 
 def _tensor(t: onnx.TensorProto, where: str, path: str | None, base_dir: str | None) -> np.ndarray:
@@ -110,8 +118,12 @@ def _tensor(t: onnx.TensorProto, where: str, path: str | None, base_dir: str | N
         raise ModelFormatError(path, where, f"negative dimension in dims {tuple(dims)}")
     n = math.prod(dims)
     if n > limits.max_elements() and t.data_location != onnx.TensorProto.EXTERNAL and n > _held_elements(t):
-        raise ModelFormatError(path, where, f"dims {tuple(dims)} need {n} elements, the tensor's data holds "
-                                            f"at most {_held_elements(t)} (corrupt dims or truncated data)")
+        raise ModelFormatError(
+            path,
+            where,
+            f"dims {tuple(dims)} need {n} elements, the tensor's data holds "
+            f"at most {_held_elements(t)} (corrupt dims or truncated data)",
+        )
     try:
         limits.check_elements(dims, where)
     except ResourceLimitError as e:
@@ -127,8 +139,13 @@ def _tensor(t: onnx.TensorProto, where: str, path: str | None, base_dir: str | N
 class GraphBuilder:
     """Compiles one GraphProto (the main graph or a subgraph) into a Plan."""
 
-    def __init__(self, opsets: dict[str, int], path: str | None, base_dir: str | None,
-                 functions: dict[tuple[str, str], onnx.FunctionProto] | None = None):
+    def __init__(
+        self,
+        opsets: dict[str, int],
+        path: str | None,
+        base_dir: str | None,
+        functions: dict[tuple[str, str], onnx.FunctionProto] | None = None,
+    ):
         self.opsets = opsets
         self.path = path
         self.base_dir = base_dir
@@ -139,14 +156,15 @@ class GraphBuilder:
         for t in g.initializer:
             constants[t.name] = _tensor(t, f"initializer {t.name!r}", self.path, self.base_dir)
         for st in g.sparse_initializer:
-            raise ModelFormatError(self.path, f"sparse initializer {st.values.name!r}",
-                                   "sparse initializers are not supported")
+            raise ModelFormatError(
+                self.path, f"sparse initializer {st.values.name!r}", "sparse initializers are not supported"
+            )
         input_names = [vi.name for vi in g.input]
         known = set(constants) | set(input_names) | set(outer)
         nodes: list[Node] = []
         used_names: set[str] = set()
         earlier: list[onnx.NodeProto] = []
-        for n, opsets, where, depth in self._expanded(g.node, self.opsets, graph_where):
+        for n, opsets, where, _depth in self._expanded(g.node, self.opsets, graph_where):
             name = n.name or f"{n.op_type}_{len(used_names)}"
             if name in used_names:
                 name = f"{name}_{len(used_names)}"
@@ -180,20 +198,34 @@ class GraphBuilder:
                 yield n, opsets, where, depth
                 continue
             if depth >= MAX_DEPTH:
-                raise ModelFormatError(self.path, where, f"functions nested deeper than {MAX_DEPTH} "
-                                                         f"(a recursive function?)")
+                raise ModelFormatError(
+                    self.path, where, f"functions nested deeper than {MAX_DEPTH} (a recursive function?)"
+                )
             self._n_inlined = getattr(self, "_n_inlined", 0) + 1
             prefix = f"{n.name or n.op_type}#{self._n_inlined}"
-            yield from self._expanded(list(inline(n, body, prefix, where, self.path)), body_opsets,
-                                      f"{where} function {body.name!r}", depth + 1)
+            yield from self._expanded(
+                list(inline(n, body, prefix, where, self.path)),
+                body_opsets,
+                f"{where} function {body.name!r}",
+                depth + 1,
+            )
 
-    def _node(self, n: onnx.NodeProto, name: str, where: str, constants: dict[str, Any],
-              known: set[str], opsets: dict[str, int], earlier: list | None = None) -> Node | None:
+    def _node(
+        self,
+        n: onnx.NodeProto,
+        name: str,
+        where: str,
+        constants: dict[str, Any],
+        known: set[str],
+        opsets: dict[str, int],
+        earlier: list | None = None,
+    ) -> Node | None:
         domain = n.domain
         dkey = "" if domain in ("", "ai.onnx") else domain
         if dkey not in opsets:
-            raise ModelFormatError(self.path, where, f"domain {domain or 'ai.onnx'!r} is not in the model's "
-                                                     f"opset_import")
+            raise ModelFormatError(
+                self.path, where, f"domain {domain or 'ai.onnx'!r} is not in the model's opset_import"
+            )
         opset = opsets[dkey]
         try:
             since, kernel, adapt = resolve(dkey, n.op_type, opset)
@@ -202,21 +234,35 @@ class GraphBuilder:
         attrs: dict[str, Any] = {}
         for a in n.attribute:
             if a.ref_attr_name:
-                raise ModelFormatError(self.path, where, f"attribute {a.name!r} refers to a function "
-                                                         f"attribute outside a function body")
+                raise ModelFormatError(
+                    self.path, where, f"attribute {a.name!r} refers to a function attribute outside a function body"
+                )
             attrs[a.name] = convert_attribute(a, where, self.path)
         for i in n.input:
             if i and i not in known:
-                raise ModelFormatError(self.path, where, f"input {i!r} is not produced by any earlier node, "
-                                                         f"graph input or initializer")
+                raise ModelFormatError(
+                    self.path, where, f"input {i!r} is not produced by any earlier node, graph input or initializer"
+                )
         ctx = BindContext(
-            op_type=n.op_type, domain=dkey, opset=opset, since=since, node_name=name, path=self.path,
-            attrs=attrs, n_inputs=len(n.input), input_present=[bool(i) for i in n.input],
-            n_outputs=len(n.output), kernel=kernel,
+            op_type=n.op_type,
+            domain=dkey,
+            opset=opset,
+            since=since,
+            node_name=name,
+            path=self.path,
+            attrs=attrs,
+            n_inputs=len(n.input),
+            input_present=[bool(i) for i in n.input],
+            n_outputs=len(n.output),
+            kernel=kernel,
             constants=[constants.get(i) if i else None for i in n.input],
-            compile_graph=lambda g, _known=frozenset(known): self.compile(g, outer=sorted(_known),
-                                                                         graph_where=f"{where} subgraph"),
-            opsets=opsets, output_present=[bool(o) for o in n.output], earlier_nodes=list(earlier or ()))
+            compile_graph=lambda g, _known=frozenset(known): self.compile(
+                g, outer=sorted(_known), graph_where=f"{where} subgraph"
+            ),
+            opsets=opsets,
+            output_present=[bool(o) for o in n.output],
+            earlier_nodes=list(earlier or ()),
+        )
         try:
             fn: Callable = adapt(ctx) if adapt is not None else ctx.bind()
         except ModelFormatError as e:
@@ -265,8 +311,9 @@ def _read_model(source: Any) -> tuple[onnx.ModelProto, str | None]:
     except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
         raise ModelFormatError(path, None, f"not a valid ONNX model (truncated or corrupt protobuf: {e})") from None
     if not m.HasField("graph") or not m.opset_import:
-        raise ModelFormatError(path, None, "not a valid ONNX model (no graph or no opset_import; "
-                                           "truncated or not an .onnx file)")
+        raise ModelFormatError(
+            path, None, "not a valid ONNX model (no graph or no opset_import; truncated or not an .onnx file)"
+        )
     if path is not None and any(t.data_location == onnx.TensorProto.EXTERNAL for t in m.graph.initializer):
         try:
             from onnx.external_data_helper import load_external_data_for_model
@@ -333,16 +380,20 @@ class Model:
             arr = arr.astype(object)  # ONNX strings are object arrays of str
         if info.shape is not None:
             if arr.ndim != len(info.shape):
-                raise InputError(f"{where}: input {name!r} expects rank {len(info.shape)} "
-                                 f"(shape {_dims(info.shape)}), got shape {arr.shape}")
+                raise InputError(
+                    f"{where}: input {name!r} expects rank {len(info.shape)} "
+                    f"(shape {_dims(info.shape)}), got shape {arr.shape}"
+                )
             for d, (want, got) in enumerate(zip(info.shape, arr.shape)):
                 if isinstance(want, int) and want > 0 and want != got:
-                    raise InputError(f"{where}: input {name!r} expects shape {_dims(info.shape)}, "
-                                     f"got {arr.shape} (dimension {d})")
+                    raise InputError(
+                        f"{where}: input {name!r} expects shape {_dims(info.shape)}, got {arr.shape} (dimension {d})"
+                    )
         return arr
 
-    def run(self, feeds: dict[str, Any] | None = None, outputs: Sequence[str] | None = None,
-            hook: Hook | None = None) -> dict[str, Any]:
+    def run(
+        self, feeds: dict[str, Any] | None = None, outputs: Sequence[str] | None = None, hook: Hook | None = None
+    ) -> dict[str, Any]:
         """Run the model. ``feeds``: input name -> array (a list for a sequence, None for an empty
         optional). ``outputs``: names to return (any value of the graph; default the graph outputs)."""
         feeds = dict(feeds or {})

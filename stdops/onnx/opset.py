@@ -12,11 +12,13 @@ For a node, the entry chosen is the one with the newest version <= the model's o
 domain; at equal versions an adapter wins (it wraps the kernel). Attributes are converted once,
 at load time; a step then is one call of a prepared callable.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -25,8 +27,13 @@ from ..ops import _registry
 from ..ops._registry import REQUIRED, OpDef
 
 #: ONNX domain -> the spec prefix kernels register under
-DOMAIN_PREFIX = {"": "onnx", "ai.onnx": "onnx", "ai.onnx.ml": "onnx-ml",
-                 "ai.onnx.preview.training": "onnx-training", "ai.onnx.preview": "onnx-preview"}
+DOMAIN_PREFIX = {
+    "": "onnx",
+    "ai.onnx": "onnx",
+    "ai.onnx.ml": "onnx-ml",
+    "ai.onnx.preview.training": "onnx-training",
+    "ai.onnx.preview": "onnx-preview",
+}
 
 
 def domain_prefix(domain: str) -> str:
@@ -74,8 +81,7 @@ class BindContext:
         attrs = {**self.attrs, **overrides}
         unknown = sorted(set(attrs) - set(k.attrs))
         if unknown:
-            raise self.error(f"unknown attribute(s) {', '.join(unknown)} (accepted: "
-                             f"{', '.join(k.attrs) or 'none'})")
+            raise self.error(f"unknown attribute(s) {', '.join(unknown)} (accepted: {', '.join(k.attrs) or 'none'})")
         missing = [a for a, d in k.attrs.items() if d is REQUIRED and a not in attrs]
         if missing:
             raise self.error(f"missing required attribute(s) {', '.join(missing)}")

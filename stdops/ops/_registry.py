@@ -16,11 +16,13 @@ A kernel is a plain function on NumPy arrays::
 
 Registration is explicit: a module's kernels are registered when ``stdops.ops`` imports it.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _EMPTY = inspect.Parameter.empty
 

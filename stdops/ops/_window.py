@@ -3,11 +3,13 @@
 Conventions: ``x`` is (N, C, D1, ..., Dn); kernel, strides, dilations have n entries; ``pads`` is
 ``[x1_begin, ..., xn_begin, x1_end, ..., xn_end]`` as in ONNX.
 """
+
 from __future__ import annotations
 
 import functools
 import math
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -48,13 +50,27 @@ class Geometry(NamedTuple):
     inner_end: tuple[int, ...]  # the real padding after each axis (without ceil_mode's extra)
 
 
-def geometry(in_sp: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
-             dilations: Sequence[int], pads, auto_pad: str = "NOTSET", ceil_mode: int = 0) -> Geometry:
+def geometry(
+    in_sp: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads,
+    auto_pad: str = "NOTSET",
+    ceil_mode: int = 0,
+) -> Geometry:
     """Output shape and paddings of a sliding window (ONNX Conv / *Pool rules). Cached per
     arguments: a model runs the same shapes again and again."""
     pads = () if pads is None else tuple(int(p) for p in pads)
-    return _geometry(tuple(int(i) for i in in_sp), tuple(kernel), tuple(strides), tuple(dilations), pads,
-                     auto_pad, int(bool(ceil_mode)))
+    return _geometry(
+        tuple(int(i) for i in in_sp),
+        tuple(kernel),
+        tuple(strides),
+        tuple(dilations),
+        pads,
+        auto_pad,
+        int(bool(ceil_mode)),
+    )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -82,7 +98,8 @@ def _geometry(in_sp, kernel, strides, dilations, pads, auto_pad, ceil_mode) -> G
             if span < 0:
                 raise KernelError(
                     f"kernel extent {dk[ax]} (kernel {kernel[ax]}, dilation {dilations[ax]}) is larger than "
-                    f"the padded input {in_sp[ax] + begin[ax] + end[ax]} along spatial axis {ax}")
+                    f"the padded input {in_sp[ax] + begin[ax] + end[ax]} along spatial axis {ax}"
+                )
             if ceil_mode and auto_pad == "NOTSET":
                 o = -(-span // strides[ax]) + 1
                 if (o - 1) * strides[ax] >= in_sp[ax] + begin[ax]:  # window would start in the end padding
@@ -92,8 +109,7 @@ def _geometry(in_sp, kernel, strides, dilations, pads, auto_pad, ceil_mode) -> G
             outs.append(o)
         out = tuple(outs)
     inner_end = end
-    end = tuple(max(e, (o - 1) * s + k - i - b)
-                for e, o, s, k, i, b in zip(end, out, strides, dk, in_sp, begin))
+    end = tuple(max(e, (o - 1) * s + k - i - b) for e, o, s, k, i, b in zip(end, out, strides, dk, in_sp, begin))
     return Geometry(begin, end, out, dk, inner_end)
 
 
@@ -111,8 +127,9 @@ def pad_input(x: np.ndarray, begin: Sequence[int], end: Sequence[int], value=0) 
 
 def tap_slices(tap: Sequence[int], dilations, strides, out) -> tuple:
     """Index of the inputs that kernel tap ``tap`` sees for every output position (on padded x)."""
-    return (Ellipsis,) + tuple(slice(t * d, t * d + (o - 1) * s + 1, s)
-                               for t, d, s, o in zip(tap, dilations, strides, out))
+    return (Ellipsis,) + tuple(
+        slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, s, o in zip(tap, dilations, strides, out)
+    )
 
 
 def windows(xp: np.ndarray, kernel, strides, dilations, out) -> np.ndarray:
@@ -120,8 +137,9 @@ def windows(xp: np.ndarray, kernel, strides, dilations, out) -> np.ndarray:
     st = xp.strides
     n = len(kernel)
     shape = xp.shape[:2] + tuple(kernel) + tuple(out)
-    strides_ = st[:2] + tuple(st[2 + i] * dilations[i] for i in range(n)) \
-        + tuple(st[2 + i] * strides[i] for i in range(n))
+    strides_ = (
+        st[:2] + tuple(st[2 + i] * dilations[i] for i in range(n)) + tuple(st[2 + i] * strides[i] for i in range(n))
+    )
     return np.lib.stride_tricks.as_strided(xp, shape, strides_, writeable=False)
 
 
@@ -142,8 +160,7 @@ def check_float(x: np.ndarray, what: str) -> None:
 
 def check_rank(x: np.ndarray, what: str = "X") -> int:
     if x.ndim < 3:
-        raise KernelError(f"{what} must have shape (N, C, D1, ...) with at least one spatial axis, "
-                          f"got shape {x.shape}")
+        raise KernelError(f"{what} must have shape (N, C, D1, ...) with at least one spatial axis, got shape {x.shape}")
     return x.ndim - 2
 
 
@@ -163,7 +180,8 @@ class FlatTaps:
     def __init__(self, x: np.ndarray, geo: Geometry, kernel, strides, dilations, fill=0):
         N, C = x.shape[:2]
         (shape, copies, self.tail, self.row, self.L, self.runs) = _flat_plan(
-            tuple(x.shape), geo.begin, geo.end, geo.out, tuple(kernel), tuple(strides), tuple(dilations))
+            tuple(x.shape), geo.begin, geo.end, geo.out, tuple(kernel), tuple(strides), tuple(dilations)
+        )
         self.out, self.kernel = geo.out, tuple(kernel)
         self.strides, self.dilations = tuple(strides), tuple(dilations)
         self.N, self.C, self.nph = N, C, shape[0]
@@ -177,7 +195,7 @@ class FlatTaps:
 
     def run(self, t: int, rows=slice(None)) -> np.ndarray:
         pi, off = self.runs[t]
-        return self.flat[pi, rows, off:off + self.L]
+        return self.flat[pi, rows, off : off + self.L]
 
     def all_runs(self, rows=slice(None)) -> np.ndarray | None:
         """Every tap's run at once, (rows, *kernel, L), as a strided view (stride 1 only)."""
@@ -186,9 +204,11 @@ class FlatTaps:
         f = self.flat[0, rows]
         isz = f.itemsize
         return np.lib.stride_tricks.as_strided(
-            f, (f.shape[0],) + self.kernel + (self.L,),
+            f,
+            (f.shape[0],) + self.kernel + (self.L,),
             (f.strides[0],) + tuple(d * r * isz for d, r in zip(self.dilations, self.row)) + (isz,),
-            writeable=False)
+            writeable=False,
+        )
 
     def crop(self, y: np.ndarray, lead: tuple) -> np.ndarray:
         """(rows, ..., L) results -> lead + out, dropping the junk columns (a copy only if any)."""
@@ -222,9 +242,8 @@ def _flat_plan(xshape, begin, end, out, kernel, strides, dilations):
         for ax, (lo, hi) in enumerate(dst):
             pre = (slice(None),) * (2 + ax)
             pads += [pre + (slice(0, lo),), pre + (slice(hi, None),)]
-        copies.append((pi, (Ellipsis,) + tuple(slice(lo, hi) for lo, hi in dst), (Ellipsis,) + tuple(src),
-                       tuple(pads)))
-    row = tuple(prod(Q[i + 1:]) for i in range(n))
+        copies.append((pi, (Ellipsis,) + tuple(slice(lo, hi) for lo, hi in dst), (Ellipsis,) + tuple(src), tuple(pads)))
+    row = tuple(prod(Q[i + 1 :]) for i in range(n))
     L = out[0] * row[0]
     runs = []
     for tap in np.ndindex(*kernel):

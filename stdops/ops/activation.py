@@ -4,6 +4,7 @@ Formulas are evaluated in the input's float type (float16, bfloat16 and float8 i
 cast back) and written so that no intermediate overflows for large |x| (Sigmoid, Softplus,
 Softmax, LogSoftmax, Mish).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -72,8 +73,7 @@ def prelu(x, slope, /):
         if np.broadcast_shapes(x.shape, slope.shape) != x.shape:
             raise ValueError
     except ValueError:
-        raise KernelError(f"PRelu: slope of shape {slope.shape} does not broadcast to X's shape "
-                          f"{x.shape}") from None
+        raise KernelError(f"PRelu: slope of shape {slope.shape} does not broadcast to X's shape {x.shape}") from None
     if is_int(x.dtype):
         with np.errstate(all="ignore"):
             return result(_pos_plus_neg(x, slope.astype(x.dtype, copy=False)), x.dtype)

@@ -1,4 +1,5 @@
 """Attention kernels: Attention (scaled dot-product, MHA/GQA/MQA, KV cache) and RotaryEmbedding."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,16 +26,35 @@ def _heads(x: np.ndarray, n: int | None, what: str) -> np.ndarray:
     if x.ndim != 3:
         raise KernelError(f"Attention {what} must be 3-D or 4-D, got shape {x.shape}")
     if not n or x.shape[2] % n:
-        raise KernelError(f"Attention {what}: 3-D input of hidden size {x.shape[2]} needs a num_heads attribute "
-                          f"that divides it (got {n})")
+        raise KernelError(
+            f"Attention {what}: 3-D input of hidden size {x.shape[2]} needs a num_heads attribute "
+            f"that divides it (got {n})"
+        )
     b, s, hid = x.shape
     return x.reshape(b, s, n, hid // n).transpose(0, 2, 1, 3)
 
 
 @op("onnx:Attention-23")
-def attention(Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv_seqlen=None, /, *,
-              is_causal=0, kv_num_heads=None, q_num_heads=None, qk_matmul_output_mode=0, scale=None,
-              softcap=0.0, softmax_precision=None, left_window_size=-1, right_window_size=-1):
+def attention(
+    Q,
+    K,
+    V,
+    attn_mask=None,
+    past_key=None,
+    past_value=None,
+    nonpad_kv_seqlen=None,
+    /,
+    *,
+    is_causal=0,
+    kv_num_heads=None,
+    q_num_heads=None,
+    qk_matmul_output_mode=0,
+    scale=None,
+    softcap=0.0,
+    softmax_precision=None,
+    left_window_size=-1,
+    right_window_size=-1,
+):
     """Y = softmax(softcap(Q K^T * scale) + bias) V per head, bias from attn_mask (bool: -inf where
     False; float: added), is_causal (key j visible to query i iff j <= i + offset), nonpad_kv_seqlen
     (keys j >= nonpad[b] hidden) and the left/right windows; a fully masked row gives zeros.
@@ -65,10 +85,16 @@ def attention(Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv
     past = 0
     if past_key is not None:
         pk, pv = np.asarray(past_key), np.asarray(past_value)
-        if pk.ndim != 4 or pk.shape[:2] != (b, hkv) or pk.shape[3] != d or pv.shape[:3] != pk.shape[:3] \
-                or pv.shape[3] != v.shape[3]:
-            raise KernelError(f"Attention: past_key {pk.shape} / past_value {pv.shape} do not fit K {k.shape} "
-                              f"and V {v.shape}")
+        if (
+            pk.ndim != 4
+            or pk.shape[:2] != (b, hkv)
+            or pk.shape[3] != d
+            or pv.shape[:3] != pk.shape[:3]
+            or pv.shape[3] != v.shape[3]
+        ):
+            raise KernelError(
+                f"Attention: past_key {pk.shape} / past_value {pv.shape} do not fit K {k.shape} and V {v.shape}"
+            )
         past = pk.shape[2]
         k = np.concatenate([pk.astype(k.dtype, copy=False), k], axis=2)
         v = np.concatenate([pv.astype(v.dtype, copy=False), v], axis=2)
@@ -131,8 +157,9 @@ def attention(Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv
         try:
             np.broadcast_shapes(m.shape, (b, hq, sq, total))
         except ValueError:
-            raise KernelError(f"Attention: attn_mask shape {m.shape} does not broadcast to "
-                              f"{(b, hq, sq, total)}") from None
+            raise KernelError(
+                f"Attention: attn_mask shape {m.shape} does not broadcast to {(b, hq, sq, total)}"
+            ) from None
         if m.dtype == np.bool_:
             allowed = _and(allowed, m)
         else:
@@ -149,8 +176,9 @@ def attention(Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv
     # softmax with a fully-masked-row guard (a row of -inf gives zeros, not NaN)
     sm = logits
     if softmax_precision is not None:
-        sm = sm.astype(np.dtype(softmax_precision)).astype(np.float64 if np.dtype(softmax_precision) == np.float64
-                                                           else wt)
+        sm = sm.astype(np.dtype(softmax_precision)).astype(
+            np.float64 if np.dtype(softmax_precision) == np.float64 else wt
+        )
     mx = sm.max(axis=-1, keepdims=True)
     dead = ~np.isfinite(mx) & (mx < 0)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -169,13 +197,18 @@ def attention(Q, K, V, attn_mask=None, past_key=None, past_value=None, nonpad_kv
     qk_out = (qk0, qk1, np.broadcast_to(qk2, (b, hq, sq, total)), probs)[mode]
     if three_d:
         y = y.transpose(0, 2, 1, 3).reshape(b, sq, -1)
-    return (y.astype(dt), present_key.astype(dt, copy=False), present_value.astype(dt, copy=False),
-            np.ascontiguousarray(qk_out).astype(dt))
+    return (
+        y.astype(dt),
+        present_key.astype(dt, copy=False),
+        present_value.astype(dt, copy=False),
+        np.ascontiguousarray(qk_out).astype(dt),
+    )
 
 
 @op("onnx:RotaryEmbedding-23")
-def rotary_embedding(X, cos_cache, sin_cache, position_ids=None, /, *, interleaved=0, num_heads=0,
-                     rotary_embedding_dim=0):
+def rotary_embedding(
+    X, cos_cache, sin_cache, position_ids=None, /, *, interleaved=0, num_heads=0, rotary_embedding_dim=0
+):
     """Rotate pairs (x1, x2) of the first rotary_embedding_dim channels of each head:
     (x1 cos - x2 sin, x1 sin + x2 cos); pairs are the two halves (default) or even/odd channels
     (interleaved=1); other channels pass through.
@@ -190,8 +223,10 @@ def rotary_embedding(X, cos_cache, sin_cache, position_ids=None, /, *, interleav
         xb = x.transpose(0, 2, 1, 3)  # [B, S, H, D]
     elif x.ndim == 3:
         if not num_heads or x.shape[2] % num_heads:
-            raise KernelError(f"RotaryEmbedding: a 3-D input of hidden size {x.shape[2]} needs num_heads "
-                              f"dividing it (got {num_heads})")
+            raise KernelError(
+                f"RotaryEmbedding: a 3-D input of hidden size {x.shape[2]} needs num_heads "
+                f"dividing it (got {num_heads})"
+            )
         xb = x.reshape(x.shape[0], x.shape[1], num_heads, x.shape[2] // num_heads)
     else:
         raise KernelError(f"RotaryEmbedding input must be 3-D or 4-D, got shape {x.shape}")
@@ -205,14 +240,17 @@ def rotary_embedding(X, cos_cache, sin_cache, position_ids=None, /, *, interleav
         if pid.dtype.kind not in "iu" or pid.shape != (bsz, seq):
             raise KernelError(f"RotaryEmbedding: position_ids must be int [{bsz}, {seq}], got {pid.shape} {pid.dtype}")
         if cos.ndim != 2 or sin.shape != cos.shape:
-            raise KernelError(f"RotaryEmbedding: with position_ids the caches must be 2-D, got {cos.shape} "
-                              f"and {sin.shape}")
+            raise KernelError(
+                f"RotaryEmbedding: with position_ids the caches must be 2-D, got {cos.shape} and {sin.shape}"
+            )
         if pid.size and (pid.min() < 0 or pid.max() >= cos.shape[0]):
             raise KernelError(f"RotaryEmbedding: position id out of range [0, {cos.shape[0]})")
         cos, sin = cos[pid], sin[pid]
     elif cos.shape != (bsz, seq, cos.shape[-1] if cos.ndim else 0) or sin.shape != cos.shape:
-        raise KernelError(f"RotaryEmbedding: without position_ids the caches must be [{bsz}, {seq}, {r // 2}], "
-                          f"got {cos.shape} and {sin.shape}")
+        raise KernelError(
+            f"RotaryEmbedding: without position_ids the caches must be [{bsz}, {seq}, {r // 2}], "
+            f"got {cos.shape} and {sin.shape}"
+        )
     if cos.shape[-1] != r // 2:
         raise KernelError(f"RotaryEmbedding: cache last dim {cos.shape[-1]} != rotary_embedding_dim/2 = {r // 2}")
     wt = _work_dtype(dt)
@@ -222,7 +260,7 @@ def rotary_embedding(X, cos_cache, sin_cache, position_ids=None, /, *, interleav
     if interleaved:
         x1, x2 = rot[..., 0::2], rot[..., 1::2]
     else:
-        x1, x2 = rot[..., : r // 2], rot[..., r // 2:]
+        x1, x2 = rot[..., : r // 2], rot[..., r // 2 :]
     re_ = c * x1 - s * x2
     im_ = s * x1 + c * x2
     if interleaved:

@@ -4,6 +4,7 @@ Types: bool, (u)int8..64, float16/32/64, bfloat16, the float8 family (e4m3fn, e4
 e5m2fnuz, e8m0), float4e2m1, float6, int4/uint4, int2/uint2 (all via ml_dtypes, one element per
 byte), and strings (numpy object arrays of ``str``; ``bytes`` elements are accepted on input).
 """
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -13,20 +14,36 @@ from ..errors import KernelError
 from ._registry import op
 
 #: float8 types whose out-of-range conversion ``saturate`` controls (e8m0 has its own rules)
-_F8 = frozenset(np.dtype(t) for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz,
-                                      ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz))
+_F8 = frozenset(
+    np.dtype(t)
+    for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz)
+)
 _E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
-_ML_FLOATS = frozenset(np.dtype(t) for t in (
-    ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2,
-    ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e8m0fnu, ml_dtypes.float4_e2m1fn,
-    ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn))
-_ML_INTS = frozenset(np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2,
-                                           ml_dtypes.uint2))
+_ML_FLOATS = frozenset(
+    np.dtype(t)
+    for t in (
+        ml_dtypes.bfloat16,
+        ml_dtypes.float8_e4m3fn,
+        ml_dtypes.float8_e4m3fnuz,
+        ml_dtypes.float8_e5m2,
+        ml_dtypes.float8_e5m2fnuz,
+        ml_dtypes.float8_e8m0fnu,
+        ml_dtypes.float4_e2m1fn,
+        ml_dtypes.float6_e2m3fn,
+        ml_dtypes.float6_e3m2fn,
+    )
+)
+_ML_INTS = frozenset(np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2))
 #: storage bits of the sub-byte types (BitCast compares bit widths)
-_BITS = {np.dtype(ml_dtypes.int4): 4, np.dtype(ml_dtypes.uint4): 4,
-         np.dtype(ml_dtypes.float4_e2m1fn): 4, np.dtype(ml_dtypes.int2): 2,
-         np.dtype(ml_dtypes.uint2): 2, np.dtype(ml_dtypes.float6_e2m3fn): 6,
-         np.dtype(ml_dtypes.float6_e3m2fn): 6}
+_BITS = {
+    np.dtype(ml_dtypes.int4): 4,
+    np.dtype(ml_dtypes.uint4): 4,
+    np.dtype(ml_dtypes.float4_e2m1fn): 4,
+    np.dtype(ml_dtypes.int2): 2,
+    np.dtype(ml_dtypes.uint2): 2,
+    np.dtype(ml_dtypes.float6_e2m3fn): 6,
+    np.dtype(ml_dtypes.float6_e3m2fn): 6,
+}
 _ROUND_MODES = ("up", "down", "nearest")
 _NP_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
@@ -211,8 +228,7 @@ def bit_cast(input, /, *, to):
     if _is_string(dt) or _is_string(x.dtype):
         raise KernelError("BitCast: string tensors cannot be bit-cast")
     if _bits(dt) != _bits(x.dtype):
-        raise KernelError(f"BitCast: {x.dtype} ({_bits(x.dtype)} bits) and {dt} ({_bits(dt)} bits) "
-                          "differ in bit width")
+        raise KernelError(f"BitCast: {x.dtype} ({_bits(x.dtype)} bits) and {dt} ({_bits(dt)} bits) differ in bit width")
     if dt.kind == "b":
         return x.view(np.uint8) != 0
     return np.array(x, order="C").view(dt)

@@ -16,6 +16,7 @@ Conv runs through BLAS, picking per shape:
 Weights are rearranged by :func:`prepare_conv_weight` (the ONNX adapter calls it once at load
 time when W is an initializer). float16/bfloat16 compute in float32; float32 stays float32.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,15 +24,25 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
-from ._window import (FlatTaps, Geometry, check_float, check_rank, compute_dtype, geometry, ints, pad_input, prod,
-                      tap_slices, windows)
+from ._window import (
+    FlatTaps,
+    Geometry,
+    check_float,
+    check_rank,
+    compute_dtype,
+    geometry,
+    ints,
+    pad_input,
+    prod,
+    tap_slices,
+    windows,
+)
 
 
 class ConvWeight:
     """W (M, C/group, *kernel) rearranged for the GEMM / tap-wise paths, in the compute dtype."""
 
-    __slots__ = ("w", "group", "dtype", "M", "Cg", "kernel", "_mat", "_wino", "bias_src", "matb", "exact",
-                 "_dwrows")
+    __slots__ = ("w", "group", "dtype", "M", "Cg", "kernel", "_mat", "_wino", "bias_src", "matb", "exact", "_dwrows")
 
     def __init__(self, w: np.ndarray, group: int, dtype=None, exact: bool = False):
         if w.ndim < 3:
@@ -55,8 +66,7 @@ class ConvWeight:
         """(group, M/group, C/group * prod(kernel)), C-contiguous: the GEMM's left operand."""
         if self._mat is None:
             g = self.group
-            self._mat = np.ascontiguousarray(
-                self.w.reshape(g, self.M // g, -1), dtype=self.dtype)
+            self._mat = np.ascontiguousarray(self.w.reshape(g, self.M // g, -1), dtype=self.dtype)
         return self._mat
 
     @property
@@ -64,29 +74,33 @@ class ConvWeight:
         """(16, M, C): the Winograd F(2x2, 3x3) transform G g G^T of each 3x3 filter (group 1)."""
         if self._wino is None:
             u = _WG @ self.w.astype(np.float64) @ _WG.T  # (M, C, 4, 4)
-            self._wino = np.ascontiguousarray(u.transpose(2, 3, 0, 1).reshape(16, self.M, self.Cg),
-                                              dtype=self.dtype)
+            self._wino = np.ascontiguousarray(u.transpose(2, 3, 0, 1).reshape(16, self.M, self.Cg), dtype=self.dtype)
         return self._wino
 
     def winograd_ok(self, strides, dilations) -> bool:
         """Whether F(2x2, 3x3) pays off: a dense 3x3 stride-1 2-D convolution with enough channels
         that the GEMM savings exceed the transform passes."""
-        return (not self.exact and self.kernel == (3, 3) and self.group == 1
-                and min(self.M, self.Cg) >= _WINO_MIN_CHANNELS and tuple(strides) == (1, 1)
-                and tuple(dilations) == (1, 1) and self.dtype.kind == "f")
+        return (
+            not self.exact
+            and self.kernel == (3, 3)
+            and self.group == 1
+            and min(self.M, self.Cg) >= _WINO_MIN_CHANNELS
+            and tuple(strides) == (1, 1)
+            and tuple(dilations) == (1, 1)
+            and self.dtype.kind == "f"
+        )
 
-    def fold_bias(self, b: np.ndarray) -> "ConvWeight":
+    def fold_bias(self, b: np.ndarray) -> ConvWeight:
         """Fold the constant bias ``b`` into the dense GEMM as an extra column (group 1): the im2col
         path then appends a row of ones to its columns instead of adding B in a separate pass."""
         b = np.asarray(b)
         if b.shape == (self.M,):
             self.bias_src = b  # the depthwise paths cache their bias-augmented weights for it
         if self.group == 1 and b.shape == (self.M,):
-            self.matb = np.ascontiguousarray(
-                np.concatenate([self.mat[0], b.astype(self.dtype).reshape(-1, 1)], axis=1))
+            self.matb = np.ascontiguousarray(np.concatenate([self.mat[0], b.astype(self.dtype).reshape(-1, 1)], axis=1))
         return self
 
-    def prepare(self, strides=(), dilations=()) -> "ConvWeight":
+    def prepare(self, strides=(), dilations=()) -> ConvWeight:
         """Compute now the GEMM layout :func:`conv_forward` uses (load-time precomputation). The
         Winograd transform (16/9 of the weights' size) is computed at the first run whose output
         is large enough to use it: small maps (7x7) keep the plain GEMM and never pay its memory."""
@@ -127,10 +141,10 @@ def _winograd_3x3(xc: np.ndarray, cw: ConvWeight, geo) -> np.ndarray:
     y = np.empty((N, M, TH, 2, TW, 2), dt)
     hh, ww = min(H, 2 * TH + 2 - bt), min(W, 2 * TW + 2 - bw)
     for n in range(N):
-        xp[:, bt:bt + hh, bw:bw + ww] = xc[n, :, :hh, :ww]
+        xp[:, bt : bt + hh, bw : bw + ww] = xc[n, :, :hh, :ww]
         for i in range(4):
             for j in range(4):
-                np.copyto(D[4 * i + j], xp[:, i:i + 2 * TH:2, j:j + 2 * TW:2])
+                np.copyto(D[4 * i + j], xp[:, i : i + 2 * TH : 2, j : j + 2 * TW : 2])
         V = np.matmul(bin_, D.reshape(16, C * T)).reshape(16, C, T)
         Mm = np.matmul(U, V)  # (16, M, T)
         Y4 = np.matmul(bout, Mm.reshape(16, M * T))  # (4, M*T)
@@ -143,8 +157,18 @@ def _winograd_3x3(xc: np.ndarray, cw: ConvWeight, geo) -> np.ndarray:
     return y
 
 
-def conv_forward(x: np.ndarray, cw: ConvWeight, b=None, *, kernel_shape=(), strides=(), dilations=(),
-                 pads=(), auto_pad="NOTSET", clip=None) -> np.ndarray:
+def conv_forward(
+    x: np.ndarray,
+    cw: ConvWeight,
+    b=None,
+    *,
+    kernel_shape=(),
+    strides=(),
+    dilations=(),
+    pads=(),
+    auto_pad="NOTSET",
+    clip=None,
+) -> np.ndarray:
     """The convolution of x (N, C, *sp) with prepared weights; returns a new array of cw.dtype.
 
     ``clip=(lo, hi)`` (either may be None) fuses a following Clip / ReLU / ReLU6: the depthwise paths
@@ -191,8 +215,7 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
             xs = xs[tap_slices((0,) * n, dilations, strides, out)]
         # a constant bias rides in the GEMM as a column of W times a row of ones appended to X when
         # copying X costs less than a pass over Y (more outputs than inputs) or X is copied anyway
-        if (b is not None and g == 1 and b is cw.bias_src
-                and (M > C or not xs.flags.c_contiguous)):
+        if b is not None and g == 1 and b is cw.bias_src and (M > C or not xs.flags.c_contiguous):
             xb = np.empty((N, C + 1, P), dt)
             np.copyto(xb[:, :C].reshape(xs.shape), xs)
             xb[:, C] = 1
@@ -213,8 +236,9 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
         # wide rows: gather contiguous runs over stride phases (junk columns cropped after the GEMM)
         ft = None
         if n >= 2 and _FLAT_IM2COL and out[-1] >= 96 and Cg * kp >= 2 * M // g:  # measured on 1-thread BLAS
-            tail = tuple(-(-(d + b + e) // s) for d, b, e, s in
-                         zip(xc.shape[3:], geo.begin[1:], geo.end[1:], strides[1:]))
+            tail = tuple(
+                -(-(d + b + e) // s) for d, b, e, s in zip(xc.shape[3:], geo.begin[1:], geo.end[1:], strides[1:])
+            )
             if prod(tail) <= 1.08 * prod(out[1:]):
                 ft = FlatTaps(xc, geo, kernel, strides, dilations)
         fold = b is not None and g == 1 and b is cw.bias_src  # bias as a row of ones times a column
@@ -328,7 +352,7 @@ def _dw_reduce(runs, wall, NG, rows, K, L, bias, dt):
         cols[:, K] = 1
     for c0 in range(0, NG, block):
         c1 = min(NG, c0 + block)
-        cb = cols[:c1 - c0]
+        cb = cols[: c1 - c0]
         runs(cb[:, :K], c0, c1)
         np.matmul(wall[c0:c1], cb, out=y[c0:c1])
     return y
@@ -350,14 +374,15 @@ def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations, b=None, 
     yr = None if rows is None else _depthwise_rows(xc, cw, geo, strides, dilations, *rows, b)
     if yr is not None:
         m = rows[0]
-        yr = yr[..., :out[1]]  # (N, g, mg, m, G, OW)
+        yr = yr[..., : out[1]]  # (N, g, mg, m, G, OW)
         y = np.empty((N, M) + out, dt)
         Gf, rem = divmod(out[0], m)  # full row blocks, rows of the last partial one
         # un-block the rows and drop the junk columns in one copy (clipping on the way)
-        _copy_clip(y[:, :, :Gf * m].reshape(N, g, mg, Gf, m, out[1]),
-                   yr[:, :, :, :, :Gf].transpose(0, 1, 2, 4, 3, 5), clip)
+        _copy_clip(
+            y[:, :, : Gf * m].reshape(N, g, mg, Gf, m, out[1]), yr[:, :, :, :, :Gf].transpose(0, 1, 2, 4, 3, 5), clip
+        )
         if rem:
-            _copy_clip(y[:, :, Gf * m:].reshape(N, g, mg, rem, out[1]), yr[:, :, :, :rem, Gf], clip)
+            _copy_clip(y[:, :, Gf * m :].reshape(N, g, mg, rem, out[1]), yr[:, :, :, :rem, Gf], clip)
         return y
     ft = FlatTaps(xc, geo, kernel, strides, dilations)
     L, kp = ft.L, prod(kernel)
@@ -423,7 +448,7 @@ def _depthwise_rows(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations, m: 
     views = []
     for r0 in range((nD - 1) // P + 1):
         d0, d1 = r0 * P, min(nD, (r0 + 1) * P)
-        for kx in ([slice(None)] if sw == 1 else range(kw)):
+        for kx in [slice(None)] if sw == 1 else range(kw):
             off = r0 * Qw + (0 if sw == 1 else (kx * dw) // sw)
             base = flat[(d0 % P) * sw + (0 if sw == 1 else (kx * dw) % sw), :, off:]
             shape, st = (NG, d1 - d0), (base.strides[0], sw * flat.strides[0])
@@ -453,8 +478,16 @@ def conv(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1, kernel_sh
     check_float(x, "X")
     if w.dtype != x.dtype:
         raise KernelError(f"W dtype {w.dtype} differs from X dtype {x.dtype}")
-    y = conv_forward(x, ConvWeight(w, group), b, kernel_shape=kernel_shape, strides=strides,
-                     dilations=dilations, pads=pads, auto_pad=auto_pad)
+    y = conv_forward(
+        x,
+        ConvWeight(w, group),
+        b,
+        kernel_shape=kernel_shape,
+        strides=strides,
+        dilations=dilations,
+        pads=pads,
+        auto_pad=auto_pad,
+    )
     return y if y.dtype == x.dtype else y.astype(x.dtype)
 
 
@@ -471,12 +504,12 @@ def _zero_point(zp, what, m=None, per_channel=False):
         return zp.reshape(()).astype(np.float64)
     if per_channel and zp.ndim == 1 and zp.shape[0] == m:
         return zp.astype(np.float64)
-    raise KernelError(f"{what} must be a scalar" + (f" or have shape ({m},)" if per_channel else "")
-                      + f", got shape {zp.shape}")
+    raise KernelError(
+        f"{what} must be a scalar" + (f" or have shape ({m},)" if per_channel else "") + f", got shape {zp.shape}"
+    )
 
 
-def _integer_accumulate(x, w, x_zero_point, w_zero_point, *, group, kernel_shape, strides, dilations, pads,
-                        auto_pad):
+def _integer_accumulate(x, w, x_zero_point, w_zero_point, *, group, kernel_shape, strides, dilations, pads, auto_pad):
     """sum (x - x_zero_point) * (w - w_zero_point) as exact integers held in floats: float32 (twice
     as fast through BLAS) when every partial sum provably stays below 2**24, else float64."""
     _int_check(x, "x")
@@ -495,34 +528,91 @@ def _integer_accumulate(x, w, x_zero_point, w_zero_point, *, group, kernel_shape
     bound = k * float(np.abs(xf).max(initial=0)) * float(np.abs(wf).max(initial=0))
     if bound >= 2.0**24:
         xf, wf = xf.astype(np.float64), wf.astype(np.float64)
-    y = conv_forward(xf, ConvWeight(wf, group, exact=True), None, kernel_shape=kernel_shape, strides=strides,
-                     dilations=dilations, pads=pads, auto_pad=auto_pad)
+    y = conv_forward(
+        xf,
+        ConvWeight(wf, group, exact=True),
+        None,
+        kernel_shape=kernel_shape,
+        strides=strides,
+        dilations=dilations,
+        pads=pads,
+        auto_pad=auto_pad,
+    )
     return y.astype(np.float64, copy=False)
 
 
 @op("onnx:ConvInteger-10")
-def conv_integer(x, w, x_zero_point=None, w_zero_point=None, /, *, auto_pad="NOTSET", dilations=(), group=1,
-                 kernel_shape=(), pads=(), strides=()):
+def conv_integer(
+    x,
+    w,
+    x_zero_point=None,
+    w_zero_point=None,
+    /,
+    *,
+    auto_pad="NOTSET",
+    dilations=(),
+    group=1,
+    kernel_shape=(),
+    pads=(),
+    strides=(),
+):
     """y = Conv(x - x_zero_point, w - w_zero_point) in exact integer arithmetic (padding is x_zero_point).
 
     x, w int8/uint8; x_zero_point a scalar; w_zero_point a scalar or one per output channel (M,).
     y int32 (N, M, O1..On), shapes as Conv.
     """
-    acc = _integer_accumulate(x, w, x_zero_point, w_zero_point, group=group, kernel_shape=kernel_shape,
-                              strides=strides, dilations=dilations, pads=pads, auto_pad=auto_pad)
+    acc = _integer_accumulate(
+        x,
+        w,
+        x_zero_point,
+        w_zero_point,
+        group=group,
+        kernel_shape=kernel_shape,
+        strides=strides,
+        dilations=dilations,
+        pads=pads,
+        auto_pad=auto_pad,
+    )
     return acc.astype(np.int32)
 
 
 @op("onnx:QLinearConv-10")
-def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, b=None, /, *,
-                 auto_pad="NOTSET", dilations=(), group=1, kernel_shape=(), pads=(), strides=()):
+def qlinear_conv(
+    x,
+    x_scale,
+    x_zero_point,
+    w,
+    w_scale,
+    w_zero_point,
+    y_scale,
+    y_zero_point,
+    b=None,
+    /,
+    *,
+    auto_pad="NOTSET",
+    dilations=(),
+    group=1,
+    kernel_shape=(),
+    pads=(),
+    strides=(),
+):
     """y = saturate(round_half_even((Conv(x - x_zp, w - w_zp) + B) * x_scale * w_scale / y_scale) + y_zp).
 
     x, w, y int8/uint8 (y has y_zero_point's dtype); w_scale/w_zero_point per tensor or per output
     channel (M,); B int32 (M,) quantized with scale x_scale * w_scale. Shapes as Conv.
     """
-    acc = _integer_accumulate(x, w, x_zero_point, w_zero_point, group=group, kernel_shape=kernel_shape,
-                              strides=strides, dilations=dilations, pads=pads, auto_pad=auto_pad)
+    acc = _integer_accumulate(
+        x,
+        w,
+        x_zero_point,
+        w_zero_point,
+        group=group,
+        kernel_shape=kernel_shape,
+        strides=strides,
+        dilations=dilations,
+        pads=pads,
+        auto_pad=auto_pad,
+    )
     M, n = acc.shape[1], acc.ndim - 2
     if b is not None:
         b = np.asarray(b)

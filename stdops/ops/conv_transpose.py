@@ -5,6 +5,7 @@ taps; Col2Im is that scatter-add alone; DeformConv samples the input bilinearly 
 over taps, offset groups and interpolation corners, vectorized over positions) and then runs the
 same GEMM as Conv.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,8 +21,9 @@ def _scatter_taps(cols: np.ndarray, full: tuple, kernel, strides, dilations, out
     N, X = cols.shape[:2]
     y = np.zeros((N, X) + tuple(full), cols.dtype)
     for tap in np.ndindex(*kernel):
-        dst = (Ellipsis,) + tuple(slice(t * d, t * d + (o - 1) * s + 1, s)
-                                  for t, d, s, o in zip(tap, dilations, strides, out))
+        dst = (Ellipsis,) + tuple(
+            slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, s, o in zip(tap, dilations, strides, out)
+        )
         y[dst] += cols[(slice(None), slice(None)) + tap]
     return y
 
@@ -45,8 +47,21 @@ def _place(full: np.ndarray, begin, out) -> np.ndarray:
 
 
 @op("onnx:ConvTranspose-1")
-def conv_transpose(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1, kernel_shape=(),
-                   output_padding=(), output_shape=(), pads=(), strides=()):
+def conv_transpose(
+    x,
+    w,
+    b=None,
+    /,
+    *,
+    auto_pad="NOTSET",
+    dilations=(),
+    group=1,
+    kernel_shape=(),
+    output_padding=(),
+    output_shape=(),
+    pads=(),
+    strides=(),
+):
     """Y[n, m, i * s + k * d - pad_begin] += X[n, c, i] * W[c, m % (M/group), k] (c in m's group) + B[m].
 
     X (N, C, D1..Dn), W (C, M/group, k1..kn); Y (N, M, O1..On) with
@@ -95,9 +110,11 @@ def conv_transpose(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1,
     if target is not None:
         total = [nat - t for nat, t in zip(natural, target)]
         if any(t <= -s for t, s in zip(total, strides)):  # up to stride - 1 extra (zero) rows are allowed
-            raise KernelError(f"output_shape {list(target)} does not fit input {list(in_sp)}: with these strides, "
-                              f"kernel and output_padding it can be at most natural + stride - 1 per axis "
-                              f"(natural {list(natural)})")
+            raise KernelError(
+                f"output_shape {list(target)} does not fit input {list(in_sp)}: with these strides, "
+                f"kernel and output_padding it can be at most natural + stride - 1 per axis "
+                f"(natural {list(natural)})"
+            )
         if auto_pad == "SAME_UPPER":
             begin = tuple(t // 2 for t in total)
         else:
@@ -127,8 +144,9 @@ def conv_transpose(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1,
     if tuple(strides) == kernel and all(d == 1 for d in dilations):  # the taps tile the output exactly
         yfull = np.empty((N, M) + full, cols.dtype)
         for tap in np.ndindex(*kernel):
-            yfull[(Ellipsis,) + tuple(slice(t, None, s) for t, s in zip(tap, strides))] = \
-                cols[(slice(None), slice(None)) + tap]
+            yfull[(Ellipsis,) + tuple(slice(t, None, s) for t, s in zip(tap, strides))] = cols[
+                (slice(None), slice(None)) + tap
+            ]
     else:
         yfull = _scatter_taps(cols, full, kernel, strides, dilations, in_sp)
     y = _place(yfull, begin, out)
@@ -168,8 +186,10 @@ def col2im(input, image_shape, block_shape, /, *, dilations=(), pads=(), strides
         raise KernelError(f"block extent {list(dk)} is larger than the padded image {list(padded)}")
     nblk = tuple((p - k) // s + 1 for p, k, s in zip(padded, dk, strides))
     if prod(nblk) != L:
-        raise KernelError(f"input has L={L} blocks, image/block/pads/strides/dilations give "
-                          f"{' x '.join(map(str, nblk))} = {prod(nblk)}")
+        raise KernelError(
+            f"input has L={L} blocks, image/block/pads/strides/dilations give "
+            f"{' x '.join(map(str, nblk))} = {prod(nblk)}"
+        )
     check_elements((N, C) + padded, "Col2Im output")
     cols = input.reshape((N, C) + blk + nblk)
     if input.dtype.kind == "b":
@@ -180,8 +200,9 @@ def col2im(input, image_shape, block_shape, /, *, dilations=(), pads=(), strides
 
 
 @op("onnx:DeformConv-19")
-def deform_conv(x, w, offset, b=None, mask=None, /, *, dilations=(), group=1, kernel_shape=(), offset_group=1,
-                pads=(), strides=()):
+def deform_conv(
+    x, w, offset, b=None, mask=None, /, *, dilations=(), group=1, kernel_shape=(), offset_group=1, pads=(), strides=()
+):
     """Y[n, m, o] = B[m] + sum_{c in group(m), k} W[m, c, k] * mask[n, G(c), k, o] *
     bilinear(X[n, c], o * s - pad_begin + k * d + offset[n, G(c), k, :, o]).
 
@@ -228,10 +249,11 @@ def deform_conv(x, w, offset, b=None, mask=None, /, *, dilations=(), group=1, ke
     xf = x.astype(dt, copy=False).reshape(N, C, S)
     off = offset.astype(dt, copy=False).reshape(N, offset_group, kp, n, P)
     msk = None if mask is None else mask.astype(dt, copy=False).reshape(N, offset_group, kp, P)
-    mult = [prod(sp[i + 1:]) for i in range(n)]
+    mult = [prod(sp[i + 1 :]) for i in range(n)]
     # base sampling position of each output along each axis: o * s - pad_begin
-    grids = np.meshgrid(*[np.arange(o, dtype=dt) * s - bgn for o, s, bgn in zip(out, strides, geo.begin)],
-                        indexing="ij")
+    grids = np.meshgrid(
+        *[np.arange(o, dtype=dt) * s - bgn for o, s, bgn in zip(out, strides, geo.begin)], indexing="ij"
+    )
     base = [g.reshape(1, P) for g in grids]
     Cog = C // offset_group
     check_elements((N, C, kp, P), "DeformConv column buffer")
@@ -253,11 +275,11 @@ def deform_conv(x, w, offset, b=None, mask=None, /, *, dilations=(), group=1, ke
                     ok &= (ci >= 0) & (ci < sp[i])
                     idx += np.clip(ci, 0, sp[i] - 1) * mult[i]
                 wgt = np.where(ok, wgt, 0).astype(dt)
-                vals = np.take_along_axis(xf[:, G * Cog:(G + 1) * Cog], idx[:, None, :], axis=2)
+                vals = np.take_along_axis(xf[:, G * Cog : (G + 1) * Cog], idx[:, None, :], axis=2)
                 acc += vals * wgt[:, None, :]
             if msk is not None:
                 acc *= msk[:, G, t][:, None, :]
-            cols[:, G * Cog:(G + 1) * Cog, t] = acc
+            cols[:, G * Cog : (G + 1) * Cog, t] = acc
     wm = np.ascontiguousarray(w.astype(dt, copy=False).reshape(group, M // group, Cg * kp))
     y = np.matmul(wm, cols.reshape(N, group, Cg * kp, P)).reshape((N, M) + out)
     if b is not None:

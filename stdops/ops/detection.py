@@ -1,4 +1,5 @@
 """Box detection kernels: NonMaxSuppression."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,8 +53,9 @@ def _iou_exceeds(c, i: int, rest: np.ndarray, threshold) -> np.ndarray:
 
 
 @op("onnx:NonMaxSuppression-10")
-def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_threshold=None,
-                        score_threshold=None, /, *, center_point_box=0):
+def non_max_suppression(
+    boxes, scores, max_output_boxes_per_class=None, iou_threshold=None, score_threshold=None, /, *, center_point_box=0
+):
     """Greedy NMS per (batch, class): take boxes by descending score (ties: lower index first),
     drop those with IoU > iou_threshold with a taken box; keep score > score_threshold.
 
@@ -65,8 +67,10 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_thre
     if boxes.ndim != 3 or boxes.shape[2] != 4:
         raise KernelError(f"NonMaxSuppression: boxes must be (batches, boxes, 4), got {boxes.shape}")
     if scores.ndim != 3 or scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
-        raise KernelError(f"NonMaxSuppression: scores shape {scores.shape} does not fit boxes "
-                          f"{boxes.shape} (expected (batches, classes, boxes))")
+        raise KernelError(
+            f"NonMaxSuppression: scores shape {scores.shape} does not fit boxes "
+            f"{boxes.shape} (expected (batches, classes, boxes))"
+        )
     max_out = max(0, _scalar(max_output_boxes_per_class, "max_output_boxes_per_class", 0, int))
     dt = boxes.dtype if boxes.dtype.kind == "f" else np.dtype(np.float32)
     iou_t = _scalar(iou_threshold, "iou_threshold", dt.type(0), dt.type)
@@ -96,7 +100,7 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class=None, iou_thre
                 i = int(order[pos])
                 picked.append(i)
                 alive[pos] = False
-                rest = pos + 1 + np.flatnonzero(alive[pos + 1:])
+                rest = pos + 1 + np.flatnonzero(alive[pos + 1 :])
                 if rest.size:
                     alive[rest[_iou_exceeds(corners, i, order[rest], iou_t)]] = False
             if picked:

@@ -6,6 +6,7 @@ broadcasting"). Outputs keep the input dtype; half-precision
 and ml_dtypes floats (bfloat16, float8) are computed in float32 where a function is not a single
 correctly rounded ufunc, then cast back.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,7 +20,7 @@ from ._registry import op
 # --------------------------------------------------------------------------- helpers
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def float_kind(dt: np.dtype) -> str:
     """'f' for a NumPy float, 'm' for an ml_dtypes float (bfloat16, float8*, float4), '' otherwise."""
     dt = np.dtype(dt)
@@ -299,10 +300,20 @@ def erf(input, /):  # noqa: A002 - the ONNX input name
 _ERF_CLIP = np.float32(4.25)
 _ERF_HI = np.float32(1.1283791065216064)  # 2/sqrt(pi) rounded down to float32
 _ERF_LO = np.float32(6.057390322666834e-08)  # 2/sqrt(pi) - _ERF_HI
-_ERF_Q = tuple(np.float32(c) for c in (  # Q(y) = sum _ERF_Q[k] * y^k
-    0.10277211314836977, -0.00020585217728171954, -0.00059714556050703, 7.10348281230392e-05,
-    5.251540955917321e-07, -1.0866618703508729e-06, 1.284411009101723e-07, -6.54864800470282e-09,
-    1.2650247793877206e-10))
+_ERF_Q = tuple(
+    np.float32(c)
+    for c in (  # Q(y) = sum _ERF_Q[k] * y^k
+        0.10277211314836977,
+        -0.00020585217728171954,
+        -0.00059714556050703,
+        7.10348281230392e-05,
+        5.251540955917321e-07,
+        -1.0866618703508729e-06,
+        1.284411009101723e-07,
+        -6.54864800470282e-09,
+        1.2650247793877206e-10,
+    )
+)
 _ERF_BLOCK = 1 << 15  # elements per block: the two scratch rows and the block stay in cache
 _ERF_MIN_SIZE = 2048  # smaller arrays: scipy.special.erf (the fixed cost of 24 calls dominates)
 
@@ -334,7 +345,7 @@ def erf_float32(x: np.ndarray) -> np.ndarray:
     y, q = np.empty(b, np.float32), np.empty(b, np.float32)
     for i in range(0, n, b):
         k = min(b, n - i)
-        blk = of[i:i + k]
+        blk = of[i : i + k]
         _erf_block(blk, blk, y[:k], q[:k])
     return out
 
@@ -344,8 +355,7 @@ def _trig(name: str, ufunc, since: int):
         return _unary(ufunc, input, name)
 
     kernel.__name__ = kernel.__qualname__ = name.lower()
-    kernel.__doc__ = (f"Y = {ufunc.__name__}(X) (NaN outside the domain). "
-                      "Shape and dtype of X (float types).")
+    kernel.__doc__ = f"Y = {ufunc.__name__}(X) (NaN outside the domain). Shape and dtype of X (float types)."
     return op(f"onnx:{name}-{since}")(kernel)
 
 

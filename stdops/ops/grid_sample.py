@@ -4,6 +4,7 @@ GridSample is vectorized over every output point: per spatial axis it computes t
 1-D weights, then loops over the tap combinations (2^r for linear, 4^r for cubic, 1 for nearest),
 gathering from the flattened input with one ``take_along_axis`` per combination.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -14,8 +15,7 @@ from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
 
-_MODES = {"linear": "linear", "bilinear": "linear", "nearest": "nearest", "cubic": "cubic",
-          "bicubic": "cubic"}
+_MODES = {"linear": "linear", "bilinear": "linear", "nearest": "nearest", "cubic": "cubic", "bicubic": "cubic"}
 _PADDING = ("zeros", "border", "reflection")
 
 
@@ -36,6 +36,7 @@ def _reflect(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
 
 def _cubic_weights(t: np.ndarray, a: float = -0.75) -> list[np.ndarray]:
     """Keys' weights of the taps at floor-1 .. floor+2 for the fraction t in [0, 1)."""
+
     def near(d):
         return ((a + 2) * d - (a + 3)) * d * d + 1
 
@@ -59,14 +60,14 @@ def grid_sample(x, grid, /, *, align_corners=0, mode="linear", padding_mode="zer
     if kind is None:
         raise KernelError(f"GridSample: unknown mode {mode!r} (linear, nearest, cubic)")
     if padding_mode not in _PADDING:
-        raise KernelError(f"GridSample: unknown padding_mode {padding_mode!r} "
-                          f"(zeros, border, reflection)")
+        raise KernelError(f"GridSample: unknown padding_mode {padding_mode!r} (zeros, border, reflection)")
     if x.ndim < 3:
         raise KernelError(f"GridSample: X must have rank >= 3 (N, C, spatial...), got {x.shape}")
     r = x.ndim - 2
     if grid.ndim != r + 2 or grid.shape[0] != x.shape[0] or grid.shape[-1] != r:
-        raise KernelError(f"GridSample: grid shape {grid.shape} does not fit X {x.shape} "
-                          f"(expected (N, out spatial..., {r}))")
+        raise KernelError(
+            f"GridSample: grid shape {grid.shape} does not fit X {x.shape} (expected (N, out spatial..., {r}))"
+        )
     N, C, spatial = x.shape[0], x.shape[1], x.shape[2:]
     out_sp = grid.shape[1:-1]
     out_shape = (N, C, *out_sp)
@@ -120,7 +121,7 @@ def grid_sample(x, grid, /, *, align_corners=0, mode="linear", padding_mode="zer
             taps.append((i, w, valid))
         axes_taps.append(taps)
 
-    strides = [int(np.prod(spatial[d + 1:], dtype=np.int64)) for d in range(r)]
+    strides = [int(np.prod(spatial[d + 1 :], dtype=np.int64)) for d in range(r)]
     xf = x.reshape(N, C, -1)
     out = None
     for combo in itertools.product(*axes_taps):
@@ -174,8 +175,7 @@ def affine_grid(theta, size, /, *, align_corners=0):
         raise KernelError(f"AffineGrid: size must have 4 or 5 values (N, C, [D,] H, W), got {sz}")
     r = len(sz) - 2
     if theta.ndim != 3 or theta.shape[1:] != (r, r + 1):
-        raise KernelError(f"AffineGrid: theta shape {theta.shape} does not fit size {sz} "
-                          f"(expected (N, {r}, {r + 1}))")
+        raise KernelError(f"AffineGrid: theta shape {theta.shape} does not fit size {sz} (expected (N, {r}, {r + 1}))")
     if theta.shape[0] != sz[0]:
         raise KernelError(f"AffineGrid: theta has {theta.shape[0]} matrices for N={sz[0]}")
     spatial = sz[2:]

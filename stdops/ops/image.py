@@ -1,4 +1,5 @@
 """Image decoding (ONNX ImageDecoder), through Pillow, an optional dependency (the `images` extra)."""
+
 from __future__ import annotations
 
 import io

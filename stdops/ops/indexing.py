@@ -4,6 +4,7 @@ Index inputs may be any integer dtype; negative indices count from the end of th
 an index outside ``[-s, s-1]`` raises :class:`KernelError` naming the op and the bad value.
 Data movement is dtype-agnostic: string tensors (dtype object) pass through unchanged.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,7 @@ def _wrap(idx: np.ndarray, dim: int, what: str) -> np.ndarray:
         lo, hi = idx.min(), idx.max()
         if hi >= dim or lo < -dim:
             bad = hi if hi >= dim else lo
-            raise KernelError(f"{what}: index {int(bad)} out of range [{-dim}, {dim - 1}] "
-                              f"for an axis of size {dim}")
+            raise KernelError(f"{what}: index {int(bad)} out of range [{-dim}, {dim - 1}] for an axis of size {dim}")
         idx = idx.astype(np.int64, copy=False)
         if lo < 0:
             idx = np.where(idx < 0, idx + dim, idx)
@@ -94,7 +94,7 @@ def gather(data, indices, /, *, axis=0):
     ax = _axis(axis, data.ndim, "Gather")
     idx = _wrap(_int_indices(indices, "Gather"), data.shape[ax], "Gather")
     out = np.take(data, idx.reshape(-1), axis=ax)
-    return out.reshape(data.shape[:ax] + idx.shape + data.shape[ax + 1:])
+    return out.reshape(data.shape[:ax] + idx.shape + data.shape[ax + 1 :])
 
 
 @op("onnx:GatherElements-11")
@@ -106,12 +106,14 @@ def gather_elements(data, indices, /, *, axis=0):
     data = np.asarray(data)
     idx = _int_indices(indices, "GatherElements")
     if data.ndim < 1 or idx.ndim != data.ndim:
-        raise KernelError(f"GatherElements: data (rank {data.ndim}) and indices (rank {idx.ndim}) "
-                          f"must have the same rank >= 1")
+        raise KernelError(
+            f"GatherElements: data (rank {data.ndim}) and indices (rank {idx.ndim}) must have the same rank >= 1"
+        )
     ax = _axis(axis, data.ndim, "GatherElements")
     if any(i > d for k, (i, d) in enumerate(zip(idx.shape, data.shape)) if k != ax):
-        raise KernelError(f"GatherElements: indices shape {idx.shape} exceeds data shape "
-                          f"{data.shape} outside axis {ax}")
+        raise KernelError(
+            f"GatherElements: indices shape {idx.shape} exceeds data shape {data.shape} outside axis {ax}"
+        )
     idx = _wrap(idx, data.shape[ax], "GatherElements")
     return data[_along(idx, ax)]
 
@@ -131,8 +133,7 @@ def gather_nd(data, indices, /, *, batch_dims=0):
     if not 0 <= b < min(q, r):
         raise KernelError(f"GatherND: batch_dims {b} must be in [0, min(rank(data), rank(indices)))")
     if data.shape[:b] != idx.shape[:b]:
-        raise KernelError(f"GatherND: batch dimensions differ: data {data.shape[:b]} vs indices "
-                          f"{idx.shape[:b]}")
+        raise KernelError(f"GatherND: batch dimensions differ: data {data.shape[:b]} vs indices {idx.shape[:b]}")
     k = idx.shape[-1]
     if k > r - b:
         raise KernelError(f"GatherND: indices.shape[-1] = {k} exceeds rank(data) - batch_dims = {r - b}")
@@ -143,7 +144,7 @@ def gather_nd(data, indices, /, *, batch_dims=0):
     cols = tuple(_wrap(flat[..., j], data.shape[b + j], "GatherND") for j in range(k))  # over axes
     bidx = np.broadcast_to(np.arange(nb).reshape(nb, 1), (nb, m))
     out = d[(bidx,) + cols]
-    return out.reshape(idx.shape[:-1] + data.shape[b + k:])
+    return out.reshape(idx.shape[:-1] + data.shape[b + k :])
 
 
 # ---------------------------------------------------------------------------------------- scatters
@@ -159,15 +160,16 @@ def scatter_elements(data, indices, updates, /, *, axis=0, reduction="none"):
     idx = _int_indices(indices, "ScatterElements")
     upd = np.asarray(updates)
     if data.ndim < 1 or idx.ndim != data.ndim:
-        raise KernelError(f"ScatterElements: data (rank {data.ndim}) and indices (rank {idx.ndim}) "
-                          f"must have the same rank >= 1")
+        raise KernelError(
+            f"ScatterElements: data (rank {data.ndim}) and indices (rank {idx.ndim}) must have the same rank >= 1"
+        )
     if upd.shape != idx.shape:
-        raise KernelError(f"ScatterElements: updates shape {upd.shape} differs from indices shape "
-                          f"{idx.shape}")
+        raise KernelError(f"ScatterElements: updates shape {upd.shape} differs from indices shape {idx.shape}")
     ax = _axis(axis, data.ndim, "ScatterElements")
     if any(i > d for k, (i, d) in enumerate(zip(idx.shape, data.shape)) if k != ax):
-        raise KernelError(f"ScatterElements: indices shape {idx.shape} exceeds data shape "
-                          f"{data.shape} outside axis {ax}")
+        raise KernelError(
+            f"ScatterElements: indices shape {idx.shape} exceeds data shape {data.shape} outside axis {ax}"
+        )
     idx = _wrap(idx, data.shape[ax], "ScatterElements")
     out = data.copy()
     _scatter_into(out, _along(idx, ax), upd, reduction, "ScatterElements")
@@ -218,14 +220,16 @@ def tensor_scatter(past_cache, update, write_indices=None, /, *, axis=-2, mode="
     past = np.asarray(past_cache)
     upd = np.asarray(update)
     if past.ndim < 2 or upd.ndim != past.ndim:
-        raise KernelError(f"TensorScatter: past_cache (rank {past.ndim}) and update (rank {upd.ndim}) "
-                          f"must have the same rank >= 2")
+        raise KernelError(
+            f"TensorScatter: past_cache (rank {past.ndim}) and update (rank {upd.ndim}) must have the same rank >= 2"
+        )
     ax = _axis(axis, past.ndim, "TensorScatter")
     if ax == 0:
         raise KernelError("TensorScatter: axis cannot be the batch axis 0")
     if any(u != p for k, (u, p) in enumerate(zip(upd.shape, past.shape)) if k != ax):
-        raise KernelError(f"TensorScatter: update shape {upd.shape} and past_cache shape {past.shape} "
-                          f"must agree outside axis {ax}")
+        raise KernelError(
+            f"TensorScatter: update shape {upd.shape} and past_cache shape {past.shape} must agree outside axis {ax}"
+        )
     n_batch, seq, max_seq = past.shape[0], upd.shape[ax], past.shape[ax]
     if seq > max_seq:
         raise KernelError(f"TensorScatter: update sequence length {seq} exceeds the cache length {max_seq}")
@@ -242,8 +246,10 @@ def tensor_scatter(past_cache, update, write_indices=None, /, *, axis=-2, mode="
         pos = pos % max(max_seq, 1)
     elif mode == "linear":
         if pos.size and (pos.min() < 0 or pos.max() >= max_seq):
-            raise KernelError(f"TensorScatter: write positions [{int(pos.min())}, {int(pos.max())}] "
-                              f"out of the cache range [0, {max_seq - 1}] (mode linear)")
+            raise KernelError(
+                f"TensorScatter: write positions [{int(pos.min())}, {int(pos.max())}] "
+                f"out of the cache range [0, {max_seq - 1}] (mode linear)"
+            )
     else:
         raise KernelError(f"TensorScatter: unknown mode {mode!r} (linear, circular)")
     out = past.copy()
@@ -355,8 +361,9 @@ def top_k(X, K, /, *, axis=-1, largest=1, sorted=1):  # noqa: A002 - ONNX attrib
     if not 0 <= kv <= n:
         raise KernelError(f"TopK: k = {kv} out of range [0, {n}] for axis {ax}")
     if 0 < 8 * kv < n and n >= 256 and not (x.dtype.kind == "f" and np.isnan(x).any()):
-        idx = np.moveaxis(_top_k_partial(np.moveaxis(x, ax, -1).reshape(-1, n), kv, largest),
-                          -1, ax).reshape(x.shape[:ax] + (kv,) + x.shape[ax + 1:])
+        idx = np.moveaxis(_top_k_partial(np.moveaxis(x, ax, -1).reshape(-1, n), kv, largest), -1, ax).reshape(
+            x.shape[:ax] + (kv,) + x.shape[ax + 1 :]
+        )
     else:
         idx = _order(x, ax, largest)[(slice(None),) * ax + (slice(0, kv),)]
     idx = idx.astype(np.int64, copy=False)
@@ -377,10 +384,10 @@ def _top_k_partial(x2: np.ndarray, k: int, largest) -> np.ndarray:
     make exactly k per row, and only those k are sorted."""
     rows, n = x2.shape
     if largest:
-        thr = np.partition(x2, n - k, axis=-1)[:, n - k:n - k + 1]
+        thr = np.partition(x2, n - k, axis=-1)[:, n - k : n - k + 1]
         beyond = x2 > thr
     else:
-        thr = np.partition(x2, k - 1, axis=-1)[:, k - 1:k]
+        thr = np.partition(x2, k - 1, axis=-1)[:, k - 1 : k]
         beyond = x2 < thr
     equal = x2 == thr
     room = k - beyond.sum(axis=-1, keepdims=True)
@@ -401,8 +408,7 @@ def unique(X, /, *, axis=None, sorted=1):  # noqa: A002 - ONNX attribute name
     x = np.asarray(X)
     if axis is None:
         flat = x.reshape(-1)
-        y, first, inv, counts = np.unique(flat, return_index=True, return_inverse=True,
-                                          return_counts=True)
+        y, first, inv, counts = np.unique(flat, return_index=True, return_inverse=True, return_counts=True)
         take_axis = 0
     else:
         if x.ndim < 1:
@@ -412,8 +418,7 @@ def unique(X, /, *, axis=None, sorted=1):  # noqa: A002 - ONNX attribute name
         n = moved.shape[0]
         # value codes preserve order, so slices of codes sort like slices of values (any dtype)
         codes = np.unique(moved.reshape(-1), return_inverse=True)[1].reshape(n, -1)
-        _, first, inv, counts = np.unique(codes, axis=0, return_index=True, return_inverse=True,
-                                          return_counts=True)
+        _, first, inv, counts = np.unique(codes, axis=0, return_index=True, return_inverse=True, return_counts=True)
         y = np.take(x, first, axis=take_axis)
     inv = np.asarray(inv).reshape(-1)
     if not sorted:
@@ -445,8 +450,9 @@ def reverse_sequence(input, sequence_lens, /, *, batch_axis=1, time_axis=0):  # 
     if lens.size != nb:
         raise KernelError(f"ReverseSequence: sequence_lens has {lens.size} entries for a batch of {nb}")
     if lens.size and (lens.min() < 0 or lens.max() > nt):
-        raise KernelError(f"ReverseSequence: sequence lengths must be in [0, {nt}], got "
-                          f"[{int(lens.min())}, {int(lens.max())}]")
+        raise KernelError(
+            f"ReverseSequence: sequence lengths must be in [0, {nt}], got [{int(lens.min())}, {int(lens.max())}]"
+        )
     t = np.arange(nt, dtype=np.int64)[None, :]
     src = np.where(t < lens[:, None], lens[:, None] - 1 - t, t)  # [batch, time]
     if ba > ta:

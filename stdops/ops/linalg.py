@@ -3,6 +3,7 @@
 float16/bfloat16 products accumulate in float32 and round once; float32 stays float32 (BLAS);
 integer products keep their dtype (MatMulInteger: int32).
 """
+
 from __future__ import annotations
 
 import functools

@@ -3,6 +3,7 @@
 Binary kernels broadcast NumPy-style; comparisons and tests return bool, bit operations keep the
 integer type.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +11,6 @@ import numpy as np
 from ..errors import KernelError
 from ._registry import op
 from .elementwise import as_array, binary_operands, float_input, is_int, result
-
 
 # --------------------------------------------------------------------------- float tests
 
@@ -53,8 +53,7 @@ def _as_str(x: np.ndarray) -> np.ndarray:
     """A string tensor (object of str/bytes, or 'U'/'S') as an object array of str."""
     if x.dtype.kind == "O":
         if x.size and any(isinstance(v, bytes) for v in x.flat):
-            return np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else v,
-                                otypes=[object])(x)
+            return np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else v, otypes=[object])(x)
         return x
     if x.dtype.kind == "S":
         return np.char.decode(x, "utf-8").astype(object)

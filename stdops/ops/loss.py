@@ -1,4 +1,5 @@
 """Loss kernels: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,6 +12,7 @@ def _is_float(dt) -> bool:
     """float16/32/64 and the ml_dtypes floats (bfloat16, float8...)."""
     dt = np.dtype(dt)
     return dt.kind == "f" or (dt.kind == "V" and ("float" in dt.name))
+
 
 _REDUCTIONS = ("none", "sum", "mean")
 
@@ -26,8 +28,9 @@ def _nll(logp: np.ndarray, target, weight, ignore_index, reduction: str, what: s
         raise KernelError(f"{what}: target must be an integer tensor, got {t.dtype}")
     n, c = logp.shape[:2]
     if t.shape != (n,) + logp.shape[2:]:
-        raise KernelError(f"{what}: target shape {t.shape} does not fit input shape {logp.shape} "
-                          f"(expected {(n,) + logp.shape[2:]})")
+        raise KernelError(
+            f"{what}: target shape {t.shape} does not fit input shape {logp.shape} (expected {(n,) + logp.shape[2:]})"
+        )
     t = t.astype(np.int64)
     keep = np.ones(t.shape, np.bool_) if ignore_index is None else t != int(ignore_index)
     safe = np.where(keep, t, 0)

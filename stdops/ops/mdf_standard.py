@@ -4,9 +4,10 @@ Functions"), written in the reference's operation order so results are bit-ident
 They follow MDF's conventions, not ONNX's: every argument is positional and named as MDF names it, and
 values are whatever the model passes (Python floats compute in float64, as the reference does).
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -42,9 +43,18 @@ def _scaled(f: Callable, name: str) -> Callable:
 
 #: sin, cos, tan, sinh, cosh, tanh (and the arc functions the reference also registers): scale * f(variable0)
 SCALED: dict[str, Callable] = {
-    name: _scaled(f, name) for name, f in (
-        ("sin", np.sin), ("cos", np.cos), ("tan", np.tan), ("sinh", np.sinh), ("cosh", np.cosh),
-        ("tanh", np.tanh), ("arcsin", np.arcsin), ("arccos", np.arccos), ("arctan", np.arctan))
+    name: _scaled(f, name)
+    for name, f in (
+        ("sin", np.sin),
+        ("cos", np.cos),
+        ("tan", np.tan),
+        ("sinh", np.sinh),
+        ("cosh", np.cosh),
+        ("tanh", np.tanh),
+        ("arcsin", np.arcsin),
+        ("arccos", np.arccos),
+        ("arctan", np.arctan),
+    )
 }
 
 

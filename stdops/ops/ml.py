@@ -9,6 +9,7 @@ are prepared once by ``*_prepare`` functions; the ONNX adapters call them at loa
 kernels (for direct calls) on every call. Where the spec is silent, behaviour follows
 onnxruntime (documented per kernel).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -124,19 +125,47 @@ def _value_kind(dtype: np.dtype) -> str:
     return "s" if dtype.kind in "OUS" else ("f" if dtype.kind == "f" else "i")
 
 
-def label_encoder_prepare(*, default_float=-0.0, default_int64=-1, default_string="_Unused", default_tensor=None,
-                          keys_floats=None, keys_int64s=None, keys_strings=None, keys_tensor=None,
-                          values_floats=None, values_int64s=None, values_strings=None,
-                          values_tensor=None) -> LabelTable:
+def label_encoder_prepare(
+    *,
+    default_float=-0.0,
+    default_int64=-1,
+    default_string="_Unused",
+    default_tensor=None,
+    keys_floats=None,
+    keys_int64s=None,
+    keys_strings=None,
+    keys_tensor=None,
+    values_floats=None,
+    values_int64s=None,
+    values_strings=None,
+    values_tensor=None,
+) -> LabelTable:
     """Build the LabelEncoder look-up table from its attributes (one keys_* and one values_*)."""
-    keys = [(k, v) for k, v in (("keys_floats", keys_floats), ("keys_int64s", keys_int64s),
-                                ("keys_strings", keys_strings), ("keys_tensor", keys_tensor)) if v is not None]
-    vals = [(k, v) for k, v in (("values_floats", values_floats), ("values_int64s", values_int64s),
-                                ("values_strings", values_strings), ("values_tensor", values_tensor))
-            if v is not None]
+    keys = [
+        (k, v)
+        for k, v in (
+            ("keys_floats", keys_floats),
+            ("keys_int64s", keys_int64s),
+            ("keys_strings", keys_strings),
+            ("keys_tensor", keys_tensor),
+        )
+        if v is not None
+    ]
+    vals = [
+        (k, v)
+        for k, v in (
+            ("values_floats", values_floats),
+            ("values_int64s", values_int64s),
+            ("values_strings", values_strings),
+            ("values_tensor", values_tensor),
+        )
+        if v is not None
+    ]
     if len(keys) != 1 or len(vals) != 1:
-        raise KernelError(f"LabelEncoder needs exactly one keys_* and one values_* attribute, got "
-                          f"{[k for k, _ in keys] or 'none'} and {[k for k, _ in vals] or 'none'}")
+        raise KernelError(
+            f"LabelEncoder needs exactly one keys_* and one values_* attribute, got "
+            f"{[k for k, _ in keys] or 'none'} and {[k for k, _ in vals] or 'none'}"
+        )
     kname, kv = keys[0]
     vname, vv = vals[0]
     if kname == "keys_floats":
@@ -163,18 +192,31 @@ def label_encoder_prepare(*, default_float=-0.0, default_int64=-1, default_strin
         else:
             dflt = {"s": "_Unused", "f": -0.0, "i": -1}[_value_kind(varr.dtype)]
     out_dtype = np.dtype(object) if varr.dtype.kind in "OUS" else varr.dtype
-    if out_dtype == object:
-        varr = np.asarray([v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in varr.tolist()],
-                          dtype=object)
+    if out_dtype == np.dtype(object):
+        varr = np.asarray([v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in varr.tolist()], dtype=object)
         if isinstance(dflt, bytes):
             dflt = dflt.decode("utf-8")
     return LabelTable(karr, varr, dflt, out_dtype)
 
 
 @op("onnx-ml:LabelEncoder-2")
-def label_encoder(X, /, *, default_float=-0.0, default_int64=-1, default_string="_Unused", default_tensor=None,
-                  keys_floats=None, keys_int64s=None, keys_strings=None, keys_tensor=None,
-                  values_floats=None, values_int64s=None, values_strings=None, values_tensor=None):
+def label_encoder(
+    X,
+    /,
+    *,
+    default_float=-0.0,
+    default_int64=-1,
+    default_string="_Unused",
+    default_tensor=None,
+    keys_floats=None,
+    keys_int64s=None,
+    keys_strings=None,
+    keys_tensor=None,
+    values_floats=None,
+    values_int64s=None,
+    values_strings=None,
+    values_tensor=None,
+):
     """Y[i] = values[j] where keys[j] == X[i] (the last such j), else the default.
 
     Exactly one keys_* and one values_* attribute (lists or 1-D tensors; *_tensor attributes from
@@ -184,10 +226,19 @@ def label_encoder(X, /, *, default_float=-0.0, default_int64=-1, default_string=
     "_Unused"; with values_tensor, default_tensor (else "_Unused" / -1 / -0.0 by value type).
     """
     return label_encoder_prepare(
-        default_float=default_float, default_int64=default_int64, default_string=default_string,
-        default_tensor=default_tensor, keys_floats=keys_floats, keys_int64s=keys_int64s,
-        keys_strings=keys_strings, keys_tensor=keys_tensor, values_floats=values_floats,
-        values_int64s=values_int64s, values_strings=values_strings, values_tensor=values_tensor)(X)
+        default_float=default_float,
+        default_int64=default_int64,
+        default_string=default_string,
+        default_tensor=default_tensor,
+        keys_floats=keys_floats,
+        keys_int64s=keys_int64s,
+        keys_strings=keys_strings,
+        keys_tensor=keys_tensor,
+        values_floats=values_floats,
+        values_int64s=values_int64s,
+        values_strings=values_strings,
+        values_tensor=values_tensor,
+    )(X)
 
 
 # --------------------------------------------------------------------------- post transforms (shared with ml_trees)
@@ -336,8 +387,17 @@ def linear_regressor(X, /, *, coefficients=None, intercepts=None, post_transform
 
 
 @op("onnx-ml:LinearClassifier-1")
-def linear_classifier(X, /, *, classlabels_ints=None, classlabels_strings=None, coefficients, intercepts=None,
-                      multi_class=0, post_transform="NONE"):
+def linear_classifier(
+    X,
+    /,
+    *,
+    classlabels_ints=None,
+    classlabels_strings=None,
+    coefficients,
+    intercepts=None,
+    multi_class=0,
+    post_transform="NONE",
+):
     """Z = post_transform(X W^T + intercepts), W = coefficients as (E, F); Y = labels[argmax Z].
 
     With two labels and one row of coefficients the score s is the second class's: p = s
@@ -351,8 +411,11 @@ def linear_classifier(X, /, *, classlabels_ints=None, classlabels_strings=None, 
     t = _enum(post_transform, TRANSFORMS, "LinearClassifier", "post_transform")
     if classlabels_ints is not None and classlabels_strings is not None:
         raise KernelError("LinearClassifier: only one of classlabels_ints and classlabels_strings may be given")
-    labels = (np.asarray(classlabels_strings, dtype=object) if classlabels_strings is not None
-              else np.asarray(classlabels_ints if classlabels_ints is not None else [], np.int64))
+    labels = (
+        np.asarray(classlabels_strings, dtype=object)
+        if classlabels_strings is not None
+        else np.asarray(classlabels_ints if classlabels_ints is not None else [], np.int64)
+    )
     s = _linear_scores(x, coefficients, intercepts, None, "LinearClassifier").astype(np.float32)
     if s.shape[1] == 1 and labels.size == 2:  # binary: one score, the second class's
         p = post_transform_scores(s, t) if t in (2, 4) else s  # softmax of one score is skipped
@@ -371,8 +434,9 @@ def linear_classifier(X, /, *, classlabels_ints=None, classlabels_strings=None, 
 
 
 @op("onnx-ml:Imputer-1")
-def imputer(X, /, *, imputed_value_floats=None, imputed_value_int64s=None, replaced_value_float=0.0,
-            replaced_value_int64=0):
+def imputer(
+    X, /, *, imputed_value_floats=None, imputed_value_int64s=None, replaced_value_float=0.0, replaced_value_int64=0
+):
     """Y = X with every element equal to the replaced value (NaN matches NaN) set to the imputed
     value of its feature (one value, or one per feature of the last axis). Shape and dtype of X."""
     x = _as_array(X)
@@ -383,8 +447,9 @@ def imputer(X, /, *, imputed_value_floats=None, imputed_value_int64s=None, repla
     else:
         raise KernelError(f"Imputer: X must be a numeric tensor, got {x.dtype}")
     if vals is None or len(vals) == 0:
-        raise KernelError(f"Imputer: imputed_value_{'floats' if x.dtype.kind == 'f' else 'int64s'} is needed for "
-                          f"{x.dtype} input")
+        raise KernelError(
+            f"Imputer: imputed_value_{'floats' if x.dtype.kind == 'f' else 'int64s'} is needed for {x.dtype} input"
+        )
     f = x.shape[-1] if x.ndim else 1
     v = _per_feature(vals, f, "Imputer", "the imputed values", x.dtype)
     hit = np.isnan(x) if (x.dtype.kind == "f" and np.isnan(rep)) else (x == rep)
@@ -408,7 +473,7 @@ def feature_vectorizer(*X, inputdimensions=None):
         a = a.reshape(1, -1) if a.ndim == 1 else a
         d = a.shape[1] if d is None else int(d)
         b = np.zeros((a.shape[0], d), np.float32)
-        b[:, :min(d, a.shape[1])] = a[:, :d]
+        b[:, : min(d, a.shape[1])] = a[:, :d]
         parts.append(b)
     n = {p.shape[0] for p in parts}
     if len(n) != 1:
@@ -449,7 +514,7 @@ def one_hot_encoder(X, /, *, cats_int64s=None, cats_strings=None, zeros=1):
         if cats_int64s is None:
             raise KernelError("OneHotEncoder: numeric input needs cats_int64s")
         key = np.asarray(cats_int64s, np.int64)
-        xs = x.astype(np.int64) if x.dtype.kind != "f" else np.where(np.isfinite(x), x, -2**62).astype(np.int64)
+        xs = x.astype(np.int64) if x.dtype.kind != "f" else np.where(np.isfinite(x), x, -(2**62)).astype(np.int64)
     else:
         raise KernelError(f"OneHotEncoder: unsupported input dtype {x.dtype}")
     y = (xs[..., None] == key.reshape((1,) * xs.ndim + (-1,))).astype(np.float32)
@@ -495,8 +560,19 @@ def svm_kernel(x: np.ndarray, sv: np.ndarray, kernel_type: str, kernel_params) -
 
 
 @op("onnx-ml:SVMRegressor-1")
-def svm_regressor(X, /, *, coefficients=None, kernel_params=None, kernel_type="LINEAR", n_supports=0, one_class=0,
-                  post_transform="NONE", rho=None, support_vectors=None):
+def svm_regressor(
+    X,
+    /,
+    *,
+    coefficients=None,
+    kernel_params=None,
+    kernel_type="LINEAR",
+    n_supports=0,
+    one_class=0,
+    post_transform="NONE",
+    rho=None,
+    support_vectors=None,
+):
     """s = sum_j coefficients[j] k(x, support_vectors[j]) + rho[0] (with n_supports = 0: the linear
     s = x . coefficients + rho[0]); Y = post_transform(s), or sign(s) in {1, -1} when one_class.
 
@@ -511,8 +587,10 @@ def svm_regressor(X, /, *, coefficients=None, kernel_params=None, kernel_type="L
     if ns > 0:
         sv = np.asarray(support_vectors if support_vectors is not None else [], np.float64).reshape(-1)
         if sv.size != ns * f or c.size != ns:
-            raise KernelError(f"SVMRegressor: {ns} support vectors need {ns * f} support_vectors values and {ns} "
-                              f"coefficients, got {sv.size} and {c.size}")
+            raise KernelError(
+                f"SVMRegressor: {ns} support vectors need {ns * f} support_vectors values and {ns} "
+                f"coefficients, got {sv.size} and {c.size}"
+            )
         s = svm_kernel(x, sv.reshape(ns, f), kernel_type, kernel_params) @ c + r
     else:
         if c.size != f:
@@ -565,8 +643,15 @@ def dict_vectorizer(X, /, *, int64_vocabulary=None, string_vocabulary=None):
     if not all(isinstance(m, dict) for m in maps):
         raise KernelError("DictVectorizer: X must be a map (dict) or a sequence of maps")
     sample = next((v for m in maps for v in m.values()), 0.0)
-    dtype = (object if isinstance(sample, str) else np.int64 if isinstance(sample, (int, np.integer))
-             else np.asarray(sample).dtype if isinstance(sample, np.generic) else np.float32)
+    dtype = (
+        object
+        if isinstance(sample, str)
+        else np.int64
+        if isinstance(sample, (int, np.integer))
+        else np.asarray(sample).dtype
+        if isinstance(sample, np.generic)
+        else np.float32
+    )
     rows = [[m.get(w, "" if dtype is object else 0) for w in vocab] for m in maps]  # per map entry
     return np.asarray(rows, dtype=dtype).reshape(len(maps), len(vocab))
 
@@ -582,7 +667,7 @@ def _pairwise_coupling(r: np.ndarray) -> np.ndarray:
     off = ~np.eye(k, dtype=bool)
     rt = np.swapaxes(r, 1, 2)
     Q = -rt * r * off
-    Q[:, np.arange(k), np.arange(k)] = ((rt ** 2) * off).sum(axis=2)
+    Q[:, np.arange(k), np.arange(k)] = ((rt**2) * off).sum(axis=2)
     p = np.full((n, k), 1.0 / k)
     eps = 0.005 / k
     active = np.ones(n, bool)
@@ -604,9 +689,22 @@ def _pairwise_coupling(r: np.ndarray) -> np.ndarray:
 
 
 @op("onnx-ml:SVMClassifier-1")
-def svm_classifier(X, /, *, classlabels_ints=None, classlabels_strings=None, coefficients=None, kernel_params=None,
-                   kernel_type="LINEAR", post_transform="NONE", prob_a=None, prob_b=None, rho=None,
-                   support_vectors=None, vectors_per_class=None):
+def svm_classifier(
+    X,
+    /,
+    *,
+    classlabels_ints=None,
+    classlabels_strings=None,
+    coefficients=None,
+    kernel_params=None,
+    kernel_type="LINEAR",
+    post_transform="NONE",
+    prob_a=None,
+    prob_b=None,
+    rho=None,
+    support_vectors=None,
+    vectors_per_class=None,
+):
     """One-vs-one SVM (libsvm layout): for classes i < j (pair p),
     d_p = rho[p] + sum_{v in i} coef[j-1, v] k(x, sv_v) + sum_{v in j} coef[i, v] k(x, sv_v);
     d_p > 0 votes for i, else j. With prob_a/prob_b, Z = class probabilities coupled from the
@@ -621,8 +719,11 @@ def svm_classifier(X, /, *, classlabels_ints=None, classlabels_strings=None, coe
     t = _enum(post_transform, TRANSFORMS, "SVMClassifier", "post_transform")
     if classlabels_ints is not None and classlabels_strings is not None:
         raise KernelError("SVMClassifier: only one of classlabels_ints and classlabels_strings may be given")
-    labels = (np.asarray(classlabels_strings, dtype=object) if classlabels_strings is not None
-              else np.asarray(classlabels_ints if classlabels_ints is not None else [], np.int64))
+    labels = (
+        np.asarray(classlabels_strings, dtype=object)
+        if classlabels_strings is not None
+        else np.asarray(classlabels_ints if classlabels_ints is not None else [], np.int64)
+    )
     E = max(labels.size, 1)
     c = np.asarray(coefficients if coefficients is not None else [], np.float64).reshape(-1)
     r = np.asarray(rho if rho is not None else [0.0], np.float64).reshape(-1)
@@ -635,8 +736,10 @@ def svm_classifier(X, /, *, classlabels_ints=None, classlabels_strings=None, coe
         sv = np.asarray(support_vectors if support_vectors is not None else [], np.float64).reshape(-1)
         P = E * (E - 1) // 2
         if sv.size != V * F or c.size != (E - 1) * V or r.size < P:
-            raise KernelError(f"SVMClassifier: {V} support vectors of {F} features need {V * F} support_vectors, "
-                              f"{(E - 1) * V} coefficients and {P} rho values; got {sv.size}, {c.size}, {r.size}")
+            raise KernelError(
+                f"SVMClassifier: {V} support vectors of {F} features need {V * F} support_vectors, "
+                f"{(E - 1) * V} coefficients and {P} rho values; got {sv.size}, {c.size}, {r.size}"
+            )
         kmat = svm_kernel(x, sv.reshape(V, F), kernel_type, kernel_params)  # (N, V)
         coef = c.reshape(E - 1, V)
         start = np.concatenate([[0], np.cumsum(vpc)])
@@ -690,7 +793,13 @@ def svm_classifier(X, /, *, classlabels_ints=None, classlabels_strings=None, coe
 
 # the tree ensembles live in ml_trees (imported last: it uses the helpers above)
 from .ml_trees import (  # noqa: E402,F401
-    Forest, LegacyClassifier, legacy_forest, tree_ensemble, tree_ensemble_classifier,
-    tree_ensemble_classifier_prepare, tree_ensemble_prepare, tree_ensemble_regressor,
+    Forest,
+    LegacyClassifier,
+    legacy_forest,
+    tree_ensemble,
+    tree_ensemble_classifier,
+    tree_ensemble_classifier_prepare,
+    tree_ensemble_prepare,
+    tree_ensemble_regressor,
     tree_ensemble_regressor_prepare,
 )

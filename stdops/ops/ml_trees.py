@@ -5,6 +5,7 @@ The forest is built once from the node attributes by the ``*_prepare`` functions
 call them at load time; the kernels, for direct calls, on every call). The post transforms are
 shared with the linear models and SVMs in :mod:`stdops.ops.ml`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,8 +16,15 @@ from .ml import TRANSFORMS, _as_array, _enum, post_transform_scores
 
 # node comparison modes (TreeEnsemble-5 numbering; the older string modes map onto them)
 LEQ, LT, GTE, GT, EQ, NEQ, MEMBER = range(7)
-_OLD_MODES = {"BRANCH_LEQ": LEQ, "BRANCH_LT": LT, "BRANCH_GTE": GTE, "BRANCH_GT": GT, "BRANCH_EQ": EQ,
-              "BRANCH_NEQ": NEQ, "BRANCH_MEMBER": MEMBER}
+_OLD_MODES = {
+    "BRANCH_LEQ": LEQ,
+    "BRANCH_LT": LT,
+    "BRANCH_GTE": GTE,
+    "BRANCH_GT": GT,
+    "BRANCH_EQ": EQ,
+    "BRANCH_NEQ": NEQ,
+    "BRANCH_MEMBER": MEMBER,
+}
 AGGREGATES = {"AVERAGE": 0, "SUM": 1, "MIN": 2, "MAX": 3}
 
 
@@ -27,8 +35,24 @@ class Forest:
     carries a row of per-target weights and a row of flags saying which targets it feeds.
     """
 
-    def __init__(self, roots, feature, mode, split, true_child, false_child, missing_true, members,
-                 leaf_weight, leaf_has, *, aggregate=1, transform=0, base_values=None, what="TreeEnsemble"):
+    def __init__(
+        self,
+        roots,
+        feature,
+        mode,
+        split,
+        true_child,
+        false_child,
+        missing_true,
+        members,
+        leaf_weight,
+        leaf_has,
+        *,
+        aggregate=1,
+        transform=0,
+        base_values=None,
+        what="TreeEnsemble",
+    ):
         self.what = what
         self.roots = np.asarray(roots, np.int64).reshape(-1)
         self.feature = np.asarray(feature, np.int64).reshape(-1)
@@ -37,12 +61,19 @@ class Forest:
         self.true_child = np.asarray(true_child, np.int64).reshape(-1)
         self.false_child = np.asarray(false_child, np.int64).reshape(-1)
         n = self.feature.size
-        for name, a in (("modes", self.mode), ("splits", self.split), ("true ids", self.true_child),
-                        ("false ids", self.false_child)):
+        for name, a in (
+            ("modes", self.mode),
+            ("splits", self.split),
+            ("true ids", self.true_child),
+            ("false ids", self.false_child),
+        ):
             if a.size != n:
                 raise KernelError(f"{what}: {n} nodes but {a.size} node {name}")
-        self.missing_true = (np.zeros(n, bool) if missing_true is None or len(missing_true) == 0
-                             else np.asarray(missing_true).reshape(-1).astype(bool))
+        self.missing_true = (
+            np.zeros(n, bool)
+            if missing_true is None or len(missing_true) == 0
+            else np.asarray(missing_true).reshape(-1).astype(bool)
+        )
         if self.missing_true.size != n:
             raise KernelError(f"{what}: {n} nodes but {self.missing_true.size} missing-value flags")
         self.leaf_weight = np.asarray(leaf_weight, np.float64)
@@ -63,10 +94,10 @@ class Forest:
             sets = list(members or [])
             if len(sets) < mem_nodes.size:
                 raise KernelError(f"{what}: {mem_nodes.size} BRANCH_MEMBER nodes but {len(sets)} membership sets")
-            width = max(1, max(len(s) for s in sets[:mem_nodes.size]))
+            width = max(1, max(len(s) for s in sets[: mem_nodes.size]))
             m = np.full((mem_nodes.size, width), np.nan)
-            for i, s in enumerate(sets[:mem_nodes.size]):  # load time, over attribute values
-                m[i, :len(s)] = s
+            for i, s in enumerate(sets[: mem_nodes.size]):  # load time, over attribute values
+                m[i, : len(s)] = s
             self.members = m
             self.member_row[mem_nodes] = np.arange(mem_nodes.size)
         self.aggregate = int(aggregate)
@@ -75,8 +106,9 @@ class Forest:
         self.transform = int(transform)
         if self.transform not in (0, 1, 2, 3, 4):
             raise KernelError(f"{what}: post_transform must be 0..4, got {transform}")
-        self.base_values = None if base_values is None or len(base_values) == 0 else \
-            np.asarray(base_values, np.float64).reshape(-1)
+        self.base_values = (
+            None if base_values is None or len(base_values) == 0 else np.asarray(base_values, np.float64).reshape(-1)
+        )
         if self.base_values is not None and self.base_values.size != self.n_targets:
             raise KernelError(f"{what}: {self.base_values.size} base values for {self.n_targets} targets")
         self._split_cache: dict = {}
@@ -104,8 +136,11 @@ class Forest:
             nd = cur[r, c]
             fv = xf[r, self.feature[nd]]
             m, s = self.mode[nd], split[nd]
-            cond = np.select([m == LEQ, m == LT, m == GTE, m == GT, m == EQ, m == NEQ],
-                             [fv <= s, fv < s, fv >= s, fv > s, fv == s, fv != s], False)
+            cond = np.select(
+                [m == LEQ, m == LT, m == GTE, m == GT, m == EQ, m == NEQ],
+                [fv <= s, fv < s, fv >= s, fv > s, fv == s, fv != s],
+                False,
+            )
             if self.members is not None:
                 sel = m == MEMBER
                 if sel.any():
@@ -169,10 +204,25 @@ def _membership_sets(values) -> list[list[float]]:
     return sets
 
 
-def tree_ensemble_prepare(*, aggregate_function=1, leaf_targetids, leaf_weights, membership_values=None,
-                          n_targets=None, nodes_falseleafs, nodes_falsenodeids, nodes_featureids,
-                          nodes_hitrates=None, nodes_missing_value_tracks_true=None, nodes_modes, nodes_splits,
-                          nodes_trueleafs, nodes_truenodeids, post_transform=0, tree_roots) -> Forest:
+def tree_ensemble_prepare(
+    *,
+    aggregate_function=1,
+    leaf_targetids,
+    leaf_weights,
+    membership_values=None,
+    n_targets=None,
+    nodes_falseleafs,
+    nodes_falsenodeids,
+    nodes_featureids,
+    nodes_hitrates=None,
+    nodes_missing_value_tracks_true=None,
+    nodes_modes,
+    nodes_splits,
+    nodes_trueleafs,
+    nodes_truenodeids,
+    post_transform=0,
+    tree_roots,
+) -> Forest:
     """Build the Forest of a TreeEnsemble-5 node from its attributes."""
     tids = np.asarray(leaf_targetids, np.int64).reshape(-1)
     w = np.asarray(leaf_weights).reshape(-1)
@@ -193,17 +243,45 @@ def tree_ensemble_prepare(*, aggregate_function=1, leaf_targetids, leaf_weights,
             raise KernelError("TreeEnsemble: nodes_*nodeids and nodes_*leafs differ in length")
         return np.where(leafs, -ids - 1, ids)
 
-    return Forest(tree_roots, nodes_featureids, np.asarray(nodes_modes).astype(np.int64), nodes_splits,
-                  child(nodes_truenodeids, nodes_trueleafs), child(nodes_falsenodeids, nodes_falseleafs),
-                  nodes_missing_value_tracks_true, _membership_sets(membership_values), lw, lh,
-                  aggregate=aggregate_function, transform=post_transform, what="TreeEnsemble")
+    return Forest(
+        tree_roots,
+        nodes_featureids,
+        np.asarray(nodes_modes).astype(np.int64),
+        nodes_splits,
+        child(nodes_truenodeids, nodes_trueleafs),
+        child(nodes_falsenodeids, nodes_falseleafs),
+        nodes_missing_value_tracks_true,
+        _membership_sets(membership_values),
+        lw,
+        lh,
+        aggregate=aggregate_function,
+        transform=post_transform,
+        what="TreeEnsemble",
+    )
 
 
 @op("onnx-ml:TreeEnsemble-5")
-def tree_ensemble(X, /, *, aggregate_function=1, leaf_targetids, leaf_weights, membership_values=None,
-                  n_targets=None, nodes_falseleafs, nodes_falsenodeids, nodes_featureids, nodes_hitrates=None,
-                  nodes_missing_value_tracks_true=None, nodes_modes, nodes_splits, nodes_trueleafs,
-                  nodes_truenodeids, post_transform=0, tree_roots):
+def tree_ensemble(
+    X,
+    /,
+    *,
+    aggregate_function=1,
+    leaf_targetids,
+    leaf_weights,
+    membership_values=None,
+    n_targets=None,
+    nodes_falseleafs,
+    nodes_falsenodeids,
+    nodes_featureids,
+    nodes_hitrates=None,
+    nodes_missing_value_tracks_true=None,
+    nodes_modes,
+    nodes_splits,
+    nodes_trueleafs,
+    nodes_truenodeids,
+    post_transform=0,
+    tree_roots,
+):
     """Y[n, t] = post_transform(aggregate over trees of the weights of the leaves that sample n
     reaches and that feed target t) (SUM 1 / AVERAGE 0 = sum / n_trees / MIN 2 / MAX 3; a target
     no reached leaf feeds is 0).
@@ -214,12 +292,23 @@ def tree_ensemble(X, /, *, aggregate_function=1, leaf_targetids, leaf_weights, m
     SOFTMAX_ZERO 3, PROBIT 4. X (N, F) float16/float/double; Y (N, n_targets), X's dtype.
     """
     return tree_ensemble_prepare(
-        aggregate_function=aggregate_function, leaf_targetids=leaf_targetids, leaf_weights=leaf_weights,
-        membership_values=membership_values, n_targets=n_targets, nodes_falseleafs=nodes_falseleafs,
-        nodes_falsenodeids=nodes_falsenodeids, nodes_featureids=nodes_featureids, nodes_hitrates=nodes_hitrates,
-        nodes_missing_value_tracks_true=nodes_missing_value_tracks_true, nodes_modes=nodes_modes,
-        nodes_splits=nodes_splits, nodes_trueleafs=nodes_trueleafs, nodes_truenodeids=nodes_truenodeids,
-        post_transform=post_transform, tree_roots=tree_roots)(X)
+        aggregate_function=aggregate_function,
+        leaf_targetids=leaf_targetids,
+        leaf_weights=leaf_weights,
+        membership_values=membership_values,
+        n_targets=n_targets,
+        nodes_falseleafs=nodes_falseleafs,
+        nodes_falsenodeids=nodes_falsenodeids,
+        nodes_featureids=nodes_featureids,
+        nodes_hitrates=nodes_hitrates,
+        nodes_missing_value_tracks_true=nodes_missing_value_tracks_true,
+        nodes_modes=nodes_modes,
+        nodes_splits=nodes_splits,
+        nodes_trueleafs=nodes_trueleafs,
+        nodes_truenodeids=nodes_truenodeids,
+        post_transform=post_transform,
+        tree_roots=tree_roots,
+    )(X)
 
 
 # --------------------------------------------------------------------------- TreeEnsembleRegressor / -Classifier
@@ -233,9 +322,26 @@ def _opt(*candidates):
     return None
 
 
-def legacy_forest(*, what, nodes_treeids, nodes_nodeids, nodes_featureids, nodes_modes, nodes_values,
-                  nodes_truenodeids, nodes_falsenodeids, nodes_missing_value_tracks_true, leaf_treeids, leaf_nodeids,
-                  leaf_ids, leaf_weights, n_targets, aggregate, transform, base_values) -> Forest:
+def legacy_forest(
+    *,
+    what,
+    nodes_treeids,
+    nodes_nodeids,
+    nodes_featureids,
+    nodes_modes,
+    nodes_values,
+    nodes_truenodeids,
+    nodes_falsenodeids,
+    nodes_missing_value_tracks_true,
+    leaf_treeids,
+    leaf_nodeids,
+    leaf_ids,
+    leaf_weights,
+    n_targets,
+    aggregate,
+    transform,
+    base_values,
+) -> Forest:
     """Convert the (tree id, node id) encoding of TreeEnsembleRegressor/-Classifier into a Forest:
     LEAF nodes become leaves carrying the weights listed for them; the root of a tree is its first
     node that no other node points at."""
@@ -245,8 +351,13 @@ def legacy_forest(*, what, nodes_treeids, nodes_nodeids, nodes_featureids, nodes
     nid = np.asarray(nodes_nodeids, np.int64).reshape(-1)
     n = tree.size
     modes = list(nodes_modes)
-    lists = {"nodes_nodeids": nid, "nodes_modes": modes, "nodes_featureids": nodes_featureids,
-             "nodes_truenodeids": nodes_truenodeids, "nodes_falsenodeids": nodes_falsenodeids}
+    lists = {
+        "nodes_nodeids": nid,
+        "nodes_modes": modes,
+        "nodes_featureids": nodes_featureids,
+        "nodes_truenodeids": nodes_truenodeids,
+        "nodes_falsenodeids": nodes_falsenodeids,
+    }
     for name, a in lists.items():
         if a is None or len(a) != n:
             raise KernelError(f"{what}: {name} must have one entry per node ({n})")
@@ -294,8 +405,13 @@ def legacy_forest(*, what, nodes_treeids, nodes_nodeids, nodes_featureids, nodes
     lh = np.zeros((leaves.size, n_targets), bool)
     li = np.asarray(leaf_ids if leaf_ids is not None else [], np.int64).reshape(-1)
     w = np.asarray(leaf_weights if leaf_weights is not None else [], np.float64).reshape(-1)
-    if li.size != w.size or leaf_treeids is None or leaf_nodeids is None or len(leaf_treeids) != li.size \
-            or len(leaf_nodeids) != li.size:
+    if (
+        li.size != w.size
+        or leaf_treeids is None
+        or leaf_nodeids is None
+        or len(leaf_treeids) != li.size
+        or len(leaf_nodeids) != li.size
+    ):
         raise KernelError(f"{what}: the leaf weight attributes (tree ids, node ids, ids, weights) differ in length")
     if li.size:
         if li.min() < 0 or li.max() >= n_targets:
@@ -309,31 +425,70 @@ def legacy_forest(*, what, nodes_treeids, nodes_nodeids, nodes_featureids, nodes
     miss = None if miss is None or len(miss) == 0 else np.asarray(miss).reshape(-1)
     if miss is not None and miss.size != n:
         raise KernelError(f"{what}: nodes_missing_value_tracks_true must have one entry per node ({n})")
-    return Forest(roots, np.asarray(nodes_featureids, np.int64)[interior], mode[interior], nodes_values[interior],
-                  slot[tt], slot[ff], None if miss is None else miss[interior], None, lw, lh,
-                  aggregate=aggregate, transform=transform, base_values=base_values, what=what)
+    return Forest(
+        roots,
+        np.asarray(nodes_featureids, np.int64)[interior],
+        mode[interior],
+        nodes_values[interior],
+        slot[tt],
+        slot[ff],
+        None if miss is None else miss[interior],
+        None,
+        lw,
+        lh,
+        aggregate=aggregate,
+        transform=transform,
+        base_values=base_values,
+        what=what,
+    )
 
 
-def tree_ensemble_regressor_prepare(*, aggregate_function="SUM", base_values=None, base_values_as_tensor=None,
-                                    n_targets=None, nodes_falsenodeids=None, nodes_featureids=None,
-                                    nodes_hitrates=None, nodes_hitrates_as_tensor=None,
-                                    nodes_missing_value_tracks_true=None, nodes_modes=None, nodes_nodeids=None,
-                                    nodes_treeids=None, nodes_truenodeids=None, nodes_values=None,
-                                    nodes_values_as_tensor=None, post_transform="NONE", target_ids=None,
-                                    target_nodeids=None, target_treeids=None, target_weights=None,
-                                    target_weights_as_tensor=None) -> Forest:
+def tree_ensemble_regressor_prepare(
+    *,
+    aggregate_function="SUM",
+    base_values=None,
+    base_values_as_tensor=None,
+    n_targets=None,
+    nodes_falsenodeids=None,
+    nodes_featureids=None,
+    nodes_hitrates=None,
+    nodes_hitrates_as_tensor=None,
+    nodes_missing_value_tracks_true=None,
+    nodes_modes=None,
+    nodes_nodeids=None,
+    nodes_treeids=None,
+    nodes_truenodeids=None,
+    nodes_values=None,
+    nodes_values_as_tensor=None,
+    post_transform="NONE",
+    target_ids=None,
+    target_nodeids=None,
+    target_treeids=None,
+    target_weights=None,
+    target_weights_as_tensor=None,
+) -> Forest:
     what = "TreeEnsembleRegressor"
     ids = np.asarray(target_ids if target_ids is not None else [], np.int64)
     nt = int(n_targets) if n_targets is not None else (int(ids.max()) + 1 if ids.size else 1)
     return legacy_forest(
-        what=what, nodes_treeids=nodes_treeids, nodes_nodeids=nodes_nodeids, nodes_featureids=nodes_featureids,
-        nodes_modes=nodes_modes, nodes_values=_opt(nodes_values_as_tensor, nodes_values),
-        nodes_truenodeids=nodes_truenodeids, nodes_falsenodeids=nodes_falsenodeids,
-        nodes_missing_value_tracks_true=nodes_missing_value_tracks_true, leaf_treeids=target_treeids,
-        leaf_nodeids=target_nodeids, leaf_ids=target_ids, leaf_weights=_opt(target_weights_as_tensor, target_weights),
-        n_targets=nt, aggregate=_enum(aggregate_function, AGGREGATES, what, "aggregate_function"),
+        what=what,
+        nodes_treeids=nodes_treeids,
+        nodes_nodeids=nodes_nodeids,
+        nodes_featureids=nodes_featureids,
+        nodes_modes=nodes_modes,
+        nodes_values=_opt(nodes_values_as_tensor, nodes_values),
+        nodes_truenodeids=nodes_truenodeids,
+        nodes_falsenodeids=nodes_falsenodeids,
+        nodes_missing_value_tracks_true=nodes_missing_value_tracks_true,
+        leaf_treeids=target_treeids,
+        leaf_nodeids=target_nodeids,
+        leaf_ids=target_ids,
+        leaf_weights=_opt(target_weights_as_tensor, target_weights),
+        n_targets=nt,
+        aggregate=_enum(aggregate_function, AGGREGATES, what, "aggregate_function"),
         transform=_enum(post_transform, TRANSFORMS, what, "post_transform"),
-        base_values=_opt(base_values_as_tensor, base_values))
+        base_values=_opt(base_values_as_tensor, base_values),
+    )
 
 
 def _legacy_scores(forest: Forest, X) -> np.ndarray:
@@ -344,13 +499,32 @@ def _legacy_scores(forest: Forest, X) -> np.ndarray:
 
 
 @op("onnx-ml:TreeEnsembleRegressor-1")
-def tree_ensemble_regressor(X, /, *, aggregate_function="SUM", base_values=None, base_values_as_tensor=None,
-                            n_targets=None, nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
-                            nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None, nodes_modes=None,
-                            nodes_nodeids=None, nodes_treeids=None, nodes_truenodeids=None, nodes_values=None,
-                            nodes_values_as_tensor=None, post_transform="NONE", target_ids=None,
-                            target_nodeids=None, target_treeids=None, target_weights=None,
-                            target_weights_as_tensor=None):
+def tree_ensemble_regressor(
+    X,
+    /,
+    *,
+    aggregate_function="SUM",
+    base_values=None,
+    base_values_as_tensor=None,
+    n_targets=None,
+    nodes_falsenodeids=None,
+    nodes_featureids=None,
+    nodes_hitrates=None,
+    nodes_hitrates_as_tensor=None,
+    nodes_missing_value_tracks_true=None,
+    nodes_modes=None,
+    nodes_nodeids=None,
+    nodes_treeids=None,
+    nodes_truenodeids=None,
+    nodes_values=None,
+    nodes_values_as_tensor=None,
+    post_transform="NONE",
+    target_ids=None,
+    target_nodeids=None,
+    target_treeids=None,
+    target_weights=None,
+    target_weights_as_tensor=None,
+):
     """Y[n, t] = post_transform(base_values[t] + aggregate over trees of the target_weights that the
     LEAF node reached by sample n lists for target t) (SUM, AVERAGE = sum / n_trees, MIN, MAX; a
     target no reached leaf feeds gets 0 before the base value).
@@ -360,14 +534,30 @@ def tree_ensemble_regressor(X, /, *, aggregate_function="SUM", base_values=None,
     1. *_as_tensor attributes (TreeEnsembleRegressor-3) replace their float lists. X (N, F) float,
     double, int64 or int32; Y (N, n_targets) float32.
     """
-    return _legacy_scores(tree_ensemble_regressor_prepare(
-        aggregate_function=aggregate_function, base_values=base_values, base_values_as_tensor=base_values_as_tensor,
-        n_targets=n_targets, nodes_falsenodeids=nodes_falsenodeids, nodes_featureids=nodes_featureids,
-        nodes_missing_value_tracks_true=nodes_missing_value_tracks_true, nodes_modes=nodes_modes,
-        nodes_nodeids=nodes_nodeids, nodes_treeids=nodes_treeids, nodes_truenodeids=nodes_truenodeids,
-        nodes_values=nodes_values, nodes_values_as_tensor=nodes_values_as_tensor, post_transform=post_transform,
-        target_ids=target_ids, target_nodeids=target_nodeids, target_treeids=target_treeids,
-        target_weights=target_weights, target_weights_as_tensor=target_weights_as_tensor), X)
+    return _legacy_scores(
+        tree_ensemble_regressor_prepare(
+            aggregate_function=aggregate_function,
+            base_values=base_values,
+            base_values_as_tensor=base_values_as_tensor,
+            n_targets=n_targets,
+            nodes_falsenodeids=nodes_falsenodeids,
+            nodes_featureids=nodes_featureids,
+            nodes_missing_value_tracks_true=nodes_missing_value_tracks_true,
+            nodes_modes=nodes_modes,
+            nodes_nodeids=nodes_nodeids,
+            nodes_treeids=nodes_treeids,
+            nodes_truenodeids=nodes_truenodeids,
+            nodes_values=nodes_values,
+            nodes_values_as_tensor=nodes_values_as_tensor,
+            post_transform=post_transform,
+            target_ids=target_ids,
+            target_nodeids=target_nodeids,
+            target_treeids=target_treeids,
+            target_weights=target_weights,
+            target_weights_as_tensor=target_weights_as_tensor,
+        ),
+        X,
+    )
 
 
 class LegacyClassifier:
@@ -395,30 +585,60 @@ class LegacyClassifier:
         return self.labels[idx], z
 
 
-def tree_ensemble_classifier_prepare(*, base_values=None, base_values_as_tensor=None, class_ids=None,
-                                     class_nodeids=None, class_treeids=None, class_weights=None,
-                                     class_weights_as_tensor=None, classlabels_int64s=None, classlabels_strings=None,
-                                     nodes_falsenodeids=None, nodes_featureids=None, nodes_hitrates=None,
-                                     nodes_hitrates_as_tensor=None, nodes_missing_value_tracks_true=None,
-                                     nodes_modes=None, nodes_nodeids=None, nodes_treeids=None,
-                                     nodes_truenodeids=None, nodes_values=None, nodes_values_as_tensor=None,
-                                     post_transform="NONE") -> LegacyClassifier:
+def tree_ensemble_classifier_prepare(
+    *,
+    base_values=None,
+    base_values_as_tensor=None,
+    class_ids=None,
+    class_nodeids=None,
+    class_treeids=None,
+    class_weights=None,
+    class_weights_as_tensor=None,
+    classlabels_int64s=None,
+    classlabels_strings=None,
+    nodes_falsenodeids=None,
+    nodes_featureids=None,
+    nodes_hitrates=None,
+    nodes_hitrates_as_tensor=None,
+    nodes_missing_value_tracks_true=None,
+    nodes_modes=None,
+    nodes_nodeids=None,
+    nodes_treeids=None,
+    nodes_truenodeids=None,
+    nodes_values=None,
+    nodes_values_as_tensor=None,
+    post_transform="NONE",
+) -> LegacyClassifier:
     what = "TreeEnsembleClassifier"
     if (classlabels_int64s is None) == (classlabels_strings is None):
         raise KernelError(f"{what}: exactly one of classlabels_int64s and classlabels_strings must be given")
-    labels = (np.asarray(classlabels_int64s, np.int64) if classlabels_int64s is not None
-              else np.asarray(list(classlabels_strings), dtype=object))
+    labels = (
+        np.asarray(classlabels_int64s, np.int64)
+        if classlabels_int64s is not None
+        else np.asarray(list(classlabels_strings), dtype=object)
+    )
     E = labels.size
     if E == 0:
         raise KernelError(f"{what}: no class labels")
     forest = legacy_forest(
-        what=what, nodes_treeids=nodes_treeids, nodes_nodeids=nodes_nodeids, nodes_featureids=nodes_featureids,
-        nodes_modes=nodes_modes, nodes_values=_opt(nodes_values_as_tensor, nodes_values),
-        nodes_truenodeids=nodes_truenodeids, nodes_falsenodeids=nodes_falsenodeids,
-        nodes_missing_value_tracks_true=nodes_missing_value_tracks_true, leaf_treeids=class_treeids,
-        leaf_nodeids=class_nodeids, leaf_ids=class_ids, leaf_weights=_opt(class_weights_as_tensor, class_weights),
-        n_targets=E, aggregate=1, transform=_enum(post_transform, TRANSFORMS, what, "post_transform"),
-        base_values=_opt(base_values_as_tensor, base_values))
+        what=what,
+        nodes_treeids=nodes_treeids,
+        nodes_nodeids=nodes_nodeids,
+        nodes_featureids=nodes_featureids,
+        nodes_modes=nodes_modes,
+        nodes_values=_opt(nodes_values_as_tensor, nodes_values),
+        nodes_truenodeids=nodes_truenodeids,
+        nodes_falsenodeids=nodes_falsenodeids,
+        nodes_missing_value_tracks_true=nodes_missing_value_tracks_true,
+        leaf_treeids=class_treeids,
+        leaf_nodeids=class_nodeids,
+        leaf_ids=class_ids,
+        leaf_weights=_opt(class_weights_as_tensor, class_weights),
+        n_targets=E,
+        aggregate=1,
+        transform=_enum(post_transform, TRANSFORMS, what, "post_transform"),
+        base_values=_opt(base_values_as_tensor, base_values),
+    )
     used = set(np.asarray(class_ids if class_ids is not None else [], np.int64).tolist())
     binary = 0
     if E == 2 and len(used) == 1:
@@ -427,13 +647,32 @@ def tree_ensemble_classifier_prepare(*, base_values=None, base_values_as_tensor=
 
 
 @op("onnx-ml:TreeEnsembleClassifier-1")
-def tree_ensemble_classifier(X, /, *, base_values=None, base_values_as_tensor=None, class_ids=None,
-                             class_nodeids=None, class_treeids=None, class_weights=None, class_weights_as_tensor=None,
-                             classlabels_int64s=None, classlabels_strings=None, nodes_falsenodeids=None,
-                             nodes_featureids=None, nodes_hitrates=None, nodes_hitrates_as_tensor=None,
-                             nodes_missing_value_tracks_true=None, nodes_modes=None, nodes_nodeids=None,
-                             nodes_treeids=None, nodes_truenodeids=None, nodes_values=None,
-                             nodes_values_as_tensor=None, post_transform="NONE"):
+def tree_ensemble_classifier(
+    X,
+    /,
+    *,
+    base_values=None,
+    base_values_as_tensor=None,
+    class_ids=None,
+    class_nodeids=None,
+    class_treeids=None,
+    class_weights=None,
+    class_weights_as_tensor=None,
+    classlabels_int64s=None,
+    classlabels_strings=None,
+    nodes_falsenodeids=None,
+    nodes_featureids=None,
+    nodes_hitrates=None,
+    nodes_hitrates_as_tensor=None,
+    nodes_missing_value_tracks_true=None,
+    nodes_modes=None,
+    nodes_nodeids=None,
+    nodes_treeids=None,
+    nodes_truenodeids=None,
+    nodes_values=None,
+    nodes_values_as_tensor=None,
+    post_transform="NONE",
+):
     """Z[n, e] = post_transform(base_values[e] + sum over trees of the class_weights the LEAF reached
     by sample n lists for class e); Y[n] = classlabels[argmax of Z[n, e] over the classes some reached
     leaf votes for (every class when base_values are given or no class gets a vote)].
@@ -443,11 +682,23 @@ def tree_ensemble_classifier(X, /, *, base_values=None, base_values_as_tensor=No
     X (N, F) float, double, int64 or int32; Y (N,) int64 or string labels; Z (N, E) float32.
     """
     return tree_ensemble_classifier_prepare(
-        base_values=base_values, base_values_as_tensor=base_values_as_tensor, class_ids=class_ids,
-        class_nodeids=class_nodeids, class_treeids=class_treeids, class_weights=class_weights,
-        class_weights_as_tensor=class_weights_as_tensor, classlabels_int64s=classlabels_int64s,
-        classlabels_strings=classlabels_strings, nodes_falsenodeids=nodes_falsenodeids,
-        nodes_featureids=nodes_featureids, nodes_missing_value_tracks_true=nodes_missing_value_tracks_true,
-        nodes_modes=nodes_modes, nodes_nodeids=nodes_nodeids, nodes_treeids=nodes_treeids,
-        nodes_truenodeids=nodes_truenodeids, nodes_values=nodes_values, nodes_values_as_tensor=nodes_values_as_tensor,
-        post_transform=post_transform)(X)
+        base_values=base_values,
+        base_values_as_tensor=base_values_as_tensor,
+        class_ids=class_ids,
+        class_nodeids=class_nodeids,
+        class_treeids=class_treeids,
+        class_weights=class_weights,
+        class_weights_as_tensor=class_weights_as_tensor,
+        classlabels_int64s=classlabels_int64s,
+        classlabels_strings=classlabels_strings,
+        nodes_falsenodeids=nodes_falsenodeids,
+        nodes_featureids=nodes_featureids,
+        nodes_missing_value_tracks_true=nodes_missing_value_tracks_true,
+        nodes_modes=nodes_modes,
+        nodes_nodeids=nodes_nodeids,
+        nodes_treeids=nodes_treeids,
+        nodes_truenodeids=nodes_truenodeids,
+        nodes_values=nodes_values,
+        nodes_values_as_tensor=nodes_values_as_tensor,
+        post_transform=post_transform,
+    )(X)

@@ -5,6 +5,7 @@ Statistics are computed in float32 (float64 for float64 inputs), or in the preci
 ``stash_type`` attribute names; every kernel returns the input's dtype (or the dtype the spec
 names for an output).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,8 +47,9 @@ def _stash_dtype(stash_type: int, opname: str) -> tuple[np.dtype, np.dtype]:
     try:
         st = _STASH[int(stash_type)]
     except (KeyError, TypeError, ValueError):
-        raise KernelError(f"{opname}: unsupported stash_type {stash_type!r} "
-                          f"(1 float, 10 float16, 11 double, 16 bfloat16)") from None
+        raise KernelError(
+            f"{opname}: unsupported stash_type {stash_type!r} (1 float, 10 float16, 11 double, 16 bfloat16)"
+        ) from None
     # float16/bfloat16 stashes: compute in float32 and round the results to the stash type
     return st, (np.dtype(np.float64) if st == np.float64 else np.dtype(np.float32))
 
@@ -74,16 +76,15 @@ def _unidirectional(p: np.ndarray, shape: tuple, name: str, opname: str) -> np.n
     except ValueError:
         ok = False
     if not ok:
-        raise KernelError(f"{opname}: {name} of shape {p.shape} does not broadcast to the input "
-                          f"shape {tuple(shape)}")
+        raise KernelError(f"{opname}: {name} of shape {p.shape} does not broadcast to the input shape {tuple(shape)}")
     return p
 
 
 # --------------------------------------------------------------------------- BatchNormalization
 
+
 @op("onnx:BatchNormalization-14")
-def batch_normalization(X, scale, B, input_mean, input_var, /, *, epsilon=1e-5, momentum=0.9,
-                        training_mode=0):
+def batch_normalization(X, scale, B, input_mean, input_var, /, *, epsilon=1e-5, momentum=0.9, training_mode=0):
     """Y = (X - mean) / sqrt(var + epsilon) * scale + B, per channel (axis 1).
 
     Inference (``training_mode=0``): mean/var are ``input_mean``/``input_var``; returns Y.
@@ -125,6 +126,7 @@ def batch_normalization(X, scale, B, input_mean, input_var, /, *, epsilon=1e-5, 
 
 # --------------------------------------------------------------------------- InstanceNormalization
 
+
 @op("onnx:InstanceNormalization-6")
 def instance_normalization(input, scale, B, /, *, epsilon=1e-5):
     """y = scale * (x - mean) / sqrt(var + epsilon) + B, mean/var per instance and channel.
@@ -150,6 +152,7 @@ def instance_normalization(input, scale, B, /, *, epsilon=1e-5):
 
 # --------------------------------------------------------------------------- LRN
 
+
 @op("onnx:LRN-1")
 def lrn(X, /, *, size, alpha=1e-4, beta=0.75, bias=1.0):
     """Y = X / (bias + alpha / size * square_sum) ** beta, square_sum over the channel window
@@ -173,14 +176,15 @@ def lrn(X, /, *, size, alpha=1e-4, beta=0.75, bias=1.0):
     acc = sq.copy()
     # one shifted add per tap of the window (taps beyond the channel count add nothing)
     for k in range(1, min(pre, c - 1) + 1):  # channels c - k
-        acc[:, k:] += sq[:, :c - k]
+        acc[:, k:] += sq[:, : c - k]
     for k in range(1, min(post, c - 1) + 1):  # channels c + k
-        acc[:, :c - k] += sq[:, k:]
+        acc[:, : c - k] += sq[:, k:]
     den = wt.type(bias) + wt.type(alpha / size) * acc
     return (xw / den ** wt.type(beta)).astype(X.dtype, copy=False)
 
 
 # --------------------------------------------------------------------------- LpNormalization
+
 
 @op("onnx:LpNormalization-1")
 def lp_normalization(input, /, *, axis=-1, p=2):
@@ -208,6 +212,7 @@ def lp_normalization(input, /, *, axis=-1, p=2):
 
 # --------------------------------------------------------------------------- MeanVarianceNormalization
 
+
 @op("onnx:MeanVarianceNormalization-9")
 def mean_variance_normalization(X, /, *, axes=(0, 2, 3)):
     """Y = (X - E[X]) / (sqrt(E[(X - E[X])^2]) + 1e-9), expectations over ``axes``.
@@ -228,6 +233,7 @@ def mean_variance_normalization(X, /, *, axes=(0, 2, 3)):
 
 
 # --------------------------------------------------------------------------- LayerNormalization
+
 
 @op("onnx:LayerNormalization-17")
 def layer_normalization(X, Scale, B=None, /, *, axis=-1, epsilon=1e-5, stash_type=1):
@@ -265,6 +271,7 @@ def layer_normalization(X, Scale, B=None, /, *, axis=-1, epsilon=1e-5, stash_typ
 
 # --------------------------------------------------------------------------- GroupNormalization
 
+
 @op("onnx:GroupNormalization-21")
 def group_normalization(X, scale, bias, /, *, num_groups, epsilon=1e-5, stash_type=1):
     """Y = scale * (X - mean) / sqrt(var + epsilon) + bias, mean/var per instance and group of
@@ -280,8 +287,7 @@ def group_normalization(X, scale, bias, /, *, num_groups, epsilon=1e-5, stash_ty
     n, c, nd = X.shape[0], X.shape[1], X.ndim
     g = int(num_groups)
     if g < 1 or c % g:
-        raise KernelError(f"{name}: num_groups {g} must be a positive divisor of the channel "
-                          f"count {c}")
+        raise KernelError(f"{name}: num_groups {g} must be a positive divisor of the channel count {c}")
     s = _channel_param(scale, c, nd, "scale", name)
     b = _channel_param(bias, c, nd, "bias", name)
     st, wt = _stash_dtype(stash_type, name)
@@ -300,6 +306,7 @@ def group_normalization(X, scale, bias, /, *, num_groups, epsilon=1e-5, stash_ty
 
 
 # --------------------------------------------------------------------------- RMSNormalization
+
 
 @op("onnx:RMSNormalization-23")
 def rms_normalization(X, scale, /, *, axis=-1, epsilon=1e-5, stash_type=1):

@@ -5,6 +5,7 @@ axis' taps (strided views, vectorized over elements): sum(k) passes instead of p
 with Indices loops over all taps on the input laid out by stride phase (``_window.FlatTaps``),
 each tap ONE contiguous run per (n, c) plane.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,7 +62,7 @@ def _axis_reduce(a, ax, k, s, d, begin, o, fill, ufunc):
         if hi > lo:
             start = lo * s + t * d - begin
             taps.append((lo, hi, a[pre + (slice(start, start + (hi - lo - 1) * s + 1, s),)]))
-    shape = a.shape[:ax] + (o,) + a.shape[ax + 1:]
+    shape = a.shape[:ax] + (o,) + a.shape[ax + 1 :]
     taps.sort(key=lambda r: r[0] - r[1])  # widest ranges first
     if not taps or taps[0][1] - taps[0][0] < o:  # no tap sees every output: start from the fill value
         y = np.full(shape, fill, a.dtype)
@@ -97,7 +98,7 @@ def _last_axis_flat(a, k, s, d, begin, o, fill, ufunc):
     q0 = -(-begin // s)  # flat outputs q0..q1 have every tap inside the flattened input
     q1 = (af.size - 1 - (k - 1) * d + begin) // s + 1
     if q1 > q0:
-        taps = [af[s * q0 + t * d - begin:s * (q1 - 1) + t * d - begin + 1:s] for t in range(k)]
+        taps = [af[s * q0 + t * d - begin : s * (q1 - 1) + t * d - begin + 1 : s] for t in range(k)]
         if k == 1:
             np.copyto(yf[q0:q1], taps[0])
         else:
@@ -120,8 +121,18 @@ def _last_axis_flat(a, k, s, d, begin, o, fill, ufunc):
     return y
 
 
-def _max_pool(x, with_indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape=(), pads=(),
-              storage_order=0, strides=()):
+def _max_pool(
+    x,
+    with_indices,
+    *,
+    auto_pad="NOTSET",
+    ceil_mode=0,
+    dilations=(),
+    kernel_shape=(),
+    pads=(),
+    storage_order=0,
+    strides=(),
+):
     n, kernel, strides, dilations, geo = _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     if x.dtype.kind not in "fiu" and x.dtype.name != "bfloat16":
         raise KernelError(f"MaxPool does not accept {x.dtype} input")
@@ -143,7 +154,7 @@ def _max_pool(x, with_indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), 
         if storage_order:
             mult = [prod(sp[:i]) for i in range(n)]
         else:
-            mult = [prod(sp[i + 1:]) for i in range(n)]
+            mult = [prod(sp[i + 1 :]) for i in range(n)]
         deltas = [sum(k * d * m for k, d, m in zip(tap, dilations, mult)) for tap in np.ndindex(*kernel)]
     y = ft.run(0).copy()
     if with_indices:
@@ -177,8 +188,7 @@ def _max_pool(x, with_indices, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), 
 
 
 @op("onnx:MaxPool-1")
-def max_pool(x, /, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape, pads=(), storage_order=0,
-             strides=()):
+def max_pool(x, /, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape, pads=(), storage_order=0, strides=()):
     """Y[n, c, o] = max_k Xpad[n, c, o * strides + k * dilations] (padding never wins).
 
     Returns (Y, Indices): Indices (int64) is the flat index of each max in X, row-major over
@@ -186,8 +196,17 @@ def max_pool(x, /, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape
     floor or (ceil_mode) ceil of (D + pads - ((k - 1) * dilation + 1)) / stride + 1, a window
     starting in the end padding dropped; auto_pad SAME_*: ceil(D / stride). Y has X's dtype.
     """
-    return _max_pool(x, True, auto_pad=auto_pad, ceil_mode=ceil_mode, dilations=dilations,
-                     kernel_shape=kernel_shape, pads=pads, storage_order=storage_order, strides=strides)
+    return _max_pool(
+        x,
+        True,
+        auto_pad=auto_pad,
+        ceil_mode=ceil_mode,
+        dilations=dilations,
+        kernel_shape=kernel_shape,
+        pads=pads,
+        storage_order=storage_order,
+        strides=strides,
+    )
 
 
 def max_pool_values(x, /, **attrs):
@@ -199,8 +218,9 @@ def _axis_counts(n, in_sp, kernel, strides, dilations, geo, include_pad):
     """Number of taps of each window inside the counted region, as an array broadcastable to Y."""
     cnt = None
     for i in range(n):
-        lo, hi = (0, in_sp[i] + geo.begin[i] + geo.inner_end[i]) if include_pad else \
-            (geo.begin[i], geo.begin[i] + in_sp[i])
+        lo, hi = (
+            (0, in_sp[i] + geo.begin[i] + geo.inner_end[i]) if include_pad else (geo.begin[i], geo.begin[i] + in_sp[i])
+        )
         pos = np.arange(geo.out[i])[:, None] * strides[i] + np.arange(kernel[i])[None, :] * dilations[i]
         c = ((pos >= lo) & (pos < hi)).sum(axis=1)
         shp = [1] * n
@@ -226,8 +246,9 @@ def _sum_pool(x, kernel, strides, dilations, geo, power=None):
 
 
 @op("onnx:AveragePool-1")
-def average_pool(x, /, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=(), kernel_shape,
-                 pads=(), strides=()):
+def average_pool(
+    x, /, *, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=(), kernel_shape, pads=(), strides=()
+):
     """Y[n, c, o] = sum_k Xpad[n, c, o * strides + k * dilations] / count(o).
 
     count(o) = the window's taps inside X (count_include_pad=0) or inside the padded X
@@ -335,8 +356,9 @@ def max_unpool(x, i, output_shape=None, /, *, kernel_shape, pads=(), strides=())
         raise KernelError(f"I has shape {i.shape}, X has shape {x.shape}; they must be equal")
     if i.dtype.kind not in "iu":
         raise KernelError(f"I must be an integer tensor, got {i.dtype}")
-    inferred = x.shape[:2] + tuple((d - 1) * s + k - b - e for d, s, k, b, e in
-                                   zip(x.shape[2:], strides, kernel, begin, end))
+    inferred = x.shape[:2] + tuple(
+        (d - 1) * s + k - b - e for d, s, k, b, e in zip(x.shape[2:], strides, kernel, begin, end)
+    )
     if any(d < 0 for d in inferred):
         raise KernelError(f"kernel_shape/strides/pads give a negative output shape {inferred}")
     check_elements(inferred, "MaxUnpool output")

@@ -1,8 +1,9 @@
 """ai.onnx.preview kernels: FlexAttention (scaled dot-product attention with score / probability
 modifier subgraphs)."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

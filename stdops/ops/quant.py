@@ -6,6 +6,7 @@ e5m2, e5m2fnuz), float4e2m1 and float6 via ml_dtypes. Rounding is half to even; 
 saturate to the type's range; float8 saturates to +-max finite when ``saturate`` (else the plain
 conversion: NaN or inf out of range).
 """
+
 from __future__ import annotations
 
 import functools
@@ -16,16 +17,19 @@ import numpy as np
 from ..errors import KernelError
 from ._registry import op
 
-_INT_QTYPES = tuple(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, ml_dtypes.uint4,
-                                          ml_dtypes.int4, ml_dtypes.uint2, ml_dtypes.int2))
-_FLOAT8 = tuple(np.dtype(t) for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz,
-                                      ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz))
-_SMALL_FLOATS = tuple(np.dtype(t) for t in (ml_dtypes.float4_e2m1fn, ml_dtypes.float6_e2m3fn,
-                                            ml_dtypes.float6_e3m2fn))
+_INT_QTYPES = tuple(
+    np.dtype(t)
+    for t in (np.uint8, np.int8, np.uint16, np.int16, ml_dtypes.uint4, ml_dtypes.int4, ml_dtypes.uint2, ml_dtypes.int2)
+)
+_FLOAT8 = tuple(
+    np.dtype(t)
+    for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz)
+)
+_SMALL_FLOATS = tuple(np.dtype(t) for t in (ml_dtypes.float4_e2m1fn, ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn))
 _ARITH_FLOATS = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def int_range(dt: np.dtype) -> tuple[int, int]:
     """(min, max) of an integer dtype, NumPy or ml_dtypes."""
     dt = np.dtype(dt)
@@ -69,17 +73,22 @@ def broadcast_param(p: np.ndarray, shape: tuple, axis: int, block_size: int, wha
         D = shape[axis]
         for i in range(r):
             if i != axis and p.shape[i] != shape[i]:
-                raise KernelError(f"{what}: scale shape {p.shape} does not fit input {shape} "
-                                  f"(blocked along axis {axis})")
+                raise KernelError(
+                    f"{what}: scale shape {p.shape} does not fit input {shape} (blocked along axis {axis})"
+                )
         if p.shape[axis] != -(-D // block_size):
-            raise KernelError(f"{what}: scale has {p.shape[axis]} blocks along axis {axis}, "
-                              f"expected ceil({D} / {block_size}) = {-(-D // block_size)}")
+            raise KernelError(
+                f"{what}: scale has {p.shape[axis]} blocks along axis {axis}, "
+                f"expected ceil({D} / {block_size}) = {-(-D // block_size)}"
+            )
         return np.repeat(p, block_size, axis=axis).take(np.arange(D), axis=axis)
     if block_size < 0:
         raise KernelError(f"{what}: block_size must be positive, got {block_size}")
     if p.ndim != 1 or p.shape[0] != shape[axis]:
-        raise KernelError(f"{what}: scale shape {p.shape} must be a scalar or a 1-D vector of "
-                          f"length {shape[axis]} (axis {axis} of {shape})")
+        raise KernelError(
+            f"{what}: scale shape {p.shape} must be a scalar or a 1-D vector of "
+            f"length {shape[axis]} (axis {axis} of {shape})"
+        )
     dims = [1] * r
     dims[axis] = p.shape[0]
     return p.reshape(dims)
@@ -104,8 +113,7 @@ def saturate_to(v: np.ndarray, dt: np.dtype, saturate: int = 1) -> np.ndarray:
 
 
 @op("onnx:QuantizeLinear-10")
-def quantize_linear(x, y_scale, y_zero_point=None, /, *, axis=1, block_size=0, output_dtype=0,
-                    precision=0, saturate=1):
+def quantize_linear(x, y_scale, y_zero_point=None, /, *, axis=1, block_size=0, output_dtype=0, precision=0, saturate=1):
     """y = saturate(round_half_even(x / y_scale) + y_zero_point).
 
     Per-tensor, per-axis (1-D scale along ``axis``) or blocked (``block_size``). Output dtype:
@@ -118,15 +126,17 @@ def quantize_linear(x, y_scale, y_zero_point=None, /, *, axis=1, block_size=0, o
     if y_zero_point is not None:
         y_zero_point = np.asarray(y_zero_point)
         if odt is not None and odt != y_zero_point.dtype:
-            raise KernelError(f"QuantizeLinear: output_dtype {odt} differs from y_zero_point's "
-                              f"dtype {y_zero_point.dtype}")
+            raise KernelError(
+                f"QuantizeLinear: output_dtype {odt} differs from y_zero_point's dtype {y_zero_point.dtype}"
+            )
         odt = y_zero_point.dtype
     odt = odt or np.dtype(np.uint8)
     if not (_is_int_type(odt) or odt in _FLOAT8 or odt in _SMALL_FLOATS):
         raise KernelError(f"QuantizeLinear: {odt} is not a quantized type")
     if y_zero_point is not None and not _same_shape(y_zero_point, y_scale):
-        raise KernelError(f"QuantizeLinear: y_zero_point shape {y_zero_point.shape} differs from "
-                          f"y_scale shape {y_scale.shape}")
+        raise KernelError(
+            f"QuantizeLinear: y_zero_point shape {y_zero_point.shape} differs from y_scale shape {y_scale.shape}"
+        )
     prec = _as_dtype(precision, "QuantizeLinear precision")
     cdt = _arith_dtype(prec if prec is not None else y_scale.dtype)
     scale = broadcast_param(y_scale, x.shape, axis, block_size, "QuantizeLinear")
@@ -155,19 +165,22 @@ def dequantize_linear(x, x_scale, x_zero_point=None, /, *, axis=1, block_size=0,
     x_scale = np.asarray(x_scale)
     odt = _as_dtype(output_dtype, "DequantizeLinear output_dtype") or x_scale.dtype
     if odt not in _ARITH_FLOATS:
-        raise KernelError(f"DequantizeLinear: output dtype {odt} is not float16/32/64 or bfloat16 "
-                          f"(set output_dtype when x_scale is float8e8m0)")
-    cdt = np.float64 if x.dtype in (np.dtype(np.int32), np.dtype(np.int64)) or odt == np.float64 \
-        else np.float32
+        raise KernelError(
+            f"DequantizeLinear: output dtype {odt} is not float16/32/64 or bfloat16 "
+            f"(set output_dtype when x_scale is float8e8m0)"
+        )
+    cdt = np.float64 if x.dtype in (np.dtype(np.int32), np.dtype(np.int64)) or odt == np.float64 else np.float32
     d = x.astype(cdt)
     if x_zero_point is not None:
         x_zero_point = np.asarray(x_zero_point)
         if not _same_shape(x_zero_point, x_scale):
-            raise KernelError(f"DequantizeLinear: x_zero_point shape {x_zero_point.shape} differs "
-                              f"from x_scale shape {x_scale.shape}")
+            raise KernelError(
+                f"DequantizeLinear: x_zero_point shape {x_zero_point.shape} differs from x_scale shape {x_scale.shape}"
+            )
         if x_zero_point.dtype != x.dtype:
-            raise KernelError(f"DequantizeLinear: x_zero_point dtype {x_zero_point.dtype} differs "
-                              f"from x dtype {x.dtype}")
+            raise KernelError(
+                f"DequantizeLinear: x_zero_point dtype {x_zero_point.dtype} differs from x dtype {x.dtype}"
+            )
         zp = broadcast_param(x_zero_point, x.shape, axis, block_size, "DequantizeLinear")
         d = d - zp.astype(cdt)
     scale = broadcast_param(x_scale, x.shape, axis, block_size, "DequantizeLinear")
@@ -226,8 +239,9 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
         if _is_int_type(odt):
             return np.asarray(saturate_to(v + y_zero_point.astype(np.float64), odt))
         return np.asarray(saturate_to(v + y_zero_point.astype(np.float32), odt))
-    A = (a.astype(np.float32) - _row_param(a_zero_point, a).astype(np.float32)) \
-        * _row_param(a_scale, a).astype(np.float32)
+    A = (a.astype(np.float32) - _row_param(a_zero_point, a).astype(np.float32)) * _row_param(a_scale, a).astype(
+        np.float32
+    )
     B = (b.astype(np.float32) - np.asarray(b_zero_point).astype(np.float32)) * b_scale.astype(np.float32)
     try:
         C = np.matmul(A, B)

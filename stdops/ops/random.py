@@ -5,6 +5,7 @@
 is a fresh draw from an OS-seeded generator. ``dtype`` arguments are numpy dtypes (the ONNX adapters
 convert TensorProto enums).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,6 +19,7 @@ def _is_float(dt) -> bool:
     """float16/32/64 and the ml_dtypes floats (bfloat16, float8...)."""
     dt = np.dtype(dt)
     return dt.kind == "f" or (dt.kind == "V" and ("float" in dt.name))
+
 
 _FLOATS = (np.float16, np.float32, np.float64)
 
@@ -128,8 +130,9 @@ def multinomial(input, /, *, dtype=np.int32, sample_size=1, seed=None):
     if dt not in (np.dtype(np.int32), np.dtype(np.int64)):
         raise KernelError(f"Multinomial dtype must be int32 or int64, got {dt}")
     if x.ndim != 2 or not _is_float(x.dtype):
-        raise KernelError(f"Multinomial input must be a 2-D float tensor [batch, class], got shape {x.shape} "
-                          f"dtype {x.dtype}")
+        raise KernelError(
+            f"Multinomial input must be a 2-D float tensor [batch, class], got shape {x.shape} dtype {x.dtype}"
+        )
     n = int(sample_size)
     if n < 1:
         raise KernelError(f"sample_size must be >= 1, got {n}")

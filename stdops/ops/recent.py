@@ -3,6 +3,7 @@
 Half-precision inputs (float16, bfloat16) are computed in float32 and cast back; float32 stays
 float32 and float64 stays float64.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -88,7 +89,7 @@ def causal_conv_with_state(input, weight, bias=None, past_state=None, /, *, acti
         y = conv_forward(padded, ConvWeight(w, C, wt), b)  # depthwise, no padding: length L
     if act != "none":
         y = swish(y)
-    present = padded[:, :, padded.shape[2] - (k - 1):]
+    present = padded[:, :, padded.shape[2] - (k - 1) :]
     return y.astype(x.dtype, copy=False), np.ascontiguousarray(present).astype(x.dtype, copy=False)
 
 
@@ -98,8 +99,21 @@ _RULES = ("linear", "gated", "delta", "gated_delta")
 
 
 @op("onnx:LinearAttention-27")
-def linear_attention(query, key, value, past_state=None, decay=None, beta=None, /, *, chunk_size=64,
-                     kv_num_heads, q_num_heads, scale=0.0, update_rule="gated_delta"):
+def linear_attention(
+    query,
+    key,
+    value,
+    past_state=None,
+    decay=None,
+    beta=None,
+    /,
+    *,
+    chunk_size=64,
+    kv_num_heads,
+    q_num_heads,
+    scale=0.0,
+    update_rule="gated_delta",
+):
     """Per KV head, for t = 1..T: S_t = G_t S_{t-1} + U_t, o_t = scale * q_t^T S_t, with G_t =
     exp(decay_t) for "gated"/"gated_delta" (else 1) and U_t = k_t (x) v_t ("linear", "gated") or
     beta_t * k_t (x) (v_t - (G_t S_{t-1})^T k_t) ("delta", "gated_delta").
@@ -120,14 +134,14 @@ def linear_attention(query, key, value, past_state=None, decay=None, beta=None, 
     if hq <= 0 or hkv <= 0 or hq % hkv:
         raise KernelError(f"{name}: q_num_heads ({hq}) must be a positive multiple of kv_num_heads ({hkv})")
     if q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
-        raise KernelError(f"{name}: query, key and value must be 3-D (B, T, H*D), got {q.shape}, {k.shape}, "
-                          f"{v.shape}")
+        raise KernelError(f"{name}: query, key and value must be 3-D (B, T, H*D), got {q.shape}, {k.shape}, {v.shape}")
     B, T = q.shape[:2]
     if k.shape[:2] != (B, T) or v.shape[:2] != (B, T):
         raise KernelError(f"{name}: query {q.shape}, key {k.shape} and value {v.shape} differ in (B, T)")
     if q.shape[2] % hq or v.shape[2] % hkv:
-        raise KernelError(f"{name}: hidden sizes {q.shape[2]} / {v.shape[2]} are not divisible by the head "
-                          f"counts {hq} / {hkv}")
+        raise KernelError(
+            f"{name}: hidden sizes {q.shape[2]} / {v.shape[2]} are not divisible by the head counts {hq} / {hkv}"
+        )
     dk, dv = q.shape[2] // hq, v.shape[2] // hkv
     if k.shape[2] != hkv * dk:
         raise KernelError(f"{name}: key hidden size {k.shape[2]} must be kv_num_heads * d_k = {hkv * dk}")

@@ -12,6 +12,7 @@ Shared conventions (ONNX Reduce*-18, ReduceSum-13):
 - A reduction over an empty set gives the identity: 0 for sums, 1 for products, -inf (or the
   dtype's minimum) for Max, +inf (or the maximum) for Min, -inf for LogSum/LogSumExp.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -306,7 +307,7 @@ def _cumulative(x, axis, exclusive, reverse, ufunc, identity, name):
     if reverse:
         w = np.flip(w, axis=ax)
     if exclusive:
-        head = np.full(w.shape[:ax] + (min(1, w.shape[ax]),) + w.shape[ax + 1:], identity, w.dtype)
+        head = np.full(w.shape[:ax] + (min(1, w.shape[ax]),) + w.shape[ax + 1 :], identity, w.dtype)
         body = np.take(w, np.arange(max(w.shape[ax] - 1, 0)), axis=ax)
         w = np.concatenate([head, body], axis=ax)
     y = ufunc.accumulate(w, axis=ax, dtype=w.dtype)

@@ -6,6 +6,7 @@ the data is contracted with it (one tensordot/matmul per axis; exact and BLAS-fa
 gathers with an index vector per axis instead (exact for every dtype). Coordinates are computed in
 float64 from the float32 ``scales`` values, as the ONNX spec formulas read.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,15 @@ from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
 
-_COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-                "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn")
+_COORD_MODES = (
+    "half_pixel",
+    "half_pixel_symmetric",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+    "tf_crop_and_resize",
+    "tf_half_pixel_for_nn",
+)
 _NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
@@ -29,8 +37,16 @@ def _opt(a):
     return None if a.size == 0 else a
 
 
-def source_coords(mode: str, out_len: int, in_len: int, scale: float, length_resized: float,
-                  roi_start: float = 0.0, roi_end: float = 1.0, exact_ratio: bool = False) -> np.ndarray:
+def source_coords(
+    mode: str,
+    out_len: int,
+    in_len: int,
+    scale: float,
+    length_resized: float,
+    roi_start: float = 0.0,
+    roi_end: float = 1.0,
+    exact_ratio: bool = False,
+) -> np.ndarray:
     """x_original (float64, shape (out_len,)) for every output index along one axis.
 
     ``length_resized`` is ``in_len * scale`` (fractional when it comes from a scale factor).
@@ -66,8 +82,9 @@ def source_coords(mode: str, out_len: int, in_len: int, scale: float, length_res
         else:
             x = np.full(out_len, (roi_end - roi_start) * (in_len - 1) / 2.0)
         return x + roi_start * (in_len - 1)
-    raise KernelError(f"Resize: unknown coordinate_transformation_mode {mode!r} "
-                      f"(expected one of {', '.join(_COORD_MODES[:-1])})")
+    raise KernelError(
+        f"Resize: unknown coordinate_transformation_mode {mode!r} (expected one of {', '.join(_COORD_MODES[:-1])})"
+    )
 
 
 def nearest_index(x: np.ndarray, in_len: int, nearest_mode: str) -> np.ndarray:
@@ -81,8 +98,9 @@ def nearest_index(x: np.ndarray, in_len: int, nearest_mode: str) -> np.ndarray:
     elif nearest_mode == "ceil":
         i = np.ceil(x)
     else:
-        raise KernelError(f"Resize: unknown nearest_mode {nearest_mode!r} "
-                          f"(expected one of {', '.join(_NEAREST_MODES)})")
+        raise KernelError(
+            f"Resize: unknown nearest_mode {nearest_mode!r} (expected one of {', '.join(_NEAREST_MODES)})"
+        )
     return np.clip(i, 0, in_len - 1).astype(np.intp)
 
 
@@ -95,9 +113,16 @@ def _cubic_kernel(d: np.ndarray, a: float) -> np.ndarray:
     return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
 
 
-def interpolation_taps(x: np.ndarray, in_len: int, mode: str, *, scale: float = 1.0,
-                       antialias: bool = False, cubic_coeff_a: float = -0.75,
-                       exclude_outside: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def interpolation_taps(
+    x: np.ndarray,
+    in_len: int,
+    mode: str,
+    *,
+    scale: float = 1.0,
+    antialias: bool = False,
+    cubic_coeff_a: float = -0.75,
+    exclude_outside: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """(idx, w), both (len(x), T): the input index (clamped to the edge) and weight of each tap
     of every output sample along one axis, for linear or cubic (Keys, ``cubic_coeff_a``)
     interpolation. Out-of-range taps read the border sample or, with ``exclude_outside``, get
@@ -182,10 +207,23 @@ def _to_output(r: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 @op("onnx:Resize-11")
-def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
-           coordinate_transformation_mode="half_pixel", cubic_coeff_a=-0.75, exclude_outside=0,
-           extrapolation_value=0.0, keep_aspect_ratio_policy="stretch", mode="nearest",
-           nearest_mode="round_prefer_floor"):
+def resize(
+    x,
+    roi=None,
+    scales=None,
+    sizes=None,
+    /,
+    *,
+    antialias=0,
+    axes=None,
+    coordinate_transformation_mode="half_pixel",
+    cubic_coeff_a=-0.75,
+    exclude_outside=0,
+    extrapolation_value=0.0,
+    keep_aspect_ratio_policy="stretch",
+    mode="nearest",
+    nearest_mode="round_prefer_floor",
+):
     """Y[i] = sum_j W_axis[i, j] X[j] per resized axis; x_original from the coordinate mode.
 
     Output size per axis d (``axes`` index i): ``floor(in[d] * scales[i])`` or ``sizes[i]``
@@ -199,8 +237,7 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
     if mode not in ("nearest", "linear", "cubic"):
         raise KernelError(f"Resize: unknown mode {mode!r} (expected nearest, linear or cubic)")
     if coordinate_transformation_mode not in _COORD_MODES:
-        raise KernelError(f"Resize: unknown coordinate_transformation_mode "
-                          f"{coordinate_transformation_mode!r}")
+        raise KernelError(f"Resize: unknown coordinate_transformation_mode {coordinate_transformation_mode!r}")
     if mode == "nearest" and nearest_mode not in _NEAREST_MODES:
         raise KernelError(f"Resize: unknown nearest_mode {nearest_mode!r}")
     if axes is None:
@@ -214,8 +251,11 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
             raise KernelError(f"Resize: repeated axis in axes {tuple(ax)}")
     n = len(ax)
     if (scales is None) == (sizes is None):
-        raise KernelError("Resize: exactly one of 'scales' and 'sizes' must be given"
-                          if scales is not None else "Resize: neither 'scales' nor 'sizes' given")
+        raise KernelError(
+            "Resize: exactly one of 'scales' and 'sizes' must be given"
+            if scales is not None
+            else "Resize: neither 'scales' nor 'sizes' given"
+        )
 
     in_shape = x.shape
     out_shape = list(in_shape)
@@ -257,8 +297,10 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
                 length_of[d] = s * in_shape[d]
                 out_shape[d] = int(math.floor(length_of[d] + 0.5))
         else:
-            raise KernelError(f"Resize: unknown keep_aspect_ratio_policy "
-                              f"{keep_aspect_ratio_policy!r} (stretch, not_larger, not_smaller)")
+            raise KernelError(
+                f"Resize: unknown keep_aspect_ratio_policy "
+                f"{keep_aspect_ratio_policy!r} (stretch, not_larger, not_smaller)"
+            )
     check_elements(out_shape, "Resize output")
 
     crop = coordinate_transformation_mode == "tf_crop_and_resize"
@@ -266,8 +308,7 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
     if roi is not None and crop:  # other modes ignore roi (exporters write anything there)
         rv = np.asarray(roi, dtype=np.float64).ravel()
         if rv.size != 2 * n:
-            raise KernelError(f"Resize: roi has {rv.size} values, expected {2 * n} "
-                              f"(starts and ends of {n} axes)")
+            raise KernelError(f"Resize: roi has {rv.size} values, expected {2 * n} (starts and ends of {n} axes)")
         for i, d in enumerate(ax):
             roi_of[d] = (float(rv[i]), float(rv[n + i]))
     elif crop:
@@ -282,8 +323,12 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
         y = x.astype(_compute_dtype(x.dtype), copy=False)
     for d in ax:
         in_len, out_len, s = in_shape[d], out_shape[d], scale_of[d]
-        if (not crop or roi_of[d] == (0.0, 1.0)) and out_len == in_len \
-                and math.isclose(s, 1.0) and coordinate_transformation_mode != "tf_half_pixel_for_nn":
+        if (
+            (not crop or roi_of[d] == (0.0, 1.0))
+            and out_len == in_len
+            and math.isclose(s, 1.0)
+            and coordinate_transformation_mode != "tf_half_pixel_for_nn"
+        ):
             continue  # identity along this axis
         if out_len == 0:
             shp = list(y.shape)
@@ -292,8 +337,9 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
             continue
         if in_len == 0:
             raise KernelError(f"Resize: cannot resize empty axis {d} to length {out_len}")
-        xo = source_coords(coordinate_transformation_mode, out_len, in_len, s, length_of[d],
-                           *roi_of[d], exact_ratio=exact[d])
+        xo = source_coords(
+            coordinate_transformation_mode, out_len, in_len, s, length_of[d], *roi_of[d], exact_ratio=exact[d]
+        )
         if crop:
             m = (xo < 0) | (xo > in_len - 1)
             if m.any():
@@ -303,8 +349,12 @@ def resize(x, roi=None, scales=None, sizes=None, /, *, antialias=0, axes=None,
         if mode == "nearest":
             y = np.take(y, nearest_index(xo, in_len, nearest_mode), axis=d)
         else:
-            kw = dict(scale=s, antialias=bool(antialias), cubic_coeff_a=float(cubic_coeff_a),
-                      exclude_outside=bool(exclude_outside))
+            kw = dict(
+                scale=s,
+                antialias=bool(antialias),
+                cubic_coeff_a=float(cubic_coeff_a),
+                exclude_outside=bool(exclude_outside),
+            )
             if out_len * in_len <= _MATRIX_LIMIT and np.isfinite(y).all():
                 W = interpolation_matrix(xo, in_len, mode, **kw)
                 y = _apply_matrix(y, W.astype(y.dtype, copy=False), d)

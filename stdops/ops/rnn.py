@@ -21,10 +21,11 @@ the plain formulas of the docstrings, operation for operation: the results are b
 the straightforward step-by-step evaluation. Arithmetic stays in float32 (float64 for float64
 inputs; float16/bfloat16 compute in float32); outputs have X's dtype.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import special as _sp
@@ -62,29 +63,31 @@ class _Act:
         return fn(x, t(self.alpha), t(self.beta))
 
 
-def _activations(opname: str, activations, alphas, betas, defaults: tuple[str, ...],
-                 num_dirs: int) -> list[list[_Act]]:
+def _activations(opname: str, activations, alphas, betas, defaults: tuple[str, ...], num_dirs: int) -> list[list[_Act]]:
     """Per direction, the activation functions in the op's order. ``activation_alpha`` and
     ``activation_beta`` are consumed in order by the functions that take that parameter."""
     k = len(defaults)
     names = list(defaults) * num_dirs if not activations else [str(a) for a in activations]
     if len(names) != k * num_dirs:
-        raise KernelError(f"{opname}: expected {k * num_dirs} activations for {num_dirs} "
-                          f"direction(s), got {len(names)}: {names}")
+        raise KernelError(
+            f"{opname}: expected {k * num_dirs} activations for {num_dirs} direction(s), got {len(names)}: {names}"
+        )
     alphas = list(alphas or ())
     betas = list(betas or ())
     acts = []
     for nm in names:
         key = nm.lower()
         if key not in _ACTIVATIONS:
-            raise KernelError(f"{opname}: unsupported activation {nm!r} (supported: "
-                              f"Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, "
-                              f"ScaledTanh, HardSigmoid, Elu, Softsign, Softplus)")
+            raise KernelError(
+                f"{opname}: unsupported activation {nm!r} (supported: "
+                f"Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, "
+                f"ScaledTanh, HardSigmoid, Elu, Softsign, Softplus)"
+            )
         _, da, db = _ACTIVATIONS[key]
         a = float(alphas.pop(0)) if da is not None and alphas else (da or 0.0)
         b = float(betas.pop(0)) if db is not None and betas else (db or 0.0)
         acts.append(_Act(key, a, b))
-    return [acts[d * k:(d + 1) * k] for d in range(num_dirs)]
+    return [acts[d * k : (d + 1) * k] for d in range(num_dirs)]
 
 
 def _into1(a: _Act) -> Callable[[np.ndarray, np.ndarray], object]:
@@ -122,7 +125,7 @@ def _per_dir_rows(funcs: list[_Act], x: np.ndarray, B: int) -> np.ndarray:
     every direction uses the same one)."""
     if all(f == funcs[0] for f in funcs):
         return funcs[0](x)
-    return np.concatenate([f(x[d * B:(d + 1) * B]) for d, f in enumerate(funcs)])
+    return np.concatenate([f(x[d * B : (d + 1) * B]) for d, f in enumerate(funcs)])
 
 
 def _clipper(clip: float | None) -> Callable[[np.ndarray], object] | None:
@@ -164,12 +167,13 @@ def _recurrent(RT: np.ndarray, B: int) -> Callable[[np.ndarray, np.ndarray], Non
     return rec_mat
 
 
-def _rows(s: "_Setup", a: np.ndarray) -> np.ndarray:
+def _rows(s: _Setup, a: np.ndarray) -> np.ndarray:
     """A fresh state [D, B, H] as C-contiguous rows [D*B, H] (the loops update it in place)."""
     return np.ascontiguousarray(a).reshape(s.D * s.B, s.H)
 
 
 # --------------------------------------------------------------------------- shared set-up
+
 
 @dataclasses.dataclass
 class _Setup:
@@ -194,16 +198,31 @@ class _Setup:
 _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
 
 
-def _setup(opname: str, gates: int, X, W, R, B, sequence_lens, initial_h, *, hidden_size,
-           activations, activation_alpha, activation_beta, clip, direction, layout,
-           default_acts: tuple[str, ...], fold_rb: bool) -> _Setup:
+def _setup(
+    opname: str,
+    gates: int,
+    X,
+    W,
+    R,
+    B,
+    sequence_lens,
+    initial_h,
+    *,
+    hidden_size,
+    activations,
+    activation_alpha,
+    activation_beta,
+    clip,
+    direction,
+    layout,
+    default_acts: tuple[str, ...],
+    fold_rb: bool,
+) -> _Setup:
     X, W, R = np.asarray(X), np.asarray(W), np.asarray(R)
-    if not np.issubdtype(X.dtype, np.floating) and X.dtype.kind != "V" and \
-            "bfloat16" not in str(X.dtype):
+    if not np.issubdtype(X.dtype, np.floating) and X.dtype.kind != "V" and "bfloat16" not in str(X.dtype):
         raise KernelError(f"{opname}: X must be a floating-point tensor, got {X.dtype}")
     if direction not in _DIRECTIONS:
-        raise KernelError(f"{opname}: direction must be forward, reverse or bidirectional, "
-                          f"got {direction!r}")
+        raise KernelError(f"{opname}: direction must be forward, reverse or bidirectional, got {direction!r}")
     if int(layout) not in (0, 1):
         raise KernelError(f"{opname}: layout must be 0 or 1, got {layout}")
     layout = int(layout)
@@ -214,8 +233,7 @@ def _setup(opname: str, gates: int, X, W, R, B, sequence_lens, initial_h, *, hid
         X = X.transpose(1, 0, 2)
     T, Bn, I = X.shape
     if R.ndim != 3 or R.shape[0] != D or R.shape[1] % gates or R.shape[1] != gates * R.shape[2]:
-        raise KernelError(f"{opname}: R must have shape [{D}, {gates}*hidden_size, hidden_size], "
-                          f"got {R.shape}")
+        raise KernelError(f"{opname}: R must have shape [{D}, {gates}*hidden_size, hidden_size], got {R.shape}")
     H = R.shape[2]
     if hidden_size is not None and int(hidden_size) != H:
         raise KernelError(f"{opname}: hidden_size={hidden_size} but R has shape {R.shape}")
@@ -230,14 +248,15 @@ def _setup(opname: str, gates: int, X, W, R, B, sequence_lens, initial_h, *, hid
         if bias.shape != (D, 2 * gates * H):
             raise KernelError(f"{opname}: B must have shape {(D, 2 * gates * H)}, got {bias.shape}")
         bias = bias.astype(wt, copy=False)
-    Wb, Rb = bias[:, :gates * H], bias[:, gates * H:]
+    Wb, Rb = bias[:, : gates * H], bias[:, gates * H :]
 
     mask = rev_idx = empty = None
     if sequence_lens is not None:
         sl = np.asarray(sequence_lens)
         if sl.dtype.kind not in "iu" or sl.shape != (Bn,):
-            raise KernelError(f"{opname}: sequence_lens must be an integer tensor of shape "
-                              f"({Bn},), got {sl.dtype} {sl.shape}")
+            raise KernelError(
+                f"{opname}: sequence_lens must be an integer tensor of shape ({Bn},), got {sl.dtype} {sl.shape}"
+            )
         if sl.size and (sl.min() < 0 or sl.max() > T):
             raise KernelError(f"{opname}: sequence_lens values must lie in [0, {T}], got {sl}")
         sl = sl.astype(np.int64)
@@ -265,8 +284,24 @@ def _setup(opname: str, gates: int, X, W, R, B, sequence_lens, initial_h, *, hid
         h0 = _state(opname, "initial_h", initial_h, D, Bn, H, layout, wt)
     acts = _activations(opname, activations, activation_alpha, activation_beta, default_acts, D)
     RT = R.astype(wt, copy=False).transpose(0, 2, 1)
-    return _Setup(T, Bn, H, D, wt, X.dtype, Gx, RT, Rb[:, None, :], mask, empty, rev_idx, h0, acts,
-                  None if clip is None else float(clip), layout)
+    return _Setup(
+        T,
+        Bn,
+        H,
+        D,
+        wt,
+        X.dtype,
+        Gx,
+        RT,
+        Rb[:, None, :],
+        mask,
+        empty,
+        rev_idx,
+        h0,
+        acts,
+        None if clip is None else float(clip),
+        layout,
+    )
 
 
 def _state(opname, name, s, D, Bn, H, layout, wt) -> np.ndarray:
@@ -295,25 +330,57 @@ def _finish(s: _Setup, direction: str, Y: np.ndarray, *states: np.ndarray) -> tu
         Y = Y.transpose(2, 0, 1, 3)
         states = tuple(st.transpose(1, 0, 2) for st in states)
     od = s.out_dtype
-    return (np.ascontiguousarray(Y.astype(od, copy=False)),
-            *(np.ascontiguousarray(st.astype(od, copy=False)) for st in states))
+    return (
+        np.ascontiguousarray(Y.astype(od, copy=False)),
+        *(np.ascontiguousarray(st.astype(od, copy=False)) for st in states),
+    )
 
 
 # --------------------------------------------------------------------------- RNN
 
+
 @op("onnx:RNN-7")
-def rnn(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=None,
-        activations=None, activation_alpha=None, activation_beta=None, clip=None,
-        direction="forward", layout=0):
+def rnn(
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    /,
+    *,
+    hidden_size=None,
+    activations=None,
+    activation_alpha=None,
+    activation_beta=None,
+    clip=None,
+    direction="forward",
+    layout=0,
+):
     """Ht = f(Xt @ Wi^T + Ht-1 @ Ri^T + Wbi + Rbi), f = Tanh by default.
 
     Returns (Y, Y_h): Y [T, D, B, H], Y_h [D, B, H] (layout 1: [B, T, D, H], [B, D, H]);
     X's dtype. See the module docstring for the shapes of the inputs.
     """
-    s = _setup("RNN", 1, X, W, R, B, sequence_lens, initial_h, hidden_size=hidden_size,
-               activations=activations, activation_alpha=activation_alpha,
-               activation_beta=activation_beta, clip=clip, direction=direction, layout=layout,
-               default_acts=("Tanh",), fold_rb=True)
+    s = _setup(
+        "RNN",
+        1,
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        hidden_size=hidden_size,
+        activations=activations,
+        activation_alpha=activation_alpha,
+        activation_beta=activation_beta,
+        clip=clip,
+        direction=direction,
+        layout=layout,
+        default_acts=("Tanh",),
+        fold_rb=True,
+    )
     D, Bn, H = s.D, s.B, s.H
     f = _into([a[0] for a in s.acts], Bn)
     clip_ = _clipper(s.clip)
@@ -351,10 +418,26 @@ def rnn(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=N
 
 # --------------------------------------------------------------------------- GRU
 
+
 @op("onnx:GRU-7")
-def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=None,
-        activations=None, activation_alpha=None, activation_beta=None, clip=None,
-        direction="forward", layout=0, linear_before_reset=0):
+def gru(
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    /,
+    *,
+    hidden_size=None,
+    activations=None,
+    activation_alpha=None,
+    activation_beta=None,
+    clip=None,
+    direction="forward",
+    layout=0,
+    linear_before_reset=0,
+):
     """zt = f(Xt Wz^T + Ht-1 Rz^T + Wbz + Rbz); rt = f(Xt Wr^T + Ht-1 Rr^T + Wbr + Rbr);
     ht = g(Xt Wh^T + (rt * Ht-1) Rh^T + Rbh + Wbh)  (linear_before_reset=0) or
     ht = g(Xt Wh^T + rt * (Ht-1 Rh^T + Rbh) + Wbh)  (linear_before_reset!=0);
@@ -363,18 +446,33 @@ def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=N
     Returns (Y, Y_h) as RNN; X's dtype.
     """
     lbr = bool(linear_before_reset)
-    s = _setup("GRU", 3, X, W, R, B, sequence_lens, initial_h, hidden_size=hidden_size,
-               activations=activations, activation_alpha=activation_alpha,
-               activation_beta=activation_beta, clip=clip, direction=direction, layout=layout,
-               default_acts=("Sigmoid", "Tanh"), fold_rb=False)
+    s = _setup(
+        "GRU",
+        3,
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        hidden_size=hidden_size,
+        activations=activations,
+        activation_alpha=activation_alpha,
+        activation_beta=activation_beta,
+        clip=clip,
+        direction=direction,
+        layout=layout,
+        default_acts=("Sigmoid", "Tanh"),
+        fold_rb=False,
+    )
     H = s.H
     f = [a[0] for a in s.acts]
     g = [a[1] for a in s.acts]
     Gx = s.Gx
-    Gx[..., :2 * H] += s.Rb[:, None, :, :2 * H]  # z and r take both biases up front
-    Rbh = s.Rb[..., 2 * H:]  # [D, 1, H]
+    Gx[..., : 2 * H] += s.Rb[:, None, :, : 2 * H]  # z and r take both biases up front
+    Rbh = s.Rb[..., 2 * H :]  # [D, 1, H]
     if not lbr:
-        Gx[..., 2 * H:] += Rbh[:, None]
+        Gx[..., 2 * H :] += Rbh[:, None]
     D, Bn = s.D, s.B
     DB = D * Bn
     f = _into(f, Bn)
@@ -392,11 +490,11 @@ def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=N
     if lbr:
         rec = _recurrent(s.RT, Bn)
         hr = np.empty((DB, 3 * H), s.wt)  # Ht-1 @ R^T for all three gates
-        hr_zr, hr_h = hr.reshape(D, Bn, 3 * H)[..., :2 * H], hr[:, 2 * H:]
+        hr_zr, hr_h = hr.reshape(D, Bn, 3 * H)[..., : 2 * H], hr[:, 2 * H :]
         Rbh_rows = np.repeat(Rbh[:, 0], Bn, axis=0)  # [D*B, H]
     else:
-        rec_zr = _recurrent(s.RT[..., :2 * H], Bn)
-        rec_h = _recurrent(s.RT[..., 2 * H:], Bn)
+        rec_zr = _recurrent(s.RT[..., : 2 * H], Bn)
+        rec_h = _recurrent(s.RT[..., 2 * H :], Bn)
         rh = np.empty_like(hh)  # r * Ht-1
     Y = np.zeros((s.T, D, Bn, H), s.wt)
     Y2 = Y.reshape(s.T, DB, H)  # rows d*B + b
@@ -409,7 +507,7 @@ def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=N
         gx = gxs[t]
         if lbr:
             rec(h, hr)
-            add(gx[..., :2 * H], hr_zr, out=zr3)
+            add(gx[..., : 2 * H], hr_zr, out=zr3)
             if clip_ is not None:
                 clip_(zr)
             f(zr, zr)
@@ -417,13 +515,13 @@ def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=N
             mul(r, hh, out=hh)
         else:
             rec_zr(h, zr)
-            add(gx[..., :2 * H], zr3, out=zr3)
+            add(gx[..., : 2 * H], zr3, out=zr3)
             if clip_ is not None:
                 clip_(zr)
             f(zr, zr)
             mul(r, h, out=rh)
             rec_h(rh, hh)
-        add(gx[..., 2 * H:], hh3, out=hh3)
+        add(gx[..., 2 * H :], hh3, out=hh3)
         if clip_ is not None:
             clip_(hh)
         g(hh, hh)
@@ -445,10 +543,28 @@ def gru(X, W, R, B=None, sequence_lens=None, initial_h=None, /, *, hidden_size=N
 
 # --------------------------------------------------------------------------- LSTM
 
+
 @op("onnx:LSTM-7")
-def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, /, *,
-         hidden_size=None, activations=None, activation_alpha=None, activation_beta=None,
-         clip=None, direction="forward", input_forget=0, layout=0):
+def lstm(
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    initial_c=None,
+    P=None,
+    /,
+    *,
+    hidden_size=None,
+    activations=None,
+    activation_alpha=None,
+    activation_beta=None,
+    clip=None,
+    direction="forward",
+    input_forget=0,
+    layout=0,
+):
     """it = f(Xt Wi^T + Ht-1 Ri^T + Pi * Ct-1 + Wbi + Rbi); ft = f(... f gate ..., Pf * Ct-1)
     (ft = 1 - it when input_forget); ct = g(Xt Wc^T + Ht-1 Rc^T + Wbc + Rbc);
     Ct = ft * Ct-1 + it * ct; ot = f(Xt Wo^T + Ht-1 Ro^T + Po * Ct + Wbo + Rbo); Ht = ot * h(Ct).
@@ -456,10 +572,25 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
 
     Returns (Y, Y_h, Y_c): Y as RNN, Y_h and Y_c [D, B, H] ([B, D, H] for layout 1); X's dtype.
     """
-    s = _setup("LSTM", 4, X, W, R, B, sequence_lens, initial_h, hidden_size=hidden_size,
-               activations=activations, activation_alpha=activation_alpha,
-               activation_beta=activation_beta, clip=clip, direction=direction, layout=layout,
-               default_acts=("Sigmoid", "Tanh", "Tanh"), fold_rb=True)
+    s = _setup(
+        "LSTM",
+        4,
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        hidden_size=hidden_size,
+        activations=activations,
+        activation_alpha=activation_alpha,
+        activation_beta=activation_beta,
+        clip=clip,
+        direction=direction,
+        layout=layout,
+        default_acts=("Sigmoid", "Tanh", "Tanh"),
+        fold_rb=True,
+    )
     H, D = s.H, s.D
     if initial_c is None:
         c = np.zeros((D, s.B, H), s.wt)
@@ -484,8 +615,8 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
     gxs = s.Gx.transpose(1, 0, 2, 3)  # [T, D, B, 4H]
     gates = np.empty((DB, 4 * H), s.wt)  # rows d*B + b: i, o, f, c
     gates3 = gates.reshape(D, Bn, 4 * H)
-    gi, go, gf, gc = (gates[:, k * H:(k + 1) * H] for k in range(4))
-    iof = gates[:, :3 * H]
+    gi, go, gf, gc = (gates[:, k * H : (k + 1) * H] for k in range(4))
+    iof = gates[:, : 3 * H]
     th = np.empty((DB, H), s.wt)  # h(Ct)
     Y = np.zeros((s.T, D, Bn, H), s.wt)
     Y2 = Y.reshape(s.T, DB, H)
@@ -498,7 +629,7 @@ def lstm(X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=
     cn = np.empty_like(c) if masked else c  # unmasked: the cell state is updated in place
     if peep:
         P = np.repeat(P.astype(s.wt, copy=False), Bn, axis=0)  # [D*B, 3H], rows as the states
-        Pi, Po, Pf = P[:, :H], P[:, H:2 * H], P[:, 2 * H:]
+        Pi, Po, Pf = P[:, :H], P[:, H : 2 * H], P[:, 2 * H :]
     fast = not peep and not couple
     for t in range(s.T):
         rec(h, gates)

@@ -3,6 +3,7 @@
 A Python loop runs over the boxes; inside a box everything is vectorized over channels and
 positions (RoiAlign's bilinear sampling is separable: one interpolation matrix per axis).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -62,18 +63,17 @@ def max_roi_pool(x, rois, /, *, pooled_shape, spatial_scale=1.0):
         okw = we > ws
         for j in range(pw):  # per bin column: max over its width, for every channel and row
             if okw[j]:
-                colmax[:, :, j] = img[:, :, ws[j]:we[j]].max(axis=2)
+                colmax[:, :, j] = img[:, :, ws[j] : we[j]].max(axis=2)
         for i in range(ph):
             if he[i] > hs[i]:
-                y[r, :, i, okw] = colmax[:, hs[i]:he[i], okw].max(axis=1).T
+                y[r, :, i, okw] = colmax[:, hs[i] : he[i], okw].max(axis=1).T
     return y
 
 
 def _axis_interp(start: float, size: float, pooled: int, grid: int, extent: int):
     """Sample positions along one axis: (low, high, w_low, w_high), each (pooled * grid,)."""
     bin_ = size / pooled
-    pos = (start + np.arange(pooled)[:, None] * bin_
-           + (np.arange(grid)[None, :] + 0.5) * bin_ / grid).reshape(-1)
+    pos = (start + np.arange(pooled)[:, None] * bin_ + (np.arange(grid)[None, :] + 0.5) * bin_ / grid).reshape(-1)
     invalid = (pos < -1.0) | (pos > extent)
     pos = np.maximum(pos, 0.0)
     low = np.floor(pos).astype(np.int64)
@@ -97,8 +97,19 @@ def _interp_matrix(low, high, wl, wh, pooled, grid, extent):
 
 
 @op("onnx:RoiAlign-16")
-def roi_align(x, rois, batch_indices, /, *, coordinate_transformation_mode="half_pixel", mode="avg",
-              output_height=1, output_width=1, sampling_ratio=0, spatial_scale=1.0):
+def roi_align(
+    x,
+    rois,
+    batch_indices,
+    /,
+    *,
+    coordinate_transformation_mode="half_pixel",
+    mode="avg",
+    output_height=1,
+    output_width=1,
+    sampling_ratio=0,
+    spatial_scale=1.0,
+):
     """Y[r, c, i, j] = avg (or max) over a grid of samples in bin (i, j) of RoI r of bilinear(X[b_r, c]).
 
     rois (R, 4) = [x1, y1, x2, y2] scaled by spatial_scale and shifted by -0.5 (half_pixel; not
@@ -111,8 +122,10 @@ def roi_align(x, rois, batch_indices, /, *, coordinate_transformation_mode="half
     if mode not in ("avg", "max"):
         raise KernelError(f"mode must be 'avg' or 'max', got {mode!r}")
     if coordinate_transformation_mode not in ("half_pixel", "output_half_pixel"):
-        raise KernelError(f"coordinate_transformation_mode must be 'half_pixel' or 'output_half_pixel', "
-                          f"got {coordinate_transformation_mode!r}")
+        raise KernelError(
+            f"coordinate_transformation_mode must be 'half_pixel' or 'output_half_pixel', "
+            f"got {coordinate_transformation_mode!r}"
+        )
     oh, ow = int(output_height), int(output_width)
     if oh < 1 or ow < 1:
         raise KernelError(f"output_height/output_width must be >= 1, got {oh}, {ow}")

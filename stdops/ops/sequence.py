@@ -3,6 +3,7 @@
 A sequence value is a Python ``list`` of ndarrays; an optional value is the value itself or ``None``
 (empty). Kernels never mutate an input list: they return new lists.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,8 +21,9 @@ def _check_seq(seq, what: str = "input_sequence") -> list:
 def _scalar_int(x, what: str) -> int:
     a = np.asarray(x)
     if a.size != 1 or a.ndim > 1 or a.dtype.kind not in "iu":
-        raise KernelError(f"{what} must be an integer scalar (or 1-element tensor), got shape {a.shape} "
-                          f"dtype {a.dtype}")
+        raise KernelError(
+            f"{what} must be an integer scalar (or 1-element tensor), got shape {a.shape} dtype {a.dtype}"
+        )
     return int(a.reshape(-1)[0])
 
 
@@ -69,7 +71,7 @@ def sequence_erase(input_sequence, position=None, /):
     if not seq:
         raise KernelError("SequenceErase on an empty sequence")
     p = len(seq) - 1 if position is None else _position(position, len(seq), allow_end=False)
-    return seq[:p] + seq[p + 1:]
+    return seq[:p] + seq[p + 1 :]
 
 
 @op("onnx:SequenceInsert-11")
@@ -81,8 +83,9 @@ def sequence_insert(input_sequence, tensor, position=None, /):
     seq = _check_seq(input_sequence)
     t = np.asarray(tensor)
     if seq and np.asarray(seq[0]).dtype != t.dtype:
-        raise KernelError(f"SequenceInsert: tensor dtype {t.dtype} differs from the sequence's "
-                          f"{np.asarray(seq[0]).dtype}")
+        raise KernelError(
+            f"SequenceInsert: tensor dtype {t.dtype} differs from the sequence's {np.asarray(seq[0]).dtype}"
+        )
     p = len(seq) if position is None else _position(position, len(seq), allow_end=True)
     return seq[:p] + [t] + seq[p:]
 
@@ -128,8 +131,7 @@ def split_to_sequence(input, split=None, /, *, axis=0, keepdims=1):
     else:
         lengths = s.astype(np.int64)
         if (lengths < 0).any() or int(lengths.sum()) != dim:
-            raise KernelError(f"split lengths {lengths.tolist()} must be non-negative and sum to the axis "
-                              f"size {dim}")
+            raise KernelError(f"split lengths {lengths.tolist()} must be non-negative and sum to the axis size {dim}")
         bounds = np.cumsum(lengths)[:-1].tolist()
     return [np.array(p) for p in np.split(x, bounds, axis=ax)]
 

@@ -6,6 +6,7 @@ Data-movement kernels work on every dtype, string tensors (dtype object) include
 Generators (Constant, Range, EyeLike, ...) live in :mod:`.shape_gen`, padding and block layout ops
 (Pad, CenterCropPad, DepthToSpace, SpaceToDepth) in :mod:`.shape_pad`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,21 @@ from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
 
-__all__ = ["reshape", "flatten", "transpose", "squeeze", "unsqueeze", "concat", "split", "slice_",
-           "expand", "tile", "shape", "size", "identity"]
+__all__ = [
+    "reshape",
+    "flatten",
+    "transpose",
+    "squeeze",
+    "unsqueeze",
+    "concat",
+    "split",
+    "slice_",
+    "expand",
+    "tile",
+    "shape",
+    "size",
+    "identity",
+]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -85,8 +99,9 @@ def reshape(data, shape, /, *, allowzero=0):
         for i, d in enumerate(dims):
             if d == 0:
                 if i >= x.ndim:
-                    raise KernelError(f"shape {dims}: 0 at position {i} has no input dimension to copy "
-                                      f"(input shape {x.shape})")
+                    raise KernelError(
+                        f"shape {dims}: 0 at position {i} has no input dimension to copy (input shape {x.shape})"
+                    )
                 dims[i] = x.shape[i]
     if any(d < -1 for d in dims):
         raise KernelError(f"shape {dims}: negative dimension other than -1")
@@ -184,9 +199,8 @@ def concat(*inputs, axis):
         raise KernelError("cannot concatenate 0-d tensors")
     a = norm_axis(axis, r)
     for i, x in enumerate(xs):
-        if x.ndim != r or x.shape[:a] != xs[0].shape[:a] or x.shape[a + 1:] != xs[0].shape[a + 1:]:
-            raise KernelError(f"input {i} has shape {x.shape}, which does not fit {xs[0].shape} "
-                              f"outside axis {a}")
+        if x.ndim != r or x.shape[:a] != xs[0].shape[:a] or x.shape[a + 1 :] != xs[0].shape[a + 1 :]:
+            raise KernelError(f"input {i} has shape {x.shape}, which does not fit {xs[0].shape} outside axis {a}")
     dt = xs[0].dtype
     if any(x.dtype != dt for x in xs):
         raise KernelError(f"inputs have different dtypes: {sorted({str(x.dtype) for x in xs})}")
@@ -251,8 +265,7 @@ def slice_(data, starts, ends, axes=None, steps=None, /):
     ax = list(range(len(st))) if axes is None else norm_axes(axes, x.ndim)
     sp = [1] * len(st) if steps is None else int_list(steps, "steps")
     if len(ax) != len(st) or len(sp) != len(st):
-        raise KernelError(f"starts, ends, axes, steps lengths differ: {len(st)}, {len(en)}, "
-                          f"{len(ax)}, {len(sp)}")
+        raise KernelError(f"starts, ends, axes, steps lengths differ: {len(st)}, {len(en)}, {len(ax)}, {len(sp)}")
     if any(a >= x.ndim for a in ax):
         raise KernelError(f"{len(st)} starts for a tensor of rank {x.ndim}")
     idx = [slice(None)] * x.ndim
@@ -329,5 +342,7 @@ def identity(input, /):
     return input
 
 
-from . import shape_gen  # noqa: E402,F401  (registers Constant, ConstantOfShape, EyeLike, Range, Trilu)
-from . import shape_pad  # noqa: E402,F401  (registers Pad, CenterCropPad, DepthToSpace, SpaceToDepth)
+from . import (  # noqa: E402
+    shape_gen,  # noqa: E402,F401  (registers Constant, ConstantOfShape, EyeLike, Range, Trilu)
+    shape_pad,  # noqa: E402,F401  (registers Pad, CenterCropPad, DepthToSpace, SpaceToDepth)
+)

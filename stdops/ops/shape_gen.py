@@ -1,4 +1,5 @@
 """Tensor generators of the shape family: Constant, ConstantOfShape, EyeLike, Range, Trilu."""
+
 from __future__ import annotations
 
 import math
@@ -14,27 +15,44 @@ __all__ = ["constant", "constant_of_shape", "eye_like", "range_", "trilu"]
 
 
 @op("onnx:Constant-1")
-def constant(*, value=None, sparse_value=None, value_float=None, value_floats=None, value_int=None,
-             value_ints=None, value_string=None, value_strings=None):
+def constant(
+    *,
+    value=None,
+    sparse_value=None,
+    value_float=None,
+    value_floats=None,
+    value_int=None,
+    value_ints=None,
+    value_string=None,
+    value_strings=None,
+):
     """y = the one value attribute given: ``value`` (a tensor), ``value_float`` (0-d float32),
     ``value_floats`` (1-D float32), ``value_int`` (0-d int64), ``value_ints`` (1-D int64),
     ``value_string`` (0-d string), ``value_strings`` (1-D string).
 
     Exactly one must be set. ``sparse_value`` must be densified by the front end (refused here).
     """
-    given = {k: v for k, v in (("value", value), ("sparse_value", sparse_value),
-                               ("value_float", value_float), ("value_floats", value_floats),
-                               ("value_int", value_int), ("value_ints", value_ints),
-                               ("value_string", value_string), ("value_strings", value_strings))
-             if v is not None}
+    given = {
+        k: v
+        for k, v in (
+            ("value", value),
+            ("sparse_value", sparse_value),
+            ("value_float", value_float),
+            ("value_floats", value_floats),
+            ("value_int", value_int),
+            ("value_ints", value_ints),
+            ("value_string", value_string),
+            ("value_strings", value_strings),
+        )
+        if v is not None
+    }
     if len(given) != 1:
         raise KernelError(f"Constant needs exactly one value attribute, got {sorted(given) or 'none'}")
-    (name, v), = given.items()
+    ((name, v),) = given.items()
     if name == "value":
         out = np.array(v, copy=True)
         if out.dtype.kind in "OSU" and out.size:  # string tensors are object arrays of str
-            out = np.array([_text(e) for e in out.reshape(-1).tolist()] + [None],
-                           dtype=object)[:-1].reshape(out.shape)
+            out = np.array([_text(e) for e in out.reshape(-1).tolist()] + [None], dtype=object)[:-1].reshape(out.shape)
         return out
     if name == "sparse_value":
         raise KernelError("Constant: sparse_value is not supported (give a dense tensor in 'value')")
@@ -92,7 +110,7 @@ def eye_like(input, /, *, dtype=None, k=0):
     if x.ndim != 2:
         raise KernelError(f"EyeLike needs a 2-D input, got shape {x.shape}")
     dt = x.dtype if dtype is None else np.dtype(dtype)
-    if dt == object:
+    if dt == np.dtype(object):
         raise KernelError("EyeLike does not produce string tensors")
     return np.eye(x.shape[0], x.shape[1], k=int(k), dtype=dt)
 

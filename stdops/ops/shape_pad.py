@@ -1,5 +1,6 @@
 """Padding and block-layout kernels of the shape family: Pad, CenterCropPad, DepthToSpace,
 SpaceToDepth."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,7 +17,7 @@ _PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 def _zero(dtype: np.dtype):
     """The padding value a dtype defaults to: 0, False, or '' for strings."""
-    if dtype == object:
+    if dtype == np.dtype(object):
         return ""
     return np.zeros((), dtype=dtype)
 
@@ -30,7 +31,7 @@ def _fill_value(constant_value, dtype: np.dtype):
     if v.size != 1:
         raise KernelError(f"constant_value must be a scalar, got shape {v.shape}")
     v = v.reshape(-1)[0]
-    if dtype == object:
+    if dtype == np.dtype(object):
         return v.decode("utf-8") if isinstance(v, bytes) else v
     return np.asarray(v).astype(dtype)
 

@@ -4,6 +4,7 @@ Complex values use ONNX's layout: a trailing axis of size 2 (real, imaginary); a
 trailing axis of size 1. Transforms run through numpy.fft; results are returned in the input's float
 dtype (float16/bfloat16 are computed in float32).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,8 +23,9 @@ def _is_float(dt) -> bool:
 def _scalar(x, what: str, kind: str = "iu"):
     a = np.asarray(x)
     if a.size != 1 or a.dtype.kind not in kind:
-        raise KernelError(f"{what} must be a scalar ({'integer' if kind == 'iu' else 'number'}), got shape "
-                          f"{a.shape} dtype {a.dtype}")
+        raise KernelError(
+            f"{what} must be a scalar ({'integer' if kind == 'iu' else 'number'}), got shape {a.shape} dtype {a.dtype}"
+        )
     v = a.reshape(-1)[0]
     return int(v) if kind == "iu" else float(v)
 
@@ -71,7 +73,7 @@ def dft(input, dft_length=None, axis=None, /, *, inverse=0, onesided=0):
         n = _scalar(dft_length, "DFT dft_length")
     if n < 1:
         raise KernelError(f"DFT length must be >= 1, got {n}")
-    limits.check_elements(z.shape[:ax] + (n,) + z.shape[ax + 1:] + (2,), "DFT output")
+    limits.check_elements(z.shape[:ax] + (n,) + z.shape[ax + 1 :] + (2,), "DFT output")
     if irfft:
         if not is_complex:
             raise KernelError("DFT with onesided=1 and inverse=1 (IRFFT) needs a complex input [..., 2]")
@@ -177,8 +179,9 @@ def _mel_to_hz(m):
 
 
 @op("onnx:MelWeightMatrix-17")
-def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, /, *,
-                      output_datatype=np.float32):
+def mel_weight_matrix(
+    num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, /, *, output_datatype=np.float32
+):
     """W[k, m] = triangular filter m (peak 1) evaluated at spectrogram bin k, mel(f) = 2595 log10(1 + f/700).
 
     The num_mel_bins + 2 filter edges are lower_edge_hertz + i * step in mel, step = (mel(upper) -
@@ -193,8 +196,9 @@ def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, u
     lo = _scalar(lower_edge_hertz, "lower_edge_hertz", "iuf")
     hi = _scalar(upper_edge_hertz, "upper_edge_hertz", "iuf")
     if nmel < 1 or nfft < 1 or sr <= 0 or not 0 <= lo < hi:
-        raise KernelError(f"MelWeightMatrix: bad arguments num_mel_bins={nmel} dft_length={nfft} "
-                          f"sample_rate={sr} edges=[{lo}, {hi}]")
+        raise KernelError(
+            f"MelWeightMatrix: bad arguments num_mel_bins={nmel} dft_length={nfft} sample_rate={sr} edges=[{lo}, {hi}]"
+        )
     nbins = nfft // 2 + 1
     limits.check_elements((nbins, nmel), "MelWeightMatrix")
     mel_lo, mel_hi = _hz_to_mel(lo), _hz_to_mel(hi)

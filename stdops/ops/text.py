@@ -4,6 +4,7 @@ String tensors are numpy ``object`` arrays of ``str`` (``bytes`` elements and nu
 are accepted and decoded as UTF-8). String outputs are ``object`` arrays of ``str``. Per-string work
 goes through ``np.frompyfunc`` (there is no vectorized string kernel to call).
 """
+
 from __future__ import annotations
 
 import re
@@ -90,13 +91,25 @@ def _match_rows(cand: np.ndarray, pool: np.ndarray) -> np.ndarray:
     lut = np.full(int(inv.max()) + 1, -1, np.int64)
     # a pool row wins its class; duplicates in the pool keep the first occurrence
     order = np.arange(pool.shape[0])[::-1]
-    lut[inv[:pool.shape[0]][order]] = order
-    return lut[inv[pool.shape[0]:]]
+    lut[inv[: pool.shape[0]][order]] = order
+    return lut[inv[pool.shape[0] :]]
 
 
 @op("onnx:TfIdfVectorizer-9")
-def tf_idf_vectorizer(X, /, *, max_gram_length, max_skip_count, min_gram_length, mode, ngram_counts,
-                      ngram_indexes, pool_int64s=None, pool_strings=None, weights=None):
+def tf_idf_vectorizer(
+    X,
+    /,
+    *,
+    max_gram_length,
+    max_skip_count,
+    min_gram_length,
+    mode,
+    ngram_counts,
+    ngram_indexes,
+    pool_int64s=None,
+    pool_strings=None,
+    weights=None,
+):
     """Y[ngram_indexes[i]] = count of pool n-gram i in X (n in [min_gram_length, max_gram_length],
     items taken every s+1 positions for each skip s in [0, max_skip_count]; 1-grams counted once);
     mode TF: the counts, IDF: min(count, 1) * weights[i], TFIDF: count * weights[i].
@@ -132,8 +145,9 @@ def tf_idf_vectorizer(X, /, *, max_gram_length, max_skip_count, min_gram_length,
         n = k + 1
         c1 = counts[k + 1] if k + 1 < len(counts) else pool.size
         if not 0 <= c0 <= c1 <= pool.size or (c1 - c0) % n:
-            raise KernelError(f"TfIdfVectorizer: ngram_counts {counts} do not split a pool of {pool.size} "
-                              f"items into whole {n}-grams")
+            raise KernelError(
+                f"TfIdfVectorizer: ngram_counts {counts} do not split a pool of {pool.size} items into whole {n}-grams"
+            )
         tables[n] = (pool[c0:c1].reshape(-1, n), start_gram)
         start_gram += (c1 - c0) // n
     if start_gram != idx.size:
@@ -161,7 +175,7 @@ def tf_idf_vectorizer(X, /, *, max_gram_length, max_skip_count, min_gram_length,
             m = ncol - span
             if m <= 0:
                 break
-            cand = np.stack([ids[:, j * (s + 1): j * (s + 1) + m] for j in range(n)], axis=-1)
+            cand = np.stack([ids[:, j * (s + 1) : j * (s + 1) + m] for j in range(n)], axis=-1)
             hit = _match_rows(cand.reshape(-1, n), pool_ids).reshape(nrow, m)
             r, c = np.nonzero(hit >= 0)
             np.add.at(counts_out, (r, first + hit[r, c]), 1)

@@ -4,6 +4,7 @@ Each node updates n tensors at once: the inputs are R, T, then n tensors per rol
 G1..Gn, ...), the outputs n tensors per role (X1_new..Xn_new, ...). Scalar factors are computed
 in float64 and applied in each tensor's own dtype (float32 stays float32).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,8 +25,9 @@ def _scalars(R, T, opname: str) -> tuple[float, int]:
 def _groups(inputs, roles: int, opname: str, names: str) -> list[tuple[np.ndarray, ...]]:
     """Split the variadic tensors into per-tensor tuples (X_i, G_i, ...)."""
     if not inputs or len(inputs) % roles:
-        raise KernelError(f"{opname}: expects {roles} tensors ({names}) per optimized tensor after R and T, "
-                          f"got {len(inputs)}")
+        raise KernelError(
+            f"{opname}: expects {roles} tensors ({names}) per optimized tensor after R and T, got {len(inputs)}"
+        )
     n = len(inputs) // roles
     arrs = [np.asarray(a) for a in inputs]
     out = []
@@ -37,8 +39,10 @@ def _groups(inputs, roles: int, opname: str, names: str) -> list[tuple[np.ndarra
         try:
             np.broadcast_shapes(*(a.shape for a in g))
         except ValueError:
-            raise KernelError(f"{opname}: tensor {i + 1}: the shapes of {names} ({', '.join(str(a.shape) for a in g)})"
-                              f" do not broadcast") from None
+            raise KernelError(
+                f"{opname}: tensor {i + 1}: the shapes of {names} ({', '.join(str(a.shape) for a in g)})"
+                f" do not broadcast"
+            ) from None
         out.append(tuple(a.astype(x.dtype, copy=False) for a in g))
     return out
 
@@ -76,7 +80,7 @@ def adam(R, T, /, *inputs, alpha=0.9, beta=0.999, epsilon=1e-6, norm_coefficient
     r, t = _scalars(R, T, "Adam")
     groups = _groups(inputs, 4, "Adam", "X, G, V, H")
     a, b = float(alpha), float(beta)
-    lr = r * np.sqrt(1.0 - b ** t) / (1.0 - a ** t) if t > 0 else r
+    lr = r * np.sqrt(1.0 - b**t) / (1.0 - a**t) if t > 0 else r
     xs, vs, hs = [], [], []
     for x, g, v, h in groups:
         c = x.dtype.type

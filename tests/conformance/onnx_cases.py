@@ -5,6 +5,7 @@ floats of 16 bits or fewer (float16, bfloat16, float8, float4) within two units 
 strings exact, shape and dtype exact, sequences and optionals structurally; ops whose output is random
 by nature are compared on shape and dtype only.
 """
+
 from __future__ import annotations
 
 import functools
@@ -13,8 +14,9 @@ import warnings
 
 import numpy as np
 
-RANDOM_OPS = frozenset({"Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform",
-                        "RandomUniformLike", "Multinomial"})
+RANDOM_OPS = frozenset(
+    {"Bernoulli", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial"}
+)
 RANDOM_CASES = re.compile(r"^test_training_dropout(_default|_mask|_default_mask)?$")
 
 
@@ -87,8 +89,9 @@ def assert_same(expected, actual, where: str, shape_only: bool = False) -> None:
             assert_same(e, a, f"{where}[{i}]", shape_only)
         return
     e = np.asarray(expected)
-    assert isinstance(actual, np.ndarray) or np.isscalar(actual), \
+    assert isinstance(actual, np.ndarray) or np.isscalar(actual), (
         f"{where}: expected an array, got {type(actual).__name__}"
+    )
     a = np.asarray(actual)
     assert a.shape == e.shape, f"{where}: shape {a.shape} != expected {e.shape}"
     if e.dtype == object or e.dtype.kind in "US":
@@ -106,8 +109,10 @@ def assert_same(expected, actual, where: str, shape_only: bool = False) -> None:
             import ml_dtypes
 
             rtol = max(rtol, 2 * float(ml_dtypes.finfo(e.dtype).eps))
-        ef, af = e.astype(np.complex128 if e.dtype.kind == "c" else np.float64), \
-            a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+        ef, af = (
+            e.astype(np.complex128 if e.dtype.kind == "c" else np.float64),
+            a.astype(np.complex128 if a.dtype.kind == "c" else np.float64),
+        )
         np.testing.assert_allclose(af, ef, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
     else:
         np.testing.assert_array_equal(a, e, err_msg=where)

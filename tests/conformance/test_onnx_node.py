@@ -4,6 +4,7 @@ Every case must pass unless EXPECTED_FAILURES (expected_failures.py) names it wi
 as strict xfails, so a case that starts passing fails the run until it is taken off the list (the
 ratchet: the number passing can only grow). ``test_pass_count_ratchet`` states the floor explicitly.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Helpers for the MDF conformance test: decode the reference's results, run a model with the
 protocol its expected file records, compare with tolerances."""
+
 from __future__ import annotations
 
 import json
@@ -74,12 +75,12 @@ def compare(ours: Any, exp: Any, rtol: float, atol: float, where: str = "") -> l
             if not np.isclose(got, d[key], rtol=max(rtol, 1e-6), atol=atol * max(1, flat.size)):
                 errs.append(f"{where}: {key} {got} != {d[key]}")
         head = np.asarray(d["head"], dtype=np.float64)
-        if not np.allclose(flat[:len(head)], head, rtol=rtol, atol=atol):
+        if not np.allclose(flat[: len(head)], head, rtol=rtol, atol=atol):
             errs.append(f"{where}: head differs")
         step = d.get("sample_step")
         if step:
             sample = np.asarray(d["sample"], dtype=np.float64)
-            if not np.allclose(flat[::step][:len(sample)], sample, rtol=rtol, atol=atol):
+            if not np.allclose(flat[::step][: len(sample)], sample, rtol=rtol, atol=atol):
                 errs.append(f"{where}: sample differs")
         return errs
     ours, exp = _plain(ours), _plain(exp)
@@ -206,7 +207,7 @@ def check_expected(path: Path) -> tuple[str, list[str]]:
     import stdops.mdf as mdf
 
     exp = json.loads(path.read_text())
-    rel = path.relative_to(CONF / "expected").as_posix()[:-len(".json")]
+    rel = path.relative_to(CONF / "expected").as_posix()[: -len(".json")]
     if rel in EXCLUDED:
         return "skip", [f"{rel}: excluded (non-deterministic in the reference)"]
     model_path = CONF / "models" / rel
@@ -240,8 +241,10 @@ def check_expected(path: Path) -> tuple[str, list[str]]:
                 for p, vals in ports.items():
                     mine = gt.get(n, {}).get(p)
                     if mine is None or len(mine) != len(vals):
-                        errs.append(f"{rel}:{gid}.trajectory.{n}.{p}: {0 if mine is None else len(mine)} steps, "
-                                    f"expected {len(vals)}")
+                        errs.append(
+                            f"{rel}:{gid}.trajectory.{n}.{p}: {0 if mine is None else len(mine)} steps, "
+                            f"expected {len(vals)}"
+                        )
                         continue
                     for i, (a, b) in enumerate(zip(mine, vals)):
                         e = compare(a, b, rtol, atol, f"{rel}:{gid}.trajectory.{n}.{p}[{i}]")
@@ -252,12 +255,13 @@ def check_expected(path: Path) -> tuple[str, list[str]]:
             if not np.allclose(got["times"], gexp["times"], rtol=1e-12, atol=1e-12):
                 errs.append(f"{rel}:{gid}.times differ")
         if "actr_goal_trace" in gexp:
-            errs += compare(got["actr_goal_trace"], decode(gexp["actr_goal_trace"]), rtol, atol,
-                            f"{rel}:{gid}.actr_goal_trace")
+            errs += compare(
+                got["actr_goal_trace"], decode(gexp["actr_goal_trace"]), rtol, atol, f"{rel}:{gid}.actr_goal_trace"
+            )
         if "execution_list_head" in gexp:
             head = [sorted(x) for x in gexp["execution_list_head"]]
             mine = [sorted(x) for x in sim.execution_order]
-            if mine[:len(head)] != head or len(mine) != gexp.get("execution_list_len", len(mine)):
+            if mine[: len(head)] != head or len(mine) != gexp.get("execution_list_len", len(mine)):
                 errs.append(f"{rel}:{gid}.execution_list differs (head or length {len(mine)})")
         if "execution_list" in gexp:
             mine = [sorted(s) for s in sim.execution_order]

@@ -1,6 +1,7 @@
 """The shared MDF conformance models: every model the reference ran (status ok) must give the
-reference's outputs, final parameter values, trajectories (step by step) and execution lists, within rtol 1e-6 / atol 1e-9
-(rtol 1e-5 / atol 1e-6 where onnx:: functions are involved). Skips where ../shared is absent."""
+reference's outputs, final parameter values, trajectories (step by step) and execution lists, within rtol 1e-6 /
+atol 1e-9 (rtol 1e-5 / atol 1e-6 where onnx:: functions are involved). Skips where ../shared is absent."""
+
 from __future__ import annotations
 
 import warnings

@@ -1,5 +1,6 @@
 """The project's own example models (examples/mdf): a drift-diffusion decision model, an oscillator
 and a small network, each checked against an independent calculation."""
+
 from __future__ import annotations
 
 import math

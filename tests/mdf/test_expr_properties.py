@@ -1,4 +1,5 @@
 """Property test: compiled expressions compute what the same arithmetic computes directly."""
+
 from __future__ import annotations
 
 import math
@@ -15,8 +16,10 @@ from stdops.mdf.expr import compile_value  # noqa: E402
 VARS = {"a": 1.5, "b": -2.0, "c": 3.0, "onnx::X_1": 0.25}
 OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 
-leaf = st.one_of(st.sampled_from(sorted(VARS)).map(lambda v: ("var", v)),
-                 st.floats(-10, 10, allow_nan=False).map(lambda x: ("num", round(x, 3))))
+leaf = st.one_of(
+    st.sampled_from(sorted(VARS)).map(lambda v: ("var", v)),
+    st.floats(-10, 10, allow_nan=False).map(lambda x: ("num", round(x, 3))),
+)
 
 
 def _tree(children):

@@ -1,4 +1,5 @@
 """MDF standard functions: golden values (the reference's own), DDM, ACT-R, onnx:: functions."""
+
 from __future__ import annotations
 
 import math
@@ -8,8 +9,8 @@ import pytest
 
 import stdops.mdf as mdf
 from stdops.errors import StdopsError, UnsupportedOp, ValidationError
-from stdops.ops.cognitive import actr
 from stdops.mdf.functions import STANDARD, drift_diffusion_integrator
+from stdops.ops.cognitive import actr
 
 
 def f(name):
@@ -20,9 +21,17 @@ def test_golden_values():
     assert f("logistic")(1, 2, 3, 4) == pytest.approx(0.98201379, abs=1e-8)
     assert f("linear")(2.0, 3.0, 1.0) == 7.0
     assert f("exponential")(1.0, 2.0, 0.5, 0.1, 1.0) == pytest.approx(2 * math.exp(0.6) + 1)
-    for name, fn in (("sin", math.sin), ("cos", math.cos), ("tan", math.tan), ("sinh", math.sinh),
-                     ("cosh", math.cosh), ("tanh", math.tanh), ("arcsin", math.asin), ("arccos", math.acos),
-                     ("arctan", math.atan)):
+    for name, fn in (
+        ("sin", math.sin),
+        ("cos", math.cos),
+        ("tan", math.tan),
+        ("sinh", math.sinh),
+        ("cosh", math.cosh),
+        ("tanh", math.tanh),
+        ("arcsin", math.asin),
+        ("arccos", math.acos),
+        ("arctan", math.atan),
+    ):
         assert f(name)(0.3, 2.0) == pytest.approx(2 * fn(0.3)), name
     a = np.array([[1.0, -2.0], [3.0, 4.0]])
     np.testing.assert_array_equal(f("MatMul")(a, a), a @ a)
@@ -30,29 +39,81 @@ def test_golden_values():
 
 
 def test_every_spec_function_is_registered():
-    names = {"linear", "logistic", "exponential", "sin", "cos", "tan", "sinh", "cosh", "tanh", "MatMul", "Relu",
-             "drift_diffusion_integrator", "chunk_to_string", "pattern_to_string", "change_goal", "retrieve_chunk",
-             "match_production", "pattern_matching_function", "update_buffer", "update_goal", "update_retrieval",
-             "conflict_resolution_function", "check_termination"}
+    names = {
+        "linear",
+        "logistic",
+        "exponential",
+        "sin",
+        "cos",
+        "tan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "MatMul",
+        "Relu",
+        "drift_diffusion_integrator",
+        "chunk_to_string",
+        "pattern_to_string",
+        "change_goal",
+        "retrieve_chunk",
+        "match_production",
+        "pattern_matching_function",
+        "update_buffer",
+        "update_goal",
+        "update_retrieval",
+        "conflict_resolution_function",
+        "check_termination",
+    }
     assert names <= set(STANDARD)
 
 
 def test_simple_golden_output(tmp_path):
-    m = mdf.model_from_data({"Simple": {"graphs": {"g": {
-        "nodes": {"input_node": {"parameters": {"input_level": {"value": 0.5}},
-                                 "output_ports": {"out_port": {"value": "input_level"}}},
-                  "processing_node": {"input_ports": {"input_port1": {}},
-                                      "parameters": {"lin_slope": {"value": 0.5}, "lin_intercept": {"value": 0},
-                                                     "log_gain": {"value": 3},
-                                                     "linear_1": {"function": "linear", "args": {
-                                                         "variable0": "input_port1", "slope": "lin_slope",
-                                                         "intercept": "lin_intercept"}},
-                                                     "logistic_1": {"function": "logistic", "args": {
-                                                         "variable0": "linear_1", "gain": "log_gain", "bias": 0,
-                                                         "offset": 0}}},
-                                      "output_ports": {"output_1": {"value": "logistic_1"}}}},
-        "edges": {"e": {"sender": "input_node", "receiver": "processing_node", "sender_port": "out_port",
-                        "receiver_port": "input_port1", "parameters": {"weight": 0.55}}}}}}})
+    m = mdf.model_from_data(
+        {
+            "Simple": {
+                "graphs": {
+                    "g": {
+                        "nodes": {
+                            "input_node": {
+                                "parameters": {"input_level": {"value": 0.5}},
+                                "output_ports": {"out_port": {"value": "input_level"}},
+                            },
+                            "processing_node": {
+                                "input_ports": {"input_port1": {}},
+                                "parameters": {
+                                    "lin_slope": {"value": 0.5},
+                                    "lin_intercept": {"value": 0},
+                                    "log_gain": {"value": 3},
+                                    "linear_1": {
+                                        "function": "linear",
+                                        "args": {
+                                            "variable0": "input_port1",
+                                            "slope": "lin_slope",
+                                            "intercept": "lin_intercept",
+                                        },
+                                    },
+                                    "logistic_1": {
+                                        "function": "logistic",
+                                        "args": {"variable0": "linear_1", "gain": "log_gain", "bias": 0, "offset": 0},
+                                    },
+                                },
+                                "output_ports": {"output_1": {"value": "logistic_1"}},
+                            },
+                        },
+                        "edges": {
+                            "e": {
+                                "sender": "input_node",
+                                "receiver": "processing_node",
+                                "sender_port": "out_port",
+                                "receiver_port": "input_port1",
+                                "parameters": {"weight": 0.55},
+                            }
+                        },
+                    }
+                }
+            }
+        }
+    )
     sim = mdf.Simulation(m)
     sim.evaluate()
     assert sim.outputs["processing_node"]["output_1"] == 0.6016871801828567
@@ -82,11 +143,34 @@ def test_ddm_seeded_and_vectorized():
 
 
 def test_ddm_runs_in_a_model():
-    m = mdf.model_from_data({"m": {"graphs": {"g": {"nodes": {"ddm": {
-        "parameters": {"rt": {"function": "drift_diffusion_integrator", "args": {
-            "starting_point": 0, "non_decision_time": 0.2, "drift_rate": 0.5, "threshold": 1, "noise": 1,
-            "dt": 0.01}}},
-        "output_ports": {"rt": {"value": "rt"}}}}}}}})
+    m = mdf.model_from_data(
+        {
+            "m": {
+                "graphs": {
+                    "g": {
+                        "nodes": {
+                            "ddm": {
+                                "parameters": {
+                                    "rt": {
+                                        "function": "drift_diffusion_integrator",
+                                        "args": {
+                                            "starting_point": 0,
+                                            "non_decision_time": 0.2,
+                                            "drift_rate": 0.5,
+                                            "threshold": 1,
+                                            "noise": 1,
+                                            "dt": 0.01,
+                                        },
+                                    }
+                                },
+                                "output_ports": {"rt": {"value": "rt"}},
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    )
     r1 = mdf.Simulation(m, seed=3)
     r1.evaluate()
     r2 = mdf.Simulation(m, seed=3)
@@ -105,9 +189,14 @@ def test_actr_strings_and_goal():
 
 
 def test_actr_matching():
-    prod = {"name": "p", "lhs": [{"buffer": "goal", "ISA": "add", "arg1": "=x", "arg2": "-=x", "sum": "nil"},
-                                 {"buffer": "retrieval", "ISA": "number", "number": "=x", "next": "!five"}],
-            "rhs": [{"buffer": "goal", "ISA": "add", "sum": "=x"}]}
+    prod = {
+        "name": "p",
+        "lhs": [
+            {"buffer": "goal", "ISA": "add", "arg1": "=x", "arg2": "-=x", "sum": "nil"},
+            {"buffer": "retrieval", "ISA": "number", "number": "=x", "next": "!five"},
+        ],
+        "rhs": [{"buffer": "goal", "ISA": "add", "sum": "=x"}],
+    }
     ctx = {"goal": "add two three nil", "retrieval": "number two three"}
     assert actr.match_production(prod, ctx) is True
     assert prod["bindings"] == {"x": "two"}
@@ -121,11 +210,16 @@ def test_actr_matching():
 
 
 def test_actr_retrieval_and_resolution():
-    dm = [{"name": "one", "ISA": "number", "number": "one", "next": "two"},
-          {"name": "two", "ISA": "number", "number": "two", "next": "three"}]
+    dm = [
+        {"name": "one", "ISA": "number", "number": "one", "next": "two"},
+        {"name": "two", "ISA": "number", "number": "two", "next": "three"},
+    ]
     types = {"number": ["number", "next"]}
-    assert actr.retrieve_chunk({"buffer": "retrieval", "ISA": "number", "number": "two"}, dm, types) == \
-        {"ISA": "number", "number": "two", "next": "three"}
+    assert actr.retrieve_chunk({"buffer": "retrieval", "ISA": "number", "number": "two"}, dm, types) == {
+        "ISA": "number",
+        "number": "two",
+        "next": "three",
+    }
     assert actr.retrieve_chunk({"buffer": "retrieval", "ISA": "number", "number": "nine"}, dm, types) == {}
     assert actr.retrieve_chunk({}, dm, types) == {}
     ps = [{"name": "a"}, {"name": "b"}, {"name": "c"}]
@@ -137,19 +231,38 @@ def test_actr_retrieval_and_resolution():
 
 
 def _onnx_model(params, outputs, ports=None):
-    return mdf.model_from_data({"m": {"graphs": {"g": {"nodes": {"A": {
-        "input_ports": ports or {"x": {"shape": [2, 4]}}, "parameters": params,
-        "output_ports": {k: {"value": v} for k, v in outputs.items()}}}}}}})
+    return mdf.model_from_data(
+        {
+            "m": {
+                "graphs": {
+                    "g": {
+                        "nodes": {
+                            "A": {
+                                "input_ports": ports or {"x": {"shape": [2, 4]}},
+                                "parameters": params,
+                                "output_ports": {k: {"value": v} for k, v in outputs.items()},
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    )
 
 
 def test_onnx_functions_call_kernels():
     x = np.array([[1.0, 5, 3, 2], [4, 0, 9, 1]])
-    m = _onnx_model({"axis": {"value": 0}, "k": {"value": [1]},
-                     "top": {"function": "onnx::TopK", "args": {"X": "x", "K": "k"}},
-                     "sm": {"function": "onnx::Softmax", "args": {"input": "x"}},
-                     "c": {"function": "onnx::Cast", "args": {"input": "x", "to": 7}},
-                     "s": {"function": "onnx::Add", "args": {"A": "x", "B": 1.0}}},
-                    {"vals": "top[0]", "idx": "top[1]", "sm": "sm", "c": "c", "s": "s"})
+    m = _onnx_model(
+        {
+            "axis": {"value": 0},
+            "k": {"value": [1]},
+            "top": {"function": "onnx::TopK", "args": {"X": "x", "K": "k"}},
+            "sm": {"function": "onnx::Softmax", "args": {"input": "x"}},
+            "c": {"function": "onnx::Cast", "args": {"input": "x", "to": 7}},
+            "s": {"function": "onnx::Add", "args": {"A": "x", "B": 1.0}},
+        },
+        {"vals": "top[0]", "idx": "top[1]", "sm": "sm", "c": "c", "s": "s"},
+    )
     sim = mdf.Simulation(m)
     sim.evaluate(inputs={"x": x})
     o = sim.outputs["A"]
@@ -171,8 +284,10 @@ def test_onnx_unknown_op_and_unknown_function():
 
 
 def test_standard_function_args_fall_back_to_node_parameters():
-    m = _onnx_model({"slope": {"value": 2.0}, "intercept": {"value": 1.0},
-                     "y": {"function": "linear", "args": {"variable0": "x"}}}, {"y": "y"})
+    m = _onnx_model(
+        {"slope": {"value": 2.0}, "intercept": {"value": 1.0}, "y": {"function": "linear", "args": {"variable0": "x"}}},
+        {"y": "y"},
+    )
     sim = mdf.Simulation(m)
     sim.evaluate(inputs={"x": np.ones((2, 4))})
     np.testing.assert_array_equal(sim.outputs["A"]["y"], np.full((2, 4), 3.0))

@@ -1,5 +1,6 @@
 """Randomly damaged models (deleted fields, values of the wrong kind) must fail with a StdopsError,
 never another exception, when loaded, compiled and run."""
+
 from __future__ import annotations
 
 import copy
@@ -17,8 +18,28 @@ from stdops.errors import StdopsError
 from ._conformance import CONF
 
 EX = Path(__file__).resolve().parents[2] / "examples" / "mdf"
-GARBAGE = [None, 1, -3, 2.5, "", "x", "1/0", "[1,2", {}, [], {"a": 1}, [1, [2]], True, "__x__", "a.b", "nan",
-           {"type": "Nope"}, "-1", [-1], "numpy.zeros(-1)"]
+GARBAGE = [
+    None,
+    1,
+    -3,
+    2.5,
+    "",
+    "x",
+    "1/0",
+    "[1,2",
+    {},
+    [],
+    {"a": 1},
+    [1, [2]],
+    True,
+    "__x__",
+    "a.b",
+    "nan",
+    {"type": "Nope"},
+    "-1",
+    [-1],
+    "numpy.zeros(-1)",
+]
 
 
 def _paths(o, p=()):

@@ -1,4 +1,5 @@
 """Schema, JSON/YAML I/O (lossless round trip, older spellings) and bad input."""
+
 from __future__ import annotations
 
 import json
@@ -11,24 +12,51 @@ from stdops.errors import ModelFormatError, StdopsError, ValidationError
 
 from ._conformance import CONF
 
-MODEL = {"M": {"format": "ModECI MDF v0.4", "generating_application": "test", "metadata": {"k": 1},
-               "graphs": {"g1": {
-                   "nodes": {
-                       "A": {"metadata": {"color": "red"},
-                             "input_ports": {"in": {"shape": [2], "type": "float", "reduce": "add"}},
-                             "functions": {"f": {"function": "linear",
-                                                 "args": {"variable0": "in", "slope": 2, "intercept": 0}}},
-                             "parameters": {"rate": {"value": 0.5},
-                                            "v": {"default_initial_value": 0, "time_derivative": "rate * f[0]",
-                                                  "conditions": [{"id": "reset", "test": "v > 1", "value": 0}]}},
-                             "output_ports": {"out": {"value": "v"}}},
-                       "B": {"input_ports": {"in": {}}, "output_ports": {"out": {"value": "in"}}}},
-                   "edges": {"e": {"sender": "A", "receiver": "B", "sender_port": "out", "receiver_port": "in",
-                                   "parameters": {"weight": 2}}},
-                   "conditions": {"node_specific": {"B": {"type": "EveryNCalls",
-                                                          "kwargs": {"dependency": "A", "n": 2}}},
-                                  "termination": {"environment_state_update": {
-                                      "type": "AfterNCalls", "kwargs": {"dependency": "B", "n": 1}}}}}}}}
+MODEL = {
+    "M": {
+        "format": "ModECI MDF v0.4",
+        "generating_application": "test",
+        "metadata": {"k": 1},
+        "graphs": {
+            "g1": {
+                "nodes": {
+                    "A": {
+                        "metadata": {"color": "red"},
+                        "input_ports": {"in": {"shape": [2], "type": "float", "reduce": "add"}},
+                        "functions": {
+                            "f": {"function": "linear", "args": {"variable0": "in", "slope": 2, "intercept": 0}}
+                        },
+                        "parameters": {
+                            "rate": {"value": 0.5},
+                            "v": {
+                                "default_initial_value": 0,
+                                "time_derivative": "rate * f[0]",
+                                "conditions": [{"id": "reset", "test": "v > 1", "value": 0}],
+                            },
+                        },
+                        "output_ports": {"out": {"value": "v"}},
+                    },
+                    "B": {"input_ports": {"in": {}}, "output_ports": {"out": {"value": "in"}}},
+                },
+                "edges": {
+                    "e": {
+                        "sender": "A",
+                        "receiver": "B",
+                        "sender_port": "out",
+                        "receiver_port": "in",
+                        "parameters": {"weight": 2},
+                    }
+                },
+                "conditions": {
+                    "node_specific": {"B": {"type": "EveryNCalls", "kwargs": {"dependency": "A", "n": 2}}},
+                    "termination": {
+                        "environment_state_update": {"type": "AfterNCalls", "kwargs": {"dependency": "B", "n": 1}}
+                    },
+                },
+            }
+        },
+    }
+}
 
 
 def test_round_trip_json_and_yaml(tmp_path):
@@ -42,8 +70,10 @@ def test_round_trip_json_and_yaml(tmp_path):
         assert (tmp_path / f"again.{ext}").read_text() == p.read_text()
     d = mdf.to_data(m)["M"]
     assert d["graphs"]["g1"]["nodes"]["A"]["input_ports"]["in"] == {"shape": [2], "type": "float", "reduce": "add"}
-    assert d["graphs"]["g1"]["conditions"]["node_specific"]["B"] == {"type": "EveryNCalls",
-                                                                     "kwargs": {"dependency": "A", "n": 2}}
+    assert d["graphs"]["g1"]["conditions"]["node_specific"]["B"] == {
+        "type": "EveryNCalls",
+        "kwargs": {"dependency": "A", "n": 2},
+    }
 
 
 def test_api_shape():
@@ -70,12 +100,29 @@ def test_every_shared_model_round_trips(tmp_path):
 
 
 def test_older_spellings():
-    m = mdf.model_from_data({"m": {"graphs": {"g": {
-        "nodes": {"A": {"input_ports": {"i": {"shape": "(1,)"}},
-                        "functions": {"f": {"function": {"linear": {"variable0": "i", "slope": 1, "intercept": 2}}}},
-                        "parameters": {"p": {"value": 1, "conditions": {"c1": {"test": "p > 0", "value": 3}}}},
-                        "output_ports": {"o": {"value": "f", "shape": "(1,)"}}}},
-        "conditions": {"node_specific": {"A": {"type": "BeforeNCalls", "args": {"dependencies": "A", "n": 1}}}}}}}})
+    m = mdf.model_from_data(
+        {
+            "m": {
+                "graphs": {
+                    "g": {
+                        "nodes": {
+                            "A": {
+                                "input_ports": {"i": {"shape": "(1,)"}},
+                                "functions": {
+                                    "f": {"function": {"linear": {"variable0": "i", "slope": 1, "intercept": 2}}}
+                                },
+                                "parameters": {"p": {"value": 1, "conditions": {"c1": {"test": "p > 0", "value": 3}}}},
+                                "output_ports": {"o": {"value": "f", "shape": "(1,)"}},
+                            }
+                        },
+                        "conditions": {
+                            "node_specific": {"A": {"type": "BeforeNCalls", "args": {"dependencies": "A", "n": 1}}}
+                        },
+                    }
+                }
+            }
+        }
+    )
     a = m.graph().nodes["A"]
     assert a.input_ports["i"].shape == (1,)
     assert a.functions["f"].function == "linear" and a.functions["f"].args["intercept"] == 2
@@ -109,12 +156,15 @@ def test_unknown_fields_warn_and_are_kept():
     assert mdf.to_data(m)["M"]["graphs"]["g1"]["nodes"]["A"]["notes"] == "hello"
 
 
-@pytest.mark.parametrize("text,ext,match", [
-    ('{"m": {"graphs": ', "json", "malformed JSON"),
-    ("m: [unclosed", "yaml", "malformed YAML"),
-    ("[1, 2]", "json", "not an MDF model"),
-    ('{"a": {}, "b": {}}', "json", "one top-level entry"),
-])
+@pytest.mark.parametrize(
+    "text,ext,match",
+    [
+        ('{"m": {"graphs": ', "json", "malformed JSON"),
+        ("m: [unclosed", "yaml", "malformed YAML"),
+        ("[1, 2]", "json", "not an MDF model"),
+        ('{"a": {}, "b": {}}', "json", "one top-level entry"),
+    ],
+)
 def test_malformed_files(tmp_path, text, ext, match):
     p = tmp_path / f"m.{ext}"
     p.write_text(text)
@@ -132,17 +182,22 @@ def test_missing_file_and_binary_file(tmp_path):
         mdf.load(p)
 
 
-@pytest.mark.parametrize("mutate,match", [
-    (lambda d: d["edges"]["e"].update(sender="Z"), r"edges\.e\.sender: no node 'Z'"),
-    (lambda d: d["edges"]["e"].update(receiver_port="nope"), r"edges\.e\.receiver_port: node 'B' has no input"),
-    (lambda d: d["edges"]["e"].update(sender_port="nope"), r"edges\.e\.sender_port"),
-    (lambda d: d["nodes"]["A"]["output_ports"]["out"].update(value="missing_id * 2"),
-     r"nodes\.A\.output_ports\.out\.value: unknown name 'missing_id'"),
-    (lambda d: d["nodes"]["A"]["functions"]["f"].update(function="no_such_fn"), r"unknown function 'no_such_fn'"),
-    (lambda d: d["conditions"]["node_specific"].update(Q={"type": "Always"}), r"node_specific\.Q: no node"),
-    (lambda d: d["conditions"]["node_specific"]["B"].update(type="Sometimes"), r"unknown condition type"),
-    (lambda d: d["conditions"]["termination"].update(fortnight={"type": "Always"}), r"termination\.fortnight"),
-])
+@pytest.mark.parametrize(
+    "mutate,match",
+    [
+        (lambda d: d["edges"]["e"].update(sender="Z"), r"edges\.e\.sender: no node 'Z'"),
+        (lambda d: d["edges"]["e"].update(receiver_port="nope"), r"edges\.e\.receiver_port: node 'B' has no input"),
+        (lambda d: d["edges"]["e"].update(sender_port="nope"), r"edges\.e\.sender_port"),
+        (
+            lambda d: d["nodes"]["A"]["output_ports"]["out"].update(value="missing_id * 2"),
+            r"nodes\.A\.output_ports\.out\.value: unknown name 'missing_id'",
+        ),
+        (lambda d: d["nodes"]["A"]["functions"]["f"].update(function="no_such_fn"), r"unknown function 'no_such_fn'"),
+        (lambda d: d["conditions"]["node_specific"].update(Q={"type": "Always"}), r"node_specific\.Q: no node"),
+        (lambda d: d["conditions"]["node_specific"]["B"].update(type="Sometimes"), r"unknown condition type"),
+        (lambda d: d["conditions"]["termination"].update(fortnight={"type": "Always"}), r"termination\.fortnight"),
+    ],
+)
 def test_bad_references(tmp_path, mutate, match):
     d = json.loads(json.dumps(MODEL))
     mutate(d["M"]["graphs"]["g1"])
@@ -154,11 +209,22 @@ def test_bad_references(tmp_path, mutate, match):
 
 
 def test_cycle_without_initial_values_is_an_error_and_default_value_breaks_it():
-    d = {"m": {"graphs": {"g": {
-        "nodes": {"A": {"input_ports": {"i": {}}, "output_ports": {"o": {"value": "i + 1"}}},
-                  "B": {"input_ports": {"i": {}}, "output_ports": {"o": {"value": "i * 2"}}}},
-        "edges": {"ab": {"sender": "A", "receiver": "B", "sender_port": "o", "receiver_port": "i"},
-                  "ba": {"sender": "B", "receiver": "A", "sender_port": "o", "receiver_port": "i"}}}}}}
+    d = {
+        "m": {
+            "graphs": {
+                "g": {
+                    "nodes": {
+                        "A": {"input_ports": {"i": {}}, "output_ports": {"o": {"value": "i + 1"}}},
+                        "B": {"input_ports": {"i": {}}, "output_ports": {"o": {"value": "i * 2"}}},
+                    },
+                    "edges": {
+                        "ab": {"sender": "A", "receiver": "B", "sender_port": "o", "receiver_port": "i"},
+                        "ba": {"sender": "B", "receiver": "A", "sender_port": "o", "receiver_port": "i"},
+                    },
+                }
+            }
+        }
+    }
     with pytest.raises(ValidationError, match="cycle"):
         mdf.check_model(mdf.model_from_data(d))
     d["m"]["graphs"]["g"]["nodes"]["A"]["input_ports"]["i"]["default_value"] = 1

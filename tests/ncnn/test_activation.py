@@ -3,9 +3,10 @@
 Many cases share one wheel process: ``wheel.wheel_batch`` writes every case as its own Input(s) + layer
 into one model, so a few forks cover hundreds of cases (test_arith and test_reduce use it too).
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -77,22 +78,40 @@ def _param_cases(rng, type_name, make_params, n=24, lo=-4.0, hi=4.0):
 
 
 PARAMETRIC = {
-    "CELU": lambda k, r: {} if k == 0 else {0: 0.0} if k == 1 else {0: float(r.choice([0.5, 1.0, 2.0, r.uniform(0.1, 3)]))},
+    "CELU": lambda k, r: (
+        {} if k == 0 else {0: 0.0} if k == 1 else {0: float(r.choice([0.5, 1.0, 2.0, r.uniform(0.1, 3)]))}
+    ),
     "ELU": lambda k, r: {} if k == 0 else {0: float(r.uniform(0.05, 2))},
     "SELU": lambda k, r: {} if k == 0 else {0: float(r.uniform(0.5, 2)), 1: float(r.uniform(0.5, 2))},
-    "Clip": lambda k, r: [{}, {0: -1.0}, {1: 1.5}][k] if k < 3 else
-    {0: float(r.uniform(-3, 0)), 1: float(r.uniform(0, 3))} if k % 5 else {0: 1.0, 1: -1.0},
+    "Clip": lambda k, r: (
+        [{}, {0: -1.0}, {1: 1.5}][k]
+        if k < 3
+        else {0: float(r.uniform(-3, 0)), 1: float(r.uniform(0, 3))}
+        if k % 5
+        else {0: 1.0, 1: -1.0}
+    ),
     "HardSigmoid": lambda k, r: {} if k == 0 else {0: float(r.uniform(0.1, 0.5)), 1: float(r.uniform(0.2, 0.8))},
-    "HardSwish": lambda k, r: {} if k == 0 else {0: float(r.choice([1 / 6, r.uniform(0.1, 0.5)])),
-                                                 1: float(r.uniform(0.2, 0.8))},
+    "HardSwish": lambda k, r: (
+        {} if k == 0 else {0: float(r.choice([1 / 6, r.uniform(0.1, 0.5)])), 1: float(r.uniform(0.2, 0.8))}
+    ),
     "Shrink": lambda k, r: {} if k == 0 else {0: float(r.uniform(0, 1)), 1: float(r.uniform(0, 2))},
     "Threshold": lambda k, r: {} if k == 0 else {0: float(r.uniform(-2, 2))},
     "Dropout": lambda k, r: {} if k == 0 else {0: float(r.choice([1.0, r.uniform(0.1, 2)]))},
     "GELU": lambda k, r: {} if k == 0 else {0: int(k % 2)},
-    "Exp": lambda k, r: [{}, {0: -1.0, 1: 0.5, 2: 0.25}, {0: 2.0}, {0: 10.0, 1: 0.3}][k % 4] if k < 8 else
-    {0: float(r.choice([-1.0, r.uniform(0.5, 3)])), 1: float(r.uniform(-1, 1)), 2: float(r.uniform(-1, 1))},
-    "Power": lambda k, r: {} if k == 0 else {0: float(r.choice([2.0, 3.0, 0.5, r.uniform(-2, 3)])),
-                                             1: float(r.uniform(0.1, 1)), 2: float(r.uniform(4.5, 6))},
+    "Exp": lambda k, r: (
+        [{}, {0: -1.0, 1: 0.5, 2: 0.25}, {0: 2.0}, {0: 10.0, 1: 0.3}][k % 4]
+        if k < 8
+        else {0: float(r.choice([-1.0, r.uniform(0.5, 3)])), 1: float(r.uniform(-1, 1)), 2: float(r.uniform(-1, 1))}
+    ),
+    "Power": lambda k, r: (
+        {}
+        if k == 0
+        else {
+            0: float(r.choice([2.0, 3.0, 0.5, r.uniform(-2, 3)])),
+            1: float(r.uniform(0.1, 1)),
+            2: float(r.uniform(4.5, 6)),
+        }
+    ),
 }
 
 
@@ -111,8 +130,12 @@ def test_log_layer():
     def params(k, r):
         if k == 0:
             return {}
-        return {0: float(r.choice([-1.0, 2.0, 10.0, r.uniform(1.5, 5)])), 1: float(r.uniform(0.2, 2)),
-                2: float(r.uniform(0.1, 1))}
+        return {
+            0: float(r.choice([-1.0, 2.0, 10.0, r.uniform(1.5, 5)])),
+            1: float(r.uniform(0.2, 2)),
+            2: float(r.uniform(0.1, 1)),
+        }
+
     cases = _param_cases(rng, "Log", params, lo=0.01, hi=5.0)
     assert compare(cases) == 24
 
@@ -165,6 +188,7 @@ def test_softmax():
 
 # --------------------------------------------------------------------------- bad params
 
+
 def test_bad_params():
     x = np.ones((2, 3), np.float32)
     with pytest.raises(ModelFormatError, match=r"param 0 \(fast_gelu\): a float literal"):
@@ -193,8 +217,18 @@ def test_softmax_fixbug0_in_a_param_file():
 
 def test_float32_out():
     x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(2, 3, 4)
-    for t, params in [("Exp", {0: 2.0, 1: 0.5}), ("Log", {0: 10.0, 2: 5.0}), ("Power", {0: 2.0, 2: 4.0}),
-                      ("GELU", {}), ("HardSwish", {}), ("Threshold", {}), ("Dropout", {0: 0.5}), ("CELU", {0: 0.0}),
-                      ("GLU", {0: 2}), ("Softmax", {0: -1, 1: 1}), ("Clip", {0: -1.0})]:
+    for t, params in [
+        ("Exp", {0: 2.0, 1: 0.5}),
+        ("Log", {0: 10.0, 2: 5.0}),
+        ("Power", {0: 2.0, 2: 4.0}),
+        ("GELU", {}),
+        ("HardSwish", {}),
+        ("Threshold", {}),
+        ("Dropout", {0: 0.5}),
+        ("CELU", {0: 0.0}),
+        ("GLU", {0: 2}),
+        ("Softmax", {0: -1, 1: 1}),
+        ("Clip", {0: -1.0}),
+    ]:
         (y,) = sn.run_layer(t, params, [], [x])
         assert y.dtype == np.float32, t

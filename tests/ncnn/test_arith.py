@@ -1,5 +1,6 @@
 """ncnn arithmetic layers against the official wheel: UnaryOp, BinaryOp (every op, every branch of
 ncnn's broadcasting), Eltwise, Scale, Bias, BatchNorm, Cast, Packing, MemoryData, Diag; bad params."""
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -15,9 +16,22 @@ from .test_activation import SHAPES, compare, needs_wheel, ours, rand_shape, whe
 
 # --------------------------------------------------------------------------- UnaryOp
 
-DOMAIN = {"sqrt": (0.01, 9), "rsqrt": (0.05, 9), "log": (0.01, 9), "log10": (0.01, 9), "asin": (-0.99, 0.99),
-          "acos": (-0.99, 0.99), "atanh": (-0.95, 0.95), "acosh": (1.0, 6), "log1p": (-0.9, 6),
-          "tan": (-1.4, 1.4), "exp": (-6, 6), "expm1": (-6, 6), "sinh": (-5, 5), "cosh": (-5, 5)}
+DOMAIN = {
+    "sqrt": (0.01, 9),
+    "rsqrt": (0.05, 9),
+    "log": (0.01, 9),
+    "log10": (0.01, 9),
+    "asin": (-0.99, 0.99),
+    "acos": (-0.99, 0.99),
+    "atanh": (-0.95, 0.95),
+    "acosh": (1.0, 6),
+    "log1p": (-0.9, 6),
+    "tan": (-1.4, 1.4),
+    "exp": (-6, 6),
+    "expm1": (-6, 6),
+    "sinh": (-5, 5),
+    "cosh": (-5, 5),
+}
 
 
 def _unary_input(rng, name, shape):
@@ -69,12 +83,34 @@ def _broadcast_pairs(rng) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     # implicit broadcast of a lower-rank operand (expanded at its inner end)
     h, w = 3, 5
     c, d = 4, 2
-    pairs += [((h, w), (h,)), ((h, w), (w,)), ((h,), (h, w)), ((w,), (h, w)), ((4, 4), (4,)), ((4,), (4, 4)),
-              ((c, h, w), (c,)), ((c, h, w), (w,)), ((c,), (c, h, w)), ((w,), (c, h, w)), ((4, 3, 4), (4,)),
-              ((c, h, w), (c, h)), ((c, h), (c, h, w)), ((c, 1), (c, h, w)), ((c, h, w), (1, h)),
-              ((c, d, h, w), (c,)), ((c, d, h, w), (w,)), ((c,), (c, d, h, w)), ((w,), (c, d, h, w)),
-              ((c, d, h, w), (c, d)), ((c, d), (c, d, h, w)), ((c, d, h, w), (c, d, h)), ((c, d, h), (c, d, h, w)),
-              ((c, d, h, w), (1, d)), ((c, d, h, w), (c, 1, h)), ((c, 1, h), (c, d, h, w))]
+    pairs += [
+        ((h, w), (h,)),
+        ((h, w), (w,)),
+        ((h,), (h, w)),
+        ((w,), (h, w)),
+        ((4, 4), (4,)),
+        ((4,), (4, 4)),
+        ((c, h, w), (c,)),
+        ((c, h, w), (w,)),
+        ((c,), (c, h, w)),
+        ((w,), (c, h, w)),
+        ((4, 3, 4), (4,)),
+        ((c, h, w), (c, h)),
+        ((c, h), (c, h, w)),
+        ((c, 1), (c, h, w)),
+        ((c, h, w), (1, h)),
+        ((c, d, h, w), (c,)),
+        ((c, d, h, w), (w,)),
+        ((c,), (c, d, h, w)),
+        ((w,), (c, d, h, w)),
+        ((c, d, h, w), (c, d)),
+        ((c, d), (c, d, h, w)),
+        ((c, d, h, w), (c, d, h)),
+        ((c, d, h), (c, d, h, w)),
+        ((c, d, h, w), (1, d)),
+        ((c, d, h, w), (c, 1, h)),
+        ((c, 1, h), (c, d, h, w)),
+    ]
     return pairs
 
 
@@ -132,6 +168,7 @@ def test_binaryop_errors():
 
 # --------------------------------------------------------------------------- Eltwise, Scale, Bias, BatchNorm
 
+
 @needs_wheel
 def test_eltwise():
     rng = np.random.default_rng(300)
@@ -173,8 +210,9 @@ def test_bias():
     for k in range(24):
         shape = SHAPES[k % len(SHAPES)] if k < 8 else rand_shape(rng)
         n = shape[0] if len(shape) >= 3 else int(rng.integers(1, 4))  # 1d/2d blobs use bias[0]
-        cases.append(("Bias", {0: n}, [rng.uniform(-2, 2, n).astype(np.float32)],
-                      [rng.uniform(-2, 2, shape).astype(np.float32)]))
+        cases.append(
+            ("Bias", {0: n}, [rng.uniform(-2, 2, n).astype(np.float32)], [rng.uniform(-2, 2, shape).astype(np.float32)])
+        )
     assert compare(cases) == 24
 
 
@@ -226,15 +264,16 @@ def test_scale_bias_batchnorm_errors():
 
 # --------------------------------------------------------------------------- Cast, Packing
 
+
 def _payload(values: np.ndarray) -> np.ndarray:
     """A float32 blob whose every channel (or whole 1d/2d data) starts with the bytes of ``values``
     (a 16- or 8-bit array of the same shape): how the wheel receives a non-fp32 input Mat."""
     p = np.zeros(values.shape, np.float32)
     if values.ndim <= 2:
-        p.reshape(-1).view(np.uint8)[:values.nbytes] = values.reshape(-1).view(np.uint8)
+        p.reshape(-1).view(np.uint8)[: values.nbytes] = values.reshape(-1).view(np.uint8)
     else:
         for q in range(values.shape[0]):
-            p[q].reshape(-1).view(np.uint8)[:values[q].nbytes] = values[q].reshape(-1).view(np.uint8)
+            p[q].reshape(-1).view(np.uint8)[: values[q].nbytes] = values[q].reshape(-1).view(np.uint8)
     return p
 
 
@@ -332,6 +371,7 @@ def test_packing():
 
 # --------------------------------------------------------------------------- MemoryData, Diag
 
+
 @needs_wheel
 def test_memorydata():
     rng = np.random.default_rng(402)
@@ -375,6 +415,7 @@ def test_diag():
 def test_binaryop_random_shape_pairs():
     """Random small shapes (many coincidences like n == h == w) that ncnn's rule accepts."""
     from stdops.ncnn.layers.arith import ncnn_broadcast_shapes as nbs
+
     rng = np.random.default_rng(250)
     cases = []
     while len(cases) < 150:
@@ -382,6 +423,12 @@ def test_binaryop_random_shape_pairs():
         sb = tuple(int(v) for v in rng.integers(1, 4, int(rng.integers(1, 5))))
         ea, eb = nbs(sa, sb)
         if all(m == n or 1 in (m, n) for m, n in zip(ea, eb)):
-            cases.append(("BinaryOp", {0: int(rng.choice([0, 1, 2, 7]))}, [],
-                          [rng.uniform(-2, 2, sa).astype(np.float32), rng.uniform(-2, 2, sb).astype(np.float32)]))
+            cases.append(
+                (
+                    "BinaryOp",
+                    {0: int(rng.choice([0, 1, 2, 7]))},
+                    [],
+                    [rng.uniform(-2, 2, sa).astype(np.float32), rng.uniform(-2, 2, sb).astype(np.float32)],
+                )
+            )
     assert compare(cases) == 150

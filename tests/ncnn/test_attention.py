@@ -1,4 +1,5 @@
 """MultiHeadAttention, SDPA, RotaryEmbed and Einsum against the ncnn wheel."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,8 +21,7 @@ def _f(rng, *shape, scale=1.0):
 def _check(type_name, params, weights, inputs, n_out=1, atol=1e-4, rtol=1e-4):
     ours = sn.run_layer(type_name, params, weights, inputs, n_out)
     theirs = wheel.wheel_run(type_name, params, weights, inputs, n_out)
-    wheel.assert_close(ours, theirs, atol=atol, rtol=rtol,
-                       what=f"{type_name} {params} {[np.shape(x) for x in inputs]}")
+    wheel.assert_close(ours, theirs, atol=atol, rtol=rtol, what=f"{type_name} {params} {[np.shape(x) for x in inputs]}")
 
 
 def _mha_setup(rng, n_qkv, int8, same_dims=False):
@@ -40,8 +40,16 @@ def _mha_setup(rng, n_qkv, int8, same_dims=False):
             return rng.integers(-127, 128, size=n).astype(np.int8)
         return _f(rng, n, scale=0.5)
 
-    weights = [wmat(E * qdim), _f(rng, E, scale=0.2), wmat(E * kdim), _f(rng, E, scale=0.2),
-               wmat(E * vdim), _f(rng, E, scale=0.2), wmat(qdim * E), _f(rng, qdim, scale=0.2)]
+    weights = [
+        wmat(E * qdim),
+        _f(rng, E, scale=0.2),
+        wmat(E * kdim),
+        _f(rng, E, scale=0.2),
+        wmat(E * vdim),
+        _f(rng, E, scale=0.2),
+        wmat(qdim * E),
+        _f(rng, qdim, scale=0.2),
+    ]
     if int8:
         weights += [rng.uniform(50, 150, E).astype(np.float32) for _ in range(3)]
         weights += [np.float32([rng.uniform(50, 150)])]
@@ -100,7 +108,7 @@ def _dequant_reference(packed, rows, k, bits, bs, scales):
     for r in range(rows):
         bitstr = "".join(format(int(b), "08b")[::-1] for b in raw[r])  # little-endian bit order
         for j in range(k):
-            v = int(bitstr[j * bits:(j + 1) * bits][::-1], 2)
+            v = int(bitstr[j * bits : (j + 1) * bits][::-1], 2)
             if v >= 1 << (bits - 1):
                 v -= 1 << bits
             out[r, j] = v / scales.reshape(rows, -1)[r, j // bs]
@@ -269,13 +277,26 @@ def test_rotaryembed(i):
 
 
 EINSUM = [
-    ("ij->i", [(3, 4)]), ("ij->ij", [(3, 4)]), ("ji->ij", [(3, 4)]), ("ik,kj->ij", [(2, 3), (3, 4)]),
-    ("i,j->ij", [(3,), (4,)]), ("ijk->i", [(2, 3, 4)]), ("ijl,ilk->ijk", [(2, 3, 4), (2, 4, 5)]),
-    ("ijkl->ijk", [(2, 3, 2, 4)]), ("ijkm,ijml->ijkl", [(2, 2, 3, 4), (2, 2, 4, 3)]), ("ii", [(4, 4)]),
-    ("i,i->i", [(5,), (5,)]), ("ij,ij->i", [(3, 4), (3, 4)]), ("kj,ik->ij", [(3, 4), (2, 3)]),
-    ("ijk->ij", [(2, 3, 4)]), ("ikj->ij", [(2, 3, 4)]), ("ijk,k->ij", [(2, 3, 4), (4,)]),
-    ("im,mk,kj->ij", [(2, 3), (3, 2), (2, 4)]), ("mi,mj->ij", [(3, 2), (3, 4)]),
-    ("ijkl->i", [(2, 3, 2, 2)]), ("ijkl,ijkl->ij", [(2, 3, 2, 2), (2, 3, 2, 2)]),
+    ("ij->i", [(3, 4)]),
+    ("ij->ij", [(3, 4)]),
+    ("ji->ij", [(3, 4)]),
+    ("ik,kj->ij", [(2, 3), (3, 4)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ijk->i", [(2, 3, 4)]),
+    ("ijl,ilk->ijk", [(2, 3, 4), (2, 4, 5)]),
+    ("ijkl->ijk", [(2, 3, 2, 4)]),
+    ("ijkm,ijml->ijkl", [(2, 2, 3, 4), (2, 2, 4, 3)]),
+    ("ii", [(4, 4)]),
+    ("i,i->i", [(5,), (5,)]),
+    ("ij,ij->i", [(3, 4), (3, 4)]),
+    ("kj,ik->ij", [(3, 4), (2, 3)]),
+    ("ijk->ij", [(2, 3, 4)]),
+    ("ikj->ij", [(2, 3, 4)]),
+    ("ijk,k->ij", [(2, 3, 4), (4,)]),
+    ("im,mk,kj->ij", [(2, 3), (3, 2), (2, 4)]),
+    ("mi,mj->ij", [(3, 2), (3, 4)]),
+    ("ijkl->i", [(2, 3, 2, 2)]),
+    ("ijkl,ijkl->ij", [(2, 3, 2, 2), (2, 3, 2, 2)]),
 ]
 
 
@@ -301,8 +322,12 @@ def test_bad_params_and_weights():
     with pytest.raises(ModelFormatError, match="float literal"):
         sn.run_layer("MultiHeadAttention", {0: 4.0, 2: 16}, [], [q])
     with pytest.raises(ModelFormatError, match="has 3 elements"):
-        sn.run_layer("MultiHeadAttention", {0: 4, 1: 2, 2: 16},
-                     [np.zeros(3, np.float32)] + [np.zeros(n, np.float32) for n in (4, 16, 4, 16, 4, 16, 4)], [q])
+        sn.run_layer(
+            "MultiHeadAttention",
+            {0: 4, 1: 2, 2: 16},
+            [np.zeros(3, np.float32)] + [np.zeros(n, np.float32) for n in (4, 16, 4, 16, 4, 16, 4)],
+            [q],
+        )
     with pytest.raises((ModelFormatError, ValueError), match="multiple of num_heads"):
         sn.run_layer("MultiHeadAttention", {0: 4, 1: 3, 2: 16}, [], [q])
     with pytest.raises(ValueError, match="takes 4 bottoms"):

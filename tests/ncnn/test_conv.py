@@ -1,6 +1,7 @@
 """ncnn convolution layers against the official wheel: Convolution*, ConvolutionDepthWise*, Deconvolution*,
 DeconvolutionDepthWise*, DeformableConv2D; every pad form (explicit, -233, -234, pad_value), strides,
 dilations, groups, bias on/off, every activation_type, int8, dynamic weights; and bad params."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -81,9 +82,14 @@ def conv_case(rng, i, nd, depthwise, with_pad_value=True):
     return params, weights, [x]
 
 
-CONV_VARIANTS = [("Convolution", 2, False), ("Convolution1D", 1, False), ("Convolution3D", 3, False),
-                 ("ConvolutionDepthWise", 2, True), ("ConvolutionDepthWise1D", 1, True),
-                 ("ConvolutionDepthWise3D", 3, True)]
+CONV_VARIANTS = [
+    ("Convolution", 2, False),
+    ("Convolution1D", 1, False),
+    ("Convolution3D", 3, False),
+    ("ConvolutionDepthWise", 2, True),
+    ("ConvolutionDepthWise1D", 1, True),
+    ("ConvolutionDepthWise3D", 3, True),
+]
 
 
 @needs_wheel
@@ -121,9 +127,14 @@ def test_one_by_one_convolution_of_a_flat_blob_is_an_inner_product():
 
 
 @needs_wheel
-@pytest.mark.parametrize("type_name,params,shape", [
-    ("Convolution", {0: 2, 1: 3, 6: 18}, (6, 7)), ("Convolution1D", {0: 2, 1: 3, 6: 6}, (7,)),
-    ("ConvolutionDepthWise", {0: 2, 1: 2, 6: 8, 7: 1, 4: -233}, (5, 6))])
+@pytest.mark.parametrize(
+    "type_name,params,shape",
+    [
+        ("Convolution", {0: 2, 1: 3, 6: 18}, (6, 7)),
+        ("Convolution1D", {0: 2, 1: 3, 6: 6}, (7,)),
+        ("ConvolutionDepthWise", {0: 2, 1: 2, 6: 8, 7: 1, 4: -233}, (5, 6)),
+    ],
+)
 def test_blob_one_rank_short_is_one_channel(type_name, params, shape):
     rng = np.random.default_rng(4)
     check(type_name, params, [f32(rng, params[6])], [f32(rng, *shape)])
@@ -201,9 +212,14 @@ def deconv_case(rng, i, nd, depthwise):
     return params, weights, [x]
 
 
-DECONV_VARIANTS = [("Deconvolution", 2, False), ("Deconvolution1D", 1, False), ("Deconvolution3D", 3, False),
-                   ("DeconvolutionDepthWise", 2, True), ("DeconvolutionDepthWise1D", 1, True),
-                   ("DeconvolutionDepthWise3D", 3, True)]
+DECONV_VARIANTS = [
+    ("Deconvolution", 2, False),
+    ("Deconvolution1D", 1, False),
+    ("Deconvolution3D", 3, False),
+    ("DeconvolutionDepthWise", 2, True),
+    ("DeconvolutionDepthWise1D", 1, True),
+    ("DeconvolutionDepthWise3D", 3, True),
+]
 
 
 @needs_wheel
@@ -247,8 +263,21 @@ def test_deformable_conv2d_matches_wheel():
         Wd = int(rng.integers(dw * (kw - 1) + 1, dw * (kw - 1) + 7))
         oh = (H + pt + pb_ - dh * (kh - 1) - 1) // sh + 1
         ow = (Wd + pl + pr - dw * (kw - 1) - 1) // sw + 1
-        params = {0: cout, 1: kw, 11: kh, 2: dw, 12: dh, 3: sw, 13: sh, 4: pl, 15: pr, 14: pt, 16: pb_,
-                  5: int(i % 2 == 0), 6: cout * cin * kh * kw}
+        params = {
+            0: cout,
+            1: kw,
+            11: kh,
+            2: dw,
+            12: dh,
+            3: sw,
+            13: sh,
+            4: pl,
+            15: pr,
+            14: pt,
+            16: pb_,
+            5: int(i % 2 == 0),
+            6: cout * cin * kh * kw,
+        }
         _act(rng, i, params)
         weights = [f32(rng, cout * cin * kh * kw)] + ([f32(rng, cout)] if params[5] else [])
         x = f32(rng, cin, H, Wd)

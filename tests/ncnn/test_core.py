@@ -1,4 +1,5 @@
 """The ncnn front end's files, Net/Extractor and run_layer, with bad input; a first wheel comparison."""
+
 from __future__ import annotations
 
 import struct
@@ -87,18 +88,21 @@ def test_modelbin_tags_and_byte_identical_weights():
     assert b"".join(data[s:e] for *_x, s, e in r.records) == data
 
 
-@pytest.mark.parametrize("text,match", [
-    ("7767518\n0 0\n", "unsupported param magic"),
-    ("7767517\n2 2\nInput in 0 1 x\n", "declares 2 layers"),
-    ("7767517\n1 2\nInput in 0 1 x\nReLU r 1 1 x y\n", "more layer lines"),
-    ("7767517\n2 2\nInput in 0 1 x\nFooBar r 1 1 x y\n", "unsupported operator ncnn:FooBar"),
-    ("7767517\n2 2\nInput in 0 1 x\nReLU r 1 1 nowhere y\n", "'nowhere' is not produced"),
-    ("7767517\n2 2\nInput in 0 1 x\nReLU r 1 1 x y 0=abc\n", r"param 0 \(slope\): expected a float"),
-    ("7767517\n2 2\nInput in 0 1 x 0=2.5\nReLU r 1 1 x y\n", r"line 3 .*param 0 \(w\): a float literal"),
-    ("7767517\n2 2\nInput in 0 1 x\nReLU r 1 1 x y 40=1\n", "param id 40"),
-    ("7767517\n2 1\nInput in 0 1 x\nReLU r 1 1 x x\n", "produced twice"),
-    ("7767517\n2 3\nInput in 0 1 x\nReLU r 1 1 x y\n", "declares 3 blobs"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("7767518\n0 0\n", "unsupported param magic"),
+        ("7767517\n2 2\nInput in 0 1 x\n", "declares 2 layers"),
+        ("7767517\n1 2\nInput in 0 1 x\nReLU r 1 1 x y\n", "more layer lines"),
+        ("7767517\n2 2\nInput in 0 1 x\nFooBar r 1 1 x y\n", "unsupported operator ncnn:FooBar"),
+        ("7767517\n2 2\nInput in 0 1 x\nReLU r 1 1 nowhere y\n", "'nowhere' is not produced"),
+        ("7767517\n2 2\nInput in 0 1 x\nReLU r 1 1 x y 0=abc\n", r"param 0 \(slope\): expected a float"),
+        ("7767517\n2 2\nInput in 0 1 x 0=2.5\nReLU r 1 1 x y\n", r"line 3 .*param 0 \(w\): a float literal"),
+        ("7767517\n2 2\nInput in 0 1 x\nReLU r 1 1 x y 40=1\n", "param id 40"),
+        ("7767517\n2 1\nInput in 0 1 x\nReLU r 1 1 x x\n", "produced twice"),
+        ("7767517\n2 3\nInput in 0 1 x\nReLU r 1 1 x y\n", "declares 3 blobs"),
+    ],
+)
 def test_bad_param_files(text, match):
     with pytest.raises((ModelFormatError, UnsupportedOp), match=match):
         sn.Net.from_bytes(text)
@@ -144,8 +148,9 @@ def test_run_layer_checks_weights():
 
 
 @pytest.mark.skipif(not wheel.available(), reason="the ncnn wheel (test extra) is not installed")
-@pytest.mark.parametrize("type_name,params", [("ReLU", {}), ("ReLU", {0: 0.2}), ("Sigmoid", {}), ("TanH", {}),
-                                              ("AbsVal", {})])
+@pytest.mark.parametrize(
+    "type_name,params", [("ReLU", {}), ("ReLU", {0: 0.2}), ("Sigmoid", {}), ("TanH", {}), ("AbsVal", {})]
+)
 def test_activation_layers_match_the_wheel(type_name, params):
     x = np.random.default_rng(0).standard_normal((3, 5, 7)).astype(np.float32)
     ours = sn.run_layer(type_name, params, [], [x])
@@ -157,7 +162,7 @@ def test_activation_layers_match_the_wheel(type_name, params):
 def test_split_and_noop_match_the_wheel():
     rng = np.random.default_rng(7)
     cases = []
-    for i in range(24):
+    for _ in range(24):
         shape = tuple(int(v) for v in rng.integers(1, 6, size=int(rng.integers(1, 5))))
         x = rng.standard_normal(shape).astype(np.float32)
         cases.append(("Split", {}, [], [x], int(rng.integers(1, 4))))

@@ -2,6 +2,7 @@
 activation, int8), Gemm (alpha/beta, transA/B, constant A/B/C with every broadcast type, C bottoms of each
 shape, output_transpose, output_N1M, int8 quantize_term), MatMul (every rank pair, transB), Embed (bias,
 clamped ids, int8); and bad params."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,6 @@
 """Detection layers against the ncnn wheel: DetectionOutput, PriorBox, Proposal, YoloDetectionOutput,
 Yolov3DetectionOutput, ROIAlign, ROIPooling, PSROIPooling."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -116,8 +117,9 @@ def test_proposal(i):
         with pytest.raises(wheel.OracleError, match="-100"):
             wheel.wheel_run("Proposal", params, [], [score, bbox, im_info], n_out)
         return
-    wheel.assert_close(ours, wheel.wheel_run("Proposal", params, [], [score, bbox, im_info], n_out),
-                       what=f"Proposal {params}")
+    wheel.assert_close(
+        ours, wheel.wheel_run("Proposal", params, [], [score, bbox, im_info], n_out), what=f"Proposal {params}"
+    )
 
 
 def _yolo_input(rng, nb, nc, h, w):
@@ -130,8 +132,13 @@ def test_yolodetectionoutput(i):
     rng = np.random.default_rng(14000 + i)
     nb, nc = int(rng.integers(1, 4)), int(rng.integers(1, 5))
     xs = [_yolo_input(rng, nb, nc, *(int(v) for v in rng.integers(1, 6, size=2))) for _ in range(1 + i % 2)]
-    params = {0: nc, 1: nb, 2: float(rng.uniform(0.05, 0.6)), 3: float(rng.uniform(0.2, 0.7)),
-              4: [float(v) for v in rng.uniform(0.5, 4, size=2 * nb)]}
+    params = {
+        0: nc,
+        1: nb,
+        2: float(rng.uniform(0.05, 0.6)),
+        3: float(rng.uniform(0.2, 0.7)),
+        4: [float(v) for v in rng.uniform(0.5, 4, size=2 * nb)],
+    }
     if i == 7:
         params[2] = 2.0  # nothing detected: ncnn keeps its (softmaxed) first bottom as the top
     _check("YoloDetectionOutput", params, [], xs)
@@ -145,10 +152,15 @@ def test_yolov3detectionoutput(i):
     nin = 1 + i % 3
     xs = [_yolo_input(rng, nb, nc, *(int(v) for v in rng.integers(1, 6, size=2))) for _ in range(nin)]
     nbias = int(rng.integers(nb, nb * nin + 2))
-    params = {0: nc, 1: nb, 2: float(rng.uniform(0.05, 0.6)), 3: float(rng.uniform(0.2, 0.7)),
-              4: [float(v) for v in rng.uniform(5, 60, size=2 * nbias)],
-              5: [float(v) for v in rng.integers(0, nbias, size=nb * nin)],
-              6: [float(v) for v in rng.choice([8.0, 16.0, 32.0], size=nin)]}
+    params = {
+        0: nc,
+        1: nb,
+        2: float(rng.uniform(0.05, 0.6)),
+        3: float(rng.uniform(0.2, 0.7)),
+        4: [float(v) for v in rng.uniform(5, 60, size=2 * nbias)],
+        5: [float(v) for v in rng.integers(0, nbias, size=nb * nin)],
+        6: [float(v) for v in rng.choice([8.0, 16.0, 32.0], size=nin)],
+    }
     if i == 5:
         params[2] = 2.0
     _check("Yolov3DetectionOutput", params, [], xs)
@@ -204,8 +216,14 @@ def test_roialign(i):
     rng = np.random.default_rng(17000 + i)
     c, h, w = int(rng.integers(1, 4)), int(rng.integers(2, 9)), int(rng.integers(2, 9))
     scale = float(rng.choice([1.0, 0.5, 0.25]))
-    params = {0: int(rng.integers(1, 4)), 1: int(rng.integers(1, 4)), 2: scale, 3: int(rng.choice([0, 0, 1, 2])),
-              4: (i // 2) % 2, 5: i % 2}
+    params = {
+        0: int(rng.integers(1, 4)),
+        1: int(rng.integers(1, 4)),
+        2: scale,
+        3: int(rng.choice([0, 0, 1, 2])),
+        4: (i // 2) % 2,
+        5: i % 2,
+    }
     roi = _roi(rng, h - 0.6, w - 0.6, scale)
     _check("ROIAlign", params, [], [_f(rng, c, h, w), roi])
 

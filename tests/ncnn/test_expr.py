@@ -1,5 +1,6 @@
 """ncnn shape expressions (stdops.ncnn.expr): parsing, typed evaluation, errors, and a randomized
 differential test against the wheel through Crop's ends_expr (the output length reveals the value)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,33 +12,36 @@ from stdops.ncnn.expr import Expr, blob_dims, count_blobs
 from . import wheel
 from .test_shape import needs_wheel
 
-A = np.zeros((3, 4, 5), np.float32)   # c=3 h=4 w=5
-B = np.zeros((6, 7), np.float32)      # h=6 w=7
+A = np.zeros((3, 4, 5), np.float32)  # c=3 h=4 w=5
+B = np.zeros((6, 7), np.float32)  # h=6 w=7
 
 
-@pytest.mark.parametrize("text,value", [
-    ("-1,*(0h,2),+(1c,2)", [-1, 8, 3]),
-    ("/(0w,2),*(0h,2),0c", [2, 8, 3]),
-    ("max(2,3)", [3]),
-    ("floor(sin(3.14))", [0]),
-    ("+(*(-2,1),10)", [8]),
-    ("1,2,+(3,2)", [1, 2, 5]),
-    ("-(0w,1w)", [-2]),
-    ("//(-7,2)", [-3]),            # ints: C division truncates
-    ("//(-7.5,2)", [-4]),          # floats: floor(a / b)
-    ("/(7,2)", [3]),               # 3.5 truncated
-    ("/(-7,2)", [-3]),
-    ("round(2.5),round(-2.5),ceil(0.2),floor(-0.2),trunc(-1.7)", [3, -3, 1, -1, -1]),
-    ("remainder(-7,3),fmod(-7,3)", [2, -1]),
-    ("remainder(-4,2)", [2]),      # as ncnn: fmod is -0, a * b < 0 adds b
-    ("abs(-3),neg(4),sign(-9),square(-3)", [3, -4, -1, 9]),
-    ("and(12,10),or(12,10),xor(12,10),lshift(1,4),rshift(32,2)", [8, 14, 6, 16, 8]),
-    ("pow(2,10),sqrt(16),exp(0),log(1),rsqrt(4)", [1024, 4, 1, 0, 0]),
-    ("*(1.5,0w)", [7]),
-    ("2.0,1e1,-0.5,.5", [2, 10, 0, 0]),
-    ("0d,0n,1d,1c", [1, 1, 1, 1]),
-    (" +( 0w , 1 ) ", [6]),
-])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("-1,*(0h,2),+(1c,2)", [-1, 8, 3]),
+        ("/(0w,2),*(0h,2),0c", [2, 8, 3]),
+        ("max(2,3)", [3]),
+        ("floor(sin(3.14))", [0]),
+        ("+(*(-2,1),10)", [8]),
+        ("1,2,+(3,2)", [1, 2, 5]),
+        ("-(0w,1w)", [-2]),
+        ("//(-7,2)", [-3]),  # ints: C division truncates
+        ("//(-7.5,2)", [-4]),  # floats: floor(a / b)
+        ("/(7,2)", [3]),  # 3.5 truncated
+        ("/(-7,2)", [-3]),
+        ("round(2.5),round(-2.5),ceil(0.2),floor(-0.2),trunc(-1.7)", [3, -3, 1, -1, -1]),
+        ("remainder(-7,3),fmod(-7,3)", [2, -1]),
+        ("remainder(-4,2)", [2]),  # as ncnn: fmod is -0, a * b < 0 adds b
+        ("abs(-3),neg(4),sign(-9),square(-3)", [3, -4, -1, 9]),
+        ("and(12,10),or(12,10),xor(12,10),lshift(1,4),rshift(32,2)", [8, 14, 6, 16, 8]),
+        ("pow(2,10),sqrt(16),exp(0),log(1),rsqrt(4)", [1024, 4, 1, 0, 0]),
+        ("*(1.5,0w)", [7]),
+        ("2.0,1e1,-0.5,.5", [2, 10, 0, 0]),
+        ("0d,0n,1d,1c", [1, 1, 1, 1]),
+        (" +( 0w , 1 ) ", [6]),
+    ],
+)
 def test_values(text, value):
     assert Expr(text).eval([A, B]) == value
 
@@ -57,30 +61,36 @@ def test_typing():
     assert isinstance(Expr("floor(2.5)").items[0]([]), int)
 
 
-@pytest.mark.parametrize("text,match", [
-    ("+(1,2,3)", "takes 2 argument"),
-    ("abs(1,2)", "takes 1 argument"),
-    ("foo(1)", "unknown operator"),
-    ("+(1", "ends early"),
-    ("1,,2", "unexpected ','"),
-    ("abc", "malformed token"),
-    ("0x", "malformed token"),
-    ("+", "without arguments"),
-    (")", "unexpected"),
-    ("1)", "unexpected"),
-    ("+(1,2)3", "unexpected"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("+(1,2,3)", "takes 2 argument"),
+        ("abs(1,2)", "takes 1 argument"),
+        ("foo(1)", "unknown operator"),
+        ("+(1", "ends early"),
+        ("1,,2", "unexpected ','"),
+        ("abc", "malformed token"),
+        ("0x", "malformed token"),
+        ("+", "without arguments"),
+        (")", "unexpected"),
+        ("1)", "unexpected"),
+        ("+(1,2)3", "unexpected"),
+    ],
+)
 def test_parse_errors(text, match):
     with pytest.raises(ValueError, match=match):
         Expr(text)
 
 
-@pytest.mark.parametrize("text,match", [
-    ("//(1,0)", "divides by zero"),
-    ("2w", "reads bottom 2"),
-    ("log(0)", "not a finite"),
-    ("and(1.5,2)", "takes integers"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("//(1,0)", "divides by zero"),
+        ("2w", "reads bottom 2"),
+        ("log(0)", "not a finite"),
+        ("and(1.5,2)", "takes integers"),
+    ],
+)
 def test_eval_errors(text, match):
     with pytest.raises(ValueError, match=match):
         Expr(text).eval([A, B])
@@ -132,7 +142,7 @@ def _gen(rng, depth):
 def test_random_expressions_match_the_wheel():
     rng = np.random.default_rng(20261020)
     x = np.arange(2000, dtype=np.float32)
-    ref = np.zeros((5, 7, 11), np.float32)   # 1c=5 1h=7 1w=11 1d=1
+    ref = np.zeros((5, 7, 11), np.float32)  # 1c=5 1h=7 1w=11 1d=1
     failures = []
     n = 0
     for _ in range(60):

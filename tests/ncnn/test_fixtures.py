@@ -1,5 +1,6 @@
 """Model fixtures made by pnnx from torch modules (scripts/make_ncnn_fixtures.py), with the official ncnn
 wheel's outputs under exact-fp32 options recorded beside them: stdops must agree within 1e-4."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Normalization layers against the ncnn wheel: LayerNorm, RMSNorm, GroupNorm, InstanceNorm, LRN, MVN, Normalize."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -90,8 +91,13 @@ def test_lrn(i):
     rng = np.random.default_rng(4000 + i)
     region = i % 2
     x = _f(rng, *_shape(rng, 3, 2, 8))
-    params = {0: region, 1: int(rng.integers(1, 7)), 2: float(rng.uniform(0.1, 2.0)),
-              3: float(rng.uniform(0.3, 1.0)), 4: float(rng.uniform(0.5, 2.0))}
+    params = {
+        0: region,
+        1: int(rng.integers(1, 7)),
+        2: float(rng.uniform(0.1, 2.0)),
+        3: float(rng.uniform(0.3, 1.0)),
+        4: float(rng.uniform(0.5, 2.0)),
+    }
     if i == 0:
         params = {}
     _check("LRN", params, [], [x])

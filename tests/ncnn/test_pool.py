@@ -1,6 +1,7 @@
 """ncnn pooling and padding layers against the official wheel: Pooling, Pooling1D, Pooling3D (max/avg, pad
 modes 0..3, avgpool_count_include_pad, global, adaptive), StatisticsPooling, Padding (constant / replicate /
 reflect, per-channel values, front/behind); SPP against a NumPy reference (the wheel lacks it)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -73,10 +74,19 @@ def test_pooling_matches_wheel(type_name, nd):
 
 
 @needs_wheel
-@pytest.mark.parametrize("params", [
-    {0: 0, 1: 2, 2: 2, 3: 3, 5: 1}, {0: 1, 1: 2, 2: 2, 3: 3, 5: 1}, {0: 1, 1: 2, 2: 2, 3: 3, 5: 1, 6: 1},
-    {0: 0, 1: 2, 2: 3, 3: 2, 5: 0}, {0: 1, 1: 2, 2: 3, 3: 2, 5: 0}, {0: 1, 1: 1, 2: 3, 5: 2},
-    {0: 1, 1: 1, 2: 3, 5: 3, 3: 1}, {0: 0, 1: 1, 2: 2, 5: 3}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {0: 0, 1: 2, 2: 2, 3: 3, 5: 1},
+        {0: 1, 1: 2, 2: 2, 3: 3, 5: 1},
+        {0: 1, 1: 2, 2: 2, 3: 3, 5: 1, 6: 1},
+        {0: 0, 1: 2, 2: 3, 3: 2, 5: 0},
+        {0: 1, 1: 2, 2: 3, 3: 2, 5: 0},
+        {0: 1, 1: 1, 2: 3, 5: 2},
+        {0: 1, 1: 1, 2: 3, 5: 3, 3: 1},
+        {0: 0, 1: 1, 2: 2, 5: 3},
+    ],
+)
 def test_pooling_degenerate_windows_match_wheel(params):
     """Windows wholly in the padding (max: -FLT_MAX, average without the pads: 0/0 = NaN) and SAME totals
     below zero (kernel < stride: ncnn crops)."""
@@ -85,8 +95,10 @@ def test_pooling_degenerate_windows_match_wheel(params):
 
 
 @needs_wheel
-@pytest.mark.parametrize("type_name,params,shape", [
-    ("Pooling", {0: 0, 1: 2, 2: 2}, (6, 7)), ("Pooling", {0: 1, 4: 1}, (6, 7)), ("Pooling1D", {0: 1, 1: 2}, (7,))])
+@pytest.mark.parametrize(
+    "type_name,params,shape",
+    [("Pooling", {0: 0, 1: 2, 2: 2}, (6, 7)), ("Pooling", {0: 1, 4: 1}, (6, 7)), ("Pooling1D", {0: 1, 1: 2}, (7,))],
+)
 def test_blob_one_rank_short_is_one_channel(type_name, params, shape):
     check(type_name, params, [], [f32(np.random.default_rng(5), *shape)])
 
@@ -103,15 +115,15 @@ def spp_reference(x, pooling_type, levels):
     C, H, W = x.shape
     out = []
     for lv in range(levels):
-        bins = 2 ** lv
+        bins = 2**lv
         kh, kw = int(np.ceil(H / bins)), int(np.ceil(W / bins))
         ph, pw = (kh * bins - H + 1) // 2, (kw * bins - W + 1) // 2
         xp = np.zeros((C, H + 2 * ph, W + 2 * pw), np.float64)
-        xp[:, ph:ph + H, pw:pw + W] = x
+        xp[:, ph : ph + H, pw : pw + W] = x
         y = np.empty((C, bins, bins))
         for i in range(bins):
             for j in range(bins):
-                win = xp[:, i * kh:(i + 1) * kh, j * kw:(j + 1) * kw]
+                win = xp[:, i * kh : (i + 1) * kh, j * kw : (j + 1) * kw]
                 y[:, i, j] = win.max(axis=(1, 2)) if pooling_type == 0 else win.sum(axis=(1, 2)) / (kh * kw)
         out.append(y.ravel())
     return np.concatenate(out)
@@ -125,7 +137,7 @@ def test_spp_matches_numpy_reference():
         if i % 5 == 0:
             x = -np.abs(x)  # the zero padding wins max bins at the border, as in ncnn
         y = sn.run_layer("SPP", {0: ptype, 1: levels}, [], [x])[0]
-        assert y.dtype == np.float32 and y.shape == (x.shape[0] * (4 ** levels - 1) // 3,)
+        assert y.dtype == np.float32 and y.shape == (x.shape[0] * (4**levels - 1) // 3,)
         np.testing.assert_allclose(y, spp_reference(x, ptype, levels), rtol=1e-5, atol=1e-6)
 
 

@@ -1,6 +1,7 @@
 """ncnn int8 layers against the official wheel: Quantize (round half away from zero, saturate to +-127),
 Dequantize and Requantize (int32 accumulators in, per-tensor or per-row/channel scales and biases, fused
 activations); the rounding helper on its ties; bad params."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -85,8 +86,7 @@ def test_requantize_matches_wheel():
 
 
 def test_float2int8_rounds_half_away_from_zero_and_saturates():
-    v = np.array([0.5, -0.5, 1.5, -1.5, 2.5, 0.49999997, -0.49999997, 126.6, 127.5, 300, -300, -127.4],
-                 np.float32)
+    v = np.array([0.5, -0.5, 1.5, -1.5, 2.5, 0.49999997, -0.49999997, 126.6, 127.5, 300, -300, -127.4], np.float32)
     np.testing.assert_array_equal(float2int8(v), [1, -1, 2, -2, 3, 0, 0, 127, 127, 127, -127, -127])
 
 

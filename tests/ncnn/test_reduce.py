@@ -1,5 +1,6 @@
 """ncnn Reduction and CumulativeSum against the official wheel; ArgMax (compiled out of the wheel)
 against a NumPy reference; bad params."""
+
 from __future__ import annotations
 
 import numpy as np

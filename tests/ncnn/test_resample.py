@@ -1,4 +1,5 @@
 """Resampling layers against the ncnn wheel: Interp, GridSample, Fold, Unfold; plus bad params."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,7 +64,7 @@ def interp_cases(rng):
 def gridsample_cases(rng):
     cases = []
     for k in range(54):
-        st = 1 + k % 3          # 1 bilinear, 2 nearest, 3 bicubic
+        st = 1 + k % 3  # 1 bilinear, 2 nearest, 3 bicubic
         pad = 1 + (k // 3) % 3  # zeros, border, reflection
         ac = (k // 9) % 2
         pf = (k // 18) % 2
@@ -97,8 +98,21 @@ def fold_cases(rng):
         nw = (ow + pl + pr - (dw * (kw - 1) + 1)) // sw + 1
         nh = (oh + pt + pb - (dh * (kh - 1) + 1)) // sh + 1
         c = int(rng.integers(1, 4))
-        params = {0: c * kw * kh, 1: kw, 11: kh, 2: dw, 12: dh, 3: sw, 13: sh, 4: pl, 15: pr, 14: pt, 16: pb,
-                  20: ow, 21: oh}
+        params = {
+            0: c * kw * kh,
+            1: kw,
+            11: kh,
+            2: dw,
+            12: dh,
+            3: sw,
+            13: sh,
+            4: pl,
+            15: pr,
+            14: pt,
+            16: pb,
+            20: ow,
+            21: oh,
+        }
         if k % 4 == 0:  # defaults that follow another param
             params = {1: kw, 20: ow, 4: pl, 3: sw, 2: dw}
             kh, dh, sh, pt, pb, oh = kw, dw, sw, pl, pl, ow
@@ -112,12 +126,25 @@ def unfold_cases(rng):
     cases = []
     for k in range(28):
         kw, kh = int(rng.integers(1, 4)), int(rng.integers(1, 4))
-        params = {1: kw, 11: kh, 2: int(rng.integers(1, 3)), 12: int(rng.integers(1, 3)),
-                  3: int(rng.integers(1, 3)), 13: int(rng.integers(1, 3))}
+        params = {
+            1: kw,
+            11: kh,
+            2: int(rng.integers(1, 3)),
+            12: int(rng.integers(1, 3)),
+            3: int(rng.integers(1, 3)),
+            13: int(rng.integers(1, 3)),
+        }
         m = k % 4
         if m == 0:
-            params.update({4: int(rng.integers(0, 3)), 15: int(rng.integers(0, 3)), 14: int(rng.integers(0, 3)),
-                           16: int(rng.integers(0, 3)), 18: float(rng.uniform(-2, 2))})
+            params.update(
+                {
+                    4: int(rng.integers(0, 3)),
+                    15: int(rng.integers(0, 3)),
+                    14: int(rng.integers(0, 3)),
+                    16: int(rng.integers(0, 3)),
+                    18: float(rng.uniform(-2, 2)),
+                }
+            )
         elif m == 1:
             params.update({4: -233, 15: -233, 14: -233, 16: -233, 18: 0.5})
         elif m == 2:
@@ -154,24 +181,27 @@ def test_fold_inverts_unfold_counts():
     assert y.shape == (2, 5, 6) and y[0, 2, 2] == 9 and y[0, 0, 0] == 4
 
 
-@pytest.mark.parametrize("type_name,params,inputs,match", [
-    ("Interp", {0: 4}, [np.zeros((1, 2, 2), np.float32)], "resize_type"),
-    ("Interp", {0: 2, 5: 1}, [np.zeros((1, 2, 2), np.float32)], "takes 2 bottoms"),
-    ("Interp", {0: 2, 9: "1,2,3"}, [np.zeros((1, 2, 2), np.float32)], "1 or 2"),
-    ("Interp", {0: 2, 1: 0.1, 2: 0.1}, [np.zeros((1, 2, 2), np.float32)], "not positive"),
-    ("Interp", {0: 2, 1: 2}, [np.zeros((1, 1, 2, 2), np.float32)], "1d, 2d or 3d"),
-    ("Interp", {0: 2, 1: 2.5}, [np.zeros((1, 2, 2), np.float32)], None),
-    ("Interp", {0: 2, 1: 2.0}, [np.zeros((1, 2, 2), np.float32)] * 2, "takes 1 bottom"),
-    ("GridSample", {0: 4}, [np.zeros((1, 2, 2), np.float32), np.zeros((2, 2, 2), np.float32)], "sample_type"),
-    ("GridSample", {1: 0}, [np.zeros((1, 2, 2), np.float32), np.zeros((2, 2, 2), np.float32)], "padding_mode"),
-    ("GridSample", {0: 3}, [np.zeros((1, 2, 2, 2), np.float32), np.zeros((2, 2, 2, 3), np.float32)], "bicubic"),
-    ("GridSample", {}, [np.zeros((1, 2, 2), np.float32), np.zeros((2, 2, 3), np.float32)], "coordinates"),
-    ("Fold", {1: 2, 20: 4}, [np.zeros((4, 5), np.float32)], "blocks"),
-    ("Fold", {1: 0, 20: 4}, [np.zeros((4, 9), np.float32)], "kernel_w"),
-    ("Unfold", {1: 9}, [np.zeros((1, 3, 3), np.float32)], "larger than"),
-    ("Unfold", {1: 2, 4: -233, 15: 1}, [np.zeros((1, 3, 3), np.float32)], "pads"),
-    ("Unfold", {1: 2.0}, [np.zeros((1, 3, 3), np.float32)], "float literal"),
-])
+@pytest.mark.parametrize(
+    "type_name,params,inputs,match",
+    [
+        ("Interp", {0: 4}, [np.zeros((1, 2, 2), np.float32)], "resize_type"),
+        ("Interp", {0: 2, 5: 1}, [np.zeros((1, 2, 2), np.float32)], "takes 2 bottoms"),
+        ("Interp", {0: 2, 9: "1,2,3"}, [np.zeros((1, 2, 2), np.float32)], "1 or 2"),
+        ("Interp", {0: 2, 1: 0.1, 2: 0.1}, [np.zeros((1, 2, 2), np.float32)], "not positive"),
+        ("Interp", {0: 2, 1: 2}, [np.zeros((1, 1, 2, 2), np.float32)], "1d, 2d or 3d"),
+        ("Interp", {0: 2, 1: 2.5}, [np.zeros((1, 2, 2), np.float32)], None),
+        ("Interp", {0: 2, 1: 2.0}, [np.zeros((1, 2, 2), np.float32)] * 2, "takes 1 bottom"),
+        ("GridSample", {0: 4}, [np.zeros((1, 2, 2), np.float32), np.zeros((2, 2, 2), np.float32)], "sample_type"),
+        ("GridSample", {1: 0}, [np.zeros((1, 2, 2), np.float32), np.zeros((2, 2, 2), np.float32)], "padding_mode"),
+        ("GridSample", {0: 3}, [np.zeros((1, 2, 2, 2), np.float32), np.zeros((2, 2, 2, 3), np.float32)], "bicubic"),
+        ("GridSample", {}, [np.zeros((1, 2, 2), np.float32), np.zeros((2, 2, 3), np.float32)], "coordinates"),
+        ("Fold", {1: 2, 20: 4}, [np.zeros((4, 5), np.float32)], "blocks"),
+        ("Fold", {1: 0, 20: 4}, [np.zeros((4, 9), np.float32)], "kernel_w"),
+        ("Unfold", {1: 9}, [np.zeros((1, 3, 3), np.float32)], "larger than"),
+        ("Unfold", {1: 2, 4: -233, 15: 1}, [np.zeros((1, 3, 3), np.float32)], "pads"),
+        ("Unfold", {1: 2.0}, [np.zeros((1, 3, 3), np.float32)], "float literal"),
+    ],
+)
 def test_bad_params_and_inputs(type_name, params, inputs, match):
     if match is None:  # an int given for a float param is accepted
         sn.run_layer(type_name, params, [], inputs)
@@ -194,9 +224,11 @@ def test_gridsample_nearest_rounds_half_up_like_ncnn():
 
 
 def test_net_with_dynamic_interp_crop_and_expressions(tmp_path):
-    text = ("7767517\n6 7\nInput in 0 1 x\nInput in2 0 1 r\nSplit sp 1 2 x xa xb\n"
-            "Interp up 2 1 xa r u 0=2 5=1\nCrop cr 2 1 u xb c 0=1 1=1\n"
-            "Reshape rs 1 1 c y 6=\"-1\"\n")
+    text = (
+        "7767517\n6 7\nInput in 0 1 x\nInput in2 0 1 r\nSplit sp 1 2 x xa xb\n"
+        "Interp up 2 1 xa r u 0=2 5=1\nCrop cr 2 1 u xb c 0=1 1=1\n"
+        'Reshape rs 1 1 c y 6="-1"\n'
+    )
     net = sn.Net.from_bytes(text)
     x = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(np.float32)
     r = np.zeros((1, 6, 8), np.float32)

@@ -1,4 +1,5 @@
 """LSTM, GRU and RNN against the ncnn wheel: directions, state bottoms/tops, LSTM projection, int8 weights."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,10 @@ def make_case(type_name, i, int8=False):
     if H != O:
         weights.append(_f(rng, D * O * H, scale=0.5))
     if int8:
-        weights += [rng.uniform(50, 200, D * gates * H).astype(np.float32),
-                    rng.uniform(50, 200, D * gates * H).astype(np.float32)]
+        weights += [
+            rng.uniform(50, 200, D * gates * H).astype(np.float32),
+            rng.uniform(50, 200, D * gates * H).astype(np.float32),
+        ]
     x = _f(rng, T, size)
     n_states = 2 if type_name == "LSTM" else 1
     mode = (i // 9) % 3 if i < 18 else i % 3  # 0: x only, 1: with state bottoms and tops, 2: mixed
@@ -101,7 +104,7 @@ def test_state_tops_through_a_net(tmp_path):
         lines.append(f"{t} {t.lower()} {len(inputs)} {n_out} {bottoms} {tops} {ps}")
     inputs_decl = [f"Input {t}_i{k} 0 1 {t}_in{k}" for t, c in cases.items() for k in range(len(c[2]))]
     nblobs = sum(len(c[2]) + c[3] for c in cases.values())
-    text = "7767517\n%d %d\n" % (len(inputs_decl) + len(lines), nblobs) + "\n".join(inputs_decl + lines) + "\n"
+    text = f"7767517\n{len(inputs_decl) + len(lines)} {nblobs}\n" + "\n".join(inputs_decl + lines) + "\n"
     (tmp_path / "m.param").write_text(text)
     (tmp_path / "m.bin").write_bytes(mb.getvalue())
     net = sn.Net.load(tmp_path / "m.param", tmp_path / "m.bin")
@@ -118,10 +121,15 @@ def test_bad_params_and_weights():
     with pytest.raises(ModelFormatError, match="float literal"):
         sn.run_layer("LSTM", {0: 2.0, 1: 16}, [], [x])
     with pytest.raises(ModelFormatError, match="has 3 elements"):
-        sn.run_layer("GRU", {0: 2, 1: 12}, [np.zeros(12, np.float32), np.zeros(3, np.float32),
-                                            np.zeros(12, np.float32)], [x])
+        sn.run_layer(
+            "GRU", {0: 2, 1: 12}, [np.zeros(12, np.float32), np.zeros(3, np.float32), np.zeros(12, np.float32)], [x]
+        )
     with pytest.raises((ModelFormatError, ValueError), match="weight_data_size"):
         sn.run_layer("RNN", {0: 2, 1: 5}, [], [x])
     with pytest.raises(ValueError, match=r"2d blob \[T, 2\]"):
-        sn.run_layer("RNN", {0: 2, 1: 4}, [np.zeros(4, np.float32), np.zeros(2, np.float32),
-                                           np.zeros(4, np.float32)], [np.zeros((3, 3), np.float32)])
+        sn.run_layer(
+            "RNN",
+            {0: 2, 1: 4},
+            [np.zeros(4, np.float32), np.zeros(2, np.float32), np.zeros(4, np.float32)],
+            [np.zeros((3, 3), np.float32)],
+        )

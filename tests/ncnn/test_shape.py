@@ -1,8 +1,10 @@
 """Shape and data-movement layers against the ncnn wheel: Concat, Slice, Crop, Reshape, Flatten, Permute,
 Squeeze, ExpandDims, Tile, Flip, PixelShuffle, Reorg, ShuffleChannel, CopyTo, DeepCopy; plus bad params."""
+
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -89,7 +91,7 @@ def slice_cases(rng):
             for i in range(n):
                 if rng.random() < 0.4 and (i < n - 1 or not short):
                     sizes.append(-233)
-                    left -= (left // (n - i))
+                    left -= left // (n - i)
                 else:
                     s = int(rng.integers(1, left - (n - i - 1) + 1)) if i < n - 1 else left
                     if short and i == n - 1 and left >= 2:
@@ -130,8 +132,9 @@ def crop_cases(rng):
             s = int(rng.integers(0, n))
             e = int(rng.integers(s + 1, n + 1))
             starts.append(-233 if (s == 0 and rng.random() < 0.5) else (s - n if rng.random() < 0.3 else s))
-            ends.append(-233 if (e == n and rng.random() < 0.5) else (0 if e == n else e - n) if rng.random() < 0.4
-                        else e)
+            ends.append(
+                -233 if (e == n and rng.random() < 0.5) else (0 if e == n else e - n) if rng.random() < 0.4 else e
+            )
         params = {9: starts, 10: ends}
         if k % 3 or len(axes) != r:
             params[11] = [a - r if rng.random() < 0.3 else a for a in axes]
@@ -250,8 +253,12 @@ def tile_cases(rng):
             n = int(rng.integers(1, 5))
             cases.append(({2: [int(v) for v in rng.integers(1, 4, n)]}, [f32(rng, shape)]))
     # an axis outside 0..dims-1 tiles nothing (a 1d bottom always tiles along w)
-    cases += [({0: 2, 1: 2}, [f32(rng, (2, 3))]), ({0: 3, 1: 2}, [f32(rng, (2, 3, 4))]),
-              ({0: 2, 1: 3}, [f32(rng, (5,))]), ({2: [1, 1, 1, 1]}, [f32(rng, (2, 3))])]
+    cases += [
+        ({0: 2, 1: 2}, [f32(rng, (2, 3))]),
+        ({0: 3, 1: 2}, [f32(rng, (2, 3, 4))]),
+        ({0: 2, 1: 3}, [f32(rng, (5,))]),
+        ({2: [1, 1, 1, 1]}, [f32(rng, (2, 3))]),
+    ]
     return cases
 
 
@@ -383,34 +390,37 @@ def test_crop_outputs_are_windows():
 
 
 # ----------------------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("type_name,params,inputs,n_out,match", [
-    ("Concat", {0: 1.5}, [np.zeros((2, 3), np.float32)] * 2, None, "float literal"),
-    ("Slice", {0: [1, 2]}, [np.zeros((6,), np.float32)], 3, "3 tops but 2 slices"),
-    ("Slice", {0: [4, 4]}, [np.zeros((6,), np.float32)], 2, "does not fit"),
-    ("Slice", {1: 5, 0: [1, 1]}, [np.zeros((2, 3), np.float32)], 2, "out of range"),
-    ("Reshape", {0: 7}, [np.zeros((2, 3), np.float32)], None, "cannot reshape"),
-    ("Reshape", {}, [np.zeros((2, 3), np.float32)], None, "no output shape"),
-    ("Reshape", {6: "+(0w"}, [np.zeros((2, 3), np.float32)], None, "ends early"),
-    ("Reshape", {6: "foo(0w)"}, [np.zeros((2, 3), np.float32)], None, "unknown operator"),
-    ("Reshape", {12: 0}, [np.zeros((2, 3), np.float32)], None, "batch"),
-    ("Permute", {0: 30}, [np.zeros((2, 3), np.float32)], None, "order_type"),
-    ("Permute", {0: 3}, [np.zeros((2, 3), np.float32)], None, "does not exist for a 2d"),
-    ("ExpandDims", {3: [0, 1]}, [np.zeros((2, 3, 4), np.float32)], None, "at most 4"),
-    ("ExpandDims", {3: [0, 0]}, [np.zeros((2,), np.float32)], None, "repeated"),
-    ("Crop", {0: 5, 3: -233, 4: -233}, [np.zeros((3, 4), np.float32)], None, "does not fit"),
-    ("Crop", {9: [5], 10: [-233], 11: [0]}, [np.zeros((3, 4), np.float32)], None, "does not fit"),
-    ("Crop", {0: 1, 1: 1}, [np.zeros((3, 4), np.float32)], None, "second bottom"),
-    ("Crop", {0: 1, 3: 2}, [np.zeros((3, 4), np.float32)] * 2, None, "takes 1 bottom"),
-    ("Reshape", {0: -1}, [np.zeros((3, 4), np.float32)] * 2, None, "takes 1 bottom"),
-    ("Reshape", {6: "1w,-1"}, [np.zeros((3, 4), np.float32)], None, "reads 2 bottoms"),
-    ("PixelShuffle", {0: 2}, [np.zeros((3, 2, 2), np.float32)], None, "fewer than"),
-    ("ShuffleChannel", {0: 4}, [np.zeros((6, 2, 2), np.float32)], None, "not divisible"),
-    ("CopyTo", {0: 3}, [np.zeros((4,), np.float32), np.zeros((2,), np.float32)], None, "does not fit"),
-    ("CopyTo", {}, [np.zeros((4,), np.float32), np.zeros((1, 2), np.float32)], None, "another rank"),
-    ("Tile", {2: [1, 1, 1, 1, 2]}, [np.zeros((4,), np.float32)], None, "at most 4"),
-    ("Tile", {0: -1, 1: 2}, [np.zeros((4, 3), np.float32)], None, "negative axes are refused"),
-    ("Tile", {1: 0}, [np.zeros((4,), np.float32)], None, ">= 1"),
-])
+@pytest.mark.parametrize(
+    "type_name,params,inputs,n_out,match",
+    [
+        ("Concat", {0: 1.5}, [np.zeros((2, 3), np.float32)] * 2, None, "float literal"),
+        ("Slice", {0: [1, 2]}, [np.zeros((6,), np.float32)], 3, "3 tops but 2 slices"),
+        ("Slice", {0: [4, 4]}, [np.zeros((6,), np.float32)], 2, "does not fit"),
+        ("Slice", {1: 5, 0: [1, 1]}, [np.zeros((2, 3), np.float32)], 2, "out of range"),
+        ("Reshape", {0: 7}, [np.zeros((2, 3), np.float32)], None, "cannot reshape"),
+        ("Reshape", {}, [np.zeros((2, 3), np.float32)], None, "no output shape"),
+        ("Reshape", {6: "+(0w"}, [np.zeros((2, 3), np.float32)], None, "ends early"),
+        ("Reshape", {6: "foo(0w)"}, [np.zeros((2, 3), np.float32)], None, "unknown operator"),
+        ("Reshape", {12: 0}, [np.zeros((2, 3), np.float32)], None, "batch"),
+        ("Permute", {0: 30}, [np.zeros((2, 3), np.float32)], None, "order_type"),
+        ("Permute", {0: 3}, [np.zeros((2, 3), np.float32)], None, "does not exist for a 2d"),
+        ("ExpandDims", {3: [0, 1]}, [np.zeros((2, 3, 4), np.float32)], None, "at most 4"),
+        ("ExpandDims", {3: [0, 0]}, [np.zeros((2,), np.float32)], None, "repeated"),
+        ("Crop", {0: 5, 3: -233, 4: -233}, [np.zeros((3, 4), np.float32)], None, "does not fit"),
+        ("Crop", {9: [5], 10: [-233], 11: [0]}, [np.zeros((3, 4), np.float32)], None, "does not fit"),
+        ("Crop", {0: 1, 1: 1}, [np.zeros((3, 4), np.float32)], None, "second bottom"),
+        ("Crop", {0: 1, 3: 2}, [np.zeros((3, 4), np.float32)] * 2, None, "takes 1 bottom"),
+        ("Reshape", {0: -1}, [np.zeros((3, 4), np.float32)] * 2, None, "takes 1 bottom"),
+        ("Reshape", {6: "1w,-1"}, [np.zeros((3, 4), np.float32)], None, "reads 2 bottoms"),
+        ("PixelShuffle", {0: 2}, [np.zeros((3, 2, 2), np.float32)], None, "fewer than"),
+        ("ShuffleChannel", {0: 4}, [np.zeros((6, 2, 2), np.float32)], None, "not divisible"),
+        ("CopyTo", {0: 3}, [np.zeros((4,), np.float32), np.zeros((2,), np.float32)], None, "does not fit"),
+        ("CopyTo", {}, [np.zeros((4,), np.float32), np.zeros((1, 2), np.float32)], None, "another rank"),
+        ("Tile", {2: [1, 1, 1, 1, 2]}, [np.zeros((4,), np.float32)], None, "at most 4"),
+        ("Tile", {0: -1, 1: 2}, [np.zeros((4, 3), np.float32)], None, "negative axes are refused"),
+        ("Tile", {1: 0}, [np.zeros((4,), np.float32)], None, ">= 1"),
+    ],
+)
 def test_bad_params_and_inputs(type_name, params, inputs, n_out, match):
     with pytest.raises((ModelFormatError, KernelError, ValueError), match=match):
         sn.run_layer(type_name, params, [], inputs, n_out)
@@ -425,13 +435,13 @@ def test_bad_param_file_names_the_layer():
     text = "7767517\n3 3\nInput in 0 1 x\nInput in2 0 1 y\nConcat cat 2 1 x y z 0=1.0\n"
     with pytest.raises(ModelFormatError, match=r"param 0 \(axis\): a float literal"):
         sn.Net.from_bytes(text)
-    text = "7767517\n2 2\nInput in 0 1 x\nReshape r 1 1 x y 6=\"neg(0w)0h\"\n"
+    text = '7767517\n2 2\nInput in 0 1 x\nReshape r 1 1 x y 6="neg(0w)0h"\n'
     with pytest.raises(ModelFormatError, match=r"line 4 .*Reshape.*unexpected '0h'"):
         sn.Net.from_bytes(text)
 
 
 def test_text_param_expression_with_commas():
-    text = "7767517\n2 2\nInput in 0 1 x\nReshape r 1 1 x y 6=\"-1,*(0h,2)\"\n"
+    text = '7767517\n2 2\nInput in 0 1 x\nReshape r 1 1 x y 6="-1,*(0h,2)"\n'
     net = sn.Net.from_bytes(text)
     assert net.run({"x": np.zeros((2, 4, 3), np.float32)})["y"].shape == (8, 3)
     bare = "7767517\n2 2\nInput in 0 1 x\nReshape r 1 1 x y 6=-1,*(0h,2)\n"
@@ -440,8 +450,10 @@ def test_text_param_expression_with_commas():
 
 
 def test_net_with_slice_concat_reshape():
-    text = ("7767517\n5 6\nInput in 0 1 x\nSlice s 1 2 x a b -23300=2,-233,-233 1=0\n"
-            "Concat c 2 1 b a ba 0=0\nReshape r 1 1 ba y 0=-1\nFlip f 1 1 y z 0=0\n")
+    text = (
+        "7767517\n5 6\nInput in 0 1 x\nSlice s 1 2 x a b -23300=2,-233,-233 1=0\n"
+        "Concat c 2 1 b a ba 0=0\nReshape r 1 1 ba y 0=-1\nFlip f 1 1 y z 0=0\n"
+    )
     net = sn.Net.from_bytes(text)
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
     out = net.run({"x": x})

@@ -1,4 +1,5 @@
 """Spectrogram and InverseSpectrogram against the ncnn wheel."""
+
 from __future__ import annotations
 
 import numpy as np

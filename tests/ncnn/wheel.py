@@ -5,6 +5,7 @@ The layer is written with OUR writers (binary .param with raw 4-byte params type
 extracted. A crash or a refusal in the wheel comes back as an OracleError instead of killing pytest.
 The weights written are also a check of our declarations: wrong sizes or tags make ncnn refuse the model.
 """
+
 from __future__ import annotations
 
 import collections
@@ -12,7 +13,8 @@ import multiprocessing as mp
 import os
 import tempfile
 import traceback
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,10 +23,19 @@ from stdops.ncnn.param import LayerDecl, ParamFile, write_binary
 from stdops.ncnn.spec import LAYERS, resolve_params
 
 EXACT_OPTIONS = dict(
-    num_threads=1, lightmode=False, use_vulkan_compute=False, use_packing_layout=False,
-    use_fp16_packed=False, use_fp16_storage=False, use_fp16_arithmetic=False,
-    use_bf16_packed=False, use_bf16_storage=False, use_winograd_convolution=False,
-    use_winograd23_convolution=False, use_winograd43_convolution=False, use_winograd63_convolution=False,
+    num_threads=1,
+    lightmode=False,
+    use_vulkan_compute=False,
+    use_packing_layout=False,
+    use_fp16_packed=False,
+    use_fp16_storage=False,
+    use_fp16_arithmetic=False,
+    use_bf16_packed=False,
+    use_bf16_storage=False,
+    use_winograd_convolution=False,
+    use_winograd23_convolution=False,
+    use_winograd43_convolution=False,
+    use_winograd63_convolution=False,
     use_sgemm_convolution=False,
 )
 
@@ -85,8 +96,16 @@ def _batch_files(cases: Sequence[Case]) -> tuple[bytes, bytes, list[list[int]], 
         nblob += n_out
         for b in bi:
             layers.append(LayerDecl("Input", f"in{b}", [], [str(b)], {}, len(layers)))
-        layers.append(LayerDecl(type_name, f"op{k}", [str(b) for b in bi], [str(b) for b in bo],
-                                typed_params(type_name, params), len(layers)))
+        layers.append(
+            LayerDecl(
+                type_name,
+                f"op{k}",
+                [str(b) for b in bi],
+                [str(b) for b in bo],
+                typed_params(type_name, params),
+                len(layers),
+            )
+        )
         for wd, arr in zip(declared, weights):
             a = np.asarray(arr)
             mb.write(a, wd.tagged, "int8" if a.dtype == np.int8 else "fp32")
@@ -139,12 +158,14 @@ def _batch_child(conn, pbin, mbin, inputs, ins, outs, unpack, options) -> None:
         conn.close()
 
 
-def _run_in_child(pbin: bytes, mbin: bytes, inputs: list, ins: list, outs: list, unpack: bool,
-                  options: dict | None, timeout: float) -> list[list[Any]]:
+def _run_in_child(
+    pbin: bytes, mbin: bytes, inputs: list, ins: list, outs: list, unpack: bool, options: dict | None, timeout: float
+) -> list[list[Any]]:
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_batch_child, args=(child, pbin, mbin, inputs, ins, outs, unpack,
-                                                 {**EXACT_OPTIONS, **(options or {})}))
+    proc = ctx.Process(
+        target=_batch_child, args=(child, pbin, mbin, inputs, ins, outs, unpack, {**EXACT_OPTIONS, **(options or {})})
+    )
     proc.start()
     child.close()
     try:
@@ -164,29 +185,53 @@ def _run_in_child(pbin: bytes, mbin: bytes, inputs: list, ins: list, outs: list,
     return payload
 
 
-def wheel_batch(cases: Sequence[Case], timeout: float = 120.0, unpack: bool = False,
-                options: dict | None = None) -> list[list[Any]]:
+def wheel_batch(
+    cases: Sequence[Case], timeout: float = 120.0, unpack: bool = False, options: dict | None = None
+) -> list[list[Any]]:
     """The wheel's outputs for every case (a list per case; an Exception where an extract failed), from one
     forked process. Every case is counted in COUNTS under its layer type."""
     pbin, mbin, ins, outs = _batch_files(cases)
-    payload = _run_in_child(pbin, mbin, [[np.asarray(x) for x in c[3]] for c in cases], ins, outs, unpack,
-                            options, timeout)
+    payload = _run_in_child(
+        pbin, mbin, [[np.asarray(x) for x in c[3]] for c in cases], ins, outs, unpack, options, timeout
+    )
     for c in cases:
         COUNTS[c[0]] += 1
         COUNTS["Input"] += 1  # every case feeds its blobs through Input layers
     return payload
 
 
-def wheel_net(pbin: bytes, mbin: bytes, inputs: Sequence[np.ndarray], input_blobs: Sequence[int],
-              output_blobs: Sequence[int], timeout: float = 120.0, options: dict | None = None) -> list[Any]:
+def wheel_net(
+    pbin: bytes,
+    mbin: bytes,
+    inputs: Sequence[np.ndarray],
+    input_blobs: Sequence[int],
+    output_blobs: Sequence[int],
+    timeout: float = 120.0,
+    options: dict | None = None,
+) -> list[Any]:
     """A whole model (.param.bin bytes and .bin bytes) in the wheel: feed blobs by index, extract blobs by index."""
-    (res,) = _run_in_child(pbin, mbin, [[np.asarray(x) for x in inputs]], [list(input_blobs)],
-                           [list(output_blobs)], False, options, timeout)
+    (res,) = _run_in_child(
+        pbin,
+        mbin,
+        [[np.asarray(x) for x in inputs]],
+        [list(input_blobs)],
+        [list(output_blobs)],
+        False,
+        options,
+        timeout,
+    )
     return res
 
 
-def wheel_run(type_name: str, params: dict[int, Any], weights: Sequence[np.ndarray], inputs: Sequence[np.ndarray],
-              n_out: int = 1, timeout: float = 60.0, options: dict | None = None) -> list[np.ndarray]:
+def wheel_run(
+    type_name: str,
+    params: dict[int, Any],
+    weights: Sequence[np.ndarray],
+    inputs: Sequence[np.ndarray],
+    n_out: int = 1,
+    timeout: float = 60.0,
+    options: dict | None = None,
+) -> list[np.ndarray]:
     """Outputs of the wheel's ``type_name`` layer (exact-fp32 options unless ``options`` overrides)."""
     (res,) = wheel_batch([(type_name, params, weights, inputs, n_out)], timeout, options=options)
     for k, r in enumerate(res):
@@ -195,13 +240,20 @@ def wheel_run(type_name: str, params: dict[int, Any], weights: Sequence[np.ndarr
     return res
 
 
-def assert_close(ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], atol: float = 1e-4,
-                 rtol: float = 1e-4, what: str = "") -> None:
+def assert_close(
+    ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], atol: float = 1e-4, rtol: float = 1e-4, what: str = ""
+) -> None:
     """Shapes equal (ncnn layout) and values within atol + rtol*|theirs| (a relative bound for large values)."""
     assert len(ours) == len(theirs), f"{what}: {len(ours)} outputs vs the wheel's {len(theirs)}"
     for k, (a, b) in enumerate(zip(ours, theirs)):
         a = np.asarray(a)
         b = np.asarray(b)
         assert a.shape == b.shape, f"{what} output {k}: shape {a.shape} vs the wheel's {b.shape}"
-        np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), atol=atol, rtol=rtol,
-                                   equal_nan=True, err_msg=f"{what} output {k}")
+        np.testing.assert_allclose(
+            a.astype(np.float64),
+            b.astype(np.float64),
+            atol=atol,
+            rtol=rtol,
+            equal_nan=True,
+            err_msg=f"{what} output {k}",
+        )

@@ -1,5 +1,6 @@
 """Control flow and the bad inputs of the NN issue: subgraphs reading outer values, a subgraph that does
 not produce what the node declares, a Loop that never stops, shapes that don't fit, hostile sizes."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,9 @@ def _vi(name, dtype=TensorProto.FLOAT, shape=None):
 
 
 def _model(nodes, inputs, outputs, inits=(), opset=17):
-    m = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, list(inits)),
-                          opset_imports=[helper.make_opsetid("", opset)])
+    m = helper.make_model(
+        helper.make_graph(nodes, "g", inputs, outputs, list(inits)), opset_imports=[helper.make_opsetid("", opset)]
+    )
     m.ir_version = 8
     return m
 
@@ -50,18 +52,27 @@ def test_subgraph_not_producing_declared_outputs():
 
 def _loop_model(trip_count=True, cond_stays_true=True):
     # body: (i, cond, s) -> (cond', s + x, s) ; x read from the outer scope
-    body_nodes = [helper.make_node("Add", ["s_in", "x"], ["s_out"]),
-                  helper.make_node("Identity", ["cond_in" if cond_stays_true else "false"], ["cond_out"]),
-                  helper.make_node("Identity", ["s_in"], ["scan"])]
+    body_nodes = [
+        helper.make_node("Add", ["s_in", "x"], ["s_out"]),
+        helper.make_node("Identity", ["cond_in" if cond_stays_true else "false"], ["cond_out"]),
+        helper.make_node("Identity", ["s_in"], ["scan"]),
+    ]
     false = numpy_helper.from_array(np.array(False), "false")
-    body = helper.make_graph(body_nodes, "body",
-                             [_vi("i", TensorProto.INT64, []), _vi("cond_in", TensorProto.BOOL, []), _vi("s_in")],
-                             [_vi("cond_out", TensorProto.BOOL, []), _vi("s_out"), _vi("scan")], [false])
-    node = helper.make_node("Loop", ["M" if trip_count else "", "cond", "s0"], ["s", "scans"], body=body,
-                            name="loop")
+    body = helper.make_graph(
+        body_nodes,
+        "body",
+        [_vi("i", TensorProto.INT64, []), _vi("cond_in", TensorProto.BOOL, []), _vi("s_in")],
+        [_vi("cond_out", TensorProto.BOOL, []), _vi("s_out"), _vi("scan")],
+        [false],
+    )
+    node = helper.make_node("Loop", ["M" if trip_count else "", "cond", "s0"], ["s", "scans"], body=body, name="loop")
     m_init = numpy_helper.from_array(np.array(4, np.int64), "M")
-    return _model([node], [_vi("cond", TensorProto.BOOL, []), _vi("s0", shape=[2]), _vi("x", shape=[2])],
-                  [_vi("s"), _vi("scans")], [m_init])
+    return _model(
+        [node],
+        [_vi("cond", TensorProto.BOOL, []), _vi("s0", shape=[2]), _vi("x", shape=[2])],
+        [_vi("s"), _vi("scans")],
+        [m_init],
+    )
 
 
 def test_loop_with_scan_outputs_and_outer_values():
@@ -106,14 +117,17 @@ def test_conv_channels_not_divisible_by_group():
     node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv_groups", group=2)
     with pytest.raises((OpError, ModelFormatError), match="conv_groups"):
         stdops.onnx.load(_model([node], [_vi("x", shape=[1, 3, 4, 4])], [_vi("y")], [w])).run(
-            {"x": np.ones((1, 3, 4, 4), np.float32)})
+            {"x": np.ones((1, 3, 4, 4), np.float32)}
+        )
 
 
 def test_hook_sees_values_inside_subgraphs():
     m = stdops.onnx.load(_loop_model())
     seen = []
-    m.run({"cond": np.array(True), "s0": np.zeros(2, np.float32), "x": np.array([1, 2], np.float32)},
-          hook=lambda node, name, v: seen.append((node, name)))
+    m.run(
+        {"cond": np.array(True), "s0": np.zeros(2, np.float32), "x": np.array([1, 2], np.float32)},
+        hook=lambda node, name, v: seen.append((node, name)),
+    )
     inner = [(n, v) for n, v in seen if n.startswith("loop[")]
     assert ("loop[0]/Add_0", "s_out") in inner and ("loop[3]/Add_0", "s_out") in inner
     assert ("loop", "s") in seen  # the node's own outputs too

@@ -1,6 +1,7 @@
 """Models exported by torch.onnx at opsets 11, 14 and 17 (scripts/make_onnx_fixtures.py), against the
 outputs onnxruntime gave for them: the exporter's real patterns (Shape/Gather/Concat chains, LSTM/GRU
 with initial states, attention reshapes) and the old-version adapters, end to end."""
+
 from __future__ import annotations
 
 import glob
@@ -12,7 +13,7 @@ import pytest
 import stdops.onnx
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
-MODELS = sorted(os.path.basename(p)[:-len(".onnx")] for p in glob.glob(os.path.join(FIXTURES, "*.onnx")))
+MODELS = sorted(os.path.basename(p)[: -len(".onnx")] for p in glob.glob(os.path.join(FIXTURES, "*.onnx")))
 
 
 @pytest.mark.parametrize("stem", MODELS)

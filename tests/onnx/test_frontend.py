@@ -1,11 +1,11 @@
 """The ONNX front end and the graph plan: loading, binding, running, and every bad input a user can cause."""
+
 from __future__ import annotations
 
 import subprocess
 import sys
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -29,10 +29,12 @@ def _chain():
     """y = relu(x + b) * 2, with an intermediate and an unused second output."""
     b = numpy_helper.from_array(np.array([1, -1, 0.5], np.float32), "b")
     two = numpy_helper.from_array(np.array(2, np.float32), "two")
-    nodes = [helper.make_node("Add", ["x", "b"], ["s"], name="add"),
-             helper.make_node("Relu", ["s"], ["r"], name="relu"),
-             helper.make_node("Mul", ["r", "two"], ["y"], name="mul"),
-             helper.make_node("Neg", ["x"], ["n"], name="neg")]
+    nodes = [
+        helper.make_node("Add", ["x", "b"], ["s"], name="add"),
+        helper.make_node("Relu", ["s"], ["r"], name="relu"),
+        helper.make_node("Mul", ["r", "two"], ["y"], name="mul"),
+        helper.make_node("Neg", ["x"], ["n"], name="neg"),
+    ]
     return _model(nodes, [_vi("x", shape=[2, 3])], [_vi("y", shape=[2, 3]), _vi("n", shape=[2, 3])], [b, two])
 
 
@@ -88,8 +90,7 @@ def test_load_from_path_and_bytes(tmp_path):
 def test_empty_optional_input_and_several_opsets():
     nodes = [helper.make_node("Clip", ["x", "", "hi"], ["y"], name="clip")]
     hi = numpy_helper.from_array(np.array(1.5, np.float32), "hi")
-    m = _model(nodes, [_vi("x", shape=[2, 3])], [_vi("y")], [hi],
-               extra_opsets=[helper.make_opsetid("ai.onnx.ml", 3)])
+    m = _model(nodes, [_vi("x", shape=[2, 3])], [_vi("y")], [hi], extra_opsets=[helper.make_opsetid("ai.onnx.ml", 3)])
     out = stdops.onnx.load(m).run({"x": X})
     np.testing.assert_array_equal(out["y"], np.minimum(X, 1.5))
 
@@ -130,8 +131,12 @@ def test_unknown_op_and_domain_name_the_node():
     m = _model([helper.make_node("FrobnicateX", ["x"], ["y"], name="frob")], [_vi("x")], [_vi("y")])
     with pytest.raises(UnsupportedOp, match=r"'frob'.*FrobnicateX"):
         stdops.onnx.load(m)
-    m = _model([helper.make_node("Relu", ["x"], ["y"], name="r", domain="com.example")], [_vi("x")], [_vi("y")],
-               extra_opsets=[helper.make_opsetid("com.example", 1)])
+    m = _model(
+        [helper.make_node("Relu", ["x"], ["y"], name="r", domain="com.example")],
+        [_vi("x")],
+        [_vi("y")],
+        extra_opsets=[helper.make_opsetid("com.example", 1)],
+    )
     with pytest.raises(UnsupportedOp, match="com.example:Relu"):
         stdops.onnx.load(m)
     m = _model([helper.make_node("Relu", ["x"], ["y"], name="r", domain="org.nowhere")], [_vi("x")], [_vi("y")])
@@ -140,8 +145,7 @@ def test_unknown_op_and_domain_name_the_node():
 
 
 def test_missing_and_unknown_attributes_name_the_node():
-    m = _model([helper.make_node("Transpose", ["x"], ["y"], name="tr", permutation=[1, 0])],
-               [_vi("x")], [_vi("y")])
+    m = _model([helper.make_node("Transpose", ["x"], ["y"], name="tr", permutation=[1, 0])], [_vi("x")], [_vi("y")])
     with pytest.raises(ModelFormatError, match=r"'tr'.*unknown attribute.*permutation"):
         stdops.onnx.load(m)
     m = _model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat")], [_vi("x")], [_vi("y")])
@@ -158,13 +162,16 @@ def test_dangling_input_and_missing_output():
         stdops.onnx.load(m)
 
 
-@pytest.mark.parametrize("feeds,match", [
-    ({"x": X, "extra": X}, "no input named 'extra'"),
-    ({}, "missing input"),
-    ({"x": X.astype(np.float64)}, "expects dtype float32, got float64"),
-    ({"x": X[:1]}, r"expects shape \[2, 3\]"),
-    ({"x": X[None]}, "expects rank 2"),
-])
+@pytest.mark.parametrize(
+    "feeds,match",
+    [
+        ({"x": X, "extra": X}, "no input named 'extra'"),
+        ({}, "missing input"),
+        ({"x": X.astype(np.float64)}, "expects dtype float32, got float64"),
+        ({"x": X[:1]}, r"expects shape \[2, 3\]"),
+        ({"x": X[None]}, "expects rank 2"),
+    ],
+)
 def test_bad_feeds(feeds, match):
     m = stdops.onnx.load(_chain())
     with pytest.raises(InputError, match=match):
@@ -172,8 +179,11 @@ def test_bad_feeds(feeds, match):
 
 
 def test_kernel_failure_names_the_node():
-    m = _model([helper.make_node("Add", ["x", "z"], ["y"], name="bad_add")],
-               [_vi("x", shape=None), _vi("z", shape=None)], [_vi("y")])
+    m = _model(
+        [helper.make_node("Add", ["x", "z"], ["y"], name="bad_add")],
+        [_vi("x", shape=None), _vi("z", shape=None)],
+        [_vi("y")],
+    )
     with pytest.raises(OpError, match=r"'bad_add' \(Add\)"):
         stdops.onnx.load(m).run({"x": np.ones((2, 3), np.float32), "z": np.ones((4, 5), np.float32)})
 
@@ -185,8 +195,9 @@ def test_errors_are_stdops_errors():
 
 # ---------------------------------------------------------------------- CLI
 def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "stdops.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "stdops.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 def test_cli_bad_model_is_one_line_exit_2(tmp_path):
@@ -220,8 +231,12 @@ def test_cli_run_info_ops_demo(tmp_path):
 
 def test_initializer_listed_as_input_is_an_optional_feed():
     w = numpy_helper.from_array(np.array([1, 2, 3], np.float32), "w")
-    m = _model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
-               [_vi("x", shape=[3]), _vi("w", shape=[3])], [_vi("y")], [w])
+    m = _model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        [_vi("x", shape=[3]), _vi("w", shape=[3])],
+        [_vi("y")],
+        [w],
+    )
     model = stdops.onnx.load(m)
     assert model.input_names == ["x"]
     x = np.zeros(3, np.float32)
@@ -233,26 +248,33 @@ def test_model_local_function_is_inlined_with_attribute_references():
     # a local function "ScaledRelu"(x) = Relu(x) * scale, scale from a float attribute with a reference
     scale_attr = helper.make_attribute("value_float", 0.0)
     scale_attr.ref_attr_name = "scale"
-    body = [helper.make_node("Constant", [], ["s"]), helper.make_node("Relu", ["x"], ["r"]),
-            helper.make_node("Mul", ["r", "s"], ["y"])]
+    body = [
+        helper.make_node("Constant", [], ["s"]),
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Mul", ["r", "s"], ["y"]),
+    ]
     body[0].attribute.append(scale_attr)
-    f = helper.make_function("local.fn", "ScaledRelu", ["x"], ["y"], body,
-                             [helper.make_opsetid("", 17)], attributes=["scale"])
+    f = helper.make_function(
+        "local.fn", "ScaledRelu", ["x"], ["y"], body, [helper.make_opsetid("", 17)], attributes=["scale"]
+    )
     call = helper.make_node("ScaledRelu", ["x"], ["y"], name="call", domain="local.fn", scale=3.0)
     g = helper.make_graph([call], "g", [_vi("x", shape=[2, 3])], [_vi("y", shape=[2, 3])])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local.fn", 1)],
-                          functions=[f])
+    m = helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local.fn", 1)], functions=[f]
+    )
     out = stdops.onnx.load(m).run({"x": X})
     np.testing.assert_allclose(out["y"], np.maximum(X, 0) * 3)
 
 
 def test_recursive_local_function_is_refused():
     body = [helper.make_node("Loopy", ["x"], ["y"], domain="local.fn")]
-    f = helper.make_function("local.fn", "Loopy", ["x"], ["y"], body,
-                             [helper.make_opsetid("", 17), helper.make_opsetid("local.fn", 1)])
+    f = helper.make_function(
+        "local.fn", "Loopy", ["x"], ["y"], body, [helper.make_opsetid("", 17), helper.make_opsetid("local.fn", 1)]
+    )
     g = helper.make_graph([helper.make_node("Loopy", ["x"], ["y"], domain="local.fn")], "g", [_vi("x")], [_vi("y")])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local.fn", 1)],
-                          functions=[f])
+    m = helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local.fn", 1)], functions=[f]
+    )
     with pytest.raises(ModelFormatError, match="recursive"):
         stdops.onnx.load(m)
 

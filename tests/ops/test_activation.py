@@ -1,4 +1,5 @@
 """Activation kernels against independent float64 formulas written here."""
+
 from __future__ import annotations
 
 import math
@@ -54,8 +55,7 @@ TABLE = [
     (K.softplus, {}, lambda x: np.log(np.exp(x) + 1)),
     (K.softsign, {}, lambda x: x / (1 + np.abs(x))),
     (K.gelu, {}, lambda x: 0.5 * x * (1 + scipy.special.erf(x / np.sqrt(2)))),
-    (K.gelu, {"approximate": "tanh"},
-     lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))),
+    (K.gelu, {"approximate": "tanh"}, lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))),
     (K.mish, {}, lambda x: x * np.tanh(np.log1p(np.exp(x)))),
     (K.swish, {}, lambda x: x * sig(x)),
     (K.swish, {"alpha": 1.702}, lambda x: x * sig(1.702 * x)),
@@ -63,9 +63,11 @@ TABLE = [
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
-@pytest.mark.parametrize("kernel,attrs,ref", TABLE,
-                         ids=[f"{k.__name__}{'-' + '-'.join(map(str, a.values())) if a else ''}"
-                              for k, a, _ in TABLE])
+@pytest.mark.parametrize(
+    "kernel,attrs,ref",
+    TABLE,
+    ids=[f"{k.__name__}{'-' + '-'.join(map(str, a.values())) if a else ''}" for k, a, _ in TABLE],
+)
 def test_pointwise(kernel, attrs, ref, dtype):
     for shape in [(2, 3, 5), (), (0, 4)]:
         x = RNG.uniform(-6, 6, math.prod(shape)).reshape(shape).astype(dtype)
@@ -76,8 +78,9 @@ def test_pointwise(kernel, attrs, ref, dtype):
         np.testing.assert_array_equal(x, x0)
 
 
-@pytest.mark.parametrize("kernel", [K.sigmoid, K.softplus, K.mish, K.swish, K.elu, K.selu, K.celu,
-                                    K.gelu, K.softsign, K.hard_swish])
+@pytest.mark.parametrize(
+    "kernel", [K.sigmoid, K.softplus, K.mish, K.swish, K.elu, K.selu, K.celu, K.gelu, K.softsign, K.hard_swish]
+)
 def test_large_magnitudes_stay_finite(kernel):
     x = np.array([-1e4, -100.0, -89.0, 0.0, 89.0, 100.0, 1e4, 3e38], np.float32)
     with np.errstate(all="raise"):  # no overflow warnings either
@@ -105,14 +108,29 @@ def test_nan_passes_through():
 def test_relu_and_shrink_ints(dtype):
     x = np.arange(-5, 6, dtype=dtype)
     check(K.relu(x), np.maximum(np.arange(-5, 6), 0), dtype, 0)
-    check(K.shrink(x, lambd=1.5, bias=1.0), np.where(np.arange(-5, 6) < -1.5, np.arange(-5, 6) + 1,
-                                                     np.where(np.arange(-5, 6) > 1.5, np.arange(-5, 6) - 1, 0)),
-          dtype, 0)
+    check(
+        K.shrink(x, lambd=1.5, bias=1.0),
+        np.where(
+            np.arange(-5, 6) < -1.5, np.arange(-5, 6) + 1, np.where(np.arange(-5, 6) > 1.5, np.arange(-5, 6) - 1, 0)
+        ),
+        dtype,
+        0,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.int64])
-@pytest.mark.parametrize("xs,ss", [((2, 3, 4), (3, 1)), ((2, 3, 4, 2), (3, 1, 1)), ((2, 3, 4), (4,)), ((2, 3, 4), (1,)),
-                                   ((2, 3, 4), ()), ((2, 3, 4), (2, 3, 4)), ((5,), (5,))])
+@pytest.mark.parametrize(
+    "xs,ss",
+    [
+        ((2, 3, 4), (3, 1)),
+        ((2, 3, 4, 2), (3, 1, 1)),
+        ((2, 3, 4), (4,)),
+        ((2, 3, 4), (1,)),
+        ((2, 3, 4), ()),
+        ((2, 3, 4), (2, 3, 4)),
+        ((5,), (5,)),
+    ],
+)
 def test_prelu(dtype, xs, ss):
     x = RNG.integers(-5, 6, xs).astype(dtype)
     s = RNG.integers(1, 4, ss).astype(dtype) if np.dtype(dtype).kind == "i" else RNG.uniform(0, 1, ss).astype(dtype)
@@ -152,8 +170,10 @@ def ref_hardmax(x, axis):
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
-@pytest.mark.parametrize("shape,axis", [((3, 4, 5), 0), ((3, 4, 5), 1), ((3, 4, 5), 2), ((3, 4, 5), -1),
-                                        ((3, 4, 5), -3), ((7,), 0), ((2, 1, 3), 1)])
+@pytest.mark.parametrize(
+    "shape,axis",
+    [((3, 4, 5), 0), ((3, 4, 5), 1), ((3, 4, 5), 2), ((3, 4, 5), -1), ((3, 4, 5), -3), ((7,), 0), ((2, 1, 3), 1)],
+)
 def test_softmax_family(dtype, shape, axis):
     x = RNG.uniform(-5, 5, shape).astype(dtype)
     xf = x.astype(np.float64)
@@ -187,9 +207,16 @@ def test_softmax_errors():
 def test_registry_specs():
     from stdops.ops import OPS
 
-    for name, spec in [("relu", "onnx:Relu-6"), ("prelu", "onnx:PRelu-7"), ("softmax", "onnx:Softmax-13"),
-                       ("gelu", "onnx:Gelu-20"), ("swish", "onnx:Swish-24"), ("mish", "onnx:Mish-18"),
-                       ("celu", "onnx:Celu-12"), ("hard_swish", "onnx:HardSwish-14")]:
+    for name, spec in [
+        ("relu", "onnx:Relu-6"),
+        ("prelu", "onnx:PRelu-7"),
+        ("softmax", "onnx:Softmax-13"),
+        ("gelu", "onnx:Gelu-20"),
+        ("swish", "onnx:Swish-24"),
+        ("mish", "onnx:Mish-18"),
+        ("celu", "onnx:Celu-12"),
+        ("hard_swish", "onnx:HardSwish-14"),
+    ]:
         assert spec in OPS[name].specs
     assert OPS["softmax"].attrs == {"axis": -1}
     assert OPS["selu"].attrs["alpha"] == np.float32(1.67326319217681884765625)
@@ -205,10 +232,14 @@ def _run(op_type, opset, inputs, **attrs):
 
     names = [f"x{i}" for i in range(len(inputs))]
     node = helper.make_node(op_type, names, ["y"], **attrs)
-    vis = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-           for n, x in zip(names, inputs)]
-    m = helper.make_model(helper.make_graph([node], "g", vis, [helper.make_tensor_value_info(
-        "y", TensorProto.FLOAT, None)]), opset_imports=[helper.make_opsetid("", opset)])
+    vis = [
+        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
+        for n, x in zip(names, inputs)
+    ]
+    m = helper.make_model(
+        helper.make_graph([node], "g", vis, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]),
+        opset_imports=[helper.make_opsetid("", opset)],
+    )
     m.ir_version = 3
     return stdops.onnx.run(m, list(inputs))[0]
 
@@ -236,13 +267,19 @@ def test_old_activation_versions():
     x = np.array([-2.0, -0.5, 0.0, 1.5], np.float32)
     check(_run("Relu", 1, [x], consumed_inputs=[0]), np.maximum(x, 0), np.float32)
     check(_run("Sigmoid", 1, [x], consumed_inputs=[0]), sig(x.astype(np.float64)), np.float32)
-    check(_run("Elu", 1, [x], alpha=0.5, consumed_inputs=[0]),
-          np.where(x >= 0, x, 0.5 * np.expm1(x.astype(np.float64))), np.float32)
+    check(
+        _run("Elu", 1, [x], alpha=0.5, consumed_inputs=[0]),
+        np.where(x >= 0, x, 0.5 * np.expm1(x.astype(np.float64))),
+        np.float32,
+    )
     check(_run("LeakyRelu", 1, [x], consumed_inputs=[0]), np.where(x >= 0, x, 0.01 * x), np.float32)
     check(_run("HardSigmoid", 1, [x], consumed_inputs=[0]), np.clip(0.2 * x + 0.5, 0, 1), np.float32)
     xf = x.astype(np.float64)
-    check(_run("Selu", 1, [x], consumed_inputs=[0]), np.where(xf > 0, 1.0507 * xf, 1.0507 * 1.6732 * np.expm1(xf)),
-          np.float32)
+    check(
+        _run("Selu", 1, [x], consumed_inputs=[0]),
+        np.where(xf > 0, 1.0507 * xf, 1.0507 * 1.6732 * np.expm1(xf)),
+        np.float32,
+    )
     check(_run("Selu", 6, [x]), np.where(xf > 0, SELU_G * xf, SELU_G * SELU_A * np.expm1(xf)), np.float32)
 
 

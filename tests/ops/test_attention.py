@@ -1,4 +1,5 @@
 """Attention and RotaryEmbedding against per-(batch, head) reference formulas written here."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +11,9 @@ from stdops.ops import attention as A
 RNG = np.random.default_rng(11)
 
 
-def _ref(q, k, v, mask=None, past_k=None, past_v=None, nonpad=None, causal=False, scale=None, softcap=0.0,
-         left=-1, right=-1):
+def _ref(
+    q, k, v, mask=None, past_k=None, past_v=None, nonpad=None, causal=False, scale=None, softcap=0.0, left=-1, right=-1
+):
     """q [B,Hq,S,D], k/v [B,Hkv,T,*] float64; returns (Y, probs, logits-after-bias)."""
     if past_k is not None:
         k = np.concatenate([past_k, k], 2)
@@ -67,9 +69,9 @@ def _f32(*xs):
 CASES = [
     # B, Hq, Hkv, S, T, D, Dv, extra kwargs (kernel + reference)
     (2, 3, 3, 4, 4, 8, 8, {}),
-    (2, 4, 2, 3, 5, 8, 6, {}),                       # GQA, cross lengths, Dv != D
-    (1, 4, 1, 4, 4, 4, 4, {"causal": True}),          # MQA + causal
-    (2, 2, 2, 3, 6, 4, 4, {"causal": True}),          # causal, S < T: top-left without cache
+    (2, 4, 2, 3, 5, 8, 6, {}),  # GQA, cross lengths, Dv != D
+    (1, 4, 1, 4, 4, 4, 4, {"causal": True}),  # MQA + causal
+    (2, 2, 2, 3, 6, 4, 4, {"causal": True}),  # causal, S < T: top-left without cache
     (1, 2, 2, 4, 4, 8, 8, {"scale": 0.3, "softcap": 2.0}),
     (1, 2, 2, 4, 6, 4, 4, {"left": 2, "right": 1}),
     (1, 2, 2, 4, 6, 4, 4, {"left": 1, "right": 0, "causal": True}),
@@ -77,14 +79,23 @@ CASES = [
 
 
 def _kernel_kw(kw):
-    out = {"is_causal": int(kw.get("causal", False)), "scale": kw.get("scale"), "softcap": kw.get("softcap", 0.0),
-           "left_window_size": kw.get("left", -1), "right_window_size": kw.get("right", -1)}
+    out = {
+        "is_causal": int(kw.get("causal", False)),
+        "scale": kw.get("scale"),
+        "softcap": kw.get("softcap", 0.0),
+        "left_window_size": kw.get("left", -1),
+        "right_window_size": kw.get("right", -1),
+    }
     return out
 
 
 @pytest.mark.parametrize("B, Hq, Hkv, S, T, D, Dv, kw", CASES)
 def test_attention_4d(B, Hq, Hkv, S, T, D, Dv, kw):
-    q, k, v = RNG.standard_normal((B, Hq, S, D)), RNG.standard_normal((B, Hkv, T, D)), RNG.standard_normal((B, Hkv, T, Dv))
+    q, k, v = (
+        RNG.standard_normal((B, Hq, S, D)),
+        RNG.standard_normal((B, Hkv, T, D)),
+        RNG.standard_normal((B, Hkv, T, Dv)),
+    )
     y, pk, pv, qk = A.attention(*_f32(q, k, v), **_kernel_kw(kw), qk_matmul_output_mode=3)
     ry, rp, _ = _ref(q, k, v, **kw)
     assert y.dtype == np.float32 and y.shape == (B, Hq, S, Dv)
@@ -95,7 +106,11 @@ def test_attention_4d(B, Hq, Hkv, S, T, D, Dv, kw):
 
 @pytest.mark.parametrize("B, Hq, Hkv, S, T, D, Dv, kw", CASES[:4])
 def test_attention_3d(B, Hq, Hkv, S, T, D, Dv, kw):
-    q, k, v = RNG.standard_normal((B, S, Hq * D)), RNG.standard_normal((B, T, Hkv * D)), RNG.standard_normal((B, T, Hkv * Dv))
+    q, k, v = (
+        RNG.standard_normal((B, S, Hq * D)),
+        RNG.standard_normal((B, T, Hkv * D)),
+        RNG.standard_normal((B, T, Hkv * Dv)),
+    )
     y, _, pv, _ = A.attention(*_f32(q, k, v), **_kernel_kw(kw), q_num_heads=Hq, kv_num_heads=Hkv)
     split = lambda x, h: x.reshape(x.shape[0], x.shape[1], h, -1).transpose(0, 2, 1, 3)  # noqa: E731
     ry, _, _ = _ref(split(q, Hq), split(k, Hkv), split(v, Hkv), **kw)
@@ -104,8 +119,10 @@ def test_attention_3d(B, Hq, Hkv, S, T, D, Dv, kw):
     assert pv.shape == (B, Hkv, T, Dv)
 
 
-@pytest.mark.parametrize("mask_shape, boolean", [((4, 6), True), ((4, 6), False), ((2, 1, 4, 6), True),
-                                                 ((3, 4, 6), False), ((4, 4), True), ((4, 3), False)])
+@pytest.mark.parametrize(
+    "mask_shape, boolean",
+    [((4, 6), True), ((4, 6), False), ((2, 1, 4, 6), True), ((3, 4, 6), False), ((4, 4), True), ((4, 3), False)],
+)
 def test_attention_masks(mask_shape, boolean):
     B, H, S, T, D = 2, 3, 4, 6, 4
     q, k, v = RNG.standard_normal((B, H, S, D)), RNG.standard_normal((B, H, T, D)), RNG.standard_normal((B, H, T, D))
@@ -163,15 +180,18 @@ def test_attention_dtypes_and_precision():
     np.testing.assert_allclose(y64, _ref(q, k, v)[0], rtol=1e-2, atol=1e-2)
 
 
-@pytest.mark.parametrize("args, kw", [
-    ((np.zeros((1, 3, 2, 4)), np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4))), {}),   # 3 % 2 heads
-    ((np.zeros((1, 2, 4)), np.zeros((1, 2, 4)), np.zeros((1, 2, 4))), {}),            # 3-D without heads
-    ((np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 3)), np.zeros((1, 2, 2, 4))), {}),   # head size
-    ((np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4)), np.ones((3, 2), bool)), {}),
-    ((np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4)), None, np.zeros((1, 2, 1, 4))), {}),
-    ((np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4))), {"qk_matmul_output_mode": 4}),
-    ((np.zeros((1, 2, 2, 4), np.int32),) * 3, {}),
-])
+@pytest.mark.parametrize(
+    "args, kw",
+    [
+        ((np.zeros((1, 3, 2, 4)), np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4))), {}),  # 3 % 2 heads
+        ((np.zeros((1, 2, 4)), np.zeros((1, 2, 4)), np.zeros((1, 2, 4))), {}),  # 3-D without heads
+        ((np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 3)), np.zeros((1, 2, 2, 4))), {}),  # head size
+        ((np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4)), np.ones((3, 2), bool)), {}),
+        ((np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4)), None, np.zeros((1, 2, 1, 4))), {}),
+        ((np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4)), np.zeros((1, 2, 2, 4))), {"qk_matmul_output_mode": 4}),
+        ((np.zeros((1, 2, 2, 4), np.int32),) * 3, {}),
+    ],
+)
 def test_attention_errors(args, kw):
     with pytest.raises(KernelError):
         A.attention(*args, **kw)
@@ -239,9 +259,12 @@ def test_onnx_attention_softmax_precision_and_version_checks():
     import stdops.onnx
 
     def model(opset, **kw):
-        g = h.make_graph([h.make_node("Attention", ["q", "k", "v"], ["y"], **kw)], "g",
-                         [h.make_tensor_value_info(n, TP.FLOAT, None) for n in "qkv"],
-                         [h.make_tensor_value_info("y", TP.FLOAT, None)])
+        g = h.make_graph(
+            [h.make_node("Attention", ["q", "k", "v"], ["y"], **kw)],
+            "g",
+            [h.make_tensor_value_info(n, TP.FLOAT, None) for n in "qkv"],
+            [h.make_tensor_value_info("y", TP.FLOAT, None)],
+        )
         return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
 
     q, k, v = (RNG.standard_normal((1, 2, 3, 4)) for _ in range(3))

@@ -1,4 +1,5 @@
 """Type casts (stdops.ops.cast) and their ONNX adapters, against independent formulas written here."""
+
 from __future__ import annotations
 
 import itertools
@@ -33,7 +34,7 @@ def _decode(code: int, eb: int, mb: int, bias: int, kind: str) -> float:
         return sign * np.inf if m == 0 else np.nan
     if e == 0:
         return sign * m * 2.0 ** (1 - bias - mb)
-    return sign * (1 + m / 2 ** mb) * 2.0 ** (e - bias)
+    return sign * (1 + m / 2**mb) * 2.0 ** (e - bias)
 
 
 def _f8_ref(x: np.ndarray, name: str, saturate: bool) -> np.ndarray:
@@ -70,9 +71,33 @@ def _f8_ref(x: np.ndarray, name: str, saturate: bool) -> np.ndarray:
     return np.array(out, np.uint8).reshape(x.shape).view(dt)
 
 
-VALS = np.array([0.47892547, 0.48033667, 0.5, 1.0625, 1.1875, 3.25, 300.0, 447.0, 465.0, 60000.0, 1e6,
-                 1e-7, -0.0000001, -1e6, 0.0, -0.0, 2.0 ** -9, 2.0 ** -10, 2.0 ** -17, np.nan, np.inf,
-                 -np.inf], np.float32)
+VALS = np.array(
+    [
+        0.47892547,
+        0.48033667,
+        0.5,
+        1.0625,
+        1.1875,
+        3.25,
+        300.0,
+        447.0,
+        465.0,
+        60000.0,
+        1e6,
+        1e-7,
+        -0.0000001,
+        -1e6,
+        0.0,
+        -0.0,
+        2.0**-9,
+        2.0**-10,
+        2.0**-17,
+        np.nan,
+        np.inf,
+        -np.inf,
+    ],
+    np.float32,
+)
 
 
 def _bits_equal(got, want):
@@ -107,8 +132,10 @@ def test_from_float8(name, dst):
 def test_float8_from_ints_and_bool():
     x = np.array([0, 1, 3, 17, 1000, -1000], np.int32)
     _bits_equal(C.cast(x, to=ml_dtypes.float8_e4m3fn), _f8_ref(x.astype(np.float32), "e4m3fn", True))
-    _bits_equal(C.cast(np.array([True, False]), to=ml_dtypes.float8_e5m2),
-                _f8_ref(np.array([1.0, 0.0], np.float32), "e5m2", True))
+    _bits_equal(
+        C.cast(np.array([True, False]), to=ml_dtypes.float8_e5m2),
+        _f8_ref(np.array([1.0, 0.0], np.float32), "e5m2", True),
+    )
 
 
 @pytest.mark.parametrize("round_mode", ["up", "down", "nearest"])
@@ -116,8 +143,11 @@ def test_float8_from_ints_and_bool():
 def test_to_e8m0(round_mode, src):
     x = np.array([0.124, 0.25, 0.5, 1.1, 1.5, 1.6, 2.0, 3.0, 4.0, 8.0, 1000.0], src)
     lg = np.log2(x.astype(np.float64))
-    e = {"up": np.ceil(lg), "down": np.floor(lg),
-         "nearest": np.where(x >= 1.5 * 2.0 ** np.floor(lg), np.floor(lg) + 1, np.floor(lg))}[round_mode]
+    e = {
+        "up": np.ceil(lg),
+        "down": np.floor(lg),
+        "nearest": np.where(x >= 1.5 * 2.0 ** np.floor(lg), np.floor(lg) + 1, np.floor(lg)),
+    }[round_mode]
     want = (e + 127).astype(np.uint8)
     got = C.cast(x, to=ml_dtypes.float8_e8m0fnu, round_mode=round_mode)
     assert got.dtype == ml_dtypes.float8_e8m0fnu
@@ -135,8 +165,10 @@ def test_e8m0_saturation_and_specials():
         C.cast(x, to=ml_dtypes.float8_e8m0fnu, round_mode="sideways")
 
 
-@pytest.mark.parametrize("dt, bits, signed", [(ml_dtypes.int4, 4, True), (ml_dtypes.uint4, 4, False),
-                                              (ml_dtypes.int2, 2, True), (ml_dtypes.uint2, 2, False)])
+@pytest.mark.parametrize(
+    "dt, bits, signed",
+    [(ml_dtypes.int4, 4, True), (ml_dtypes.uint4, 4, False), (ml_dtypes.int2, 2, True), (ml_dtypes.uint2, 2, False)],
+)
 @pytest.mark.parametrize("src", [np.float32, np.float16, np.int8, np.int64])
 def test_to_sub_byte_ints_wrap(dt, bits, signed, src):
     v = np.arange(-9, 16)
@@ -165,8 +197,20 @@ def test_float4e2m1():
 
 
 # ----------------------------------------------------------------------------- ordinary numeric casts
-NUM = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
-       np.float16, np.float32, np.float64]
+NUM = [
+    np.bool_,
+    np.int8,
+    np.uint8,
+    np.int16,
+    np.uint16,
+    np.int32,
+    np.uint32,
+    np.int64,
+    np.uint64,
+    np.float16,
+    np.float32,
+    np.float64,
+]
 
 
 @pytest.mark.parametrize("src, dst", list(itertools.product(NUM, NUM)))
@@ -184,8 +228,7 @@ def test_numeric_casts(src, dst):
     elif dk.kind in "iu":
         bits = dk.itemsize * 8
         t = [int(v) % (1 << bits) for v in np.trunc(x64)]  # the spec's two's complement wrap
-        want = np.array([v - (1 << bits) if dk.kind == "i" and v >= 1 << (bits - 1) else v for v in t],
-                        dtype=object)
+        want = np.array([v - (1 << bits) if dk.kind == "i" and v >= 1 << (bits - 1) else v for v in t], dtype=object)
         if np.dtype(src).kind == "f" and dk.kind == "u":
             keep = x64 >= 0  # float -> unsigned out of range is undefined
             x, want = x[keep], want[keep]
@@ -207,8 +250,9 @@ def test_float_specials_and_bfloat16():
     rne[1] = bf.view(np.uint16)[1]  # any NaN
     assert np.isnan(bf[1].astype(np.float32))
     np.testing.assert_array_equal(bf.view(np.uint16), rne)
-    np.testing.assert_array_equal(C.cast(bf, to=np.float32).view(np.uint32)[[0, 2, 3]],
-                                  (rne.astype(np.uint32) << 16)[[0, 2, 3]])
+    np.testing.assert_array_equal(
+        C.cast(bf, to=np.float32).view(np.uint32)[[0, 2, 3]], (rne.astype(np.uint32) << 16)[[0, 2, 3]]
+    )
 
 
 def test_same_type_is_a_copy_and_names_are_accepted():
@@ -238,11 +282,13 @@ def test_to_string():
 
 @pytest.mark.parametrize("dst", [np.float32, np.float64, np.float16])
 def test_string_to_float(dst):
-    s = np.array(["3.14", "1000", "1e-5", "1E8", "-2.5e+3", "INF", "+INF", "inf", "-INF", "-Inf", "NaN", "nan",
-                  " 7 "], object)
+    s = np.array(
+        ["3.14", "1000", "1e-5", "1E8", "-2.5e+3", "INF", "+INF", "inf", "-INF", "-Inf", "NaN", "nan", " 7 "], object
+    )
     with np.errstate(over="ignore"):
-        want = np.array([3.14, 1000, 1e-5, 1e8, -2500, np.inf, np.inf, np.inf, -np.inf, -np.inf, np.nan, np.nan,
-                         7], np.float64).astype(dst)
+        want = np.array(
+            [3.14, 1000, 1e-5, 1e8, -2500, np.inf, np.inf, np.inf, -np.inf, -np.inf, np.nan, np.nan, 7], np.float64
+        ).astype(dst)
     got = C.cast(s, to=dst)
     assert got.dtype == dst
     np.testing.assert_array_equal(got, want)
@@ -252,8 +298,9 @@ def test_string_to_float(dst):
 def test_string_to_int_and_bool():
     s = np.array(["100", "-3", "100.5", "7"], object)
     np.testing.assert_array_equal(C.cast(s, to=np.int32), np.array([100, -3, 100, 7], np.int32))
-    np.testing.assert_array_equal(C.cast(np.array(["1", "0", "true", "False"], object), to=np.bool_),
-                                  [True, False, True, False])
+    np.testing.assert_array_equal(
+        C.cast(np.array(["1", "0", "true", "False"], object), to=np.bool_), [True, False, True, False]
+    )
     with pytest.raises(KernelError):
         C.cast(np.array(["Hello World!"], object), to=np.float32)
 
@@ -273,10 +320,20 @@ def test_cast_like():
     assert np.isinf(f8[2].astype(np.float32))
 
 
-@pytest.mark.parametrize("src, dst", [(np.float32, np.int32), (np.int32, np.float32), (np.float64, np.int64),
-                                      (np.uint32, np.int32), (np.int8, np.uint8), (np.uint16, np.int16),
-                                      (np.float16, np.uint16), (ml_dtypes.bfloat16, np.int16),
-                                      (np.uint8, ml_dtypes.float8_e4m3fn)])
+@pytest.mark.parametrize(
+    "src, dst",
+    [
+        (np.float32, np.int32),
+        (np.int32, np.float32),
+        (np.float64, np.int64),
+        (np.uint32, np.int32),
+        (np.int8, np.uint8),
+        (np.uint16, np.int16),
+        (np.float16, np.uint16),
+        (ml_dtypes.bfloat16, np.int16),
+        (np.uint8, ml_dtypes.float8_e4m3fn),
+    ],
+)
 @pytest.mark.parametrize("shape", [(), (5,), (2, 3)])
 def test_bit_cast(src, dst, shape):
     raw = np.random.default_rng(3).integers(0, 256, (int(np.prod(shape)) * np.dtype(src).itemsize,), np.uint8)
@@ -301,8 +358,11 @@ def test_bit_cast_bool_sub_byte_and_errors():
 # ----------------------------------------------------------------------------- ONNX adapters
 def _run(node, x, opset, out_type):
     g = helper.make_graph(
-        [node], "g", [helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)],
-        [helper.make_tensor_value_info("y", out_type, None)])
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)],
+        [helper.make_tensor_value_info("y", out_type, None)],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     return stdops.onnx.run(m, [x])[0]

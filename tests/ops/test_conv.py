@@ -1,4 +1,5 @@
 """Convolution kernels against naive formulas written here (loops over output positions / taps)."""
+
 from __future__ import annotations
 
 import math
@@ -94,8 +95,9 @@ def test_conv_dtypes(dtype):
     y = conv(x, w, group=2, pads=[1, 1, 1, 1])
     assert y.dtype == dtype
     tol = 1e-12 if dtype == np.float64 else 1e-2
-    np.testing.assert_allclose(y.astype(np.float64), naive_conv(x, w, group=2, pads=[1, 1, 1, 1]),
-                               rtol=tol, atol=tol * 5)
+    np.testing.assert_allclose(
+        y.astype(np.float64), naive_conv(x, w, group=2, pads=[1, 1, 1, 1]), rtol=tol, atol=tol * 5
+    )
 
 
 def test_conv_does_not_modify_inputs():
@@ -112,20 +114,29 @@ def test_conv_does_not_modify_inputs():
 def _one_node(op_type, inputs, initializers, attrs, opset=17):
     vis = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name, _ in inputs]
     node = helper.make_node(op_type, [n for n, _ in inputs] + [n for n, _ in initializers], ["Y"], **attrs)
-    g = helper.make_graph([node], "g", vis, [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
-                          [numpy_helper.from_array(v, n) for n, v in initializers])
+    g = helper.make_graph(
+        [node],
+        "g",
+        vis,
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, n) for n, v in initializers],
+    )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
 
 
 @pytest.mark.parametrize("opset", [1, 11, 22])
-@pytest.mark.parametrize("xs,ws,attrs", [CONV_CASES[i] for i in (1, 2, 3, 4, 7, 13, 15, 17)] + [
-    ((1, 3, 9, 200), (4, 3, 3, 5), dict(strides=[2, 2], pads=[1, 2, 1, 2])),  # wide rows, bias folded
-    ((2, 2, 5, 120), (3, 2, 3, 3), dict(pads=[1, 1, 1, 1])),
-    ((1, 4, 6, 7), (12, 4, 1, 1), {}),  # 1x1 expanding: bias folded into the GEMM
-    ((2, 3, 7, 7), (5, 3, 1, 1), dict(strides=[2, 2])),  # strided 1x1: X copied anyway, bias folded
-    ((1, 3, 6, 6), (6, 3, 1, 1), dict(pads=[1, 0, 0, 1])),
-    ((1, 12, 6, 7), (4, 12, 1, 1), {}),  # 1x1 narrowing: bias added after the GEMM
-])
+@pytest.mark.parametrize(
+    "xs,ws,attrs",
+    [CONV_CASES[i] for i in (1, 2, 3, 4, 7, 13, 15, 17)]
+    + [
+        ((1, 3, 9, 200), (4, 3, 3, 5), dict(strides=[2, 2], pads=[1, 2, 1, 2])),  # wide rows, bias folded
+        ((2, 2, 5, 120), (3, 2, 3, 3), dict(pads=[1, 1, 1, 1])),
+        ((1, 4, 6, 7), (12, 4, 1, 1), {}),  # 1x1 expanding: bias folded into the GEMM
+        ((2, 3, 7, 7), (5, 3, 1, 1), dict(strides=[2, 2])),  # strided 1x1: X copied anyway, bias folded
+        ((1, 3, 6, 6), (6, 3, 1, 1), dict(pads=[1, 0, 0, 1])),
+        ((1, 12, 6, 7), (4, 12, 1, 1), {}),  # 1x1 narrowing: bias added after the GEMM
+    ],
+)
 def test_conv_prepared_weights_through_onnx(xs, ws, attrs, opset):
     """The load-time adapter (W an initializer) computes what the kernel computes."""
     x = RNG.standard_normal(xs).astype(np.float32)
@@ -145,14 +156,16 @@ def tapwise_depthwise(x, w, b=None, strides=None, dilations=None, pads=None, aut
     M, _, kh, kw = w.shape
     s, d = strides or [1, 1], dilations or [1, 1]
     begin, out = _pads((H, W), (kh, kw), s, d, pads, auto_pad)
-    xp = np.zeros((N, C, H + begin[0] + (kh - 1) * d[0] + out[0] * s[0], W + begin[1] + (kw - 1) * d[1] + out[1] * s[1]))
-    xp[:, :, begin[0]:begin[0] + H, begin[1]:begin[1] + W] = x
+    xp = np.zeros(
+        (N, C, H + begin[0] + (kh - 1) * d[0] + out[0] * s[0], W + begin[1] + (kw - 1) * d[1] + out[1] * s[1])
+    )
+    xp[:, :, begin[0] : begin[0] + H, begin[1] : begin[1] + W] = x
     y = np.zeros((N, M) + tuple(out))
     ch = np.arange(M) // (M // group)
     for ky in range(kh):
         for kx in range(kw):
             r0, c0 = ky * d[0], kx * d[1]
-            v = xp[:, ch, r0:r0 + (out[0] - 1) * s[0] + 1:s[0], c0:c0 + (out[1] - 1) * s[1] + 1:s[1]]
+            v = xp[:, ch, r0 : r0 + (out[0] - 1) * s[0] + 1 : s[0], c0 : c0 + (out[1] - 1) * s[1] + 1 : s[1]]
             y += w[None, :, 0, ky, kx, None, None] * v
     return y if b is None else y + b.astype(np.float64)[None, :, None, None]
 
@@ -207,32 +220,60 @@ def test_conv_prepared_weights_reports_bad_shapes():
         m.run({"X": np.zeros((1, 5, 8, 8), np.float32)})
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda: conv(np.zeros((1, 4, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32)), "channels"),
-    (lambda: conv(np.zeros((1, 4, 5, 5), np.float32), np.zeros((3, 2, 3, 3), np.float32), group=2), "group"),
-    (lambda: conv(np.zeros((1, 3, 2, 2), np.float32), np.zeros((2, 3, 3, 3), np.float32)), "larger"),
-    (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), pads=[1, 1]), "pads"),
-    (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), kernel_shape=[2, 2]),
-     "kernel_shape"),
-    (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3), np.float32)), "spatial"),
-    (lambda: conv(np.zeros((3, 5), np.float32), np.zeros((2, 3, 3), np.float32)), "shape"),
-    (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32),
-                  np.zeros(3, np.float32)), "B"),
-    (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), strides=[0, 1]),
-     "strides"),
-    (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), auto_pad="SAME"),
-     "auto_pad"),
-    (lambda: conv(np.zeros((1, 3, 5, 5), np.int32), np.zeros((2, 3, 3, 3), np.int32)), "float"),
-    (lambda: conv_transpose(np.zeros((1, 3, 5, 5), np.float32), np.zeros((4, 2, 3, 3), np.float32)), "channels"),
-    (lambda: conv_transpose(np.zeros((1, 3, 5, 5), np.float32), np.zeros((3, 2, 3, 3), np.float32), group=2),
-     "group"),
-    (lambda: conv_transpose(np.zeros((1, 2, 3, 3), np.float32), np.zeros((2, 1, 3, 3), np.float32), strides=[2, 2],
-                            output_shape=[9, 9]), "output_shape"),
-    (lambda: conv_integer(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.uint8)), "int8"),
-    (lambda: col2im(np.zeros((1, 4, 5), np.float32), np.array([3, 3]), np.array([2, 2])), "blocks"),
-    (lambda: deform_conv(np.zeros((1, 2, 4, 4), np.float32), np.zeros((1, 2, 2, 2), np.float32),
-                         np.zeros((1, 8, 2, 2), np.float32)), "offset"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: conv(np.zeros((1, 4, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32)), "channels"),
+        (lambda: conv(np.zeros((1, 4, 5, 5), np.float32), np.zeros((3, 2, 3, 3), np.float32), group=2), "group"),
+        (lambda: conv(np.zeros((1, 3, 2, 2), np.float32), np.zeros((2, 3, 3, 3), np.float32)), "larger"),
+        (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), pads=[1, 1]), "pads"),
+        (
+            lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), kernel_shape=[2, 2]),
+            "kernel_shape",
+        ),
+        (lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3), np.float32)), "spatial"),
+        (lambda: conv(np.zeros((3, 5), np.float32), np.zeros((2, 3, 3), np.float32)), "shape"),
+        (
+            lambda: conv(
+                np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), np.zeros(3, np.float32)
+            ),
+            "B",
+        ),
+        (
+            lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), strides=[0, 1]),
+            "strides",
+        ),
+        (
+            lambda: conv(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.float32), auto_pad="SAME"),
+            "auto_pad",
+        ),
+        (lambda: conv(np.zeros((1, 3, 5, 5), np.int32), np.zeros((2, 3, 3, 3), np.int32)), "float"),
+        (lambda: conv_transpose(np.zeros((1, 3, 5, 5), np.float32), np.zeros((4, 2, 3, 3), np.float32)), "channels"),
+        (
+            lambda: conv_transpose(np.zeros((1, 3, 5, 5), np.float32), np.zeros((3, 2, 3, 3), np.float32), group=2),
+            "group",
+        ),
+        (
+            lambda: conv_transpose(
+                np.zeros((1, 2, 3, 3), np.float32),
+                np.zeros((2, 1, 3, 3), np.float32),
+                strides=[2, 2],
+                output_shape=[9, 9],
+            ),
+            "output_shape",
+        ),
+        (lambda: conv_integer(np.zeros((1, 3, 5, 5), np.float32), np.zeros((2, 3, 3, 3), np.uint8)), "int8"),
+        (lambda: col2im(np.zeros((1, 4, 5), np.float32), np.array([3, 3]), np.array([2, 2])), "blocks"),
+        (
+            lambda: deform_conv(
+                np.zeros((1, 2, 4, 4), np.float32),
+                np.zeros((1, 2, 2, 2), np.float32),
+                np.zeros((1, 8, 2, 2), np.float32),
+            ),
+            "offset",
+        ),
+    ],
+)
 def test_bad_inputs(call, match):
     with pytest.raises(KernelError, match=match):
         call()
@@ -254,8 +295,9 @@ def test_conv_integer(xdt, wdt, per_channel):
     assert y.dtype == np.int32
     np.testing.assert_array_equal(y, np.rint(ref).astype(np.int32))
     # default zero points are 0
-    np.testing.assert_array_equal(conv_integer(x, w, group=2),
-                                  np.rint(naive_conv(x.astype(np.int64), w.astype(np.int64), group=2)))
+    np.testing.assert_array_equal(
+        conv_integer(x, w, group=2), np.rint(naive_conv(x.astype(np.int64), w.astype(np.int64), group=2))
+    )
 
 
 @pytest.mark.parametrize("ydt", [np.uint8, np.int8])
@@ -269,8 +311,9 @@ def test_qlinear_conv(ydt, per_channel):
     ys, yz = np.float32(0.05), np.array(128 if ydt == np.uint8 else 0, ydt)
     b = RNG.integers(-2000, 2000, 4).astype(np.int32)
     y = qlinear_conv(x, xs, xz, w, ws, wz, ys, yz, b, pads=[1, 1, 0, 0], strides=[2, 1])
-    acc = naive_conv(x.astype(np.int64) - int(xz), w.astype(np.int64), b.astype(np.float64),
-                     pads=[1, 1, 0, 0], strides=[2, 1])
+    acc = naive_conv(
+        x.astype(np.int64) - int(xz), w.astype(np.int64), b.astype(np.float64), pads=[1, 1, 0, 0], strides=[2, 1]
+    )
     scale = (xs * np.asarray(ws, np.float32) / ys).astype(np.float64)
     scale = scale.reshape(-1, 1, 1) if per_channel else scale
     info = np.iinfo(ydt)
@@ -284,14 +327,14 @@ def test_qlinear_conv_rounds_half_to_even_and_saturates():
     w = np.array([[[[1]]]], np.uint8)
     y = qlinear_conv(x, np.float32(1), np.uint8(0), w, np.float32(1), np.uint8(0), np.float32(2), np.uint8(0))
     np.testing.assert_array_equal(y, [[[[0, 2, 2, 100]]]])  # 0.5 -> 0, 1.5 -> 2, 2.5 -> 2
-    y = qlinear_conv(x, np.float32(1), np.uint8(0), w, np.float32(1), np.uint8(0), np.float32(0.5),
-                     np.int8(0))
+    y = qlinear_conv(x, np.float32(1), np.uint8(0), w, np.float32(1), np.uint8(0), np.float32(0.5), np.int8(0))
     np.testing.assert_array_equal(y, [[[[2, 6, 10, 127]]]])
 
 
 # ----------------------------------------------------------------------------- transposed convolution
-def naive_conv_transpose(x, w, b=None, strides=None, dilations=None, group=1, begin=None, out=None,
-                         output_padding=None):
+def naive_conv_transpose(
+    x, w, b=None, strides=None, dilations=None, group=1, begin=None, out=None, output_padding=None
+):
     x, w = x.astype(np.float64), w.astype(np.float64)
     n = x.ndim - 2
     s, d = strides or [1] * n, dilations or [1] * n
@@ -305,8 +348,9 @@ def naive_conv_transpose(x, w, b=None, strides=None, dilations=None, group=1, be
         for i in np.ndindex(*x.shape[2:]):
             for t in np.ndindex(*k):
                 pos = tuple(i[a] * s[a] + t[a] * d[a] for a in range(n))
-                big[(slice(None), slice(g * Mg, (g + 1) * Mg)) + pos] += \
+                big[(slice(None), slice(g * Mg, (g + 1) * Mg)) + pos] += (
                     x[(slice(None), c) + i][:, None] * w[(c, slice(None)) + t][None, :]
+                )
     sl = tuple(slice(bb, bb + o) for bb, o in zip(begin, out))
     y = big[(Ellipsis,) + sl]
     if b is not None:
@@ -327,8 +371,7 @@ CT_CASES = [
     ((1, 1, 4), (1, 2, 3), dict(strides=[2], pads=[1, 1]), [1], [7]),
     ((2, 2, 3, 4), (2, 3, 2, 2), dict(strides=[2, 2]), [0, 0], [6, 8]),  # taps tile the output
     ((1, 4, 3, 4), (4, 1, 2, 3), dict(strides=[2, 3], group=2, pads=[1, 0, 0, 2]), [1, 0], [5, 10]),
-    ((1, 2, 2, 3, 2), (2, 2, 2, 2, 3), dict(strides=[1, 2, 1], pads=[0, 1, 0, 0, 0, 1]), [0, 1, 0],
-     [3, 5, 3]),
+    ((1, 2, 2, 3, 2), (2, 2, 2, 2, 3), dict(strides=[1, 2, 1], pads=[0, 1, 0, 0, 0, 1]), [0, 1, 0], [3, 5, 3]),
 ]
 
 
@@ -338,8 +381,7 @@ def test_conv_transpose(xs, ws, attrs, begin, out):
     w = RNG.standard_normal(ws).astype(np.float32)
     b = RNG.standard_normal(ws[1] * attrs.get("group", 1)).astype(np.float32)
     y = conv_transpose(x, w, b, **attrs)
-    ref = naive_conv_transpose(x, w, b, attrs.get("strides"), attrs.get("dilations"), attrs.get("group", 1),
-                               begin, out)
+    ref = naive_conv_transpose(x, w, b, attrs.get("strides"), attrs.get("dilations"), attrs.get("group", 1), begin, out)
     assert y.dtype == np.float32 and y.shape == ref.shape
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
 
@@ -369,11 +411,14 @@ def naive_col2im(cols, img, blk, s, d, pads):
     return y[(Ellipsis,) + tuple(slice(pads[i], pads[i] + img[i]) for i in range(n))]
 
 
-@pytest.mark.parametrize("img,blk,s,d,pads", [
-    ([5, 5], [2, 2], [1, 1], [1, 1], [0, 0, 0, 0]),
-    ([6, 7], [3, 2], [2, 1], [1, 2], [1, 0, 1, 2]),
-    ([4, 5, 6], [2, 2, 3], [1, 2, 1], [1, 1, 2], [0, 1, 0, 1, 0, 0]),
-])
+@pytest.mark.parametrize(
+    "img,blk,s,d,pads",
+    [
+        ([5, 5], [2, 2], [1, 1], [1, 1], [0, 0, 0, 0]),
+        ([6, 7], [3, 2], [2, 1], [1, 2], [1, 0, 1, 2]),
+        ([4, 5, 6], [2, 2, 3], [1, 2, 1], [1, 1, 2], [0, 1, 0, 1, 0, 0]),
+    ],
+)
 def test_col2im(img, blk, s, d, pads):
     n = len(img)
     padded = [img[i] + pads[i] + pads[n + i] for i in range(n)]
@@ -415,10 +460,13 @@ def test_deform_conv_offsets_shift_and_interpolate():
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("xs,ws,attrs", [
-    ((1, 3, 9, 200), (4, 3, 3, 5), dict(strides=[2, 2], pads=[1, 2, 1, 2])),
-    ((2, 4, 6, 110), (4, 2, 3, 3), dict(group=2, dilations=[1, 2], pads=[1, 1, 0, 2])),
-])
+@pytest.mark.parametrize(
+    "xs,ws,attrs",
+    [
+        ((1, 3, 9, 200), (4, 3, 3, 5), dict(strides=[2, 2], pads=[1, 2, 1, 2])),
+        ((2, 4, 6, 110), (4, 2, 3, 3), dict(group=2, dilations=[1, 2], pads=[1, 1, 0, 2])),
+    ],
+)
 def test_conv_wide_rows_path_matches_window_path(xs, ws, attrs, monkeypatch):
     """Wide images take the strided-phase im2col; it must equal the window-view im2col."""
     import stdops.ops.conv as conv_mod
@@ -432,11 +480,14 @@ def test_conv_wide_rows_path_matches_window_path(xs, ws, attrs, monkeypatch):
     np.testing.assert_allclose(y_win[:, :, :2, :3], naive_conv(x, w, **attrs)[:, :, :2, :3], rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("xs,ws,attrs", [
-    ((2, 96, 4, 5), (100, 96, 3, 3), dict(pads=[1, 0, 2, 1])),
-    ((1, 100, 5, 4), (96, 100, 3, 3), dict(auto_pad="SAME_LOWER")),  # odd output: cropped tiles
-    ((1, 96, 3, 3), (96, 96, 3, 3), dict(pads=[1, 1, 1, 1])),
-])
+@pytest.mark.parametrize(
+    "xs,ws,attrs",
+    [
+        ((2, 96, 4, 5), (100, 96, 3, 3), dict(pads=[1, 0, 2, 1])),
+        ((1, 100, 5, 4), (96, 100, 3, 3), dict(auto_pad="SAME_LOWER")),  # odd output: cropped tiles
+        ((1, 96, 3, 3), (96, 96, 3, 3), dict(pads=[1, 1, 1, 1])),
+    ],
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_conv_winograd(xs, ws, attrs, dtype, monkeypatch):
     """Winograd F(2x2, 3x3) (normally for >= 100 output positions) forced on small maps."""

@@ -1,4 +1,5 @@
 """NonMaxSuppression against a scalar greedy implementation written here."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,8 +47,9 @@ def nms_ref(boxes, scores, max_out, iou_t, score_t, cpb):
 
 
 @pytest.mark.parametrize("cpb", [0, 1])
-@pytest.mark.parametrize("max_out,iou_t,score_t", [(3, 0.5, None), (10, 0.3, 0.4), (1, 0.0, None),
-                                                   (100, 1.0, 0.9), (5, 0.45, 0.0)])
+@pytest.mark.parametrize(
+    "max_out,iou_t,score_t", [(3, 0.5, None), (10, 0.3, 0.4), (1, 0.0, None), (100, 1.0, 0.9), (5, 0.45, 0.0)]
+)
 def test_nms_random(cpb, max_out, iou_t, score_t):
     B, C, N = 2, 3, 25
     p = RNG.uniform(0, 10, (B, N, 2))
@@ -57,11 +59,13 @@ def test_nms_random(cpb, max_out, iou_t, score_t):
     scores = RNG.uniform(0, 1, (B, C, N)).astype(np.float32)
     scores[0, 0, :4] = 0.75  # ties resolve by index
     st = None if score_t is None else np.array([score_t], np.float32)
-    got = non_max_suppression(boxes, scores, np.array([max_out], np.int64),
-                              np.array([iou_t], np.float32), st, center_point_box=cpb)
+    got = non_max_suppression(
+        boxes, scores, np.array([max_out], np.int64), np.array([iou_t], np.float32), st, center_point_box=cpb
+    )
     assert got.dtype == np.int64 and got.ndim == 2 and got.shape[1] == 3
-    np.testing.assert_array_equal(got, nms_ref(boxes, scores, max_out, np.float32(iou_t),
-                                               None if score_t is None else np.float32(score_t), cpb))
+    np.testing.assert_array_equal(
+        got, nms_ref(boxes, scores, max_out, np.float32(iou_t), None if score_t is None else np.float32(score_t), cpb)
+    )
 
 
 def test_nms_flipped_corners_match():
@@ -84,21 +88,24 @@ def test_nms_defaults_and_edge_cases():
     np.testing.assert_array_equal(got, [[0, 0, 0], [0, 0, 1], [0, 0, 2]])  # IoU == threshold kept
     got = non_max_suppression(boxes, scores, np.array([10], np.int64), None, np.array([0.95], np.float32))
     assert got.shape == (0, 3)
-    empty = non_max_suppression(np.zeros((1, 0, 4), np.float32), np.zeros((1, 1, 0), np.float32),
-                                np.array([3], np.int64))
+    empty = non_max_suppression(
+        np.zeros((1, 0, 4), np.float32), np.zeros((1, 1, 0), np.float32), np.array([3], np.int64)
+    )
     assert empty.shape == (0, 3) and empty.dtype == np.int64
 
 
-@pytest.mark.parametrize("boxes,scores,kw", [
-    (np.zeros((1, 3, 5)), np.zeros((1, 1, 3)), {}),
-    (np.zeros((1, 3, 4)), np.zeros((1, 1, 4)), {}),
-    (np.zeros((1, 3, 4)), np.zeros((2, 1, 3)), {}),
-    (np.zeros((1, 3, 4)), np.zeros((1, 1, 3)), {"center_point_box": 2}),
-])
+@pytest.mark.parametrize(
+    "boxes,scores,kw",
+    [
+        (np.zeros((1, 3, 5)), np.zeros((1, 1, 3)), {}),
+        (np.zeros((1, 3, 4)), np.zeros((1, 1, 4)), {}),
+        (np.zeros((1, 3, 4)), np.zeros((2, 1, 3)), {}),
+        (np.zeros((1, 3, 4)), np.zeros((1, 1, 3)), {"center_point_box": 2}),
+    ],
+)
 def test_nms_bad_inputs(boxes, scores, kw):
     with pytest.raises(KernelError):
-        non_max_suppression(boxes.astype(np.float32), scores.astype(np.float32),
-                            np.array([1], np.int64), **kw)
+        non_max_suppression(boxes.astype(np.float32), scores.astype(np.float32), np.array([1], np.int64), **kw)
 
 
 def test_nms_bad_thresholds():

@@ -1,4 +1,5 @@
 """Elementwise and logic kernels against independent formulas written here (float64 / Python-int references)."""
+
 from __future__ import annotations
 
 import math
@@ -57,8 +58,7 @@ def check(got, want, dtype=None):
     assert got.shape == want.shape, (got.shape, want.shape)
     if dtype.kind in "fV":
         tol = TOL.get(dtype, 1e-6)
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol,
-                                   equal_nan=True)
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol, equal_nan=True)
     else:
         np.testing.assert_array_equal(got, want.astype(dtype) if want.dtype != object else want)
 
@@ -135,11 +135,22 @@ def test_mod_examples_and_float_special_cases():
     check(K.mod(x, y, fmod=1), np.array([0.0, -0.0, np.nan, np.nan, 1.0, -1.0, 1.0, np.nan]), np.float32)
 
 
-@pytest.mark.parametrize("xt,yt", [
-    (np.float32, np.float32), (np.float32, np.int64), (np.float32, np.int32), (np.float32, np.uint64),
-    (np.float32, np.uint8), (np.float64, np.float32), (np.float16, np.float16),
-    (np.int32, np.int32), (np.int64, np.int64), (np.int32, np.float32), (np.int64, np.float32),
-])
+@pytest.mark.parametrize(
+    "xt,yt",
+    [
+        (np.float32, np.float32),
+        (np.float32, np.int64),
+        (np.float32, np.int32),
+        (np.float32, np.uint64),
+        (np.float32, np.uint8),
+        (np.float64, np.float32),
+        (np.float16, np.float16),
+        (np.int32, np.int32),
+        (np.int64, np.int64),
+        (np.int32, np.float32),
+        (np.int64, np.float32),
+    ],
+)
 def test_pow(xt, yt):
     x = data((3, 4), xt, 1, 5)
     y = data((4,), yt, 0, 4)
@@ -148,10 +159,15 @@ def test_pow(xt, yt):
 
 
 def test_pow_special():
-    check(K.pow_(np.array([2, -2, 1, -1], np.int64), np.array([-1, -1, -3, -3], np.int64)),
-          np.array([0, 0, 1, -1], np.int64))
-    check(K.pow_(np.array([-8.0, 4.0], np.float32), np.array([1 / 3, 0.5], np.float32)),
-          np.array([np.nan, 2.0]), np.float32)
+    check(
+        K.pow_(np.array([2, -2, 1, -1], np.int64), np.array([-1, -1, -3, -3], np.int64)),
+        np.array([0, 0, 1, -1], np.int64),
+    )
+    check(
+        K.pow_(np.array([-8.0, 4.0], np.float32), np.array([1 / 3, 0.5], np.float32)),
+        np.array([np.nan, 2.0]),
+        np.float32,
+    )
     check(K.pow_(np.array([2, 3], np.int32), np.array([0.5, 2.0], np.float32)), np.array([1, 9]), np.int32)
 
 
@@ -164,11 +180,21 @@ UNARY_FLOAT = [  # kernel, reference in float64, input range
     (K.floor, np.floor, (-9, 9)),
     (K.ceil, np.ceil, (-9, 9)),
     (K.erf, scipy.special.erf, (-3, 3)),
-    (K.sin, np.sin, (-3, 3)), (K.cos, np.cos, (-3, 3)), (K.tan, np.tan, (-1.2, 1.2)),
-    (K.asin, np.arcsin, (-0.99, 0.99)), (K.acos, np.arccos, (-0.99, 0.99)), (K.atan, np.arctan, (-9, 9)),
-    (K.sinh, np.sinh, (-3, 3)), (K.cosh, np.cosh, (-3, 3)), (K.tanh, np.tanh, (-3, 3)),
-    (K.asinh, np.arcsinh, (-9, 9)), (K.acosh, np.arccosh, (1.01, 9)), (K.atanh, np.arctanh, (-0.95, 0.95)),
-    (K.neg, np.negative, (-9, 9)), (K.abs_, np.abs, (-9, 9)), (K.sign, np.sign, (-9, 9)),
+    (K.sin, np.sin, (-3, 3)),
+    (K.cos, np.cos, (-3, 3)),
+    (K.tan, np.tan, (-1.2, 1.2)),
+    (K.asin, np.arcsin, (-0.99, 0.99)),
+    (K.acos, np.arccos, (-0.99, 0.99)),
+    (K.atan, np.arctan, (-9, 9)),
+    (K.sinh, np.sinh, (-3, 3)),
+    (K.cosh, np.cosh, (-3, 3)),
+    (K.tanh, np.tanh, (-3, 3)),
+    (K.asinh, np.arcsinh, (-9, 9)),
+    (K.acosh, np.arccosh, (1.01, 9)),
+    (K.atanh, np.arctanh, (-0.95, 0.95)),
+    (K.neg, np.negative, (-9, 9)),
+    (K.abs_, np.abs, (-9, 9)),
+    (K.sign, np.sign, (-9, 9)),
 ]
 
 
@@ -219,8 +245,13 @@ def test_float_only_ops_refuse_ints(kernel):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
 def test_erf_large_arrays(dtype):  # the blocked polynomial path (>= 4096 elements)
-    x = np.concatenate([np.linspace(-6, 6, 199999), RNG.standard_normal(5000) * 2,
-                        [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-38, 1.25, -1.25, 4.0]])
+    x = np.concatenate(
+        [
+            np.linspace(-6, 6, 199999),
+            RNG.standard_normal(5000) * 2,
+            [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-38, 1.25, -1.25, 4.0],
+        ]
+    )
     x = x.astype(dtype)
     got = K.erf(x.reshape(-1, 7)[:, ::2])  # non-contiguous 2-D view
     want = scipy.special.erf(x.reshape(-1, 7)[:, ::2].astype(np.float64))
@@ -261,8 +292,10 @@ def test_isnan_float8_e4m3fn():  # a type without inf: only NaN
 
 # ----------------------------------------------------------------------------------- comparisons
 COMPARE = [
-    (L.equal, lambda a, b: a == b), (L.greater, lambda a, b: a > b),
-    (L.greater_or_equal, lambda a, b: a >= b), (L.less, lambda a, b: a < b),
+    (L.equal, lambda a, b: a == b),
+    (L.greater, lambda a, b: a > b),
+    (L.greater_or_equal, lambda a, b: a >= b),
+    (L.less, lambda a, b: a < b),
     (L.less_or_equal, lambda a, b: a <= b),
 ]
 
@@ -288,8 +321,10 @@ def test_compare_nan_and_bool():
 def test_equal_strings():
     a = np.array(["string1", "string2"], dtype=object)
     check(L.equal(a, np.array(["string1", "string3"], dtype=object)), np.array([True, False]))
-    check(L.equal(np.array([[b"x"], [b"y"]], dtype=object), np.array(["x", "z", "y"])),
-          np.array([[True, False, False], [False, False, True]]))
+    check(
+        L.equal(np.array([[b"x"], [b"y"]], dtype=object), np.array(["x", "z", "y"])),
+        np.array([[True, False, False], [False, False, True]]),
+    )
 
 
 # ------------------------------------------------------------------------------- logic and bits
@@ -302,8 +337,12 @@ def test_logic(kernel, ref, shapes):
     a = data(shapes[0], np.int8, 0, 2).astype(bool)
     b = data(shapes[1], np.int8, 0, 2).astype(bool)
     want = np.array([[ref(p, q) for q in (False, True)] for p in (False, True)])  # truth table
-    check(kernel(a, b), want[a.astype(int), b.astype(int)] if a.shape == b.shape else
-          want[np.broadcast_arrays(a, b)[0].astype(int), np.broadcast_arrays(a, b)[1].astype(int)])
+    check(
+        kernel(a, b),
+        want[a.astype(int), b.astype(int)]
+        if a.shape == b.shape
+        else want[np.broadcast_arrays(a, b)[0].astype(int), np.broadcast_arrays(a, b)[1].astype(int)],
+    )
     check(L.not_(a), ~a)
 
 
@@ -321,8 +360,11 @@ def _py_bits(f, x, y, dtype):
 
 
 @pytest.mark.parametrize("dtype", INTS)
-@pytest.mark.parametrize("kernel,f", [(L.bitwise_and, lambda p, q: p & q), (L.bitwise_or, lambda p, q: p | q),
-                                      (L.bitwise_xor, lambda p, q: p ^ q)], ids=["and", "or", "xor"])
+@pytest.mark.parametrize(
+    "kernel,f",
+    [(L.bitwise_and, lambda p, q: p & q), (L.bitwise_or, lambda p, q: p | q), (L.bitwise_xor, lambda p, q: p ^ q)],
+    ids=["and", "or", "xor"],
+)
 def test_bitwise(kernel, f, dtype):
     info = np.iinfo(dtype)
     a = RNG.integers(info.min, info.max, (3, 4), dtype=dtype, endpoint=True)
@@ -349,10 +391,14 @@ def test_bit_shift(dtype, direction):
 
 
 def test_bit_shift_examples():
-    check(L.bit_shift(np.array([16, 4, 1], np.uint32), np.array([1, 2, 3], np.uint32), direction="RIGHT"),
-          np.array([8, 1, 0], np.uint32))
-    check(L.bit_shift(np.array([-128, 64], np.int8), np.array([1, 1], np.int8), direction="LEFT"),
-          np.array([0, -128], np.int8))
+    check(
+        L.bit_shift(np.array([16, 4, 1], np.uint32), np.array([1, 2, 3], np.uint32), direction="RIGHT"),
+        np.array([8, 1, 0], np.uint32),
+    )
+    check(
+        L.bit_shift(np.array([-128, 64], np.int8), np.array([1, 1], np.int8), direction="LEFT"),
+        np.array([0, -128], np.int8),
+    )
     with pytest.raises(KernelError, match="direction"):
         L.bit_shift(np.ones(2, np.uint8), np.ones(2, np.uint8), direction="left")
     with pytest.raises(KernelError, match="integer"):
@@ -401,8 +447,9 @@ def test_where(dtype):
     x = data((3, 1), np.int8, 0, 5).astype(dtype)
     y = data((4,), np.int8, 0, 5).astype(dtype)
     cb, xb, yb = np.broadcast_arrays(c, x, y)
-    want = np.array([xv if cv else yv for cv, xv, yv in zip(cb.ravel(), xb.ravel(), yb.ravel())],
-                    dtype=dtype).reshape(cb.shape)
+    want = np.array([xv if cv else yv for cv, xv, yv in zip(cb.ravel(), xb.ravel(), yb.ravel())], dtype=dtype).reshape(
+        cb.shape
+    )
     check(K.where(c, x, y), want, dtype)
     with pytest.raises(KernelError, match="bool"):
         K.where(c.astype(np.int32), x, y)
@@ -420,8 +467,7 @@ def test_clip(dtype, lo, hi):
         want = np.where(want < lo, lo, want)
     if hi is not None:
         want = np.where(want > hi, hi, want)  # min > max: everything becomes max
-    got = K.clip(x, None if lo is None else np.array(lo, dtype),
-                 None if hi is None else np.array([hi], dtype))
+    got = K.clip(x, None if lo is None else np.array(lo, dtype), None if hi is None else np.array([hi], dtype))
     check(got, want, dtype)
     assert got is not x
 
@@ -429,13 +475,29 @@ def test_clip(dtype, lo, hi):
 def test_clip_errors_and_nan():
     with pytest.raises(KernelError, match="scalar"):
         K.clip(np.ones(3, np.float32), np.zeros(2, np.float32))
-    check(K.clip(np.array([np.nan, -5.0], np.float32), np.float32(0), np.float32(1)),
-          np.array([np.nan, 0.0]), np.float32)
+    check(
+        K.clip(np.array([np.nan, -5.0], np.float32), np.float32(0), np.float32(1)), np.array([np.nan, 0.0]), np.float32
+    )
 
 
 # ------------------------------------------------------------------------------------ errors
-@pytest.mark.parametrize("kernel", [K.add, K.sub, K.mul, K.div, K.pow_, K.mod, L.equal, L.greater,
-                                    L.less, L.greater_or_equal, L.less_or_equal, L.bitwise_and])
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        K.add,
+        K.sub,
+        K.mul,
+        K.div,
+        K.pow_,
+        K.mod,
+        L.equal,
+        L.greater,
+        L.less,
+        L.greater_or_equal,
+        L.less_or_equal,
+        L.bitwise_and,
+    ],
+)
 def test_binary_shape_mismatch(kernel):
     a = np.ones((2, 3), np.int32)
     with pytest.raises(KernelError, match=r"\(2, 3\) and \(4,\)"):
@@ -450,9 +512,17 @@ def test_mod_bad_fmod():
 def test_registry_specs():
     from stdops.ops import OPS
 
-    for name, spec in [("add", "onnx:Add-7"), ("clip", "onnx:Clip-11"), ("equal", "onnx:Equal-7"),
-                       ("max_", "onnx:Max-6"), ("round_", "onnx:Round-11"), ("bit_shift", "onnx:BitShift-11"),
-                       ("sin", "onnx:Sin-7"), ("atanh", "onnx:Atanh-9"), ("is_inf", "onnx:IsInf-10")]:
+    for name, spec in [
+        ("add", "onnx:Add-7"),
+        ("clip", "onnx:Clip-11"),
+        ("equal", "onnx:Equal-7"),
+        ("max_", "onnx:Max-6"),
+        ("round_", "onnx:Round-11"),
+        ("bit_shift", "onnx:BitShift-11"),
+        ("sin", "onnx:Sin-7"),
+        ("atanh", "onnx:Atanh-9"),
+        ("is_inf", "onnx:IsInf-10"),
+    ]:
         assert spec in OPS[name].specs
     assert OPS["bit_shift"].attrs["direction"] is not None
     assert OPS["mod"].attrs == {"fmod": 0}
@@ -467,11 +537,12 @@ def _run(op_type, opset, inputs, out_type=None, **attrs):
 
     names = [f"x{i}" for i in range(len(inputs))]
     node = helper.make_node(op_type, names, ["y"], **attrs)
-    vis = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-           for n, x in zip(names, inputs)]
+    vis = [
+        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
+        for n, x in zip(names, inputs)
+    ]
     out = helper.make_tensor_value_info("y", out_type or TensorProto.FLOAT, None)
-    m = helper.make_model(helper.make_graph([node], "g", vis, [out]),
-                          opset_imports=[helper.make_opsetid("", opset)])
+    m = helper.make_model(helper.make_graph([node], "g", vis, [out]), opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 3
     return stdops.onnx.run(m, list(inputs))[0]
 
@@ -480,15 +551,15 @@ A4 = np.arange(120, dtype=np.float32).reshape(2, 3, 4, 5)
 
 
 @pytest.mark.parametrize("opset", [1, 6])
-@pytest.mark.parametrize("op_type,ref", [("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply),
-                                         ("Div", np.divide)])
+@pytest.mark.parametrize(
+    "op_type,ref", [("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.divide)]
+)
 def test_legacy_broadcast(op_type, ref, opset):
     extra = {"consumed_inputs": [0, 0]} if opset == 1 else {}
     b = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
     check(_run(op_type, opset, [A4, b], broadcast=1, axis=1, **extra), ref(A4, b[:, :, None]), np.float32)
     b = np.arange(1, 3, dtype=np.float32)
-    check(_run(op_type, opset, [A4, b], broadcast=1, axis=0, **extra), ref(A4, b[:, None, None, None]),
-          np.float32)
+    check(_run(op_type, opset, [A4, b], broadcast=1, axis=0, **extra), ref(A4, b[:, None, None, None]), np.float32)
     b = np.arange(1, 21, dtype=np.float32).reshape(4, 5)
     check(_run(op_type, opset, [A4, b], broadcast=1, **extra), ref(A4, b), np.float32)
     b = np.full((1, 1), 3, np.float32)
@@ -506,7 +577,7 @@ def test_legacy_compare_and_pow():
     check(_run("Equal", 1, [a, b], TensorProto.BOOL, broadcast=1, axis=0), a == b[:, None])
     check(_run("Greater", 1, [a, b], TensorProto.BOOL, broadcast=1), a > b)
     x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
-    check(_run("Pow", 1, [x, np.array([2.0], np.float32)], broadcast=1), x ** 2, np.float32)
+    check(_run("Pow", 1, [x, np.array([2.0], np.float32)], broadcast=1), x**2, np.float32)
 
 
 def test_clip_attribute_versions():
@@ -530,8 +601,10 @@ from hypothesis.extra import numpy as hnp  # noqa: E402
 
 
 @settings(max_examples=60, deadline=None)
-@given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=4, max_side=3),
-       dtype=st.sampled_from([np.float32, np.int32, np.uint8]))
+@given(
+    shapes=hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=4, max_side=3),
+    dtype=st.sampled_from([np.float32, np.int32, np.uint8]),
+)
 def test_broadcasting_property(shapes, dtype):
     xs = [data(s, dtype, 0, 5) for s in shapes.input_shapes]
     want_shape = shapes.result_shape

@@ -1,4 +1,5 @@
 """ImageDecoder through Pillow: lossless formats decode exactly, bad streams give an empty tensor."""
+
 from __future__ import annotations
 
 import io

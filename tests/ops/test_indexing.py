@@ -1,4 +1,5 @@
 """Indexing kernels against independent element-by-element formulas written here (small arrays)."""
+
 from __future__ import annotations
 
 import itertools
@@ -20,9 +21,13 @@ def _data(shape, dtype):
         return np.array([f"s{i % 7}" for i in range(n)], dtype=object).reshape(shape)
     if np.dtype(dtype) == np.bool_:
         return (np.arange(n) % 3 == 0).reshape(shape)
-    return (RNG.integers(-20, 20, n) if np.dtype(dtype).kind == "i" else RNG.integers(0, 40, n)
-            ).astype(dtype).reshape(shape) if np.dtype(dtype).kind in "iu" else \
-        RNG.standard_normal(n).astype(dtype).reshape(shape)
+    return (
+        (RNG.integers(-20, 20, n) if np.dtype(dtype).kind == "i" else RNG.integers(0, 40, n))
+        .astype(dtype)
+        .reshape(shape)
+        if np.dtype(dtype).kind in "iu"
+        else RNG.standard_normal(n).astype(dtype).reshape(shape)
+    )
 
 
 def _same(got, want):
@@ -35,24 +40,27 @@ def _same(got, want):
 # ------------------------------------------------------------------------------------------ Gather
 def _ref_gather(data, idx, axis):
     axis %= data.ndim
-    out = np.empty(data.shape[:axis] + idx.shape + data.shape[axis + 1:], data.dtype)
+    out = np.empty(data.shape[:axis] + idx.shape + data.shape[axis + 1 :], data.dtype)
     for o in np.ndindex(out.shape):
-        pre, ii, post = o[:axis], o[axis:axis + idx.ndim], o[axis + idx.ndim:]
+        pre, ii, post = o[:axis], o[axis : axis + idx.ndim], o[axis + idx.ndim :]
         k = int(idx[ii]) % data.shape[axis]
         out[o] = data[pre + (k,) + post]
     return out
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.uint64, np.bool_, object])
-@pytest.mark.parametrize("shape,idx,axis", [
-    ((5,), [0, 4, -1, 2], 0),
-    ((3, 4), [[0, 1], [-1, 2]], 0),
-    ((3, 4), [[0, 3], [-4, 2]], 1),
-    ((3, 4), [[0, 3], [-4, 2]], -1),
-    ((2, 3, 4), 1, 1),
-    ((2, 3, 4), [], 2),
-    ((2, 3, 4), [[1]], -3),
-])
+@pytest.mark.parametrize(
+    "shape,idx,axis",
+    [
+        ((5,), [0, 4, -1, 2], 0),
+        ((3, 4), [[0, 1], [-1, 2]], 0),
+        ((3, 4), [[0, 3], [-4, 2]], 1),
+        ((3, 4), [[0, 3], [-4, 2]], -1),
+        ((2, 3, 4), 1, 1),
+        ((2, 3, 4), [], 2),
+        ((2, 3, 4), [[1]], -3),
+    ],
+)
 def test_gather(dtype, shape, idx, axis):
     data = _data(shape, dtype)
     for itype in (np.int64, np.int32):
@@ -68,14 +76,17 @@ def test_gather_default_axis_and_scalar_result():
     assert s.dtype == object and s.shape == () and s[()] == "bb"
 
 
-@pytest.mark.parametrize("data,idx,kw,msg", [
-    (np.zeros((3, 2)), np.array([3]), {}, "out of range"),
-    (np.zeros((3, 2)), np.array([-4]), {}, "out of range"),
-    (np.zeros((3, 2)), np.array([0]), {"axis": 2}, "axis"),
-    (np.zeros((3, 2)), np.array([0.0]), {}, "integer"),
-    (np.zeros(()), np.array([0]), {}, "rank"),
-    (np.zeros((0, 2)), np.array([0]), {}, "out of range"),
-])
+@pytest.mark.parametrize(
+    "data,idx,kw,msg",
+    [
+        (np.zeros((3, 2)), np.array([3]), {}, "out of range"),
+        (np.zeros((3, 2)), np.array([-4]), {}, "out of range"),
+        (np.zeros((3, 2)), np.array([0]), {"axis": 2}, "axis"),
+        (np.zeros((3, 2)), np.array([0.0]), {}, "integer"),
+        (np.zeros(()), np.array([0]), {}, "rank"),
+        (np.zeros((0, 2)), np.array([0]), {}, "out of range"),
+    ],
+)
 def test_gather_errors(data, idx, kw, msg):
     with pytest.raises(KernelError, match=msg):
         K.gather(data, idx, **kw)
@@ -93,10 +104,17 @@ def _ref_gather_elements(data, idx, axis):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, object])
-@pytest.mark.parametrize("dshape,ishape,axis", [
-    ((4,), (6,), 0), ((3, 4), (2, 4), 0), ((3, 4), (3, 2), 1), ((3, 4), (2, 3), -1),
-    ((2, 3, 4), (2, 5, 1), 1), ((2, 3, 4), (1, 2, 3), -3),
-])
+@pytest.mark.parametrize(
+    "dshape,ishape,axis",
+    [
+        ((4,), (6,), 0),
+        ((3, 4), (2, 4), 0),
+        ((3, 4), (3, 2), 1),
+        ((3, 4), (2, 3), -1),
+        ((2, 3, 4), (2, 5, 1), 1),
+        ((2, 3, 4), (1, 2, 3), -3),
+    ],
+)
 def test_gather_elements(dtype, dshape, ishape, axis):
     data = _data(dshape, dtype)
     n = dshape[axis]
@@ -116,7 +134,7 @@ def test_gather_elements_errors():
 # ---------------------------------------------------------------------------------------- GatherND
 def _ref_gather_nd(data, idx, b):
     k = idx.shape[-1]
-    out = np.empty(idx.shape[:-1] + data.shape[b + k:], data.dtype)
+    out = np.empty(idx.shape[:-1] + data.shape[b + k :], data.dtype)
     for o in np.ndindex(idx.shape[:-1]):
         tup = tuple(int(v) % data.shape[b + j] for j, v in enumerate(idx[o]))
         out[o] = data[o[:b] + tup]
@@ -124,11 +142,20 @@ def _ref_gather_nd(data, idx, b):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, object])
-@pytest.mark.parametrize("dshape,ishape,b", [
-    ((2, 2), (2, 2), 0), ((2, 2), (2, 1), 0), ((2, 2, 2), (2, 2), 0), ((2, 2, 2), (2, 1, 1), 0),
-    ((2, 2, 2), (2, 1), 1), ((3, 4, 5, 2), (3, 4, 6, 1), 2), ((3, 4, 5), (3, 2), 1), ((4,), (1,), 0),
-    ((3, 4, 5), (3, 0, 2), 1),
-])
+@pytest.mark.parametrize(
+    "dshape,ishape,b",
+    [
+        ((2, 2), (2, 2), 0),
+        ((2, 2), (2, 1), 0),
+        ((2, 2, 2), (2, 2), 0),
+        ((2, 2, 2), (2, 1, 1), 0),
+        ((2, 2, 2), (2, 1), 1),
+        ((3, 4, 5, 2), (3, 4, 6, 1), 2),
+        ((3, 4, 5), (3, 2), 1),
+        ((4,), (1,), 0),
+        ((3, 4, 5), (3, 0, 2), 1),
+    ],
+)
 def test_gather_nd(dtype, dshape, ishape, b):
     data = _data(dshape, dtype)
     k = ishape[-1]
@@ -145,20 +172,22 @@ def test_gather_nd_spec_examples():
     _same(K.gather_nd(d3, np.array([[1], [0]]), batch_dims=1), np.array([[2, 3], [4, 5]], np.float32))
 
 
-@pytest.mark.parametrize("dshape,idx,b,msg", [
-    ((2, 2), [[0, 2]], 0, "out of range"),
-    ((2, 2), [[0, 0, 0]], 0, "exceeds"),
-    ((2, 2), [[0], [1]], 2, "batch_dims"),
-    ((2, 2), [[0], [1], [0]], 1, "batch dimensions"),
-])
+@pytest.mark.parametrize(
+    "dshape,idx,b,msg",
+    [
+        ((2, 2), [[0, 2]], 0, "out of range"),
+        ((2, 2), [[0, 0, 0]], 0, "exceeds"),
+        ((2, 2), [[0], [1]], 2, "batch_dims"),
+        ((2, 2), [[0], [1], [0]], 1, "batch dimensions"),
+    ],
+)
 def test_gather_nd_errors(dshape, idx, b, msg):
     with pytest.raises(KernelError, match=msg):
         K.gather_nd(np.zeros(dshape), np.array(idx), batch_dims=b)
 
 
 # -------------------------------------------------------------------------- ScatterElements/Scatter
-_PY_RED = {"none": lambda a, u: u, "add": lambda a, u: a + u, "mul": lambda a, u: a * u,
-           "max": max, "min": min}
+_PY_RED = {"none": lambda a, u: u, "add": lambda a, u: a + u, "mul": lambda a, u: a * u, "max": max, "min": min}
 
 
 def _ref_scatter_elements(data, idx, upd, axis, reduction):
@@ -174,15 +203,20 @@ def _ref_scatter_elements(data, idx, upd, axis, reduction):
 
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float64])
-@pytest.mark.parametrize("dshape,ishape,axis", [
-    ((5,), (8,), 0), ((3, 4), (2, 4), 0), ((3, 4), (3, 6), 1), ((2, 3, 4), (2, 3, 3), -1),
-])
+@pytest.mark.parametrize(
+    "dshape,ishape,axis",
+    [
+        ((5,), (8,), 0),
+        ((3, 4), (2, 4), 0),
+        ((3, 4), (3, 6), 1),
+        ((2, 3, 4), (2, 3, 3), -1),
+    ],
+)
 def test_scatter_elements(reduction, dtype, dshape, ishape, axis):
     data = _data(dshape, dtype)
     n = dshape[axis]
     if reduction == "none":  # unique targets: take a permutation along the axis
-        base = np.argsort(RNG.random(ishape[:axis % len(ishape)] + (n,) + ishape[axis % len(ishape) + 1:]),
-                          axis=axis)
+        base = np.argsort(RNG.random(ishape[: axis % len(ishape)] + (n,) + ishape[axis % len(ishape) + 1 :]), axis=axis)
         idx = np.take(base, np.arange(min(n, ishape[axis])), axis=axis) - n * (RNG.random() < 0.5)
         ishape = idx.shape
     else:  # duplicates must accumulate
@@ -207,8 +241,10 @@ def test_scatter_elements_spec_examples_and_strings():
     _same(K.scatter_elements(data, idx, upd), want)
     _same(K.scatter(data, idx, upd), want)
     d = np.array([[1.0, 2.0, 3.0, 4.0, 5.0]], np.float32)
-    _same(K.scatter_elements(d, np.array([[1, 1]]), np.array([[1.1, 2.1]], np.float32), axis=1,
-                             reduction="add"), np.array([[1.0, 5.2, 3.0, 4.0, 5.0]], np.float32))
+    _same(
+        K.scatter_elements(d, np.array([[1, 1]]), np.array([[1.1, 2.1]], np.float32), axis=1, reduction="add"),
+        np.array([[1.0, 5.2, 3.0, 4.0, 5.0]], np.float32),
+    )
     s = STR.reshape(2, 3)
     out = K.scatter_elements(s, np.array([[2, 0]]), np.array([["x", "y"]], object), axis=1)
     assert out.dtype == object and out.tolist() == [["y", "bb", "x"], ["ccc", "d", "ee"]]
@@ -245,9 +281,16 @@ def _ref_scatter_nd(data, idx, upd, reduction):
 
 
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
-@pytest.mark.parametrize("dshape,ishape", [
-    ((8,), (4, 1)), ((4, 4, 4), (2, 1)), ((3, 4), (5, 2)), ((3, 4, 2), (2, 3, 2)), ((3, 4), (2,)),
-])
+@pytest.mark.parametrize(
+    "dshape,ishape",
+    [
+        ((8,), (4, 1)),
+        ((4, 4, 4), (2, 1)),
+        ((3, 4), (5, 2)),
+        ((3, 4, 2), (2, 3, 2)),
+        ((3, 4), (2,)),
+    ],
+)
 def test_scatter_nd(reduction, dshape, ishape):
     data = _data(dshape, np.float64)
     k = ishape[-1]
@@ -267,8 +310,10 @@ def test_scatter_nd(reduction, dshape, ishape):
 
 def test_scatter_nd_spec_example_and_strings():
     data = np.array([1, 2, 3, 4, 5, 6, 7, 8], np.int64)
-    _same(K.scatter_nd(data, np.array([[4], [3], [1], [7]]), np.array([9, 10, 11, 12], np.int64)),
-          np.array([1, 11, 3, 10, 9, 6, 7, 12], np.int64))
+    _same(
+        K.scatter_nd(data, np.array([[4], [3], [1], [7]]), np.array([9, 10, 11, 12], np.int64)),
+        np.array([1, 11, 3, 10, 9, 6, 7, 12], np.int64),
+    )
     out = K.scatter_nd(STR, np.array([[0], [-1]]), np.array(["x", "y"], object))
     assert out.dtype == object and out.tolist() == ["x", "bb", "", "ccc", "d", "y"]
 
@@ -343,8 +388,10 @@ def _ref_one_hot(ind, depth, values, axis):
 
 @pytest.mark.parametrize("axis", [-1, 0, 1, -2, 2, -3])
 @pytest.mark.parametrize("itype", [np.int64, np.int32, np.float32])
-@pytest.mark.parametrize("vals", [np.array([0, 1], np.float32), np.array([2, 5], np.int8),
-                                  np.array(["off", "on"], object), np.array([False, True])])
+@pytest.mark.parametrize(
+    "vals",
+    [np.array([0, 1], np.float32), np.array([2, 5], np.int8), np.array(["off", "on"], object), np.array([False, True])],
+)
 def test_one_hot(axis, itype, vals):
     ind = np.array([[0, 3, -1], [-5, 9, 4]], np.float64)
     if np.dtype(itype).kind == "f":
@@ -372,11 +419,17 @@ def test_one_hot_errors_and_limit():
 
 
 # ----------------------------------------------------------------------------------------- NonZero
-@pytest.mark.parametrize("x", [
-    np.array([[1, 0], [1, 1]], np.int32), np.array([0.0, 2.0, 0.0, -1.0], np.float32),
-    np.zeros((2, 3, 0)), np.array([[True, False, True]]), np.array(["", "a", "b", ""], object),
-    RNG.integers(0, 2, (3, 4, 5)).astype(np.uint8),
-])
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([[1, 0], [1, 1]], np.int32),
+        np.array([0.0, 2.0, 0.0, -1.0], np.float32),
+        np.zeros((2, 3, 0)),
+        np.array([[True, False, True]]),
+        np.array(["", "a", "b", ""], object),
+        RNG.integers(0, 2, (3, 4, 5)).astype(np.uint8),
+    ],
+)
 def test_non_zero(x):
     coords = [o for o in np.ndindex(x.shape) if bool(x[o])]
     want = np.array(coords, np.int64).reshape(len(coords), x.ndim).T.reshape(x.ndim, len(coords))
@@ -402,7 +455,7 @@ def test_compress(x, axis, cond):
             K.compress(x, cond, axis=axis)
         return
     keep = [i for i in range(min(n, cond.size)) if cond[i]]
-    want = np.empty(src.shape[:ax] + (len(keep),) + src.shape[ax + 1:], x.dtype)
+    want = np.empty(src.shape[:ax] + (len(keep),) + src.shape[ax + 1 :], x.dtype)
     for j, i in enumerate(keep):
         want[(slice(None),) * ax + (j,)] = src[(slice(None),) * ax + (i,)]
     _same(K.compress(x, cond, axis=axis), want)
@@ -430,8 +483,9 @@ def _ref_top_k(x, k, axis, largest):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint64, np.int8, np.float16])
-@pytest.mark.parametrize("shape,axis,k", [((7,), 0, 3), ((3, 6), 1, 6), ((3, 6), 0, 2), ((2, 5, 4), -2, 0),
-                                          ((2, 5, 4), -1, 1)])
+@pytest.mark.parametrize(
+    "shape,axis,k", [((7,), 0, 3), ((3, 6), 1, 6), ((3, 6), 0, 2), ((2, 5, 4), -2, 0), ((2, 5, 4), -1, 1)]
+)
 @pytest.mark.parametrize("largest", [1, 0])
 def test_top_k(dtype, shape, axis, k, largest):
     x = RNG.integers(0, 4, shape).astype(dtype)  # many ties
@@ -479,13 +533,18 @@ def _ref_unique(x, axis, sorted_):
     return y, idx, inv, counts
 
 
-@pytest.mark.parametrize("x", [
-    np.array([2, 1, 1, 3, 4, 3], np.float32), np.array([[1, 3], [2, 3]], np.int64),
-    np.array([[1, 0, 0], [1, 0, 0], [2, 3, 4]], np.int32),
-    np.array([[[1.0, 1.0], [0.0, 1.0], [2.0, 1.0], [0.0, 1.0]]] * 2, np.float32),
-    RNG.integers(0, 3, (4, 3, 2)).astype(np.int8), np.array(["b", "a", "b", "c", "a", "b"], object).reshape(3, 2),
-    np.array([7]),
-])
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([2, 1, 1, 3, 4, 3], np.float32),
+        np.array([[1, 3], [2, 3]], np.int64),
+        np.array([[1, 0, 0], [1, 0, 0], [2, 3, 4]], np.int32),
+        np.array([[[1.0, 1.0], [0.0, 1.0], [2.0, 1.0], [0.0, 1.0]]] * 2, np.float32),
+        RNG.integers(0, 3, (4, 3, 2)).astype(np.int8),
+        np.array(["b", "a", "b", "c", "a", "b"], object).reshape(3, 2),
+        np.array([7]),
+    ],
+)
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 @pytest.mark.parametrize("sorted_", [1, 0])
 def test_unique(x, axis, sorted_):
@@ -519,8 +578,9 @@ def _ref_reverse_sequence(x, lens, ba, ta):
     return out
 
 
-@pytest.mark.parametrize("shape,ba,ta", [((4, 4), 1, 0), ((4, 4), 0, 1), ((3, 5, 2), 0, 1), ((5, 3, 2), 1, 0),
-                                         ((2, 3, 5), -3, -1)])
+@pytest.mark.parametrize(
+    "shape,ba,ta", [((4, 4), 1, 0), ((4, 4), 0, 1), ((3, 5, 2), 0, 1), ((5, 3, 2), 1, 0), ((2, 3, 5), -3, -1)]
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.int16, object])
 def test_reverse_sequence(shape, ba, ta, dtype):
     x = _data(shape, dtype)
@@ -547,8 +607,9 @@ def _bind(op_type, opset, attrs, n_inputs):
     from stdops.onnx.opset import BindContext, resolve
 
     since, kernel, adapt = resolve("", op_type, opset)
-    ctx = BindContext(op_type, "", opset, since, "n0", None, dict(attrs), n_inputs, [True] * n_inputs,
-                      2, kernel, [None] * n_inputs)
+    ctx = BindContext(
+        op_type, "", opset, since, "n0", None, dict(attrs), n_inputs, [True] * n_inputs, 2, kernel, [None] * n_inputs
+    )
     return adapt(ctx) if adapt else ctx.bind()
 
 
@@ -558,6 +619,7 @@ def test_adapter_top_k_1():
     _same(v, np.array([3, 3], np.float32))
     _same(i, np.array([1, 3], np.int64))
     from stdops.errors import ModelFormatError
+
     with pytest.raises(ModelFormatError, match="k"):
         _bind("TopK", 1, {}, 1)
 
@@ -572,13 +634,24 @@ def test_adapter_one_hot_9_no_wrap():
     _same(_bind("OneHot", 11, {}, 3)(ind, np.array(3), vals), want11)
 
 
-@pytest.mark.parametrize("op_type,opset,name", [
-    ("Gather", 7, "gather"), ("Gather", 13, "gather"), ("GatherElements", 13, "gather_elements"),
-    ("GatherND", 11, "gather_nd"), ("Scatter", 10, "scatter"), ("ScatterElements", 18, "scatter_elements"),
-    ("ScatterND", 11, "scatter_nd"), ("NonZero", 9, "non_zero"), ("Compress", 9, "compress"),
-    ("TopK", 10, "top_k"), ("Unique", 11, "unique"), ("ReverseSequence", 10, "reverse_sequence"),
-    ("TensorScatter", 24, "tensor_scatter"),
-])
+@pytest.mark.parametrize(
+    "op_type,opset,name",
+    [
+        ("Gather", 7, "gather"),
+        ("Gather", 13, "gather"),
+        ("GatherElements", 13, "gather_elements"),
+        ("GatherND", 11, "gather_nd"),
+        ("Scatter", 10, "scatter"),
+        ("ScatterElements", 18, "scatter_elements"),
+        ("ScatterND", 11, "scatter_nd"),
+        ("NonZero", 9, "non_zero"),
+        ("Compress", 9, "compress"),
+        ("TopK", 10, "top_k"),
+        ("Unique", 11, "unique"),
+        ("ReverseSequence", 10, "reverse_sequence"),
+        ("TensorScatter", 24, "tensor_scatter"),
+    ],
+)
 def test_bindings(op_type, opset, name):
     from stdops.onnx.opset import resolve
 
@@ -624,20 +697,26 @@ def test_top_k_partial_path(dtype, largest, axis):
         _same(inds, wi)
 
 
-@pytest.mark.parametrize("op_type,opset,attrs,n", [
-    ("ScatterElements", 18, {"reduction": "sub"}, 3), ("ScatterND", 16, {"reduction": "avg"}, 3),
-    ("TensorScatter", 24, {"mode": "ring"}, 3),
-])
+@pytest.mark.parametrize(
+    "op_type,opset,attrs,n",
+    [
+        ("ScatterElements", 18, {"reduction": "sub"}, 3),
+        ("ScatterND", 16, {"reduction": "avg"}, 3),
+        ("TensorScatter", 24, {"mode": "ring"}, 3),
+    ],
+)
 def test_adapters_reject_bad_attribute_values(op_type, opset, attrs, n):
     from stdops.errors import ModelFormatError
+
     with pytest.raises(ModelFormatError, match="n0"):
         _bind(op_type, opset, attrs, n)
 
 
 def test_adapters_bind_good_values():
     d = np.zeros(3, np.float32)
-    out = _bind("ScatterElements", 18, {"reduction": "max", "axis": 0}, 3)(d, np.array([1, 1]),
-                                                                        np.array([2, 5], np.float32))
+    out = _bind("ScatterElements", 18, {"reduction": "max", "axis": 0}, 3)(
+        d, np.array([1, 1]), np.array([2, 5], np.float32)
+    )
     _same(out, np.array([0, 5, 0], np.float32))
     out = _bind("ScatterND", 13, {}, 3)(d, np.array([[2]]), np.array([4], np.float32))
     _same(out, np.array([0, 0, 4], np.float32))

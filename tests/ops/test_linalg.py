@@ -1,4 +1,5 @@
 """Linear algebra kernels (stdops.ops.linalg) and their ONNX adapters, against independent formulas."""
+
 from __future__ import annotations
 
 import itertools
@@ -43,13 +44,23 @@ def _loop_matmul(a, b):
 
 
 # ----------------------------------------------------------------------------- MatMul
-SHAPES = [((3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((1, 3, 4), (6, 4, 2)), ((2, 1, 3, 4), (5, 4, 2)),
-          ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,))]
+SHAPES = [
+    ((3, 4), (4, 5)),
+    ((2, 3, 4), (2, 4, 5)),
+    ((1, 3, 4), (6, 4, 2)),
+    ((2, 1, 3, 4), (5, 4, 2)),
+    ((4,), (4, 5)),
+    ((3, 4), (4,)),
+    ((4,), (4,)),
+    ((4,), (2, 4, 3)),
+    ((2, 3, 4), (4,)),
+]
 
 
 @pytest.mark.parametrize("sa, sb", SHAPES)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int32,
-                                   np.int64, np.uint32])
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int32, np.int64, np.uint32]
+)
 def test_matmul(sa, sb, dtype):
     a = RNG.integers(0, 4, sa).astype(dtype)
     b = RNG.integers(0, 4, sb).astype(dtype)
@@ -93,8 +104,16 @@ def test_gemm_defaults_and_dtypes():
         _same(L.gemm(a, b, c, alpha=2.0, beta=3.0), (2 * _loop_matmul(a, b) + 3 * c.astype(np.float64)).astype(dt))
 
 
-@pytest.mark.parametrize("sa, sb, sc", [((3, 4), (5, 6), None), ((3, 4), (4, 5), (4,)), ((3, 4), (4, 5), (3, 5, 1)),
-                                        ((3, 4, 1), (4, 5), None), ((3, 4), (4, 5), (2, 5))])
+@pytest.mark.parametrize(
+    "sa, sb, sc",
+    [
+        ((3, 4), (5, 6), None),
+        ((3, 4), (4, 5), (4,)),
+        ((3, 4), (4, 5), (3, 5, 1)),
+        ((3, 4, 1), (4, 5), None),
+        ((3, 4), (4, 5), (2, 5)),
+    ],
+)
 def test_gemm_bad_shapes(sa, sb, sc):
     c = None if sc is None else np.ones(sc, np.float32)
     with pytest.raises(KernelError):
@@ -125,18 +144,21 @@ def _ein_loops(terms, out, xs):
     return y
 
 
-@pytest.mark.parametrize("eq, shapes, terms, out", [
-    ("ij->ji", [(2, 3)], ["ij"], "ji"),
-    ("ij->", [(2, 3)], ["ij"], ""),
-    ("ii->i", [(3, 3)], ["ii"], "i"),
-    ("i,i", [(4,), (4,)], ["i", "i"], ""),
-    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)], ["bij", "bjk"], "bik"),
-    ("ij,jk", [(2, 3), (3, 4)], ["ij", "jk"], "ik"),
-    ("ba, ac -> bc", [(2, 3), (3, 2)], ["ba", "ac"], "bc"),
-    ("Ab,bA->A", [(2, 3), (3, 2)], ["Ab", "bA"], "A"),
-    ("i,j,k->ijk", [(2,), (3,), (2,)], ["i", "j", "k"], "ijk"),
-    ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)], ["ij", "jk", "kl"], "il"),
-])
+@pytest.mark.parametrize(
+    "eq, shapes, terms, out",
+    [
+        ("ij->ji", [(2, 3)], ["ij"], "ji"),
+        ("ij->", [(2, 3)], ["ij"], ""),
+        ("ii->i", [(3, 3)], ["ii"], "i"),
+        ("i,i", [(4,), (4,)], ["i", "i"], ""),
+        ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)], ["bij", "bjk"], "bik"),
+        ("ij,jk", [(2, 3), (3, 4)], ["ij", "jk"], "ik"),
+        ("ba, ac -> bc", [(2, 3), (3, 2)], ["ba", "ac"], "bc"),
+        ("Ab,bA->A", [(2, 3), (3, 2)], ["Ab", "bA"], "A"),
+        ("i,j,k->ijk", [(2,), (3,), (2,)], ["i", "j", "k"], "ijk"),
+        ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)], ["ij", "jk", "kl"], "il"),
+    ],
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, ml_dtypes.bfloat16])
 def test_einsum(eq, shapes, terms, out, dtype):
     xs = [RNG.integers(-2, 3, s).astype(dtype) for s in shapes]
@@ -146,8 +168,7 @@ def test_einsum(eq, shapes, terms, out, dtype):
 def test_einsum_ellipsis():
     a = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
     b = RNG.standard_normal((5, 2)).astype(np.float32)
-    want = np.stack([np.stack([_ein_loops(["ij", "jk"], "ik", [a[p, q], b]) for q in range(3)])
-                     for p in range(2)])
+    want = np.stack([np.stack([_ein_loops(["ij", "jk"], "ik", [a[p, q], b]) for q in range(3)]) for p in range(2)])
     _same(L.einsum(a, b, equation="...ij,jk->...ik"), want.astype(np.float32))
 
 
@@ -217,17 +238,22 @@ def test_matmul_integer_batched_and_errors():
 # ----------------------------------------------------------------------------- ONNX adapters
 def _run(node, inputs, opset):
     g = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
-         for n, v in zip(node.input, inputs)],
-        [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None)])
+        [node],
+        "g",
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+            for n, v in zip(node.input, inputs)
+        ],
+        [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None)],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     return stdops.onnx.run(m, list(inputs))[0]
 
 
-@pytest.mark.parametrize("opset, attrs", [(1, {"broadcast": 1}), (6, {"broadcast": 1}), (6, {}),
-                                          (7, {}), (11, {}), (13, {})])
+@pytest.mark.parametrize(
+    "opset, attrs", [(1, {"broadcast": 1}), (6, {"broadcast": 1}), (6, {}), (7, {}), (11, {}), (13, {})]
+)
 def test_onnx_gemm_versions(opset, attrs):
     a = RNG.standard_normal((3, 4)).astype(np.float32)
     b = RNG.standard_normal((5, 4)).astype(np.float32)

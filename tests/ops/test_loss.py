@@ -1,4 +1,5 @@
 """Loss kernels against explicit per-sample formulas (loops over a handful of samples, in the test only)."""
+
 from __future__ import annotations
 
 import itertools
@@ -93,16 +94,19 @@ def test_defaults_and_float16():
     assert np.isfinite(logp).all() and np.isclose(out, 1000.0)
 
 
-@pytest.mark.parametrize("args, kw", [
-    ((np.zeros((2, 3), np.float32), np.array([0, 3])), {}),            # target out of range
-    ((np.zeros((2, 3), np.float32), np.array([0, -1])), {}),           # negative target
-    ((np.zeros((2, 3), np.float32), np.array([0, 1, 2])), {}),         # target shape
-    ((np.zeros((2, 3), np.float32), np.array([0, 1.0])), {}),          # float target
-    ((np.zeros((2, 3), np.float32), np.array([0, 1]), np.ones(2, np.float32)), {}),  # weight shape
-    ((np.zeros((2, 3), np.float32), np.array([0, 1])), {"reduction": "max"}),
-    ((np.zeros(3, np.float32), np.array(0)), {}),
-    ((np.zeros((2, 3), np.int32), np.array([0, 1])), {}),
-])
+@pytest.mark.parametrize(
+    "args, kw",
+    [
+        ((np.zeros((2, 3), np.float32), np.array([0, 3])), {}),  # target out of range
+        ((np.zeros((2, 3), np.float32), np.array([0, -1])), {}),  # negative target
+        ((np.zeros((2, 3), np.float32), np.array([0, 1, 2])), {}),  # target shape
+        ((np.zeros((2, 3), np.float32), np.array([0, 1.0])), {}),  # float target
+        ((np.zeros((2, 3), np.float32), np.array([0, 1]), np.ones(2, np.float32)), {}),  # weight shape
+        ((np.zeros((2, 3), np.float32), np.array([0, 1])), {"reduction": "max"}),
+        ((np.zeros(3, np.float32), np.array(0)), {}),
+        ((np.zeros((2, 3), np.int32), np.array([0, 1])), {}),
+    ],
+)
 def test_errors(args, kw):
     with pytest.raises(KernelError):
         L.negative_log_likelihood_loss(*args, **kw)

@@ -1,13 +1,21 @@
 """Normalization kernels against independent float64 formulas written here."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from stdops.errors import KernelError
-from stdops.ops.norm import (batch_normalization, group_normalization, instance_normalization,
-                             layer_normalization, lp_normalization, lrn,
-                             mean_variance_normalization, rms_normalization)
+from stdops.ops.norm import (
+    batch_normalization,
+    group_normalization,
+    instance_normalization,
+    layer_normalization,
+    lp_normalization,
+    lrn,
+    mean_variance_normalization,
+    rms_normalization,
+)
 
 RNG = np.random.default_rng(1234)
 
@@ -19,8 +27,11 @@ def rand(*shape, dtype=np.float32, scale=1.0, offset=0.0):
 def close(got, want, dtype, rtol=None, atol=None):
     assert got.dtype == np.dtype(dtype), (got.dtype, dtype)
     assert got.shape == np.shape(want)
-    tol = {np.dtype(np.float16): (3e-3, 3e-3), np.dtype(np.float32): (1e-5, 1e-5),
-           np.dtype(np.float64): (1e-12, 1e-12)}[np.dtype(dtype)]
+    tol = {
+        np.dtype(np.float16): (3e-3, 3e-3),
+        np.dtype(np.float32): (1e-5, 1e-5),
+        np.dtype(np.float64): (1e-12, 1e-12),
+    }[np.dtype(dtype)]
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol or tol[0], atol=atol or tol[1])
 
 
@@ -29,6 +40,7 @@ def chan(v, ndim):
 
 
 # ----------------------------------------------------------------------------- BatchNormalization
+
 
 @pytest.mark.parametrize("shape", [(2, 3), (2, 3, 5), (2, 3, 4, 5), (1, 2, 3, 2, 2)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
@@ -83,6 +95,7 @@ def test_batchnorm_errors():
 
 # ----------------------------------------------------------------------------- InstanceNormalization
 
+
 @pytest.mark.parametrize("shape", [(2, 3, 5), (2, 3, 4, 5), (1, 2, 2, 3, 3)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_instancenorm(shape, dtype):
@@ -102,6 +115,7 @@ def test_instancenorm_errors():
 
 # ----------------------------------------------------------------------------- LRN
 
+
 def lrn_ref(x, size, alpha, beta, bias):
     xd = x.astype(np.float64)
     c = x.shape[1]
@@ -109,7 +123,7 @@ def lrn_ref(x, size, alpha, beta, bias):
     lo_off, hi_off = (size - 1) // 2, -(-(size - 1) // 2)
     for ch in range(c):
         lo, hi = max(0, ch - lo_off), min(c - 1, ch + hi_off)
-        sq[:, ch] = (xd[:, lo:hi + 1] ** 2).sum(axis=1)
+        sq[:, ch] = (xd[:, lo : hi + 1] ** 2).sum(axis=1)
     return xd / (bias + alpha / size * sq) ** beta
 
 
@@ -135,6 +149,7 @@ def test_lrn_errors():
 
 # ----------------------------------------------------------------------------- LpNormalization
 
+
 @pytest.mark.parametrize("p", [1, 2])
 @pytest.mark.parametrize("axis", [0, 1, -1, -2])
 def test_lp_normalization(p, axis):
@@ -158,16 +173,17 @@ def test_lp_normalization_defaults_and_errors():
 
 # ----------------------------------------------------------------------------- MeanVarianceNormalization
 
-@pytest.mark.parametrize("axes,shape", [((0, 2, 3), (2, 3, 4, 5)), ((1,), (3, 4)), ((-1, -2), (2, 3, 4)),
-                                        ((0, 1, 2), (2, 3, 4))])
+
+@pytest.mark.parametrize(
+    "axes,shape", [((0, 2, 3), (2, 3, 4, 5)), ((1,), (3, 4)), ((-1, -2), (2, 3, 4)), ((0, 1, 2), (2, 3, 4))]
+)
 def test_mvn(axes, shape):
     x = rand(*shape, scale=2, offset=1)
     xd = x.astype(np.float64)
     ax = tuple(a % len(shape) for a in axes)
     mean = xd.mean(ax, keepdims=True)
-    std = np.sqrt((xd ** 2).mean(ax, keepdims=True) - mean ** 2)
-    close(mean_variance_normalization(x, axes=axes), (xd - mean) / (std + 1e-9), np.float32,
-          rtol=1e-4, atol=1e-5)
+    std = np.sqrt((xd**2).mean(ax, keepdims=True) - mean**2)
+    close(mean_variance_normalization(x, axes=axes), (xd - mean) / (std + 1e-9), np.float32, rtol=1e-4, atol=1e-5)
 
 
 def test_mvn_default_axes():
@@ -182,6 +198,7 @@ def test_mvn_default_axes():
 
 # ----------------------------------------------------------------------------- LayerNormalization
 
+
 def ln_ref(x, scale, bias, axis, eps):
     xd = x.astype(np.float64)
     axes = tuple(range(axis % x.ndim, x.ndim))
@@ -191,12 +208,22 @@ def ln_ref(x, scale, bias, axis, eps):
     return y, mean, inv
 
 
-@pytest.mark.parametrize("shape,axis", [((2, 3, 4, 5), 0), ((2, 3, 4, 5), 2), ((2, 3, 4, 5), -1),
-                                        ((2, 3, 4, 5), -3), ((3, 7), 1), ((3, 7), -2), ((6,), 0)])
+@pytest.mark.parametrize(
+    "shape,axis",
+    [
+        ((2, 3, 4, 5), 0),
+        ((2, 3, 4, 5), 2),
+        ((2, 3, 4, 5), -1),
+        ((2, 3, 4, 5), -3),
+        ((3, 7), 1),
+        ((3, 7), -2),
+        ((6,), 0),
+    ],
+)
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_layer_normalization(shape, axis, with_bias):
     x = rand(*shape, scale=2, offset=0.5)
-    nshape = shape[axis % len(shape):]
+    nshape = shape[axis % len(shape) :]
     s = rand(*nshape)
     b = rand(*nshape) if with_bias else None
     y, mean, inv = layer_normalization(x, s, b, axis=axis, epsilon=1e-3)
@@ -240,13 +267,13 @@ def test_layer_normalization_errors():
 
 # ----------------------------------------------------------------------------- GroupNormalization
 
+
 @pytest.mark.parametrize("shape,groups", [((2, 6, 4, 3), 3), ((2, 6, 5), 1), ((3, 4, 2, 2), 4), ((2, 4), 2)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_group_normalization(shape, groups, dtype):
     n, c = shape[:2]
     x, s, b = rand(*shape, dtype=dtype, scale=2, offset=1), rand(c, dtype=dtype), rand(c, dtype=dtype)
-    y = group_normalization(x, s, b, num_groups=groups, epsilon=1e-4,
-                            stash_type=11 if dtype == np.float64 else 1)
+    y = group_normalization(x, s, b, num_groups=groups, epsilon=1e-4, stash_type=11 if dtype == np.float64 else 1)
     xg = x.astype(np.float64).reshape(n, groups, -1)
     want = ((xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + 1e-4)).reshape(shape)
     close(y, want * chan(s, len(shape)) + chan(b, len(shape)), dtype)
@@ -262,13 +289,14 @@ def test_group_normalization_errors():
 
 # ----------------------------------------------------------------------------- RMSNormalization
 
+
 @pytest.mark.parametrize("shape,axis", [((2, 3, 4), -1), ((2, 3, 4), 1), ((2, 3, 4), 0), ((5, 6), -2)])
 def test_rms_normalization(shape, axis):
     x = rand(*shape, scale=2)
-    s = rand(*shape[axis % len(shape):])
+    s = rand(*shape[axis % len(shape) :])
     xd = x.astype(np.float64)
     axes = tuple(range(axis % len(shape), len(shape)))
-    want = xd / np.sqrt((xd ** 2).mean(axes, keepdims=True) + 1e-3) * s
+    want = xd / np.sqrt((xd**2).mean(axes, keepdims=True) + 1e-3) * s
     close(rms_normalization(x, s, axis=axis, epsilon=1e-3), want, np.float32)
 
 
@@ -283,6 +311,7 @@ def test_rms_normalization_output_takes_scale_dtype():
 
 # ----------------------------------------------------------------------------- ONNX adapters
 
+
 def _onnx_run(op, opset, inputs, attrs, n_out):
     onnx = pytest.importorskip("onnx")
     from onnx import helper as oh
@@ -293,16 +322,20 @@ def _onnx_run(op, opset, inputs, attrs, n_out):
     outs = [f"o{k}" for k in range(n_out)]
     node = oh.make_node(op, names, outs, **attrs)
     tp = {np.dtype(np.float32): onnx.TensorProto.FLOAT, np.dtype(np.float64): onnx.TensorProto.DOUBLE}
-    g = oh.make_graph([node], "g",
-                      [oh.make_tensor_value_info(nm, tp[a.dtype], a.shape) for nm, a in zip(names, inputs)],
-                      [oh.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) for o in outs])
+    g = oh.make_graph(
+        [node],
+        "g",
+        [oh.make_tensor_value_info(nm, tp[a.dtype], a.shape) for nm, a in zip(names, inputs)],
+        [oh.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) for o in outs],
+    )
     m = oh.make_model(g, opset_imports=[oh.make_opsetid("", opset)])
     res = stdops.onnx.load(m).run(dict(zip(names, inputs)))
     return [res[o] for o in outs]
 
 
-@pytest.mark.parametrize("opset,attrs", [(9, {}), (7, {"spatial": 1}), (6, {"is_test": 0}),
-                                         (1, {"consumed_inputs": [0, 0, 0, 1, 1]})])
+@pytest.mark.parametrize(
+    "opset,attrs", [(9, {}), (7, {"spatial": 1}), (6, {"is_test": 0}), (1, {"consumed_inputs": [0, 0, 0, 1, 1]})]
+)
 def test_adapter_batchnorm_training_outputs(opset, attrs):
     x, s, b, m = rand(3, 2, 4), rand(2), rand(2), rand(2)
     v = np.abs(rand(2)) + np.float32(0.5)
@@ -316,8 +349,10 @@ def test_adapter_batchnorm_training_outputs(opset, attrs):
     close(sv, 1 / np.sqrt(bv + 1e-5), np.float32)
 
 
-@pytest.mark.parametrize("opset,attrs", [(9, {}), (7, {}), (6, {"is_test": 1}), (6, {}),
-                                         (1, {"is_test": 1, "consumed_inputs": [0, 0, 0, 1, 1]})])
+@pytest.mark.parametrize(
+    "opset,attrs",
+    [(9, {}), (7, {}), (6, {"is_test": 1}), (6, {}), (1, {"is_test": 1, "consumed_inputs": [0, 0, 0, 1, 1]})],
+)
 def test_adapter_batchnorm_inference(opset, attrs):
     x, s, b, m = rand(2, 3, 4), rand(3), rand(3), rand(3)
     v = np.abs(rand(3)) + np.float32(0.5)

@@ -1,4 +1,5 @@
 """Pooling kernels against naive per-window formulas written here (loops over output positions)."""
+
 from __future__ import annotations
 
 import math
@@ -7,8 +8,16 @@ import numpy as np
 import pytest
 
 from stdops.errors import KernelError
-from stdops.ops.pool import (average_pool, global_average_pool, global_lp_pool, global_max_pool, lp_pool,
-                             max_pool, max_pool_values, max_unpool)
+from stdops.ops.pool import (
+    average_pool,
+    global_average_pool,
+    global_lp_pool,
+    global_max_pool,
+    lp_pool,
+    max_pool,
+    max_pool_values,
+    max_unpool,
+)
 from stdops.ops.roi import max_roi_pool, roi_align
 
 RNG = np.random.default_rng(42)
@@ -38,8 +47,7 @@ def _out_and_pads(sp, k, s, d, pads, auto_pad, ceil_mode):
     return out, b, e
 
 
-def naive_pool(x, kind, k, s=None, d=None, pads=None, auto_pad="NOTSET", ceil_mode=0, cip=0, p=2,
-               storage_order=0):
+def naive_pool(x, kind, k, s=None, d=None, pads=None, auto_pad="NOTSET", ceil_mode=0, cip=0, p=2, storage_order=0):
     n = x.ndim - 2
     s = s or [1] * n
     d = d or [1] * n
@@ -60,9 +68,9 @@ def naive_pool(x, kind, k, s=None, d=None, pads=None, auto_pad="NOTSET", ceil_mo
                         if storage_order:
                             f = sum(pos[i] * math.prod(sp[:i]) for i in range(n))
                         else:
-                            f = sum(pos[i] * math.prod(sp[i + 1:]) for i in range(n))
+                            f = sum(pos[i] * math.prod(sp[i + 1 :]) for i in range(n))
                         flat.append((nn * x.shape[1] + c) * math.prod(sp) + f)
-                    if (in_padded if cip else inside):
+                    if in_padded if cip else inside:
                         counted += 1
                 at = (nn, c) + o
                 if kind == "max":
@@ -101,8 +109,14 @@ STRIDE1_CASES = POOL_CASES[12:]
 
 
 def _naive_kwargs(k, a):
-    return dict(k=k, s=a.get("strides"), d=a.get("dilations"), pads=a.get("pads"),
-                auto_pad=a.get("auto_pad", "NOTSET"), ceil_mode=a.get("ceil_mode", 0))
+    return dict(
+        k=k,
+        s=a.get("strides"),
+        d=a.get("dilations"),
+        pads=a.get("pads"),
+        auto_pad=a.get("auto_pad", "NOTSET"),
+        ceil_mode=a.get("ceil_mode", 0),
+    )
 
 
 @pytest.mark.parametrize("shape,k,attrs", POOL_CASES)
@@ -193,9 +207,11 @@ def test_global_pools(shape, dtype):
     axes = tuple(range(2, x.ndim))
     x64 = x.astype(np.float64)
     tol = dict(rtol=2e-3) if dtype == np.float16 else dict(rtol=1e-5)
-    for fn, ref in [(global_average_pool, x64.mean(axis=axes, keepdims=True)),
-                    (global_max_pool, x64.max(axis=axes, keepdims=True)),
-                    (global_lp_pool, np.sqrt((x64 ** 2).sum(axis=axes, keepdims=True)))]:
+    for fn, ref in [
+        (global_average_pool, x64.mean(axis=axes, keepdims=True)),
+        (global_max_pool, x64.max(axis=axes, keepdims=True)),
+        (global_lp_pool, np.sqrt((x64**2).sum(axis=axes, keepdims=True))),
+    ]:
         y = fn(x)
         assert y.dtype == dtype and y.shape == shape[:2] + (1,) * (x.ndim - 2)
         np.testing.assert_allclose(y.astype(np.float64), ref, **tol)
@@ -219,8 +235,12 @@ def test_global_lp_pool_onnx_versions():
     x = RNG.standard_normal((1, 2, 3, 3)).astype(np.float32)
     for opset, p in [(1, 3.0), (2, 3), (22, 1)]:
         node = helper.make_node("GlobalLpPool", ["X"], ["Y"], p=p)
-        g = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
-                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+        g = helper.make_graph(
+            [node],
+            "g",
+            [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)],
+            [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        )
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
         (y,) = stdops.onnx.run(m, [x])
         ref = (np.abs(x.astype(np.float64)) ** p).sum(axis=(2, 3), keepdims=True) ** (1.0 / p)
@@ -243,27 +263,30 @@ def test_max_unpool_roundtrip():
     assert not big[:, :, 6:].any() and not big[:, :, :, 8:].any()
 
 
-@pytest.mark.parametrize("call", [
-    lambda: max_pool(np.zeros((1, 1, 2, 2), np.float32), kernel_shape=[3, 3]),  # kernel > input
-    lambda: max_pool(np.zeros((1, 1, 4, 4), np.float32), kernel_shape=[2]),  # wrong length
-    lambda: max_pool(np.zeros((1, 1, 4, 4), np.float32), kernel_shape=[2, 2], pads=[1, 1]),
-    lambda: max_pool(np.zeros((1, 1, 4, 4), np.float32), kernel_shape=[2, 2], auto_pad="SAME"),
-    lambda: max_pool(np.zeros((4, 4), np.float32), kernel_shape=[2, 2]),  # no N, C
-    lambda: average_pool(np.zeros((1, 1, 4, 4), np.float32), kernel_shape=[2, 2], strides=[0, 1]),
-    lambda: average_pool(np.zeros((1, 1, 4, 4), np.int32), kernel_shape=[2, 2]),
-    lambda: lp_pool(np.zeros((1, 1, 4, 4), np.float32), kernel_shape=[2, 2], p=0),
-    lambda: global_average_pool(np.zeros((1, 1), np.float32)),
-    lambda: max_unpool(np.zeros((1, 1, 2, 2), np.float32), np.full((1, 1, 2, 2), 99), kernel_shape=[2, 2],
-                       strides=[2, 2]),
-    lambda: max_unpool(np.zeros((1, 1, 2, 2), np.float32), np.zeros((1, 1, 2, 1), np.int64),
-                       kernel_shape=[2, 2]),
-    lambda: max_roi_pool(np.zeros((1, 1, 4, 4), np.float32), np.zeros((1, 4), np.float32), pooled_shape=[2, 2]),
-    lambda: max_roi_pool(np.zeros((1, 1, 4, 4), np.float32), np.array([[3, 0, 0, 1, 1]], np.float32),
-                         pooled_shape=[2, 2]),
-    lambda: roi_align(np.zeros((1, 1, 4, 4), np.float32), np.zeros((1, 4), np.float32), np.array([1])),
-    lambda: roi_align(np.zeros((1, 1, 4, 4), np.float32), np.zeros((1, 4), np.float32), np.array([0]),
-                      mode="sum"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: max_pool(np.zeros((1, 1, 2, 2), np.float32), kernel_shape=[3, 3]),  # kernel > input
+        lambda: max_pool(np.zeros((1, 1, 4, 4), np.float32), kernel_shape=[2]),  # wrong length
+        lambda: max_pool(np.zeros((1, 1, 4, 4), np.float32), kernel_shape=[2, 2], pads=[1, 1]),
+        lambda: max_pool(np.zeros((1, 1, 4, 4), np.float32), kernel_shape=[2, 2], auto_pad="SAME"),
+        lambda: max_pool(np.zeros((4, 4), np.float32), kernel_shape=[2, 2]),  # no N, C
+        lambda: average_pool(np.zeros((1, 1, 4, 4), np.float32), kernel_shape=[2, 2], strides=[0, 1]),
+        lambda: average_pool(np.zeros((1, 1, 4, 4), np.int32), kernel_shape=[2, 2]),
+        lambda: lp_pool(np.zeros((1, 1, 4, 4), np.float32), kernel_shape=[2, 2], p=0),
+        lambda: global_average_pool(np.zeros((1, 1), np.float32)),
+        lambda: max_unpool(
+            np.zeros((1, 1, 2, 2), np.float32), np.full((1, 1, 2, 2), 99), kernel_shape=[2, 2], strides=[2, 2]
+        ),
+        lambda: max_unpool(np.zeros((1, 1, 2, 2), np.float32), np.zeros((1, 1, 2, 1), np.int64), kernel_shape=[2, 2]),
+        lambda: max_roi_pool(np.zeros((1, 1, 4, 4), np.float32), np.zeros((1, 4), np.float32), pooled_shape=[2, 2]),
+        lambda: max_roi_pool(
+            np.zeros((1, 1, 4, 4), np.float32), np.array([[3, 0, 0, 1, 1]], np.float32), pooled_shape=[2, 2]
+        ),
+        lambda: roi_align(np.zeros((1, 1, 4, 4), np.float32), np.zeros((1, 4), np.float32), np.array([1])),
+        lambda: roi_align(np.zeros((1, 1, 4, 4), np.float32), np.zeros((1, 4), np.float32), np.array([0]), mode="sum"),
+    ],
+)
 def test_bad_inputs(call):
     with pytest.raises(KernelError):
         call()
@@ -271,7 +294,7 @@ def test_bad_inputs(call):
 
 # ----------------------------------------------------------------------------- RoI pooling
 def naive_max_roi_pool(x, rois, ph, pw, scale):
-    R, (N, C, H, W) = rois.shape[0], x.shape
+    R, (_, C, H, W) = rois.shape[0], x.shape
     y = np.zeros((R, C, ph, pw), x.dtype)
     for r in range(R):
         b = int(rois[r, 0])
@@ -291,8 +314,9 @@ def naive_max_roi_pool(x, rois, ph, pw, scale):
 @pytest.mark.parametrize("pooled,scale", [((2, 2), 1.0), ((3, 4), 0.5), ((1, 1), 0.25), ((5, 5), 1.0)])
 def test_max_roi_pool(pooled, scale):
     x = RNG.standard_normal((2, 3, 10, 12)).astype(np.float32)
-    rois = np.array([[0, 0, 0, 11, 9], [1, 2.4, 3.6, 7.5, 8.2], [0, 5, 5, 5, 5], [1, -3, -2, 20, 30],
-                     [1, 9, 1, 3, 4]], np.float32)
+    rois = np.array(
+        [[0, 0, 0, 11, 9], [1, 2.4, 3.6, 7.5, 8.2], [0, 5, 5, 5, 5], [1, -3, -2, 20, 30], [1, 9, 1, 3, 4]], np.float32
+    )
     rois[:, 1:] /= scale
     y = max_roi_pool(x, rois, pooled_shape=pooled, spatial_scale=scale)
     assert y.shape == (5, 3) + pooled and y.dtype == np.float32
@@ -304,12 +328,19 @@ def test_max_roi_pool_matches_onnxruntime():
     from onnx import TensorProto, helper
 
     x = RNG.standard_normal((2, 4, 9, 11)).astype(np.float32)
-    rois = np.array([[0, 1, 1, 6, 7], [1, 0.5, 2.5, 10, 8], [1, 3, 3, 3, 3]], np.float32) * \
-        np.array([1, 2, 2, 2, 2], np.float32)
+    rois = np.array([[0, 1, 1, 6, 7], [1, 0.5, 2.5, 10, 8], [1, 3, 3, 3, 3]], np.float32) * np.array(
+        [1, 2, 2, 2, 2], np.float32
+    )
     node = helper.make_node("MaxRoiPool", ["X", "R"], ["Y"], pooled_shape=[3, 2], spatial_scale=0.5)
-    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape),
-                                        helper.make_tensor_value_info("R", TensorProto.FLOAT, rois.shape)],
-                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+    g = helper.make_graph(
+        [node],
+        "g",
+        [
+            helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape),
+            helper.make_tensor_value_info("R", TensorProto.FLOAT, rois.shape),
+        ],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     ref = sess.run(None, {"X": x, "R": rois})[0]
@@ -317,7 +348,7 @@ def test_max_roi_pool_matches_onnxruntime():
 
 
 def naive_roi_align(x, rois, bi, oh, ow, sr, scale, mode, half):
-    R, (N, C, H, W) = rois.shape[0], x.shape
+    R, (_, C, H, W) = rois.shape[0], x.shape
     y = np.zeros((R, C, oh, ow))
     off = 0.5 if half else 0.0
 
@@ -352,8 +383,9 @@ def naive_roi_align(x, rois, bi, oh, ow, sr, scale, mode, half):
                         terms = [wy * wx * img[:, py, px] for py, wy in cy for px, wx in cx]
                         samples.append(sum(terms) if mode == "avg" else np.max(terms, axis=0))
                 if samples:
-                    y[r, :, i, j] = (np.sum(samples, axis=0) / max(gh * gw, 1)) if mode == "avg" \
-                        else np.max(samples, axis=0)
+                    y[r, :, i, j] = (
+                        (np.sum(samples, axis=0) / max(gh * gw, 1)) if mode == "avg" else np.max(samples, axis=0)
+                    )
     return y
 
 
@@ -364,9 +396,17 @@ def test_roi_align(mode, half, sr, scale, out):
     x = RNG.standard_normal((2, 3, 8, 9)).astype(np.float32)
     rois = np.array([[0, 0, 8, 7], [1.5, 2.2, 6.7, 5.1], [3, 3, 3.2, 3.1], [-2, -3, 12, 10]], np.float32) / scale
     bi = np.array([0, 1, 1, 0], np.int64)
-    y = roi_align(x, rois, bi, mode=mode, output_height=out[0], output_width=out[1], sampling_ratio=sr,
-                  spatial_scale=scale,
-                  coordinate_transformation_mode="half_pixel" if half else "output_half_pixel")
+    y = roi_align(
+        x,
+        rois,
+        bi,
+        mode=mode,
+        output_height=out[0],
+        output_width=out[1],
+        sampling_ratio=sr,
+        spatial_scale=scale,
+        coordinate_transformation_mode="half_pixel" if half else "output_half_pixel",
+    )
     ref = naive_roi_align(x, rois, bi, out[0], out[1], sr, scale, mode, half)
     assert y.dtype == np.float32 and y.shape == (4, 3) + out
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
@@ -381,12 +421,13 @@ def test_roi_align_10_is_output_half_pixel():
     rois = np.array([[0.5, 1.0, 4.5, 5.0]], np.float32)
     bi = np.array([0], np.int64)
     node = helper.make_node("RoiAlign", ["X", "R", "B"], ["Y"], output_height=2, output_width=2)
-    ins = [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape),
-           helper.make_tensor_value_info("R", TensorProto.FLOAT, rois.shape),
-           helper.make_tensor_value_info("B", TensorProto.INT64, bi.shape)]
+    ins = [
+        helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape),
+        helper.make_tensor_value_info("R", TensorProto.FLOAT, rois.shape),
+        helper.make_tensor_value_info("B", TensorProto.INT64, bi.shape),
+    ]
     g = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 10)])
     (y,) = stdops.onnx.run(m, [x, rois, bi])
-    ref = roi_align(x, rois, bi, output_height=2, output_width=2,
-                    coordinate_transformation_mode="output_half_pixel")
+    ref = roi_align(x, rois, bi, output_height=2, output_width=2, coordinate_transformation_mode="output_half_pixel")
     np.testing.assert_array_equal(y, ref)

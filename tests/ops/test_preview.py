@@ -1,5 +1,6 @@
 """FlexAttention (ai.onnx.preview) against a float64 formula written here, called directly and through
 ONNX models whose score_mod / prob_mod subgraphs read values of the enclosing graph."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,8 @@ def causal(s):
 CASES = [  # (B, Hq, Hkv, L, S, D, Dv, scale, score_mod, prob_mod)
     (2, 4, 4, 8, 6, 16, 16, None, None, None),
     (2, 4, 4, 8, 6, 16, 16, 0.1, None, None),
-    (2, 8, 2, 4, 6, 16, 16, None, None, None),            # GQA
-    (2, 4, 4, 8, 6, 16, 32, None, None, None),            # Dv != D
+    (2, 8, 2, 4, 6, 16, 16, None, None, None),  # GQA
+    (2, 4, 4, 8, 6, 16, 32, None, None, None),  # Dv != D
     (1, 2, 2, 4, 8, 8, 8, None, causal, None),
     (1, 2, 1, 3, 4, 8, 8, None, lambda s: 20 * np.tanh(s / 20), lambda p: p * 0.5),
     (1, 2, 2, 3, 4, 8, 8, None, lambda s: s + np.arange(4)[None, None, None, :] * 0.1, None),
@@ -64,20 +65,36 @@ def test_modifier_sees_softmax_precision():
     q = RNG.standard_normal((1, 1, 2, 4)).astype(np.float16)
     K.flex_attention(q, q, q, score_mod=lambda s: seen.append(s.dtype) or s)
     K.flex_attention(q, q, q, score_mod=lambda s: seen.append(s.dtype) or s, softmax_precision=np.float64)
-    K.flex_attention(q.astype(np.float64), q.astype(np.float64), q.astype(np.float64),
-                     prob_mod=lambda p: seen.append(p.dtype) or p)
+    K.flex_attention(
+        q.astype(np.float64), q.astype(np.float64), q.astype(np.float64), prob_mod=lambda p: seen.append(p.dtype) or p
+    )
     assert seen == [np.float32, np.float64, np.float64]
 
 
-@pytest.mark.parametrize("args,attrs", [
-    ((np.zeros((1, 3, 2, 4), np.float32), np.zeros((1, 2, 2, 4), np.float32), np.zeros((1, 2, 2, 4), np.float32)),
-     {}),                                                                        # 3 heads over 2
-    ((np.zeros((3, 2, 4), np.float32),) * 3, {}),                                # rank 3
-    ((np.zeros((1, 1, 2, 4), np.float32), np.zeros((1, 1, 2, 5), np.float32), np.zeros((1, 1, 2, 4), np.float32)),
-     {}),                                                                        # head sizes
-    ((np.zeros((1, 1, 2, 4), np.float32),) * 3, {"score_mod": lambda s: s[..., :1]}),   # shape changed
-    ((np.zeros((1, 1, 2, 4), np.int32),) * 3, {}),
-])
+@pytest.mark.parametrize(
+    "args,attrs",
+    [
+        (
+            (
+                np.zeros((1, 3, 2, 4), np.float32),
+                np.zeros((1, 2, 2, 4), np.float32),
+                np.zeros((1, 2, 2, 4), np.float32),
+            ),
+            {},
+        ),  # 3 heads over 2
+        ((np.zeros((3, 2, 4), np.float32),) * 3, {}),  # rank 3
+        (
+            (
+                np.zeros((1, 1, 2, 4), np.float32),
+                np.zeros((1, 1, 2, 5), np.float32),
+                np.zeros((1, 1, 2, 4), np.float32),
+            ),
+            {},
+        ),  # head sizes
+        ((np.zeros((1, 1, 2, 4), np.float32),) * 3, {"score_mod": lambda s: s[..., :1]}),  # shape changed
+        ((np.zeros((1, 1, 2, 4), np.int32),) * 3, {}),
+    ],
+)
 def test_errors(args, attrs):
     with pytest.raises(KernelError):
         K.flex_attention(*args, **attrs)
@@ -99,15 +116,21 @@ def _vi(name, shape=None, dtype=TensorProto.FLOAT):
 
 def test_onnx_subgraphs_with_outer_scope_values():
     """score_mod adds a graph input 'bias' of the main graph; prob_mod multiplies by an initializer."""
-    score = helper.make_graph([helper.make_node("Add", ["scores", "bias"], ["out"])], "score_mod",
-                              [_vi("scores")], [_vi("out")])
+    score = helper.make_graph(
+        [helper.make_node("Add", ["scores", "bias"], ["out"])], "score_mod", [_vi("scores")], [_vi("out")]
+    )
     half = numpy_helper.from_array(np.array(0.5, np.float32), "half")
-    prob = helper.make_graph([helper.make_node("Mul", ["probs", "half"], ["out"])], "prob_mod",
-                             [_vi("probs")], [_vi("out")], [half])
-    node = helper.make_node("FlexAttention", ["Q", "K", "V"], ["Y"], domain="ai.onnx.preview",
-                            score_mod=score, prob_mod=prob, scale=0.3)
-    m = _model(node, [_vi("Q", [1, 2, 3, 4]), _vi("K", [1, 1, 5, 4]), _vi("V", [1, 1, 5, 2]), _vi("bias", [5])],
-               [_vi("Y", [1, 2, 3, 2])])
+    prob = helper.make_graph(
+        [helper.make_node("Mul", ["probs", "half"], ["out"])], "prob_mod", [_vi("probs")], [_vi("out")], [half]
+    )
+    node = helper.make_node(
+        "FlexAttention", ["Q", "K", "V"], ["Y"], domain="ai.onnx.preview", score_mod=score, prob_mod=prob, scale=0.3
+    )
+    m = _model(
+        node,
+        [_vi("Q", [1, 2, 3, 4]), _vi("K", [1, 1, 5, 4]), _vi("V", [1, 1, 5, 2]), _vi("bias", [5])],
+        [_vi("Y", [1, 2, 3, 2])],
+    )
     q, k, v = (RNG.standard_normal(s).astype(np.float32) for s in ((1, 2, 3, 4), (1, 1, 5, 4), (1, 1, 5, 2)))
     bias = RNG.standard_normal(5).astype(np.float32)
     (y,) = stdops.onnx.run(m, [q, k, v, bias])
@@ -116,8 +139,9 @@ def test_onnx_subgraphs_with_outer_scope_values():
 
 
 def test_onnx_subgraph_with_two_inputs_is_refused():
-    bad = helper.make_graph([helper.make_node("Add", ["a", "b"], ["out"])], "score_mod",
-                            [_vi("a"), _vi("b")], [_vi("out")])
+    bad = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["out"])], "score_mod", [_vi("a"), _vi("b")], [_vi("out")]
+    )
     node = helper.make_node("FlexAttention", ["Q", "K", "V"], ["Y"], domain="ai.onnx.preview", score_mod=bad)
     m = _model(node, [_vi("Q"), _vi("K"), _vi("V")], [_vi("Y")])
     with pytest.raises(ModelFormatError, match="score_mod"):
@@ -125,8 +149,9 @@ def test_onnx_subgraph_with_two_inputs_is_refused():
 
 
 def test_onnx_softmax_precision_enum():
-    node = helper.make_node("FlexAttention", ["Q", "K", "V"], ["Y"], domain="ai.onnx.preview",
-                            softmax_precision=TensorProto.DOUBLE)
+    node = helper.make_node(
+        "FlexAttention", ["Q", "K", "V"], ["Y"], domain="ai.onnx.preview", softmax_precision=TensorProto.DOUBLE
+    )
     m = _model(node, [_vi("Q"), _vi("K"), _vi("V")], [_vi("Y")])
     q = RNG.standard_normal((1, 1, 2, 4)).astype(np.float32)
     (y,) = stdops.onnx.run(m, [q, q, q])

@@ -1,4 +1,5 @@
 """Quantization kernels against the ONNX formulas written here."""
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -6,14 +7,20 @@ import numpy as np
 import pytest
 
 from stdops.errors import KernelError
-from stdops.ops.quant import (dequantize_linear, dynamic_quantize_linear, qlinear_matmul,
-                              quantize_linear)
+from stdops.ops.quant import dequantize_linear, dynamic_quantize_linear, qlinear_matmul, quantize_linear
 
 RNG = np.random.default_rng(0)
 
-INT_TYPES = [(np.uint8, 0, 255), (np.int8, -128, 127), (np.uint16, 0, 65535),
-             (np.int16, -32768, 32767), (ml_dtypes.uint4, 0, 15), (ml_dtypes.int4, -8, 7),
-             (ml_dtypes.uint2, 0, 3), (ml_dtypes.int2, -2, 1)]
+INT_TYPES = [
+    (np.uint8, 0, 255),
+    (np.int8, -128, 127),
+    (np.uint16, 0, 65535),
+    (np.int16, -32768, 32767),
+    (ml_dtypes.uint4, 0, 15),
+    (ml_dtypes.int4, -8, 7),
+    (ml_dtypes.uint2, 0, 3),
+    (ml_dtypes.int2, -2, 1),
+]
 
 
 def q_ref(x, scale, zp, lo, hi):
@@ -65,8 +72,9 @@ def test_quantize_dequantize_blocked(block):
     np.testing.assert_allclose(d, (y.astype(np.float64) - zp[:, cols]) * scale[:, cols], rtol=1e-6)
 
 
-@pytest.mark.parametrize("fdt", [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz,
-                                 ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz])
+@pytest.mark.parametrize(
+    "fdt", [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz]
+)
 @pytest.mark.parametrize("saturate", [0, 1])
 def test_quantize_float8(fdt, saturate):
     x = np.array([0.0, 1.3, -2.7, 1e6, -1e6, np.inf, 300.0, 0.01], np.float32)
@@ -105,16 +113,21 @@ def test_quantize_int32_input():
     np.testing.assert_array_equal(y, [-128, 3, 63])  # 62.5 -> 62 (half to even) + 1
 
 
-@pytest.mark.parametrize("args,kw", [
-    ((np.ones(3, np.float32), np.ones(2, np.float32)), {"axis": 0}),
-    ((np.ones((2, 3), np.float32), np.ones(3, np.float32)), {"axis": 2}),
-    ((np.ones((2, 4), np.float32), np.ones((2, 3), np.float32)), {"axis": 1, "block_size": 2}),
-    ((np.ones((2, 4), np.float32), np.ones((2, 2), np.float32)), {"axis": 1}),
-    ((np.ones(3, np.float32), np.ones((), np.float32), np.zeros((), np.uint8)),
-     {"output_dtype": np.dtype(np.int8)}),
-    ((np.ones(3, np.float32), np.ones((), np.float32)), {"output_dtype": np.dtype(np.float32)}),
-    ((np.ones(3, np.float32), np.ones(3, np.float32), np.zeros(2, np.uint8)), {"axis": 0}),
-])
+@pytest.mark.parametrize(
+    "args,kw",
+    [
+        ((np.ones(3, np.float32), np.ones(2, np.float32)), {"axis": 0}),
+        ((np.ones((2, 3), np.float32), np.ones(3, np.float32)), {"axis": 2}),
+        ((np.ones((2, 4), np.float32), np.ones((2, 3), np.float32)), {"axis": 1, "block_size": 2}),
+        ((np.ones((2, 4), np.float32), np.ones((2, 2), np.float32)), {"axis": 1}),
+        (
+            (np.ones(3, np.float32), np.ones((), np.float32), np.zeros((), np.uint8)),
+            {"output_dtype": np.dtype(np.int8)},
+        ),
+        ((np.ones(3, np.float32), np.ones((), np.float32)), {"output_dtype": np.dtype(np.float32)}),
+        ((np.ones(3, np.float32), np.ones(3, np.float32), np.zeros(2, np.uint8)), {"axis": 0}),
+    ],
+)
 def test_quantize_bad_inputs(args, kw):
     with pytest.raises(KernelError):
         quantize_linear(*args, **kw)
@@ -135,8 +148,9 @@ def test_dequantize_int32_float16_and_output_dtype():
     np.testing.assert_allclose(y, q.astype(np.float64) * np.float64(np.float32(0.001)), rtol=1e-7)
     y = dequantize_linear(np.array([1, 2], np.uint8), np.array(0.5, np.float16))
     assert y.dtype == np.float16
-    y = dequantize_linear(np.array([1, 2], np.uint8), np.array(0.5, np.float32),
-                          output_dtype=np.dtype(ml_dtypes.bfloat16))
+    y = dequantize_linear(
+        np.array([1, 2], np.uint8), np.array(0.5, np.float32), output_dtype=np.dtype(ml_dtypes.bfloat16)
+    )
     assert y.dtype == ml_dtypes.bfloat16
     np.testing.assert_array_equal(y.astype(np.float32), [0.5, 1.0])
 
@@ -222,17 +236,18 @@ def test_qlinear_matmul_bad_shapes():
 
 # --------------------------------------------------------------------------- ONNX adapters
 
+
 def _run_onnx(op, opset, attrs, feeds, out_type):
     from onnx import helper
 
     import stdops.onnx
 
-    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-           for n, a in feeds]
+    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in feeds]
     node = helper.make_node(op, [n for n, _ in feeds], ["y"], **attrs)
     out = helper.make_tensor_value_info("y", out_type, None)
-    model = helper.make_model(helper.make_graph([node], "g", ins, [out]),
-                              opset_imports=[helper.make_opsetid("", opset)])
+    model = helper.make_model(
+        helper.make_graph([node], "g", ins, [out]), opset_imports=[helper.make_opsetid("", opset)]
+    )
     model.ir_version = 10
     return stdops.onnx.run(model, [a for _, a in feeds])[0]
 
@@ -242,16 +257,21 @@ def test_onnx_output_dtype_enums():
 
     x = np.array([1.0, -3.0, 200.0], np.float32)
     s = np.array(1.0, np.float32)
-    y = _run_onnx("QuantizeLinear", 21, {"output_dtype": TensorProto.INT4}, [("x", x), ("s", s)],
-                  TensorProto.INT4)
+    y = _run_onnx("QuantizeLinear", 21, {"output_dtype": TensorProto.INT4}, [("x", x), ("s", s)], TensorProto.INT4)
     assert y.dtype == ml_dtypes.int4
     np.testing.assert_array_equal(y.astype(np.int8), [1, -3, 7])
-    y = _run_onnx("QuantizeLinear", 23, {"precision": TensorProto.FLOAT, "output_dtype": 0},
-                  [("x", x), ("s", s)], TensorProto.UINT8)
+    y = _run_onnx(
+        "QuantizeLinear",
+        23,
+        {"precision": TensorProto.FLOAT, "output_dtype": 0},
+        [("x", x), ("s", s)],
+        TensorProto.UINT8,
+    )
     assert y.dtype == np.uint8
     q = np.array([1, 2], np.uint8)
-    y = _run_onnx("DequantizeLinear", 23, {"output_dtype": TensorProto.FLOAT16}, [("q", q), ("s", s)],
-                  TensorProto.FLOAT16)
+    y = _run_onnx(
+        "DequantizeLinear", 23, {"output_dtype": TensorProto.FLOAT16}, [("q", q), ("s", s)], TensorProto.FLOAT16
+    )
     assert y.dtype == np.float16
     y = _run_onnx("QuantizeLinear", 10, {}, [("x", x), ("s", s)], TensorProto.UINT8)
     np.testing.assert_array_equal(y, [1, 0, 200])

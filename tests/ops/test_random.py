@@ -1,4 +1,5 @@
 """Random kernels: shapes, dtypes, moments within statistical bounds, seeded reproducibility."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +21,7 @@ def test_random_normal_moments(dtype, mean, scale):
     assert abs(y.std() - scale) < 5 * scale * np.sqrt(0.5 / N) + 2e-3 * scale
     # standardized third/fourth moments of a normal: 0 and 3
     z = (y - mean) / scale
-    assert abs((z ** 3).mean()) < 0.05 and abs((z ** 4).mean() - 3) < 0.1
+    assert abs((z**3).mean()) < 0.05 and abs((z**4).mean() - 3) < 0.1
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
@@ -52,9 +53,13 @@ def test_like_ops():
     assert 2.0 <= y.min() and y.max() <= 3.0 and abs(y.mean() - 2.5) < 0.01
 
 
-@pytest.mark.parametrize("fn, kw", [
-    (R.random_normal, {"shape": (4, 5)}), (R.random_uniform, {"shape": (4, 5)}),
-])
+@pytest.mark.parametrize(
+    "fn, kw",
+    [
+        (R.random_normal, {"shape": (4, 5)}),
+        (R.random_uniform, {"shape": (4, 5)}),
+    ],
+)
 def test_seeded_reproducible(fn, kw):
     a, b = fn(**kw, seed=3.0), fn(**kw, seed=3.0)
     np.testing.assert_array_equal(a, b)
@@ -69,8 +74,9 @@ def test_seeded_like_bernoulli_multinomial():
     for fn in (R.random_normal_like, R.random_uniform_like, R.bernoulli):
         np.testing.assert_array_equal(fn(x, seed=1.0), fn(x, seed=1.0))
     lg = np.zeros((4, 10), np.float32)
-    np.testing.assert_array_equal(R.multinomial(lg, sample_size=50, seed=2.0),
-                                  R.multinomial(lg, sample_size=50, seed=2.0))
+    np.testing.assert_array_equal(
+        R.multinomial(lg, sample_size=50, seed=2.0), R.multinomial(lg, sample_size=50, seed=2.0)
+    )
 
 
 def test_bernoulli():
@@ -106,10 +112,16 @@ def test_multinomial_unnormalized_logits_and_default():
     assert R.multinomial(np.zeros((2, 3), np.float64)).shape == (2, 1)
 
 
-@pytest.mark.parametrize("x, kw", [(np.zeros(3, np.float32), {}), (np.zeros((2, 3), np.int32), {}),
-                                   (np.zeros((2, 3), np.float32), {"dtype": np.float32}),
-                                   (np.zeros((2, 3), np.float32), {"sample_size": 0}),
-                                   (np.zeros((2, 0), np.float32), {})])
+@pytest.mark.parametrize(
+    "x, kw",
+    [
+        (np.zeros(3, np.float32), {}),
+        (np.zeros((2, 3), np.int32), {}),
+        (np.zeros((2, 3), np.float32), {"dtype": np.float32}),
+        (np.zeros((2, 3), np.float32), {"sample_size": 0}),
+        (np.zeros((2, 0), np.float32), {}),
+    ],
+)
 def test_multinomial_errors(x, kw):
     with pytest.raises(KernelError):
         R.multinomial(x, **kw)
@@ -167,8 +179,12 @@ def _onnx_run(node, in_types, out_types, opset, feeds):
 
     import stdops.onnx
 
-    g = h.make_graph([node], "g", [h.make_tensor_value_info(n, t, None) for n, t in in_types],
-                     [h.make_tensor_value_info(n, t, None) for n, t in out_types])
+    g = h.make_graph(
+        [node],
+        "g",
+        [h.make_tensor_value_info(n, t, None) for n, t in in_types],
+        [h.make_tensor_value_info(n, t, None) for n, t in out_types],
+    )
     m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
     return stdops.onnx.run(m, feeds)
 
@@ -178,37 +194,69 @@ def test_onnx_random_dtype_enums(opset):
     from onnx import TensorProto as TP
     from onnx import helper as h
 
-    (y,) = _onnx_run(h.make_node("RandomNormal", [], ["y"], shape=[3, 4], dtype=TP.DOUBLE, seed=1.0, mean=2.0),
-                     [], [("y", TP.DOUBLE)], opset, [])
+    (y,) = _onnx_run(
+        h.make_node("RandomNormal", [], ["y"], shape=[3, 4], dtype=TP.DOUBLE, seed=1.0, mean=2.0),
+        [],
+        [("y", TP.DOUBLE)],
+        opset,
+        [],
+    )
     assert y.dtype == np.float64 and y.shape == (3, 4)
-    (y2,) = _onnx_run(h.make_node("RandomNormal", [], ["y"], shape=[3, 4], dtype=TP.DOUBLE, seed=1.0, mean=2.0),
-                      [], [("y", TP.DOUBLE)], opset, [])
+    (y2,) = _onnx_run(
+        h.make_node("RandomNormal", [], ["y"], shape=[3, 4], dtype=TP.DOUBLE, seed=1.0, mean=2.0),
+        [],
+        [("y", TP.DOUBLE)],
+        opset,
+        [],
+    )
     np.testing.assert_array_equal(y, y2)
     (y,) = _onnx_run(h.make_node("RandomUniform", [], ["y"], shape=[5]), [], [("y", TP.FLOAT)], opset, [])
     assert y.dtype == np.float32 and ((0 <= y) & (y < 1)).all()
     x = np.zeros((2, 3), np.float32)
-    (y,) = _onnx_run(h.make_node("RandomUniformLike", ["x"], ["y"], dtype=TP.FLOAT16), [("x", TP.FLOAT)],
-                     [("y", TP.FLOAT16)], opset, [x])
+    (y,) = _onnx_run(
+        h.make_node("RandomUniformLike", ["x"], ["y"], dtype=TP.FLOAT16),
+        [("x", TP.FLOAT)],
+        [("y", TP.FLOAT16)],
+        opset,
+        [x],
+    )
     assert y.dtype == np.float16 and y.shape == (2, 3)
     (y,) = _onnx_run(h.make_node("RandomNormalLike", ["x"], ["y"]), [("x", TP.FLOAT)], [("y", TP.FLOAT)], opset, [x])
     assert y.dtype == np.float32
-    (y,) = _onnx_run(h.make_node("Multinomial", ["x"], ["y"], sample_size=6, dtype=TP.INT64), [("x", TP.FLOAT)],
-                     [("y", TP.INT64)], opset, [x])
+    (y,) = _onnx_run(
+        h.make_node("Multinomial", ["x"], ["y"], sample_size=6, dtype=TP.INT64),
+        [("x", TP.FLOAT)],
+        [("y", TP.INT64)],
+        opset,
+        [x],
+    )
     assert y.dtype == np.int64 and y.shape == (2, 6)
     (y,) = _onnx_run(h.make_node("Multinomial", ["x"], ["y"]), [("x", TP.FLOAT)], [("y", TP.INT32)], opset, [x])
     assert y.dtype == np.int32 and y.shape == (2, 1)
 
 
-@pytest.mark.parametrize("opset, attrs, mask_dtype", [(6, {"is_test": 1, "ratio": 0.3}, np.float32),
-                                                      (7, {"ratio": 0.2}, np.float32), (10, {}, np.bool_),
-                                                      (12, {}, np.bool_), (22, {"seed": 3.0}, np.bool_)])
+@pytest.mark.parametrize(
+    "opset, attrs, mask_dtype",
+    [
+        (6, {"is_test": 1, "ratio": 0.3}, np.float32),
+        (7, {"ratio": 0.2}, np.float32),
+        (10, {}, np.bool_),
+        (12, {}, np.bool_),
+        (22, {"seed": 3.0}, np.bool_),
+    ],
+)
 def test_onnx_dropout_versions(opset, attrs, mask_dtype):
     from onnx import TensorProto as TP
     from onnx import helper as h
 
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    y, m = _onnx_run(h.make_node("Dropout", ["x"], ["y", "m"], **attrs), [("x", TP.FLOAT)],
-                     [("y", TP.FLOAT), ("m", TP.BOOL if mask_dtype == np.bool_ else TP.FLOAT)], opset, [x])
+    y, m = _onnx_run(
+        h.make_node("Dropout", ["x"], ["y", "m"], **attrs),
+        [("x", TP.FLOAT)],
+        [("y", TP.FLOAT), ("m", TP.BOOL if mask_dtype == np.bool_ else TP.FLOAT)],
+        opset,
+        [x],
+    )
     np.testing.assert_array_equal(y, x)
     assert m.dtype == mask_dtype and m.shape == x.shape and (m == 1).all()
 

@@ -1,4 +1,5 @@
 """LinearAttention, CausalConvWithState and SwiGLU against independent float64 formulas written here."""
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -42,11 +43,14 @@ def test_swiglu(dtype, alpha, shape):
     np.testing.assert_array_equal(a, a0)
 
 
-@pytest.mark.parametrize("a,b", [
-    (np.zeros((2, 3), np.float32), np.zeros((3,), np.float32)),   # no broadcasting
-    (np.zeros(3, np.float32), np.zeros(3, np.float64)),           # dtype mismatch
-    (np.zeros(3, np.int32), np.zeros(3, np.int32)),               # not float
-])
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        (np.zeros((2, 3), np.float32), np.zeros((3,), np.float32)),  # no broadcasting
+        (np.zeros(3, np.float32), np.zeros(3, np.float64)),  # dtype mismatch
+        (np.zeros(3, np.int32), np.zeros(3, np.int32)),  # not float
+    ],
+)
 def test_swiglu_errors(a, b):
     with pytest.raises(KernelError):
         K.swi_glu(a, b)
@@ -68,7 +72,7 @@ def ref_causal_conv(x, w, bias=None, past=None, act="none"):
         y += bias[None, :, None]
     if act != "none":
         y = y / (1 + np.exp(-y))
-    return y, p[:, :, p.shape[2] - (k - 1):]
+    return y, p[:, :, p.shape[2] - (k - 1) :]
 
 
 CONV_CASES = [  # (B, C, L, k, bias, past, activation)
@@ -77,12 +81,12 @@ CONV_CASES = [  # (B, C, L, k, bias, past, activation)
     (2, 4, 8, 4, False, True, "none"),
     (2, 4, 8, 4, True, True, "silu"),
     (2, 4, 8, 4, False, False, "swish"),
-    (2, 4, 1, 4, True, True, "none"),     # decode step
-    (2, 3, 6, 1, True, False, "none"),    # k == 1: empty state
-    (2, 4, 2, 5, False, False, "none"),   # input shorter than k - 1
+    (2, 4, 1, 4, True, True, "none"),  # decode step
+    (2, 3, 6, 1, True, False, "none"),  # k == 1: empty state
+    (2, 4, 2, 5, False, False, "none"),  # input shorter than k - 1
     (2, 4, 2, 5, False, True, "silu"),
     (1, 1, 6, 4, False, False, "none"),
-    (1, 2, 0, 3, False, True, "none"),    # empty input: the state passes through
+    (1, 2, 0, 3, False, True, "none"),  # empty input: the state passes through
 ]
 
 
@@ -113,16 +117,23 @@ def test_causal_conv_streaming_equals_one_shot():
     np.testing.assert_allclose(state, s_all, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("args,attrs", [
-    ((np.zeros((2, 4), np.float32), np.zeros((4, 1, 3), np.float32)), {}),               # rank 2 input
-    ((np.zeros((2, 4, 5), np.float32), np.zeros((3, 1, 3), np.float32)), {}),            # channel mismatch
-    ((np.zeros((2, 4, 5), np.float32), np.zeros((4, 2, 3), np.float32)), {}),            # not depthwise
-    ((np.zeros((2, 4, 5), np.float32), np.zeros((4, 1, 3), np.float32), None,
-      np.zeros((2, 4, 3), np.float32)), {}),                                             # state length k
-    ((np.zeros((2, 4, 5), np.float32), np.zeros((4, 1, 3), np.float32),
-      np.zeros(3, np.float32)), {}),                                                     # bias length
-    ((np.zeros((2, 4, 5), np.float32), np.zeros((4, 1, 3), np.float32)), {"activation": "relu"}),
-])
+@pytest.mark.parametrize(
+    "args,attrs",
+    [
+        ((np.zeros((2, 4), np.float32), np.zeros((4, 1, 3), np.float32)), {}),  # rank 2 input
+        ((np.zeros((2, 4, 5), np.float32), np.zeros((3, 1, 3), np.float32)), {}),  # channel mismatch
+        ((np.zeros((2, 4, 5), np.float32), np.zeros((4, 2, 3), np.float32)), {}),  # not depthwise
+        (
+            (np.zeros((2, 4, 5), np.float32), np.zeros((4, 1, 3), np.float32), None, np.zeros((2, 4, 3), np.float32)),
+            {},
+        ),  # state length k
+        (
+            (np.zeros((2, 4, 5), np.float32), np.zeros((4, 1, 3), np.float32), np.zeros(3, np.float32)),
+            {},
+        ),  # bias length
+        ((np.zeros((2, 4, 5), np.float32), np.zeros((4, 1, 3), np.float32)), {"activation": "relu"}),
+    ],
+)
 def test_causal_conv_errors(args, attrs):
     with pytest.raises(KernelError):
         K.causal_conv_with_state(*args, **attrs)
@@ -147,7 +158,7 @@ def ref_linear_attention(q, k, v, past, decay, beta, hq, hkv, rule, scale):
                 s = S[b, h]
                 if rule in ("gated", "gated_delta"):
                     g = decay[b, t]
-                    g = g[h * dk:(h + 1) * dk] if g.size == hkv * dk else np.full(dk, g[h])
+                    g = g[h * dk : (h + 1) * dk] if g.size == hkv * dk else np.full(dk, g[h])
                     s = np.diag(np.exp(g)) @ s
                 kt, vt = Kh[b, t, h], Vh[b, t, h]
                 if rule in ("delta", "gated_delta"):
@@ -169,9 +180,9 @@ LA_CASES = [  # (rule, B, T, hq, hkv, dk, dv, decay per key dim?, beta per head?
     ("delta", 2, 4, 4, 4, 8, 6, None, True, False, 0.0),
     ("gated_delta", 2, 4, 4, 4, 8, 8, True, True, False, 0.0),
     ("gated_delta", 2, 4, 4, 4, 8, 8, False, False, True, 0.25),
-    ("gated_delta", 2, 4, 8, 4, 8, 8, True, True, False, 0.0),    # GQA
-    ("gated_delta", 1, 5, 8, 1, 4, 3, True, False, True, 0.0),    # MQA, d_v != d_k
-    ("gated_delta", 2, 0, 4, 2, 4, 4, True, True, True, 0.0),     # no tokens: state passes through
+    ("gated_delta", 2, 4, 8, 4, 8, 8, True, True, False, 0.0),  # GQA
+    ("gated_delta", 1, 5, 8, 1, 4, 3, True, False, True, 0.0),  # MQA, d_v != d_k
+    ("gated_delta", 2, 0, 4, 2, 4, 4, True, True, True, 0.0),  # no tokens: state passes through
 ]
 
 
@@ -194,8 +205,9 @@ def test_linear_attention(dtype, case):
     args = [None if a is None else a.astype(dtype) for a in f64]
     keep = [None if a is None else a.copy() for a in args]
     y, state = K.linear_attention(*args, q_num_heads=hq, kv_num_heads=hkv, update_rule=rule, scale=scale)
-    want_y, want_s = ref_linear_attention(*[None if a is None else a.astype(np.float64) for a in args],
-                                          hq, hkv, rule, scale)
+    want_y, want_s = ref_linear_attention(
+        *[None if a is None else a.astype(np.float64) for a in args], hq, hkv, rule, scale
+    )
     tol = 1e-2 if dtype == np.float16 else None
     check(y, want_y, dtype, tol)
     check(state, want_s, dtype, tol)
@@ -209,10 +221,20 @@ def test_linear_attention_default_rule_and_chunking():
     q, k, v, _, decay, beta = _la_inputs("gated_delta", 2, 6, 4, 2, 4, 4, True, True, False)
     q, k, v, decay, beta = (a.astype(np.float32) for a in (q, k, v, decay, beta))
     y_all, s_all = K.linear_attention(q, k, v, None, decay, beta, q_num_heads=4, kv_num_heads=2)
-    y1, s1 = K.linear_attention(q[:, :2], k[:, :2], v[:, :2], None, decay[:, :2], beta[:, :2],
-                                q_num_heads=4, kv_num_heads=2, update_rule="gated_delta")
-    y2, s2 = K.linear_attention(q[:, 2:], k[:, 2:], v[:, 2:], s1, decay[:, 2:], beta[:, 2:],
-                                q_num_heads=4, kv_num_heads=2, chunk_size=1)
+    y1, s1 = K.linear_attention(
+        q[:, :2],
+        k[:, :2],
+        v[:, :2],
+        None,
+        decay[:, :2],
+        beta[:, :2],
+        q_num_heads=4,
+        kv_num_heads=2,
+        update_rule="gated_delta",
+    )
+    y2, s2 = K.linear_attention(
+        q[:, 2:], k[:, 2:], v[:, 2:], s1, decay[:, 2:], beta[:, 2:], q_num_heads=4, kv_num_heads=2, chunk_size=1
+    )
     np.testing.assert_allclose(np.concatenate([y1, y2], axis=1), y_all, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(s2, s_all, rtol=1e-5, atol=1e-6)
 
@@ -227,18 +249,25 @@ def test_linear_attention_state_dtype_follows_past_state():
 Z = np.zeros((1, 2, 8), np.float32)
 
 
-@pytest.mark.parametrize("args,attrs", [
-    ((Z, Z, Z), {"q_num_heads": 3, "kv_num_heads": 2, "update_rule": "linear"}),     # not a multiple
-    ((Z, Z, Z), {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "gated"}),      # decay missing
-    ((Z, Z, Z), {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "delta"}),      # beta missing
-    ((Z, Z, Z), {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "bogus"}),
-    ((Z, np.zeros((1, 2, 6), np.float32), Z), {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear"}),
-    ((Z, Z, Z, np.zeros((1, 2, 4, 5), np.float32)),
-     {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear"}),                # past_state shape
-    ((Z, Z, Z, None, np.zeros((1, 2, 3), np.float32)),
-     {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "gated"}),                 # decay shape
-    ((Z[0], Z[0], Z[0]), {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear"}),  # rank 2
-])
+@pytest.mark.parametrize(
+    "args,attrs",
+    [
+        ((Z, Z, Z), {"q_num_heads": 3, "kv_num_heads": 2, "update_rule": "linear"}),  # not a multiple
+        ((Z, Z, Z), {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "gated"}),  # decay missing
+        ((Z, Z, Z), {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "delta"}),  # beta missing
+        ((Z, Z, Z), {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "bogus"}),
+        ((Z, np.zeros((1, 2, 6), np.float32), Z), {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear"}),
+        (
+            (Z, Z, Z, np.zeros((1, 2, 4, 5), np.float32)),
+            {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear"},
+        ),  # past_state shape
+        (
+            (Z, Z, Z, None, np.zeros((1, 2, 3), np.float32)),
+            {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "gated"},
+        ),  # decay shape
+        ((Z[0], Z[0], Z[0]), {"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear"}),  # rank 2
+    ],
+)
 def test_linear_attention_errors(args, attrs):
     with pytest.raises(KernelError):
         K.linear_attention(*args, **attrs)

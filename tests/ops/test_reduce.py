@@ -1,9 +1,9 @@
 """Reductions (stdops.ops.reduce) and their ONNX adapters, against independent formulas written here."""
+
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper
 
@@ -36,13 +36,14 @@ def _ref(name, x, axes, keepdims):
     kd = bool(keepdims)
     f = {
         "reduce_sum": lambda: np.add.reduce(x64, axis=ax, keepdims=kd),
-        "reduce_sum_square": lambda: np.add.reduce(x64 ** 2, axis=ax, keepdims=kd),
+        "reduce_sum_square": lambda: np.add.reduce(x64**2, axis=ax, keepdims=kd),
         "reduce_l1": lambda: np.add.reduce(np.fabs(x64), axis=ax, keepdims=kd),
-        "reduce_l2": lambda: np.add.reduce(x64 ** 2, axis=ax, keepdims=kd) ** 0.5,
+        "reduce_l2": lambda: np.add.reduce(x64**2, axis=ax, keepdims=kd) ** 0.5,
         "reduce_log_sum": lambda: np.log(np.add.reduce(x64, axis=ax, keepdims=kd)),
         "reduce_log_sum_exp": lambda: np.log(np.add.reduce(np.exp(x64), axis=ax, keepdims=kd)),
-        "reduce_mean": lambda: np.add.reduce(x64, axis=ax, keepdims=kd)
-        / (x64.size / np.add.reduce(x64, axis=ax, keepdims=True).size),
+        "reduce_mean": lambda: (
+            np.add.reduce(x64, axis=ax, keepdims=kd) / (x64.size / np.add.reduce(x64, axis=ax, keepdims=True).size)
+        ),
         "reduce_prod": lambda: np.multiply.reduce(x64, axis=ax, keepdims=kd),
         "reduce_max": lambda: np.maximum.reduce(x64, axis=ax, keepdims=kd),
         "reduce_min": lambda: np.minimum.reduce(x64, axis=ax, keepdims=kd),
@@ -50,8 +51,18 @@ def _ref(name, x, axes, keepdims):
     return np.asarray(f).astype(x.dtype)
 
 
-NAMES = ["reduce_sum", "reduce_sum_square", "reduce_l1", "reduce_l2", "reduce_log_sum",
-         "reduce_log_sum_exp", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min"]
+NAMES = [
+    "reduce_sum",
+    "reduce_sum_square",
+    "reduce_l1",
+    "reduce_l2",
+    "reduce_log_sum",
+    "reduce_log_sum_exp",
+    "reduce_mean",
+    "reduce_prod",
+    "reduce_max",
+    "reduce_min",
+]
 AXES = [None, [0], [1], [-1], [0, 2], [-3, -1], [2, 0, 1]]
 
 
@@ -79,16 +90,19 @@ def test_reduce_float_dtypes(name, dtype):
     _same(R.__dict__[name](x, np.array([1], I64), keepdims=0), _ref(name, x, [1], 0), rtol=tol)
 
 
-@pytest.mark.parametrize("name, want", [
-    ("reduce_sum", lambda x: x.sum(axis=1, dtype=x.dtype)),
-    ("reduce_sum_square", lambda x: (x * x).sum(axis=1, dtype=x.dtype)),
-    ("reduce_l1", lambda x: np.abs(x).sum(axis=1, dtype=x.dtype)),
-    ("reduce_prod", lambda x: x.prod(axis=1, dtype=x.dtype)),
-    ("reduce_max", lambda x: x.max(axis=1)),
-    ("reduce_min", lambda x: x.min(axis=1)),
-    ("reduce_mean", lambda x: np.trunc(x.astype(np.float64).mean(axis=1)).astype(x.dtype)),
-    ("reduce_l2", lambda x: np.sqrt((x.astype(np.float64) ** 2).sum(axis=1)).astype(x.dtype)),
-])
+@pytest.mark.parametrize(
+    "name, want",
+    [
+        ("reduce_sum", lambda x: x.sum(axis=1, dtype=x.dtype)),
+        ("reduce_sum_square", lambda x: (x * x).sum(axis=1, dtype=x.dtype)),
+        ("reduce_l1", lambda x: np.abs(x).sum(axis=1, dtype=x.dtype)),
+        ("reduce_prod", lambda x: x.prod(axis=1, dtype=x.dtype)),
+        ("reduce_max", lambda x: x.max(axis=1)),
+        ("reduce_min", lambda x: x.min(axis=1)),
+        ("reduce_mean", lambda x: np.trunc(x.astype(np.float64).mean(axis=1)).astype(x.dtype)),
+        ("reduce_l2", lambda x: np.sqrt((x.astype(np.float64) ** 2).sum(axis=1)).astype(x.dtype)),
+    ],
+)
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64, np.int8, np.uint8])
 def test_reduce_integers_keep_dtype(name, want, dtype):
     x = (np.arange(24).reshape(2, 4, 3) % 5 - (0 if np.dtype(dtype).kind == "u" else 2)).astype(dtype)
@@ -106,11 +120,20 @@ def test_reduce_max_min_bool():
     _same(R.reduce_min(b, np.array([0], I64), keepdims=0), np.array([False, False]))
 
 
-@pytest.mark.parametrize("name, identity", [
-    ("reduce_sum", 0.0), ("reduce_sum_square", 0.0), ("reduce_l1", 0.0), ("reduce_l2", 0.0),
-    ("reduce_log_sum", -np.inf), ("reduce_log_sum_exp", -np.inf), ("reduce_prod", 1.0),
-    ("reduce_max", -np.inf), ("reduce_min", np.inf),
-])
+@pytest.mark.parametrize(
+    "name, identity",
+    [
+        ("reduce_sum", 0.0),
+        ("reduce_sum_square", 0.0),
+        ("reduce_l1", 0.0),
+        ("reduce_l2", 0.0),
+        ("reduce_log_sum", -np.inf),
+        ("reduce_log_sum_exp", -np.inf),
+        ("reduce_prod", 1.0),
+        ("reduce_max", -np.inf),
+        ("reduce_min", np.inf),
+    ],
+)
 def test_empty_set_gives_identity(name, identity):
     x = np.zeros((2, 0, 4), np.float32)
     got = getattr(R, name)(x, np.array([1], I64), keepdims=1)
@@ -119,19 +142,30 @@ def test_empty_set_gives_identity(name, identity):
     assert getattr(R, name)(x, np.array([2], I64), keepdims=0).shape == (2, 0)
 
 
-@pytest.mark.parametrize("dtype, lo, hi", [(np.int32, -2**31, 2**31 - 1), (np.uint8, 0, 255), (np.bool_, False, True)])
+@pytest.mark.parametrize(
+    "dtype, lo, hi", [(np.int32, -(2**31), 2**31 - 1), (np.uint8, 0, 255), (np.bool_, False, True)]
+)
 def test_empty_max_min_integer_identity(dtype, lo, hi):
     x = np.zeros((0, 3), dtype)
     _same(R.reduce_max(x, np.array([0], I64), keepdims=0), np.full((3,), lo, dtype))
     _same(R.reduce_min(x, np.array([0], I64), keepdims=0), np.full((3,), hi, dtype))
 
 
-@pytest.mark.parametrize("name, f", [
-    ("reduce_sum", lambda x: x), ("reduce_mean", lambda x: x), ("reduce_max", lambda x: x),
-    ("reduce_min", lambda x: x), ("reduce_prod", lambda x: x), ("reduce_log_sum_exp", lambda x: x),
-    ("reduce_l1", np.abs), ("reduce_l2", np.abs), ("reduce_sum_square", lambda x: x * x),
-    ("reduce_log_sum", np.log),
-])
+@pytest.mark.parametrize(
+    "name, f",
+    [
+        ("reduce_sum", lambda x: x),
+        ("reduce_mean", lambda x: x),
+        ("reduce_max", lambda x: x),
+        ("reduce_min", lambda x: x),
+        ("reduce_prod", lambda x: x),
+        ("reduce_log_sum_exp", lambda x: x),
+        ("reduce_l1", np.abs),
+        ("reduce_l2", np.abs),
+        ("reduce_sum_square", lambda x: x * x),
+        ("reduce_log_sum", np.log),
+    ],
+)
 @pytest.mark.parametrize("axes", [None, np.array([], I64)])
 def test_noop_with_empty_axes(name, f, axes):
     got = getattr(R, name)(X, axes, keepdims=0, noop_with_empty_axes=1)
@@ -237,18 +271,30 @@ def test_cumulative_errors():
 # ----------------------------------------------------------------------------- ONNX adapters
 def _run(node, inputs, opset, out_type=TensorProto.FLOAT):
     g = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
-         for n, v in zip(node.input, inputs) if n],
-        [helper.make_tensor_value_info(node.output[0], out_type, None)])
+        [node],
+        "g",
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+            for n, v in zip(node.input, inputs)
+            if n
+        ],
+        [helper.make_tensor_value_info(node.output[0], out_type, None)],
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     return stdops.onnx.run(m, list(inputs))[0]
 
 
-@pytest.mark.parametrize("op, name", [("ReduceSum", "reduce_sum"), ("ReduceMean", "reduce_mean"),
-                                      ("ReduceMax", "reduce_max"), ("ReduceL2", "reduce_l2"),
-                                      ("ReduceLogSumExp", "reduce_log_sum_exp")])
+@pytest.mark.parametrize(
+    "op, name",
+    [
+        ("ReduceSum", "reduce_sum"),
+        ("ReduceMean", "reduce_mean"),
+        ("ReduceMax", "reduce_max"),
+        ("ReduceL2", "reduce_l2"),
+        ("ReduceLogSumExp", "reduce_log_sum_exp"),
+    ],
+)
 @pytest.mark.parametrize("opset", [1, 11, 12, 13, 17])
 def test_onnx_axes_attribute_versions(op, name, opset):
     if op == "ReduceSum" and opset >= 13:

@@ -1,4 +1,5 @@
 """Resize / Upsample / GridSample / AffineGrid kernels against scalar formulas written here."""
+
 from __future__ import annotations
 
 import math
@@ -15,6 +16,7 @@ RNG = np.random.default_rng(0)
 
 
 # --------------------------------------------------------------------------- scalar references
+
 
 def x_original(mode, y, in_len, out_len, scale, length, roi=(0.0, 1.0)):
     if mode == "half_pixel":
@@ -39,14 +41,27 @@ def x_original(mode, y, in_len, out_len, scale, length, roi=(0.0, 1.0)):
 def keys(d, a):
     d = abs(d)
     if d <= 1:
-        return (a + 2) * d ** 3 - (a + 3) * d ** 2 + 1
+        return (a + 2) * d**3 - (a + 3) * d**2 + 1
     if d < 2:
-        return a * d ** 3 - 5 * a * d ** 2 + 8 * a * d - 4 * a
+        return a * d**3 - 5 * a * d**2 + 8 * a * d - 4 * a
     return 0.0
 
 
-def resample_1d(v, out_len, scale, length, *, mode, ctm, nearest_mode="round_prefer_floor",
-                a=-0.75, exclude=False, antialias=False, roi=(0.0, 1.0), extrap=0.0):
+def resample_1d(
+    v,
+    out_len,
+    scale,
+    length,
+    *,
+    mode,
+    ctm,
+    nearest_mode="round_prefer_floor",
+    a=-0.75,
+    exclude=False,
+    antialias=False,
+    roi=(0.0, 1.0),
+    extrap=0.0,
+):
     n = len(v)
     out = np.empty(out_len)
     for y in range(out_len):
@@ -57,8 +72,12 @@ def resample_1d(v, out_len, scale, length, *, mode, ctm, nearest_mode="round_pre
         if mode == "nearest":
             f = math.floor(x)
             frac = x - f
-            i = {"round_prefer_floor": f + (frac > 0.5), "round_prefer_ceil": f + (frac >= 0.5),
-                 "floor": f, "ceil": math.ceil(x)}[nearest_mode]
+            i = {
+                "round_prefer_floor": f + (frac > 0.5),
+                "round_prefer_ceil": f + (frac >= 0.5),
+                "floor": f,
+                "ceil": math.ceil(x),
+            }[nearest_mode]
             out[y] = v[min(max(int(i), 0), n - 1)]
             continue
         s = min(scale, 1.0) if antialias else 1.0
@@ -113,19 +132,23 @@ def test_resize_scales(ctm, mode, sc):
 def test_resize_sizes_nearest_modes(nearest_mode, ctm):
     x = np.arange(2 * 4 * 6, dtype=np.float32).reshape(2, 4, 6)
     sizes = np.array([2, 7, 9], np.int64)
-    got = resize(x, None, None, sizes, mode="nearest", nearest_mode=nearest_mode,
-                 coordinate_transformation_mode=ctm)
+    got = resize(x, None, None, sizes, mode="nearest", nearest_mode=nearest_mode, coordinate_transformation_mode=ctm)
     out = [2, 7, 9]
     scales = [o / i for o, i in zip(out, x.shape)]
-    want = resize_ref(x, out, scales, [float(o) for o in out], mode="nearest", ctm=ctm,
-                      nearest_mode=nearest_mode)
+    want = resize_ref(x, out, scales, [float(o) for o in out], mode="nearest", ctm=ctm, nearest_mode=nearest_mode)
     np.testing.assert_array_equal(got, want)
 
 
 def test_resize_nearest_upsample_is_repeat():
     x = RNG.standard_normal((1, 3, 4, 5)).astype(np.float32)
-    got = resize(x, None, np.array([1, 1, 2, 3], np.float32), mode="nearest",
-                 coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    got = resize(
+        x,
+        None,
+        np.array([1, 1, 2, 3], np.float32),
+        mode="nearest",
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="floor",
+    )
     np.testing.assert_array_equal(got, x.repeat(2, axis=2).repeat(3, axis=3))
 
 
@@ -145,10 +168,10 @@ def test_resize_antialias(mode, sc):
 @pytest.mark.parametrize("exclude", [0, 1])
 def test_resize_cubic_coeff_and_exclude_outside(a, exclude):
     x = RNG.standard_normal((1, 1, 4, 4)).astype(np.float32)
-    got = resize(x, None, np.array([1, 1, 2, 0.75], np.float32), mode="cubic", cubic_coeff_a=a,
-                 exclude_outside=exclude)
-    want = resize_ref(x, [1, 1, 8, 3], [1, 1, 2.0, 0.75], [1, 1, 8.0, 3.0], mode="cubic",
-                      ctm="half_pixel", a=a, exclude=bool(exclude))
+    got = resize(x, None, np.array([1, 1, 2, 0.75], np.float32), mode="cubic", cubic_coeff_a=a, exclude_outside=exclude)
+    want = resize_ref(
+        x, [1, 1, 8, 3], [1, 1, 2.0, 0.75], [1, 1, 8.0, 3.0], mode="cubic", ctm="half_pixel", a=a, exclude=bool(exclude)
+    )
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
@@ -156,12 +179,27 @@ def test_resize_cubic_coeff_and_exclude_outside(a, exclude):
 def test_resize_tf_crop_and_resize(mode):
     x = RNG.standard_normal((1, 1, 6, 5)).astype(np.float32)
     roi = np.array([0, 0, 0.1, -0.2, 1, 1, 0.9, 1.3], np.float32)
-    got = resize(x, roi, None, np.array([1, 1, 4, 7], np.int64), mode=mode,
-                 coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=9.5)
+    got = resize(
+        x,
+        roi,
+        None,
+        np.array([1, 1, 4, 7], np.int64),
+        mode=mode,
+        coordinate_transformation_mode="tf_crop_and_resize",
+        extrapolation_value=9.5,
+    )
     r64 = roi.astype(np.float64)
     rois = [(r64[d], r64[4 + d]) for d in range(4)]
-    want = resize_ref(x, [1, 1, 4, 7], [1, 1, 4 / 6, 7 / 5], [1.0, 1.0, 4.0, 7.0], mode=mode,
-                      ctm="tf_crop_and_resize", rois=rois, extrap=9.5)
+    want = resize_ref(
+        x,
+        [1, 1, 4, 7],
+        [1, 1, 4 / 6, 7 / 5],
+        [1.0, 1.0, 4.0, 7.0],
+        mode=mode,
+        ctm="tf_crop_and_resize",
+        rois=rois,
+        extrap=9.5,
+    )
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert (got == np.float32(9.5)).any()
 
@@ -175,17 +213,16 @@ def test_resize_axes_negative_and_order():
     np.testing.assert_allclose(b, c, rtol=1e-6)
 
 
-@pytest.mark.parametrize("policy,want_hw", [("stretch", (3, 14)), ("not_larger", (3, 4)),
-                                            ("not_smaller", (10, 14))])
+@pytest.mark.parametrize("policy,want_hw", [("stretch", (3, 14)), ("not_larger", (3, 4)), ("not_smaller", (10, 14))])
 def test_resize_keep_aspect_ratio(policy, want_hw):
     x = RNG.standard_normal((1, 1, 5, 7)).astype(np.float32)
-    got = resize(x, None, None, np.array([3, 14], np.int64), axes=(2, 3), mode="linear",
-                 keep_aspect_ratio_policy=policy)
+    got = resize(
+        x, None, None, np.array([3, 14], np.int64), axes=(2, 3), mode="linear", keep_aspect_ratio_policy=policy
+    )
     assert got.shape == (1, 1, *want_hw)
     if policy != "stretch":
         s = {"not_larger": 3 / 5, "not_smaller": 2.0}[policy]
-        want = resize_ref(x, [1, 1, *want_hw], [1, 1, s, s], [1, 1, 5 * s, 7 * s], mode="linear",
-                          ctm="half_pixel")
+        want = resize_ref(x, [1, 1, *want_hw], [1, 1, s, s], [1, 1, 5 * s, 7 * s], mode="linear", ctm="half_pixel")
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
@@ -219,23 +256,27 @@ def test_resize_empty_scales_count_as_absent():
     assert y.shape == (1, 1, 4, 4)
 
 
-@pytest.mark.parametrize("kwargs,inputs", [
-    ({}, (None, np.array([1, 1, 2, 2], np.float32), np.array([1, 1, 4, 4], np.int64))),
-    ({}, (None, None, None)),
-    ({"mode": "bogus"}, (None, np.array([1, 1, 2, 2], np.float32), None)),
-    ({"coordinate_transformation_mode": "bogus"}, (None, np.array([1, 1, 2, 2], np.float32), None)),
-    ({"nearest_mode": "bogus"}, (None, np.array([1, 1, 2, 2], np.float32), None)),
-    ({"keep_aspect_ratio_policy": "bogus"}, (None, None, np.array([1, 1, 4, 4], np.int64))),
-    ({}, (None, np.array([2, 2], np.float32), None)),
-    ({"axes": (2, 2)}, (None, np.array([2, 2], np.float32), None)),
-    ({"axes": (4,)}, (None, np.array([2], np.float32), None)),
-    ({}, (None, np.array([1, 1, -2, 2], np.float32), None)),
-    ({}, (None, None, np.array([1, 1, -4, 4], np.int64))),
-    ({"coordinate_transformation_mode": "tf_crop_and_resize"},
-     (None, np.array([1, 1, 2, 2], np.float32), None)),
-    ({"coordinate_transformation_mode": "tf_crop_and_resize"},
-     (np.array([0, 1], np.float32), np.array([1, 1, 2, 2], np.float32), None)),
-])
+@pytest.mark.parametrize(
+    "kwargs,inputs",
+    [
+        ({}, (None, np.array([1, 1, 2, 2], np.float32), np.array([1, 1, 4, 4], np.int64))),
+        ({}, (None, None, None)),
+        ({"mode": "bogus"}, (None, np.array([1, 1, 2, 2], np.float32), None)),
+        ({"coordinate_transformation_mode": "bogus"}, (None, np.array([1, 1, 2, 2], np.float32), None)),
+        ({"nearest_mode": "bogus"}, (None, np.array([1, 1, 2, 2], np.float32), None)),
+        ({"keep_aspect_ratio_policy": "bogus"}, (None, None, np.array([1, 1, 4, 4], np.int64))),
+        ({}, (None, np.array([2, 2], np.float32), None)),
+        ({"axes": (2, 2)}, (None, np.array([2, 2], np.float32), None)),
+        ({"axes": (4,)}, (None, np.array([2], np.float32), None)),
+        ({}, (None, np.array([1, 1, -2, 2], np.float32), None)),
+        ({}, (None, None, np.array([1, 1, -4, 4], np.int64))),
+        ({"coordinate_transformation_mode": "tf_crop_and_resize"}, (None, np.array([1, 1, 2, 2], np.float32), None)),
+        (
+            {"coordinate_transformation_mode": "tf_crop_and_resize"},
+            (np.array([0, 1], np.float32), np.array([1, 1, 2, 2], np.float32), None),
+        ),
+    ],
+)
 def test_resize_bad_inputs(kwargs, inputs):
     x = np.zeros((1, 1, 2, 2), np.float32)
     with pytest.raises(KernelError):
@@ -253,6 +294,7 @@ def test_resize_output_limit():
 
 # --------------------------------------------------------------------------- ONNX adapters
 
+
 def _run_onnx(op, opset, attrs, feeds, out_dtype):
     import onnx
     from onnx import helper
@@ -260,12 +302,12 @@ def _run_onnx(op, opset, attrs, feeds, out_dtype):
     import stdops.onnx
 
     names = [n for n, _ in feeds]
-    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-           for n, a in feeds]
+    ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape) for n, a in feeds]
     node = helper.make_node(op, names, ["y"], **attrs)
     out = helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(np.dtype(out_dtype)), None)
-    model = helper.make_model(helper.make_graph([node], "g", ins, [out]),
-                              opset_imports=[helper.make_opsetid("", opset)])
+    model = helper.make_model(
+        helper.make_graph([node], "g", ins, [out]), opset_imports=[helper.make_opsetid("", opset)]
+    )
     model.ir_version = 8
     assert isinstance(model, onnx.ModelProto)
     return stdops.onnx.run(model, [a for _, a in feeds])[0]
@@ -285,8 +327,9 @@ def test_upsample9_resize10_asymmetric(op, opset):
     want = resize_ref(x, [1, 1, 6, 6], [1, 1, 2.0, 1.5], [1, 1, 6.0, 6.0], mode="linear", ctm="asymmetric")
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
     y = _run_onnx(op, opset, {"mode": "nearest"}, [("x", x), ("scales", sc)], np.float32)
-    want = resize_ref(x, [1, 1, 6, 6], [1, 1, 2.0, 1.5], [1, 1, 6.0, 6.0], mode="nearest",
-                      ctm="asymmetric", nearest_mode="floor")
+    want = resize_ref(
+        x, [1, 1, 6, 6], [1, 1, 2.0, 1.5], [1, 1, 6.0, 6.0], mode="nearest", ctm="asymmetric", nearest_mode="floor"
+    )
     np.testing.assert_array_equal(y, want)
 
 
@@ -299,6 +342,7 @@ def test_resize10_downsample_nearest_ceil():
 
 
 # --------------------------------------------------------------------------- GridSample
+
 
 def _denorm(g, L, ac):
     return (g + 1) / 2 * (L - 1) if ac else ((g + 1) * L - 1) / 2
@@ -356,8 +400,7 @@ def grid_sample_ref(x, grid, mode, pad, ac):
                     else:
                         wy = {y0 + k: keys(ty - k, -0.75) for k in (-1, 0, 1, 2)}
                         wx = {x0 + k: keys(tx - k, -0.75) for k in (-1, 0, 1, 2)}
-                    out[n, c, a, b] = sum(wy[i] * wx[j] * _pixel(img, (i, j), pad, ac)
-                                          for i in wy for j in wx)
+                    out[n, c, a, b] = sum(wy[i] * wx[j] * _pixel(img, (i, j), pad, ac) for i in wy for j in wx)
     return out
 
 
@@ -377,8 +420,11 @@ def test_grid_sample_2d(mode, pad, ac):
 
 @pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
 def test_grid_sample_identity_grid(mode):
-    x = RNG.standard_normal((2, 3, 4, 5, 6)).astype(np.float32) if mode != "cubic" else \
-        RNG.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    x = (
+        RNG.standard_normal((2, 3, 4, 5, 6)).astype(np.float32)
+        if mode != "cubic"
+        else RNG.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    )
     r = x.ndim - 2
     theta = np.zeros((2, r, r + 1), np.float32)
     theta[:, :, :r] = np.eye(r)
@@ -396,19 +442,23 @@ def test_grid_sample_1d_and_float64():
     np.testing.assert_allclose(y[0, 0], want, rtol=1e-12)
 
 
-@pytest.mark.parametrize("x_shape,g_shape,kw", [
-    ((1, 1, 4, 4), (1, 2, 2, 3), {}),
-    ((1, 1, 4, 4), (2, 2, 2, 2), {}),
-    ((1, 4), (1, 2, 2), {}),
-    ((1, 1, 4, 4), (1, 2, 2, 2), {"mode": "area"}),
-    ((1, 1, 4, 4), (1, 2, 2, 2), {"padding_mode": "wrap"}),
-])
+@pytest.mark.parametrize(
+    "x_shape,g_shape,kw",
+    [
+        ((1, 1, 4, 4), (1, 2, 2, 3), {}),
+        ((1, 1, 4, 4), (2, 2, 2, 2), {}),
+        ((1, 4), (1, 2, 2), {}),
+        ((1, 1, 4, 4), (1, 2, 2, 2), {"mode": "area"}),
+        ((1, 1, 4, 4), (1, 2, 2, 2), {"padding_mode": "wrap"}),
+    ],
+)
 def test_grid_sample_bad_inputs(x_shape, g_shape, kw):
     with pytest.raises(KernelError):
         grid_sample(np.zeros(x_shape, np.float32), np.zeros(g_shape, np.float32), **kw)
 
 
 # --------------------------------------------------------------------------- AffineGrid
+
 
 @pytest.mark.parametrize("ac", [0, 1])
 @pytest.mark.parametrize("size", [(2, 3, 4, 5), (2, 1, 3, 4, 2)])

@@ -1,4 +1,5 @@
 """RNN / GRU / LSTM kernels against a naive per-sequence, per-step reference written here."""
+
 from __future__ import annotations
 
 import itertools
@@ -40,8 +41,26 @@ def _ref_acts(names, alphas, betas):
     return out
 
 
-def reference(kind, X, W, R, B=None, seq=None, h0=None, c0=None, P=None, *, direction="forward",
-              layout=0, activations=None, alpha=None, beta=None, clip=None, lbr=0, input_forget=0):
+def reference(
+    kind,
+    X,
+    W,
+    R,
+    B=None,
+    seq=None,
+    h0=None,
+    c0=None,
+    P=None,
+    *,
+    direction="forward",
+    layout=0,
+    activations=None,
+    alpha=None,
+    beta=None,
+    clip=None,
+    lbr=0,
+    input_forget=0,
+):
     X, W, R = (np.asarray(a, np.float64) for a in (X, W, R))
     if layout:
         X = X.transpose(1, 0, 2)
@@ -64,10 +83,10 @@ def reference(kind, X, W, R, B=None, seq=None, h0=None, c0=None, P=None, *, dire
     Yh = np.zeros((D, Bn, H))
     Yc = np.zeros((D, Bn, H))
     for d in range(D):
-        fs = acts[d * k:(d + 1) * k]
+        fs = acts[d * k : (d + 1) * k]
         backwards = direction == "reverse" or d == 1
         Wd, Rd = W[d], R[d]
-        Wb, Rb = B[d, :G * H], B[d, G * H:]
+        Wb, Rb = B[d, : G * H], B[d, G * H :]
         for b in range(Bn):
             h, c = h0[d, b].copy(), c0[d, b].copy()
             steps = range(seq[b] - 1, -1, -1) if backwards else range(seq[b])
@@ -85,9 +104,14 @@ def reference(kind, X, W, R, B=None, seq=None, h0=None, c0=None, P=None, *, dire
                         hh = fs[1](cl(Wd[sl[2]] @ x + Rd[sl[2]] @ (r * h) + Rb[sl[2]] + Wb[sl[2]]))
                     h = (1 - z) * hh + z * h
                 else:
-                    pre = [Wd[j * H:(j + 1) * H] @ x + Rd[j * H:(j + 1) * H] @ h
-                           + Wb[j * H:(j + 1) * H] + Rb[j * H:(j + 1) * H] for j in range(4)]
-                    pi, po, pf = P[d, :H], P[d, H:2 * H], P[d, 2 * H:]
+                    pre = [
+                        Wd[j * H : (j + 1) * H] @ x
+                        + Rd[j * H : (j + 1) * H] @ h
+                        + Wb[j * H : (j + 1) * H]
+                        + Rb[j * H : (j + 1) * H]
+                        for j in range(4)
+                    ]
+                    pi, po, pf = P[d, :H], P[d, H : 2 * H], P[d, 2 * H :]
                     i = fs[0](cl(pre[0] + pi * c))
                     f = 1 - i if input_forget else fs[0](cl(pre[2] + pf * c))
                     c = f * c + i * fs[1](cl(pre[3]))
@@ -106,8 +130,9 @@ def reference(kind, X, W, R, B=None, seq=None, h0=None, c0=None, P=None, *, dire
 _KERNELS = {"RNN": rnn, "GRU": gru, "LSTM": lstm}
 
 
-def make(kind, *, T=4, Bn=3, I=5, H=3, D=1, layout=0, seed=0, dtype=np.float32, seq=None,
-         init=True, peep=False, bias=True):
+def make(
+    kind, *, T=4, Bn=3, I=5, H=3, D=1, layout=0, seed=0, dtype=np.float32, seq=None, init=True, peep=False, bias=True
+):
     rng = np.random.default_rng(seed)
     G = _GATES[kind]
     X = rng.standard_normal((T, Bn, I) if layout == 0 else (Bn, T, I)).astype(dtype)
@@ -122,11 +147,30 @@ def make(kind, *, T=4, Bn=3, I=5, H=3, D=1, layout=0, seed=0, dtype=np.float32, 
     return X, W, R, B, sl, h0, c0, P
 
 
-def run_case(kind, *, D=1, layout=0, seq=None, init=True, peep=False, bias=True, dtype=np.float32,
-             direction=None, activations=None, alpha=None, beta=None, clip=None, lbr=0,
-             input_forget=0, rtol=2e-5, atol=2e-5, **shape):
-    X, W, R, B, sl, h0, c0, P = make(kind, D=D, layout=layout, seq=seq, init=init, peep=peep,
-                                     bias=bias, dtype=dtype, **shape)
+def run_case(
+    kind,
+    *,
+    D=1,
+    layout=0,
+    seq=None,
+    init=True,
+    peep=False,
+    bias=True,
+    dtype=np.float32,
+    direction=None,
+    activations=None,
+    alpha=None,
+    beta=None,
+    clip=None,
+    lbr=0,
+    input_forget=0,
+    rtol=2e-5,
+    atol=2e-5,
+    **shape,
+):
+    X, W, R, B, sl, h0, c0, P = make(
+        kind, D=D, layout=layout, seq=seq, init=init, peep=peep, bias=bias, dtype=dtype, **shape
+    )
     direction = direction or ("bidirectional" if D == 2 else "forward")
     kw = dict(direction=direction, layout=layout)
     if activations is not None:
@@ -144,10 +188,25 @@ def run_case(kind, *, D=1, layout=0, seq=None, init=True, peep=False, bias=True,
         got = lstm(X, W, R, B, sl, h0, c0, P, hidden_size=W.shape[1] // 4, **kw)
     else:
         got = _KERNELS[kind](X, W, R, B, sl, h0, **kw)
-    want = reference(kind, X, W, R, B, sl, h0, c0 if kind == "LSTM" else None,
-                     P if kind == "LSTM" else None, direction=direction, layout=layout,
-                     activations=activations, alpha=alpha, beta=beta, clip=clip, lbr=lbr,
-                     input_forget=input_forget)
+    want = reference(
+        kind,
+        X,
+        W,
+        R,
+        B,
+        sl,
+        h0,
+        c0 if kind == "LSTM" else None,
+        P if kind == "LSTM" else None,
+        direction=direction,
+        layout=layout,
+        activations=activations,
+        alpha=alpha,
+        beta=beta,
+        clip=clip,
+        lbr=lbr,
+        input_forget=input_forget,
+    )
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.dtype == np.dtype(dtype)
@@ -192,8 +251,7 @@ def test_gru_linear_before_reset(lbr, D, seq):
     run_case("GRU", lbr=lbr, D=D, seq=seq)
 
 
-@pytest.mark.parametrize("D,seq,input_forget", [(1, None, 0), (2, [4, 2, 3], 0), (1, None, 1),
-                                               (2, [1, 4, 4], 1)])
+@pytest.mark.parametrize("D,seq,input_forget", [(1, None, 0), (2, [4, 2, 3], 0), (1, None, 1), (2, [1, 4, 4], 1)])
 def test_lstm_peepholes_input_forget(D, seq, input_forget):
     run_case("LSTM", peep=True, D=D, seq=seq, input_forget=input_forget)
 
@@ -223,8 +281,14 @@ def test_activations(kind, acts, alpha, beta):
 
 def test_bidirectional_different_activations():
     run_case("RNN", D=2, activations=["Tanh", "Relu"])
-    run_case("LSTM", D=2, activations=["Sigmoid", "Tanh", "Tanh", "HardSigmoid", "Softsign", "Relu"],
-             alpha=[0.25], beta=[0.45], seq=[3, 4, 2])
+    run_case(
+        "LSTM",
+        D=2,
+        activations=["Sigmoid", "Tanh", "Tanh", "HardSigmoid", "Softsign", "Relu"],
+        alpha=[0.25],
+        beta=[0.45],
+        seq=[3, 4, 2],
+    )
 
 
 def test_padded_steps_zero_and_state_held():
@@ -298,43 +362,60 @@ def test_lists_accepted_for_tuples():
 
 # ----------------------------------------------------------------------------- ONNX adapters / binding
 
+
 def _onnx_run(kind, opset, inputs, attrs):
     onnx = pytest.importorskip("onnx")
     from onnx import helper as oh
 
     import stdops.onnx
 
-    names = ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"][:len(inputs)]
+    names = ["X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"][: len(inputs)]
     node_in = [nm if a is not None else "" for nm, a in zip(names, inputs)]
     feeds = {nm: a for nm, a in zip(names, inputs) if a is not None}
-    outs = ["Y", "Y_h", "Y_c"][:3 if kind == "LSTM" else 2]
+    outs = ["Y", "Y_h", "Y_c"][: 3 if kind == "LSTM" else 2]
     node = oh.make_node(kind, node_in, outs, **attrs)
     tp = {np.dtype(np.float32): onnx.TensorProto.FLOAT, np.dtype(np.int32): onnx.TensorProto.INT32}
-    g = oh.make_graph([node], "g",
-                      [oh.make_tensor_value_info(nm, tp[a.dtype], a.shape) for nm, a in feeds.items()],
-                      [oh.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) for o in outs])
+    g = oh.make_graph(
+        [node],
+        "g",
+        [oh.make_tensor_value_info(nm, tp[a.dtype], a.shape) for nm, a in feeds.items()],
+        [oh.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) for o in outs],
+    )
     m = oh.make_model(g, opset_imports=[oh.make_opsetid("", opset)])
     res = stdops.onnx.load(m).run(feeds)
     return [res[o] for o in outs]
 
 
-@pytest.mark.parametrize("kind,opset,attrs", [
-    ("RNN", 1, {"output_sequence": 1}),
-    ("RNN", 7, {}),
-    ("RNN", 14, {"layout": 0}),
-    ("GRU", 1, {"output_sequence": 1, "direction": "foward"}),
-    ("GRU", 3, {"output_sequence": 0, "linear_before_reset": 1}),
-    ("GRU", 7, {"linear_before_reset": 1}),
-    ("LSTM", 1, {"output_sequence": 1}),
-    ("LSTM", 7, {"input_forget": 1}),
-    ("LSTM", 22, {"layout": 0}),
-])
+@pytest.mark.parametrize(
+    "kind,opset,attrs",
+    [
+        ("RNN", 1, {"output_sequence": 1}),
+        ("RNN", 7, {}),
+        ("RNN", 14, {"layout": 0}),
+        ("GRU", 1, {"output_sequence": 1, "direction": "foward"}),
+        ("GRU", 3, {"output_sequence": 0, "linear_before_reset": 1}),
+        ("GRU", 7, {"linear_before_reset": 1}),
+        ("LSTM", 1, {"output_sequence": 1}),
+        ("LSTM", 7, {"input_forget": 1}),
+        ("LSTM", 22, {"layout": 0}),
+    ],
+)
 def test_onnx_versions(kind, opset, attrs):
     X, W, R, B, sl, h0, c0, P = make(kind, seq=[4, 2, 3], peep=True)
     inputs = [X, W, R, B, sl, h0] + ([c0, P] if kind == "LSTM" else [])
     got = _onnx_run(kind, opset, inputs, {"hidden_size": R.shape[2], **attrs})
-    want = reference(kind, X, W, R, B, sl, h0, c0 if kind == "LSTM" else None,
-                     P if kind == "LSTM" else None, lbr=attrs.get("linear_before_reset", 0),
-                     input_forget=attrs.get("input_forget", 0))
+    want = reference(
+        kind,
+        X,
+        W,
+        R,
+        B,
+        sl,
+        h0,
+        c0 if kind == "LSTM" else None,
+        P if kind == "LSTM" else None,
+        lbr=attrs.get("linear_before_reset", 0),
+        input_forget=attrs.get("input_forget", 0),
+    )
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)

@@ -1,4 +1,5 @@
 """Sequence and optional kernels against plain-Python list semantics."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -101,8 +102,9 @@ def test_split_scalar_and_list():
     _same_list(out, [X[:, :2], X[:, 2:]])
 
 
-@pytest.mark.parametrize("split, axis", [(np.array([1, 1], np.int64), 2), (np.int64(0), 0),
-                                          (np.array([2.0]), 0), (None, 3)])
+@pytest.mark.parametrize(
+    "split, axis", [(np.array([1, 1], np.int64), 2), (np.int64(0), 0), (np.array([2.0]), 0), (None, 3)]
+)
 def test_split_errors(split, axis):
     with pytest.raises(KernelError):
         S.split_to_sequence(X, split, axis=axis)
@@ -122,8 +124,16 @@ def test_concat_new_axis(axis):
     assert out.dtype == np.float32
 
 
-@pytest.mark.parametrize("seq, kw", [([], {"axis": 0}), ([X], {"axis": 3}), ([X], {"axis": 4, "new_axis": 1}),
-                                     ([X, X[0]], {"axis": 0}), ([X, X[:, :1, :1]], {"axis": 0})])
+@pytest.mark.parametrize(
+    "seq, kw",
+    [
+        ([], {"axis": 0}),
+        ([X], {"axis": 3}),
+        ([X], {"axis": 4, "new_axis": 1}),
+        ([X, X[0]], {"axis": 0}),
+        ([X, X[:, :1, :1]], {"axis": 0}),
+    ],
+)
 def test_concat_errors(seq, kw):
     with pytest.raises(KernelError):
         S.concat_from_sequence(seq, **kw)
@@ -164,11 +174,21 @@ def test_onnx_sequence_graph():
         h.make_node("Optional", [], ["o"], type=seq_t),
         h.make_node("OptionalHasElement", ["o"], ["has"]),
     ]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TP.INT64, [2]),
-                                  h.make_tensor_value_info("x2", TP.INT64, [2]),
-                                  h.make_tensor_value_info("p", TP.INT64, [])],
-                     [h.make_tensor_value_info("c", TP.INT64, None), h.make_tensor_value_info("n", TP.INT64, None),
-                      h.make_value_info("s4", seq_t), h.make_tensor_value_info("has", TP.BOOL, None)])
+    g = h.make_graph(
+        nodes,
+        "g",
+        [
+            h.make_tensor_value_info("x", TP.INT64, [2]),
+            h.make_tensor_value_info("x2", TP.INT64, [2]),
+            h.make_tensor_value_info("p", TP.INT64, []),
+        ],
+        [
+            h.make_tensor_value_info("c", TP.INT64, None),
+            h.make_tensor_value_info("n", TP.INT64, None),
+            h.make_value_info("s4", seq_t),
+            h.make_tensor_value_info("has", TP.BOOL, None),
+        ],
+    )
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
     x, x2 = np.array([1, 2], np.int64), np.array([3, 4], np.int64)
     c, n, s4, has = stdops.onnx.run(m, [x, x2, np.array(0, np.int64)])

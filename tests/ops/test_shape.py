@@ -1,5 +1,6 @@
 """Shape and layout kernels (stdops.ops.shape, shape_gen, shape_pad) and their ONNX adapters,
 against independent formulas written here."""
+
 from __future__ import annotations
 
 import itertools
@@ -32,15 +33,18 @@ def _data(dtype, shape=(2, 3, 4)):
 
 
 # --------------------------------------------------------------------------- Reshape / Flatten
-@pytest.mark.parametrize("shape, allowzero, want", [
-    ([4, 6], 0, (4, 6)),
-    ([-1], 0, (24,)),
-    ([0, -1], 0, (2, 12)),
-    ([0, 0, 4], 0, (2, 3, 4)),
-    ([2, 0, 2, -1], 0, (2, 3, 2, 2)),
-    ([-1, 2, 2], 0, (6, 2, 2)),
-    ([3, 8], 1, (3, 8)),
-])
+@pytest.mark.parametrize(
+    "shape, allowzero, want",
+    [
+        ([4, 6], 0, (4, 6)),
+        ([-1], 0, (24,)),
+        ([0, -1], 0, (2, 12)),
+        ([0, 0, 4], 0, (2, 3, 4)),
+        ([2, 0, 2, -1], 0, (2, 3, 2, 2)),
+        ([-1, 2, 2], 0, (6, 2, 2)),
+        ([3, 8], 1, (3, 8)),
+    ],
+)
 def test_reshape(shape, allowzero, want):
     got = S.reshape(X234, np.array(shape, I64), allowzero=allowzero)
     _same(got, X234.ravel().reshape(want))
@@ -53,9 +57,17 @@ def test_reshape_allowzero_empty_and_scalar():
     _same(S.reshape(STR, [3, 2]), STR.ravel().reshape(3, 2))
 
 
-@pytest.mark.parametrize("shape, allowzero", [
-    ([5, 5], 0), ([-1, -1], 0), ([0, -1], 1), ([-2, 12], 0), ([0, 0, 0, 0], 0), ([7, -1], 0),
-])
+@pytest.mark.parametrize(
+    "shape, allowzero",
+    [
+        ([5, 5], 0),
+        ([-1, -1], 0),
+        ([0, -1], 1),
+        ([-2, 12], 0),
+        ([0, 0, 0, 0], 0),
+        ([7, -1], 0),
+    ],
+)
 def test_reshape_bad(shape, allowzero):
     with pytest.raises(KernelError):
         S.reshape(X234, np.array(shape, I64), allowzero=allowzero)
@@ -80,8 +92,11 @@ def test_flatten_default_and_bad():
 @pytest.mark.parametrize("perm", [None, (0, 1, 2), (2, 0, 1), [1, 0, 2]])
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_, object])
 def test_transpose(perm, dtype):
-    x = _data(dtype) if dtype is not object else np.array([[["s%d" % (i * 12 + j * 4 + k) for k in range(4)]
-                                                            for j in range(3)] for i in range(2)], object)
+    x = (
+        _data(dtype)
+        if dtype is not object
+        else np.array([[[f"s{i * 12 + j * 4 + k}" for k in range(4)] for j in range(3)] for i in range(2)], object)
+    )
     p = (2, 1, 0) if perm is None else tuple(perm)
     want = np.empty(tuple(x.shape[i] for i in p), dtype=x.dtype)
     for idx in itertools.product(*map(range, x.shape)):
@@ -98,9 +113,16 @@ def test_transpose_bad_and_small():
 
 
 # --------------------------------------------------------------------------- Squeeze / Unsqueeze
-@pytest.mark.parametrize("axes, want", [
-    (None, (3, 4)), ([0], (3, 1, 4)), ([-2], (1, 3, 4)), ([0, 2], (3, 4)), ([2, -4], (3, 4)),
-])
+@pytest.mark.parametrize(
+    "axes, want",
+    [
+        (None, (3, 4)),
+        ([0], (3, 1, 4)),
+        ([-2], (1, 3, 4)),
+        ([0, 2], (3, 4)),
+        ([2, -4], (3, 4)),
+    ],
+)
 def test_squeeze(axes, want):
     x = np.arange(12, dtype=np.float32).reshape(1, 3, 1, 4)
     got = S.squeeze(x, None if axes is None else np.array(axes, I64))
@@ -113,10 +135,18 @@ def test_squeeze_bad(axes):
         S.squeeze(np.zeros((1, 3, 1, 4)), np.array(axes, I64))
 
 
-@pytest.mark.parametrize("axes, want", [
-    ([0], (1, 2, 3, 4)), ([3], (2, 3, 4, 1)), ([-1], (2, 3, 4, 1)), ([0, 4], (1, 2, 3, 4, 1)),
-    ([4, 0], (1, 2, 3, 4, 1)), ([1, 3], (2, 1, 3, 1, 4)), ([-5, -1], (1, 2, 3, 4, 1)),
-])
+@pytest.mark.parametrize(
+    "axes, want",
+    [
+        ([0], (1, 2, 3, 4)),
+        ([3], (2, 3, 4, 1)),
+        ([-1], (2, 3, 4, 1)),
+        ([0, 4], (1, 2, 3, 4, 1)),
+        ([4, 0], (1, 2, 3, 4, 1)),
+        ([1, 3], (2, 1, 3, 1, 4)),
+        ([-5, -1], (1, 2, 3, 4, 1)),
+    ],
+)
 def test_unsqueeze(axes, want):
     _same(S.unsqueeze(X234, np.array(axes, I64)), X234.ravel().reshape(want))
 
@@ -158,8 +188,13 @@ def test_concat_misc():
     _same(S.concat(STR, STR, axis=0), np.array(STR.tolist() * 2, dtype=object))
     _same(S.concat(np.zeros((0, 2), np.float32), np.ones((1, 2), np.float32), axis=0), np.ones((1, 2), np.float32))
     _same(S.concat(X234, axis=1), X234)
-    for bad in [((X234, X234[:, :, :2]), 0), ((X234, X234), 3), ((X234, X234.astype(np.float64)), 0),
-                ((np.array(1.0), np.array(2.0)), 0), ((), 0)]:
+    for bad in [
+        ((X234, X234[:, :, :2]), 0),
+        ((X234, X234), 3),
+        ((X234, X234.astype(np.float64)), 0),
+        ((np.array(1.0), np.array(2.0)), 0),
+        ((), 0),
+    ]:
         with pytest.raises(KernelError):
             S.concat(*bad[0], axis=bad[1])
 
@@ -172,15 +207,18 @@ def _split_want(x, sizes, axis):
     return out
 
 
-@pytest.mark.parametrize("kw, sizes, axis", [
-    (dict(split=np.array([1, 3], I64)), [1, 3], -1),
-    (dict(split=np.array([2, 0, 2], I64)), [2, 0, 2], 2),
-    (dict(n_outputs=2), [2, 2], 2),
-    (dict(n_outputs=3), [1, 1, 1], 1),
-    (dict(num_outputs=3), [2, 2, 0], 2),  # ceil(4 / 3) = 2: the last chunk is smaller
-    (dict(num_outputs=3, n_outputs=3), [1, 1, 1], -2),
-    (dict(num_outputs=2), [1, 1], 0),
-])
+@pytest.mark.parametrize(
+    "kw, sizes, axis",
+    [
+        (dict(split=np.array([1, 3], I64)), [1, 3], -1),
+        (dict(split=np.array([2, 0, 2], I64)), [2, 0, 2], 2),
+        (dict(n_outputs=2), [2, 2], 2),
+        (dict(n_outputs=3), [1, 1, 1], 1),
+        (dict(num_outputs=3), [2, 2, 0], 2),  # ceil(4 / 3) = 2: the last chunk is smaller
+        (dict(num_outputs=3, n_outputs=3), [1, 1, 1], -2),
+        (dict(num_outputs=2), [1, 1], 0),
+    ],
+)
 def test_split(kw, sizes, axis):
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     split = kw.pop("split", None)
@@ -198,10 +236,18 @@ def test_split_uneven_num_outputs():
     assert [g.tolist() for g in got] == [[["a"], ["d"]], [["bb"], ["e"]], [["c"], ["ff"]]]
 
 
-@pytest.mark.parametrize("split, kw", [
-    ([1, 2], {}), ([-1, 5], {}), ([2, 2], dict(n_outputs=3)), (None, {}), (None, dict(n_outputs=3)),
-    (None, dict(num_outputs=0)), (None, dict(num_outputs=5, axis=0)),
-])
+@pytest.mark.parametrize(
+    "split, kw",
+    [
+        ([1, 2], {}),
+        ([-1, 5], {}),
+        ([2, 2], dict(n_outputs=3)),
+        (None, {}),
+        (None, dict(n_outputs=3)),
+        (None, dict(num_outputs=0)),
+        (None, dict(num_outputs=5, axis=0)),
+    ],
+)
 def test_split_bad(split, kw):
     kw.setdefault("axis", -1)
     with pytest.raises(KernelError):
@@ -230,21 +276,24 @@ def _slice_want(x, starts, ends, axes, steps):
 IMAX, IMIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
 
-@pytest.mark.parametrize("starts, ends, axes, steps", [
-    ([0, 0, 0], [2, 3, 4], None, None),
-    ([1], [2], [0], None),
-    ([0, 1], [-1, 1000], None, None),
-    ([0, 0, 3], [20, 10, 4], [0, 1, 2], None),
-    ([1], [IMAX], [1], None),
-    ([-1], [IMIN], [-1], [-1]),
-    ([20], [-20], [2], [-2]),
-    ([-100], [100], [2], [3]),
-    ([2], [0], [2], [1]),  # empty
-    ([3, 2], [0, IMIN], [2, 1], [-1, -1]),
-    ([1], [1000], [-2], [2]),
-    ([0], [-1], [-1], [-1]),  # empty: end clamps to d-1
-    ([-5], [-3], [2], [1]),
-])
+@pytest.mark.parametrize(
+    "starts, ends, axes, steps",
+    [
+        ([0, 0, 0], [2, 3, 4], None, None),
+        ([1], [2], [0], None),
+        ([0, 1], [-1, 1000], None, None),
+        ([0, 0, 3], [20, 10, 4], [0, 1, 2], None),
+        ([1], [IMAX], [1], None),
+        ([-1], [IMIN], [-1], [-1]),
+        ([20], [-20], [2], [-2]),
+        ([-100], [100], [2], [3]),
+        ([2], [0], [2], [1]),  # empty
+        ([3, 2], [0, IMIN], [2, 1], [-1, -1]),
+        ([1], [1000], [-2], [2]),
+        ([0], [-1], [-1], [-1]),  # empty: end clamps to d-1
+        ([-5], [-3], [2], [1]),
+    ],
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, object])
 def test_slice(starts, ends, axes, steps, dtype):
     x = X234.astype(dtype) if dtype is not object else X234.astype(int).astype(str).astype(object)
@@ -260,27 +309,33 @@ def test_slice_int32_indices_and_empty_axis():
     _same(S.slice_(e, np.array([0], I64), np.array([5], I64), np.array([1], I64), np.array([-1], I64)), e)
 
 
-@pytest.mark.parametrize("args", [
-    ([0], [1], [0], [0]),  # step 0
-    ([0, 0], [1], None, None),
-    ([0], [1], [3], None),
-    ([0, 0], [1, 1], [1, 1], None),
-    ([0], [1], [0], [1, 1]),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ([0], [1], [0], [0]),  # step 0
+        ([0, 0], [1], None, None),
+        ([0], [1], [3], None),
+        ([0, 0], [1, 1], [1, 1], None),
+        ([0], [1], [0], [1, 1]),
+    ],
+)
 def test_slice_bad(args):
     with pytest.raises(KernelError):
         S.slice_(X234, *[None if v is None else np.array(v, I64) for v in args])
 
 
 # --------------------------------------------------------------------------- Expand / Tile
-@pytest.mark.parametrize("xshape, shape, want", [
-    ((3, 1), [2, 1, 6], (2, 3, 6)),
-    ((3, 1), [3, 4], (3, 4)),
-    ((3, 1), [1], (3, 1)),  # shape may be smaller
-    ((1,), [2, 2], (2, 2)),
-    ((), [2, 3], (2, 3)),
-    ((2, 3), [], (2, 3)),
-])
+@pytest.mark.parametrize(
+    "xshape, shape, want",
+    [
+        ((3, 1), [2, 1, 6], (2, 3, 6)),
+        ((3, 1), [3, 4], (3, 4)),
+        ((3, 1), [1], (3, 1)),  # shape may be smaller
+        ((1,), [2, 2], (2, 2)),
+        ((), [2, 3], (2, 3)),
+        ((2, 3), [], (2, 3)),
+    ],
+)
 def test_expand(xshape, shape, want):
     x = (np.arange(int(np.prod(xshape))) + 1).astype(np.float32).reshape(xshape)
     got = S.expand(x, np.array(shape, I64))
@@ -325,10 +380,18 @@ def test_tile_bad():
 
 
 # --------------------------------------------------------------------------- Shape / Size / Identity
-@pytest.mark.parametrize("start, end, want", [
-    (0, None, [2, 3, 4]), (-1, None, [4]), (0, -1, [2, 3]), (1, 2, [3]), (-10, 10, [2, 3, 4]),
-    (2, 1, []), (3, None, []),
-])
+@pytest.mark.parametrize(
+    "start, end, want",
+    [
+        (0, None, [2, 3, 4]),
+        (-1, None, [4]),
+        (0, -1, [2, 3]),
+        (1, 2, [3]),
+        (-10, 10, [2, 3, 4]),
+        (2, 1, []),
+        (3, None, []),
+    ],
+)
 def test_shape(start, end, want):
     _same(S.shape(X234, start=start, end=end), np.array(want, I64))
 
@@ -346,16 +409,19 @@ def test_shape_size_identity():
 
 
 # --------------------------------------------------------------------------- Constant family
-@pytest.mark.parametrize("kw, want", [
-    (dict(value=np.array([[1, 2]], np.int8)), np.array([[1, 2]], np.int8)),
-    (dict(value_float=1.5), np.array(1.5, np.float32)),
-    (dict(value_floats=(1.0, 2.5)), np.array([1.0, 2.5], np.float32)),
-    (dict(value_floats=()), np.zeros(0, np.float32)),
-    (dict(value_int=-3), np.array(-3, I64)),
-    (dict(value_ints=[4, 5, 6]), np.array([4, 5, 6], I64)),
-    (dict(value_string="hi"), np.array("hi", dtype=object)),
-    (dict(value_strings=("a", "b")), np.array(["a", "b"], dtype=object)),
-])
+@pytest.mark.parametrize(
+    "kw, want",
+    [
+        (dict(value=np.array([[1, 2]], np.int8)), np.array([[1, 2]], np.int8)),
+        (dict(value_float=1.5), np.array(1.5, np.float32)),
+        (dict(value_floats=(1.0, 2.5)), np.array([1.0, 2.5], np.float32)),
+        (dict(value_floats=()), np.zeros(0, np.float32)),
+        (dict(value_int=-3), np.array(-3, I64)),
+        (dict(value_ints=[4, 5, 6]), np.array([4, 5, 6], I64)),
+        (dict(value_string="hi"), np.array("hi", dtype=object)),
+        (dict(value_strings=("a", "b")), np.array(["a", "b"], dtype=object)),
+    ],
+)
 def test_constant(kw, want):
     got = G.constant(**kw)
     _same(got, want)
@@ -369,10 +435,16 @@ def test_constant_bad(kw):
         G.constant(**kw)
 
 
-@pytest.mark.parametrize("shape, value", [
-    ([2, 3], None), ([4], np.array([7], np.int32)), ([], np.array([1.5], np.float64)),
-    ([0, 3], np.array([True])), ([1, 2, 1], np.array([-1], I64)),
-])
+@pytest.mark.parametrize(
+    "shape, value",
+    [
+        ([2, 3], None),
+        ([4], np.array([7], np.int32)),
+        ([], np.array([1.5], np.float64)),
+        ([0, 3], np.array([True])),
+        ([1, 2, 1], np.array([-1], I64)),
+    ],
+)
 def test_constant_of_shape(shape, value):
     got = G.constant_of_shape(np.array(shape, I64), value=value)
     v = np.zeros(1, np.float32) if value is None else value
@@ -403,11 +475,20 @@ def test_eye_like_bad():
         G.eye_like(np.zeros((2, 2, 2)))
 
 
-@pytest.mark.parametrize("start, limit, delta, dtype", [
-    (3, 9, 3, np.int32), (10, 4, -2, np.int64), (0, 10, 3, np.int16), (5, 5, 1, np.int64),
-    (5, 1, 1, np.int32), (1.0, 5.0, 0.5, np.float32), (10.0, 6.0, -3.0, np.float64),
-    (0.0, 1.0, 0.3, np.float32), (1.0, 10.0, 2.0, np.float16),
-])
+@pytest.mark.parametrize(
+    "start, limit, delta, dtype",
+    [
+        (3, 9, 3, np.int32),
+        (10, 4, -2, np.int64),
+        (0, 10, 3, np.int16),
+        (5, 5, 1, np.int64),
+        (5, 1, 1, np.int32),
+        (1.0, 5.0, 0.5, np.float32),
+        (10.0, 6.0, -3.0, np.float64),
+        (0.0, 1.0, 0.3, np.float32),
+        (1.0, 10.0, 2.0, np.float16),
+    ],
+)
 def test_range(start, limit, delta, dtype):
     got = G.range_(np.array(start, dtype), np.array(limit, dtype), np.array(delta, dtype))
     vals = []
@@ -482,10 +563,18 @@ def _pad_want(x, begin, end, mode, cval):
 
 
 @pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
-@pytest.mark.parametrize("pads, axes", [
-    ([0, 2, 0, 0], None), ([1, 1, 2, 2], None), ([0, 0, 0, 0], None), ([2, 1], [1]), ([1, 0, 0, 2], [-1, 0]),
-    ([3, 0, 4, 1], None), ([-1, 1, 0, -1], None),
-])
+@pytest.mark.parametrize(
+    "pads, axes",
+    [
+        ([0, 2, 0, 0], None),
+        ([1, 1, 2, 2], None),
+        ([0, 0, 0, 0], None),
+        ([2, 1], [1]),
+        ([1, 0, 0, 2], [-1, 0]),
+        ([3, 0, 4, 1], None),
+        ([-1, 1, 0, -1], None),
+    ],
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 def test_pad(mode, pads, axes, dtype):
     x = (np.arange(12) + 1).astype(dtype).reshape(3, 4)
@@ -493,7 +582,7 @@ def test_pad(mode, pads, axes, dtype):
     begin, end = [0, 0], [0, 0]
     for i, a in enumerate(ax):
         begin[a], end[a] = pads[i], pads[i + len(ax)]
-    xc = x[max(-begin[0], 0): 3 - max(-end[0], 0), max(-begin[1], 0): 4 - max(-end[1], 0)]
+    xc = x[max(-begin[0], 0) : 3 - max(-end[0], 0), max(-begin[1], 0) : 4 - max(-end[1], 0)]
     want = _pad_want(xc, [max(b, 0) for b in begin], [max(e, 0) for e in end], mode, dtype(9))
     cv = np.array(9, dtype) if mode == "constant" else None
     got = P.pad(x, np.array(pads, I64), cv, None if axes is None else np.array(axes, I64), mode=mode)
@@ -510,11 +599,17 @@ def test_pad_defaults_and_types():
     _same(P.pad(s, np.array([0, 2], I64), mode="edge"), np.array(["a", "b", "b", "b"], object))
 
 
-@pytest.mark.parametrize("pads, kw", [
-    ([1, 1], {}), ([-3, 0, 0, 0], {}), ([1, 1, 1, 1], dict(mode="bogus")),
-    ([1, 1, 1, 1], dict(constant_value=np.array([1.0, 2.0], np.float32))),
-    ([1, 1], dict(axes=np.array([2], I64))), ([1, 1], dict(axes=np.array([0, 0], I64))),
-])
+@pytest.mark.parametrize(
+    "pads, kw",
+    [
+        ([1, 1], {}),
+        ([-3, 0, 0, 0], {}),
+        ([1, 1, 1, 1], dict(mode="bogus")),
+        ([1, 1, 1, 1], dict(constant_value=np.array([1.0, 2.0], np.float32))),
+        ([1, 1], dict(axes=np.array([2], I64))),
+        ([1, 1], dict(axes=np.array([0, 0], I64))),
+    ],
+)
 def test_pad_bad(pads, kw):
     x = np.ones((2, 3), np.float32)
     with pytest.raises(KernelError):
@@ -535,9 +630,17 @@ def test_pad_bad_edge_cases():
 
 
 # --------------------------------------------------------------------------- CenterCropPad
-@pytest.mark.parametrize("shape, axes", [
-    ([3, 4, 2], None), ([6, 8, 2], None), ([1, 7], [0, 1]), ([4, 3], [-1, -2]), ([5], [1]), ([2, 2, 2], None),
-])
+@pytest.mark.parametrize(
+    "shape, axes",
+    [
+        ([3, 4, 2], None),
+        ([6, 8, 2], None),
+        ([1, 7], [0, 1]),
+        ([4, 3], [-1, -2]),
+        ([5], [1]),
+        ([2, 2, 2], None),
+    ],
+)
 def test_center_crop_pad(shape, axes):
     x = (np.arange(60) + 1).astype(np.float32).reshape(4, 5, 3)
     ax = [0, 1, 2] if axes is None else [a % 3 for a in axes]
@@ -598,10 +701,21 @@ def test_dtypes_preserved(dtype):
     x = _data(dtype)
     i = lambda *v: np.array(v, I64)  # noqa: E731
     outs = [
-        S.reshape(x, i(6, 4)), S.flatten(x), S.transpose(x), S.squeeze(x[:1], i(0)), S.unsqueeze(x, i(0)),
-        S.concat(x, x, axis=0), *S.split(x, i(1, 2), axis=1), S.slice_(x, i(0), i(1)), S.expand(x, i(2, 2, 3, 4)),
-        S.tile(x, i(1, 2, 1)), P.pad(x, i(0, 1, 0, 0, 0, 1)), P.pad(x, i(0, 1, 0, 0, 0, 1), mode="edge"),
-        P.center_crop_pad(x, i(2, 2), axes=[1, 2]), G.trilu(x), P.depth_to_space(x.reshape(1, 4, 3, 2), blocksize=2),
+        S.reshape(x, i(6, 4)),
+        S.flatten(x),
+        S.transpose(x),
+        S.squeeze(x[:1], i(0)),
+        S.unsqueeze(x, i(0)),
+        S.concat(x, x, axis=0),
+        *S.split(x, i(1, 2), axis=1),
+        S.slice_(x, i(0), i(1)),
+        S.expand(x, i(2, 2, 3, 4)),
+        S.tile(x, i(1, 2, 1)),
+        P.pad(x, i(0, 1, 0, 0, 0, 1)),
+        P.pad(x, i(0, 1, 0, 0, 0, 1), mode="edge"),
+        P.center_crop_pad(x, i(2, 2), axes=[1, 2]),
+        G.trilu(x),
+        P.depth_to_space(x.reshape(1, 4, 3, 2), blocksize=2),
         P.space_to_depth(x.reshape(1, 6, 2, 2), blocksize=2),
     ]
     for o in outs:
@@ -611,8 +725,13 @@ def test_dtypes_preserved(dtype):
 
 def test_outputs_do_not_alias_inputs():
     x = X234.copy()
-    for out in (S.slice_(x, [0], [1]), S.split(x, [1, 1])[0], S.expand(x, [2, 3, 4]), S.transpose(x),
-                P.pad(x, [0] * 6)):
+    for out in (
+        S.slice_(x, [0], [1]),
+        S.split(x, [1, 1])[0],
+        S.expand(x, [2, 3, 4]),
+        S.transpose(x),
+        P.pad(x, [0] * 6),
+    ):
         out[...] = -1
     _same(x, X234)
 
@@ -623,8 +742,20 @@ def _bind(op_type, opset, attrs=None, n_inputs=1, n_outputs=1, present=None):
     from stdops.onnx.opset import BindContext, resolve
 
     since, kernel, adp = resolve("", op_type, opset)
-    ctx = BindContext(op_type, "", opset, since, "n", None, dict(attrs or {}), n_inputs,
-                      present or [True] * n_inputs, n_outputs, kernel, [None] * n_inputs)
+    ctx = BindContext(
+        op_type,
+        "",
+        opset,
+        since,
+        "n",
+        None,
+        dict(attrs or {}),
+        n_inputs,
+        present or [True] * n_inputs,
+        n_outputs,
+        kernel,
+        [None] * n_inputs,
+    )
     return adp(ctx) if adp else ctx.bind()
 
 
@@ -672,22 +803,23 @@ def test_adapter_slice_tile_pad_eyelike():
     want = np.array([[5, 5, 5], [5, 1, 1], [5, 1, 1]], np.float32)
     _same(_bind("Pad", 2, dict(pads=(1, 1, 0, 0), value=5.0))(x), want)
     _same(_bind("Pad", 1, dict(paddings=(1, 1, 0, 0), value=5.0))(x), want)
-    _same(_bind("Pad", 7, dict(pads=(0, 1, 0, 0), mode="edge"))(np.array([[1, 2]], np.int32)),
-          np.array([[1, 1, 2]], np.int32))
+    _same(
+        _bind("Pad", 7, dict(pads=(0, 1, 0, 0), mode="edge"))(np.array([[1, 2]], np.int32)),
+        np.array([[1, 1, 2]], np.int32),
+    )
     _same(_bind("EyeLike", 9, dict(dtype=7, k=1))(x), np.array([[0, 1], [0, 0]], I64))
     _same(_bind("EyeLike", 22)(x.astype(np.int32)), np.eye(2, dtype=np.int32))
 
 
 def test_adapter_constant_sparse():
-    from onnx import helper, TensorProto
+    from onnx import TensorProto, helper
 
     values = helper.make_tensor("v", TensorProto.FLOAT, [2], [1.5, 2.5])
     indices = helper.make_tensor("i", TensorProto.INT64, [2], [1, 5])
     sp = helper.make_sparse_tensor(values, indices, [2, 3])
     got = _bind("Constant", 13, dict(sparse_value=sp), n_inputs=0)()
     _same(got, np.array([[0, 1.5, 0], [0, 0, 2.5]], np.float32))
-    _same(_bind("Constant", 9, dict(value=np.arange(3, dtype=np.uint16)), n_inputs=0)(),
-          np.arange(3, dtype=np.uint16))
+    _same(_bind("Constant", 9, dict(value=np.arange(3, dtype=np.uint16)), n_inputs=0)(), np.arange(3, dtype=np.uint16))
 
 
 def test_adapter_legacy_float_typed_inputs():

@@ -1,4 +1,5 @@
 """Signal kernels against explicit DFT matrices, scipy windows and a loop-based mel filterbank."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,8 +39,9 @@ def _pack(z):
     return np.stack([z.real, z.imag], -1)
 
 
-@pytest.mark.parametrize("shape, axis", [((2, 8), 1), ((2, 8), -2), ((3, 5, 4), 1), ((3, 5, 4), 2),
-                                         ((3, 5, 4), -3), ((6,), 0)])
+@pytest.mark.parametrize(
+    "shape, axis", [((2, 8), 1), ((2, 8), -2), ((3, 5, 4), 1), ((3, 5, 4), 2), ((3, 5, 4), -3), ((6,), 0)]
+)
 @pytest.mark.parametrize("complex_in", [False, True])
 @pytest.mark.parametrize("inverse", [0, 1])
 @pytest.mark.parametrize("length", [None, 3, 10])
@@ -66,7 +68,7 @@ def test_rfft_irfft(n):
     # IRFFT of the one-sided spectrum recovers the (truncated/padded) signal
     back = G.dft(got, np.int64(nn), np.int64(1), onesided=1, inverse=1)
     padded = np.zeros((2, nn, 3))
-    padded[:, :min(nn, 8)] = z[:, :nn]
+    padded[:, : min(nn, 8)] = z[:, :nn]
     assert back.shape == (2, nn, 3, 1)
     np.testing.assert_allclose(back[..., 0], padded, atol=1e-10)
     if n is None:  # default IRFFT length 2 * (bins - 1)
@@ -81,14 +83,17 @@ def test_dft_defaults_and_complex_onesided():
     np.testing.assert_allclose(got, _pack(_ref_dft(z, 1, 6, keep=4)), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("x, args, kw", [
-    (np.zeros((2, 4, 3), np.float32), (), {}),                          # last axis 3
-    (np.zeros((2, 4, 1), np.float32), (None, np.int64(2)), {}),          # axis = complex axis
-    (np.zeros((2, 4, 1), np.float32), (None, np.int64(-1)), {}),
-    (np.zeros((2, 4, 1), np.float32), (np.int64(0),), {}),               # dft_length 0
-    (np.zeros((2, 4, 1), np.float32), (), {"onesided": 1, "inverse": 1}),  # IRFFT of a real input
-    (np.zeros((2, 4, 1), np.int32), (), {}),
-])
+@pytest.mark.parametrize(
+    "x, args, kw",
+    [
+        (np.zeros((2, 4, 3), np.float32), (), {}),  # last axis 3
+        (np.zeros((2, 4, 1), np.float32), (None, np.int64(2)), {}),  # axis = complex axis
+        (np.zeros((2, 4, 1), np.float32), (None, np.int64(-1)), {}),
+        (np.zeros((2, 4, 1), np.float32), (np.int64(0),), {}),  # dft_length 0
+        (np.zeros((2, 4, 1), np.float32), (), {"onesided": 1, "inverse": 1}),  # IRFFT of a real input
+        (np.zeros((2, 4, 1), np.int32), (), {}),
+    ],
+)
 def test_dft_errors(x, args, kw):
     with pytest.raises(KernelError):
         G.dft(x, *args, **kw)
@@ -100,15 +105,20 @@ def test_stft(onesided, step, fl, use_window):
     sig = RNG.standard_normal((2, 32))
     win = scipy.signal.get_window("hann", fl or 10) if use_window else None
     flen = fl if fl is not None else len(win)
-    got = G.stft(sig[..., None].astype(np.float32), np.int64(step), None if win is None else win.astype(np.float32),
-                 None if fl is None else np.int64(fl), onesided=onesided)
+    got = G.stft(
+        sig[..., None].astype(np.float32),
+        np.int64(step),
+        None if win is None else win.astype(np.float32),
+        None if fl is None else np.int64(fl),
+        onesided=onesided,
+    )
     frames = (32 - flen) // step + 1
     bins = flen // 2 + 1 if onesided else flen
     want = np.zeros((2, frames, bins), complex)
     w = np.ones(flen) if win is None else win
     mat = _dft_matrix(flen, flen)[:bins]
     for f in range(frames):
-        want[:, f] = (sig[:, f * step:f * step + flen] * w) @ mat.T
+        want[:, f] = (sig[:, f * step : f * step + flen] * w) @ mat.T
     assert got.shape == (2, frames, bins, 2) and got.dtype == np.float32
     np.testing.assert_allclose(got, _pack(want), rtol=1e-4, atol=1e-4)
 
@@ -128,8 +138,9 @@ def test_stft_complex_and_default_length():
         G.stft(np.zeros((16, 1), np.float32), np.int64(1))
 
 
-@pytest.mark.parametrize("fn, name", [(G.hann_window, "hann"), (G.hamming_window, "hamming"),
-                                      (G.blackman_window, "blackman")])
+@pytest.mark.parametrize(
+    "fn, name", [(G.hann_window, "hann"), (G.hamming_window, "hamming"), (G.blackman_window, "blackman")]
+)
 @pytest.mark.parametrize("size", [1, 2, 10, 33])
 @pytest.mark.parametrize("periodic", [0, 1])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
@@ -172,15 +183,26 @@ def _ref_mel(nmel, nfft, sr, lo, hi):
     return out
 
 
-@pytest.mark.parametrize("nmel, nfft, sr, lo, hi", [(8, 16, 8192, 0.0, 4096.0), (20, 512, 16000, 20.0, 8000.0),
-                                                     (40, 400, 16000, 0.0, 7600.0), (5, 64, 100, 1.0, 50.0)])
+@pytest.mark.parametrize(
+    "nmel, nfft, sr, lo, hi",
+    [
+        (8, 16, 8192, 0.0, 4096.0),
+        (20, 512, 16000, 20.0, 8000.0),
+        (40, 400, 16000, 0.0, 7600.0),
+        (5, 64, 100, 1.0, 50.0),
+    ],
+)
 def test_mel_weight_matrix(nmel, nfft, sr, lo, hi):
     got = G.mel_weight_matrix(np.int64(nmel), np.int64(nfft), np.int32(sr), np.float32(lo), np.float32(hi))
     want = _ref_mel(nmel, nfft, sr, np.float32(lo), np.float32(hi))
     assert got.dtype == np.float32 and got.shape == (nfft // 2 + 1, nmel)
     np.testing.assert_allclose(got, want, atol=1e-6)
-    assert G.mel_weight_matrix(np.int64(nmel), np.int64(nfft), np.int32(sr), np.float32(lo), np.float32(hi),
-                               output_datatype=np.float64).dtype == np.float64
+    assert (
+        G.mel_weight_matrix(
+            np.int64(nmel), np.int64(nfft), np.int32(sr), np.float32(lo), np.float32(hi), output_datatype=np.float64
+        ).dtype
+        == np.float64
+    )
 
 
 def test_mel_errors():
@@ -210,14 +232,21 @@ def test_onnx_dft17_axis_attribute_and_window_dtype():
     z = RNG.standard_normal((2, 8, 3))
     x = z[..., None].astype(np.float32)
     for opset, kw, inputs, axis in [(17, {}, ["x"], 1), (19, {"axis": 2}, ["x"], 2), (20, {}, ["x", "", "ax"], 1)]:
-        g = h.make_graph([h.make_node("DFT", inputs, ["y"], **kw)], "g",
-                         [h.make_tensor_value_info("x", TP.FLOAT, None), h.make_tensor_value_info("ax", TP.INT64, [])],
-                         [h.make_tensor_value_info("y", TP.FLOAT, None)])
+        g = h.make_graph(
+            [h.make_node("DFT", inputs, ["y"], **kw)],
+            "g",
+            [h.make_tensor_value_info("x", TP.FLOAT, None), h.make_tensor_value_info("ax", TP.INT64, [])],
+            [h.make_tensor_value_info("y", TP.FLOAT, None)],
+        )
         m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
         (y,) = stdops.onnx.run(m, [x, np.array(axis, np.int64)])
         np.testing.assert_allclose(y, _pack(_ref_dft(z, axis, z.shape[axis])), rtol=1e-4, atol=1e-4)
-    g = h.make_graph([h.make_node("HannWindow", ["n"], ["w"], output_datatype=TP.DOUBLE, periodic=0)], "g",
-                     [h.make_tensor_value_info("n", TP.INT64, [])], [h.make_tensor_value_info("w", TP.DOUBLE, None)])
+    g = h.make_graph(
+        [h.make_node("HannWindow", ["n"], ["w"], output_datatype=TP.DOUBLE, periodic=0)],
+        "g",
+        [h.make_tensor_value_info("n", TP.INT64, [])],
+        [h.make_tensor_value_info("w", TP.DOUBLE, None)],
+    )
     (w,) = stdops.onnx.run(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), [np.array(7, np.int64)])
     assert w.dtype == np.float64
     np.testing.assert_allclose(w, scipy.signal.get_window("hann", 7, fftbins=False), atol=1e-12)

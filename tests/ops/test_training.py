@@ -1,4 +1,5 @@
 """Adagrad, Adam and Momentum (ai.onnx.preview.training) against the spec's pseudo code, in float64."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,12 +18,11 @@ def ref_adagrad(R, T, X, G, H, decay_factor=0.0, epsilon=1e-6, norm_coefficient=
     return X - r * g / (np.sqrt(h) + epsilon), h
 
 
-def ref_adam(R, T, X, G, V, H, alpha=0.9, beta=0.999, epsilon=1e-6, norm_coefficient=0.0,
-             norm_coefficient_post=0.0):
+def ref_adam(R, T, X, G, V, H, alpha=0.9, beta=0.999, epsilon=1e-6, norm_coefficient=0.0, norm_coefficient_post=0.0):
     g = norm_coefficient * X + G
     v = alpha * V + (1 - alpha) * g
     h = beta * H + (1 - beta) * g * g
-    ra = R * np.sqrt(1 - beta ** T) / (1 - alpha ** T) if T > 0 else R
+    ra = R * np.sqrt(1 - beta**T) / (1 - alpha**T) if T > 0 else R
     x = X - ra * v / (np.sqrt(h) + epsilon)
     return (1 - norm_coefficient_post) * x, v, h
 
@@ -50,8 +50,9 @@ TABLE = [
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
 @pytest.mark.parametrize("T", [0, 1, 7])
 @pytest.mark.parametrize("shapes", [[(3,)], [(2, 3), (4,)], [()]], ids=["one", "two", "scalar"])
-@pytest.mark.parametrize("kernel,ref,roles,attrs", TABLE,
-                         ids=[f"{k.__name__}-{i}" for i, (k, _, _, _) in enumerate(TABLE)])
+@pytest.mark.parametrize(
+    "kernel,ref,roles,attrs", TABLE, ids=[f"{k.__name__}-{i}" for i, (k, _, _, _) in enumerate(TABLE)]
+)
 def test_optimizer(kernel, ref, roles, attrs, shapes, T, dtype):
     n = len(shapes)
     R = np.array(0.1, np.float32)
@@ -89,15 +90,18 @@ M = {"alpha": 0.9, "beta": 1.0, "mode": "standard", "norm_coefficient": 0.0}
 F = np.zeros(3, np.float32)
 
 
-@pytest.mark.parametrize("kernel,args,attrs", [
-    (K.adagrad, (np.array(0.1), np.array(0), F, F), {}),                            # not a multiple of 3
-    (K.adam, (np.array(0.1), np.array(0)), {}),                                    # no tensors
-    (K.momentum, (np.array(0.1), np.array(0), F, F, F), dict(M, mode="adam")),     # bad mode
-    (K.momentum, (np.array([0.1, 0.2]), np.array(0), F, F, F), M),                 # R not a scalar
-    (K.momentum, (np.array(0.1), np.array(0.5), F, F, F), M),                      # T not an integer
-    (K.momentum, (np.array(0.1), np.array(0), F, np.zeros(4, np.float32), F), M),  # shapes
-    (K.momentum, (np.array(0.1), np.array(0), np.zeros(3, np.int64), F, F), M),    # X not float
-])
+@pytest.mark.parametrize(
+    "kernel,args,attrs",
+    [
+        (K.adagrad, (np.array(0.1), np.array(0), F, F), {}),  # not a multiple of 3
+        (K.adam, (np.array(0.1), np.array(0)), {}),  # no tensors
+        (K.momentum, (np.array(0.1), np.array(0), F, F, F), dict(M, mode="adam")),  # bad mode
+        (K.momentum, (np.array([0.1, 0.2]), np.array(0), F, F, F), M),  # R not a scalar
+        (K.momentum, (np.array(0.1), np.array(0.5), F, F, F), M),  # T not an integer
+        (K.momentum, (np.array(0.1), np.array(0), F, np.zeros(4, np.float32), F), M),  # shapes
+        (K.momentum, (np.array(0.1), np.array(0), np.zeros(3, np.int64), F, F), M),  # X not float
+    ],
+)
 def test_errors(kernel, args, attrs):
     with pytest.raises(KernelError):
         kernel(*args, **attrs)

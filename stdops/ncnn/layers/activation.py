@@ -4,6 +4,7 @@ Every layer here keeps the blob's shape (GLU halves one axis). Semantics follow 
 layers; where ncnn evaluates a formula naively (Softplus, BNLL, Mish: log(1 + exp(x))) the kernels use
 the overflow-free form, which agrees wherever ncnn's result is finite.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -217,8 +218,7 @@ def dropout(p, w):
     return lambda x: mul(x, s)
 
 
-@layer("PReLU", params=[P(0, "num_slope", 0)],
-       weights=lambda p: [W("slope", _count(p.num_slope, "num_slope"))])
+@layer("PReLU", params=[P(0, "num_slope", 0)], weights=lambda p: [W("slope", _count(p.num_slope, "num_slope"))])
 def prelu(p, w):
     """y = x if x >= 0 else x * slope; one slope, or one per element of axis 0 (1d: per element,
     2d: per row, 3d/4d: per channel)."""
@@ -231,8 +231,7 @@ def prelu(p, w):
 
     def run(x):
         if x.shape[0] != slope.size:
-            raise KernelError(f"PReLU: {slope.size} slopes for a blob of shape {x.shape} "
-                              f"(axis 0 has {x.shape[0]})")
+            raise KernelError(f"PReLU: {slope.size} slopes for a blob of shape {x.shape} (axis 0 has {x.shape[0]})")
         return fn(x, slope.reshape(shapes[x.ndim]))
 
     return run

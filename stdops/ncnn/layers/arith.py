@@ -4,9 +4,10 @@ Scale, Bias, BatchNorm, Cast, Packing, MemoryData, Diag.
 Per-"channel" parameters (Scale, BatchNorm, PReLU) apply along the blob's axis 0: per element of a 1d
 blob, per row of a 2d blob, per channel of a 3d/4d blob.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
@@ -25,6 +26,7 @@ def _fn(name: str) -> Callable:
 
 # --------------------------------------------------------------------------- UnaryOp
 
+
 def _unary_table() -> dict[int, Callable[[np.ndarray], np.ndarray]]:
     mul, recip, sqrt, sign = _fn("mul"), _fn("reciprocal"), _fn("sqrt"), _fn("sign")
 
@@ -32,6 +34,7 @@ def _unary_table() -> dict[int, Callable[[np.ndarray], np.ndarray]]:
         def run(x):
             with np.errstate(all="ignore"):
                 return ufunc(x)
+
         return run
 
     def sign_ncnn(x):  # NaN gives 0 in ncnn
@@ -39,17 +42,41 @@ def _unary_table() -> dict[int, Callable[[np.ndarray], np.ndarray]]:
         return np.where(np.isnan(s), _F32(0), s) if s.size and np.isnan(s).any() else s
 
     return {
-        0: _fn("abs_"), 1: _fn("neg"), 2: _fn("floor"), 3: _fn("ceil"),
-        4: lambda x: mul(x, x), 5: sqrt, 6: lambda x: recip(sqrt(x)), 7: _fn("exp"), 8: _fn("log"),
-        9: _fn("sin"), 10: _fn("cos"), 11: _fn("tan"), 12: _fn("asin"), 13: _fn("acos"), 14: _fn("atan"),
-        15: recip, 16: _fn("tanh"), 17: np_unary(np.log10), 18: _fn("round_"), 19: np_unary(np.trunc),
-        20: sign_ncnn, 21: np_unary(np.expm1), 22: _fn("sinh"), 23: _fn("asinh"), 24: _fn("cosh"),
-        25: _fn("acosh"), 26: _fn("atanh"), 27: np_unary(np.log1p),
+        0: _fn("abs_"),
+        1: _fn("neg"),
+        2: _fn("floor"),
+        3: _fn("ceil"),
+        4: lambda x: mul(x, x),
+        5: sqrt,
+        6: lambda x: recip(sqrt(x)),
+        7: _fn("exp"),
+        8: _fn("log"),
+        9: _fn("sin"),
+        10: _fn("cos"),
+        11: _fn("tan"),
+        12: _fn("asin"),
+        13: _fn("acos"),
+        14: _fn("atan"),
+        15: recip,
+        16: _fn("tanh"),
+        17: np_unary(np.log10),
+        18: _fn("round_"),
+        19: np_unary(np.trunc),
+        20: sign_ncnn,
+        21: np_unary(np.expm1),
+        22: _fn("sinh"),
+        23: _fn("asinh"),
+        24: _fn("cosh"),
+        25: _fn("acosh"),
+        26: _fn("atanh"),
+        27: np_unary(np.log1p),
     }
 
 
-UNARY_NAMES = ("abs neg floor ceil square sqrt rsqrt exp log sin cos tan asin acos atan reciprocal tanh "
-               "log10 round trunc sign expm1 sinh asinh cosh acosh atanh log1p").split()
+UNARY_NAMES = (
+    "abs neg floor ceil square sqrt rsqrt exp log sin cos tan asin acos atan reciprocal tanh "
+    "log10 round trunc sign expm1 sinh asinh cosh acosh atanh log1p"
+).split()
 
 
 @layer("UnaryOp", params=[P(0, "op_type", 0)])
@@ -65,6 +92,7 @@ def unaryop(p, w):
 
 # --------------------------------------------------------------------------- BinaryOp
 
+
 def _ieee_remainder(a, b):
     """C's remainderf: a - n * b with n = a / b rounded half to even (exact, via float64)."""
     a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
@@ -76,6 +104,7 @@ def _np_binary(ufunc):
     def run(a, b):
         with np.errstate(all="ignore"):
             return np.asarray(ufunc(a, b), _F32)
+
     return run
 
 
@@ -83,9 +112,18 @@ def _binary_table() -> dict[int, Callable[[np.ndarray, np.ndarray], np.ndarray]]
     div, mod = _fn("div"), _fn("mod")
     floor = _fn("floor")
     ops = {
-        0: _fn("add"), 1: _fn("sub"), 2: _fn("mul"), 3: div, 4: _fn("max_"), 5: _fn("min_"), 6: _fn("pow_"),
-        10: _np_binary(np.arctan2), 12: lambda a, b: mod(a, b, fmod=1), 14: _np_binary(np.logaddexp),
-        15: lambda a, b: floor(div(a, b)), 17: _ieee_remainder,
+        0: _fn("add"),
+        1: _fn("sub"),
+        2: _fn("mul"),
+        3: div,
+        4: _fn("max_"),
+        5: _fn("min_"),
+        6: _fn("pow_"),
+        10: _np_binary(np.arctan2),
+        12: lambda a, b: mod(a, b, fmod=1),
+        14: _np_binary(np.logaddexp),
+        15: lambda a, b: floor(div(a, b)),
+        17: _ieee_remainder,
     }
     # reversed forms: op(b, a)
     for r, base in ((7, 1), (8, 3), (9, 6), (11, 10), (13, 12), (16, 15), (18, 17)):
@@ -93,8 +131,10 @@ def _binary_table() -> dict[int, Callable[[np.ndarray, np.ndarray], np.ndarray]]
     return ops
 
 
-BINARY_NAMES = ("add sub mul div max min pow rsub rdiv rpow atan2 ratan2 fmod rfmod logaddexp floor_divide "
-                "rfloor_divide remainder rremainder").split()
+BINARY_NAMES = (
+    "add sub mul div max min pow rsub rdiv rpow atan2 ratan2 fmod rfmod logaddexp floor_divide "
+    "rfloor_divide remainder rremainder"
+).split()
 
 
 def ncnn_broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -104,6 +144,7 @@ def ncnn_broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple
     length n against a 2d (h, w) one becomes (n, 1) when n == h, else (1, n); against 3d/4d it becomes
     (n, 1, 1[, 1]) when n == c, else (1, 1[, 1], n); a 2d (h, w) becomes (h, w, 1[, 1]); a 3d (c, h, w)
     against 4d becomes (c, h, w, 1)."""
+
     def expand(x, other):
         n, r = len(x), len(other)
         if n >= r:
@@ -122,8 +163,10 @@ def ncnn_binary(fn: Callable, a: np.ndarray, b: np.ndarray, what: str = "BinaryO
     sa, sb = ncnn_broadcast_shapes(a.shape, b.shape)
     for i, (m, n) in enumerate(zip(sa, sb)):
         if m != n and m != 1 and n != 1:
-            raise KernelError(f"{what}: blob shapes {a.shape} and {b.shape} do not broadcast "
-                              f"(ncnn aligns them as {sa} and {sb}; axis {i}: {m} vs {n})")
+            raise KernelError(
+                f"{what}: blob shapes {a.shape} and {b.shape} do not broadcast "
+                f"(ncnn aligns them as {sa} and {sb}; axis {i}: {m} vs {n})"
+            )
     return fn(a.reshape(sa), b.reshape(sb))
 
 
@@ -139,8 +182,7 @@ def binaryop(p, w):
     fn = table[p.op_type]
     want = 1 if p.with_scalar else 2
     if p.n_bottoms != want:
-        raise ValueError(f"BinaryOp with_scalar={p.with_scalar} takes {want} bottom(s), the layer has "
-                         f"{p.n_bottoms}")
+        raise ValueError(f"BinaryOp with_scalar={p.with_scalar} takes {want} bottom(s), the layer has {p.n_bottoms}")
     if p.with_scalar:
         bv = np.asarray(p.b, _F32)
         return lambda a: fn(a, bv)
@@ -148,6 +190,7 @@ def binaryop(p, w):
 
 
 # --------------------------------------------------------------------------- Eltwise
+
 
 @layer("Eltwise", params=[P(0, "op_type", 0), P(1, "coeffs", (), kind="floats")], inputs=None)
 def eltwise(p, w):
@@ -168,6 +211,7 @@ def eltwise(p, w):
                 raise KernelError(f"Eltwise: bottom shapes differ: {xs[0].shape} and {x.shape}")
 
     if p.op_type == 0:
+
         def run(*xs):
             check(xs)
             y = xs[0]
@@ -195,10 +239,12 @@ def eltwise(p, w):
             for x, c in zip(xs[1:], cs[1:]):
                 y = add(y, mul(x, c))
             return y
+
     return run
 
 
 # --------------------------------------------------------------------------- Scale, Bias, BatchNorm
+
 
 def _along_axis0(v: np.ndarray, x: np.ndarray, what: str) -> np.ndarray:
     """v (one value per element of x's axis 0) shaped to broadcast against x."""
@@ -229,8 +275,9 @@ def scale(p, w):
     mul, add = _fn("mul"), _fn("add")
     if p.scale_data_size == -233:
         if p.bias_term:
-            raise ValueError("Scale with scale_data_size=-233 (scale from a second bottom) has no bias weights; "
-                             "bias_term must be 0")
+            raise ValueError(
+                "Scale with scale_data_size=-233 (scale from a second bottom) has no bias weights; bias_term must be 0"
+            )
         if p.n_bottoms != 2:
             raise ValueError(f"Scale with scale_data_size=-233 takes 2 bottoms, the layer has {p.n_bottoms}")
         return lambda x, s: mul(x, _along_axis0(np.asarray(s, _F32).ravel(), x, "Scale"))
@@ -242,8 +289,11 @@ def scale(p, w):
     return lambda x: add(mul(x, _along_axis0(s, x, "Scale")), _along_axis0(b, x, "Scale"))
 
 
-@layer("Bias", params=[P(0, "bias_data_size", 0)],
-       weights=lambda p: [W("bias", _count(p.bias_data_size, "bias_data_size"))])
+@layer(
+    "Bias",
+    params=[P(0, "bias_data_size", 0)],
+    weights=lambda p: [W("bias", _count(p.bias_data_size, "bias_data_size"))],
+)
 def bias(p, w):
     """y = x + bias per channel of a 3d/4d blob; a 1d or 2d blob (one channel in ncnn) gets bias[0]."""
     b, add = w["bias"], _fn("add")
@@ -257,8 +307,11 @@ def bias(p, w):
     return run
 
 
-@layer("BatchNorm", params=[P(0, "channels", 0), P(1, "eps", 0.0)],
-       weights=lambda p: [W(n, _count(p.channels, "channels")) for n in ("slope", "mean", "var", "bias")])
+@layer(
+    "BatchNorm",
+    params=[P(0, "channels", 0), P(1, "eps", 0.0)],
+    weights=lambda p: [W(n, _count(p.channels, "channels")) for n in ("slope", "mean", "var", "bias")],
+)
 def batchnorm(p, w):
     """y = (x - mean) / sqrt(var + eps) * slope + bias along axis 0 (1d: per element, 2d: per row,
     3d/4d: per channel); a zero sqrt(var + eps) counts as 1e-4, as in ncnn."""
@@ -279,8 +332,7 @@ def batchnorm(p, w):
 
 # --------------------------------------------------------------------------- Cast, Packing
 
-CAST_TYPES = {1: np.dtype(np.float32), 2: np.dtype(np.float16), 3: np.dtype(np.int8),
-              4: np.dtype(ml_dtypes.bfloat16)}
+CAST_TYPES = {1: np.dtype(np.float32), 2: np.dtype(np.float16), 3: np.dtype(np.int8), 4: np.dtype(ml_dtypes.bfloat16)}
 
 
 def _to_int8(x: np.ndarray) -> np.ndarray:
@@ -318,8 +370,17 @@ def cast(p, w):
     return run
 
 
-@layer("Packing", params=[P(0, "out_elempack", 1), P(1, "use_padding", 0), P(2, "cast_type_from", 0),
-                          P(3, "cast_type_to", 0), P(4, "storage_type_from", 0), P(5, "storage_type_to", 0)])
+@layer(
+    "Packing",
+    params=[
+        P(0, "out_elempack", 1),
+        P(1, "use_padding", 0),
+        P(2, "cast_type_from", 0),
+        P(3, "cast_type_to", 0),
+        P(4, "storage_type_from", 0),
+        P(5, "storage_type_to", 0),
+    ],
+)
 def packing(p, w):
     """Changes ncnn's SIMD lane packing (elempack) of a blob. Blobs here are never packed (the wheel,
     unpacked, gives the same values and shape), so this is the identity, except with use_padding=1:
@@ -343,6 +404,7 @@ def packing(p, w):
 
 # --------------------------------------------------------------------------- MemoryData, Diag
 
+
 def _memorydata_shape(p) -> tuple[int, ...]:
     if p.d:
         return (p.c, p.d, p.h, p.w)
@@ -364,8 +426,12 @@ def _memorydata_weights(p):
     return [W("data", int(np.prod(shape)), tagged=(p.load_type == 0))]
 
 
-@layer("MemoryData", params=[P(0, "w", 0), P(1, "h", 0), P(11, "d", 0), P(2, "c", 0), P(21, "load_type", 1)],
-       weights=_memorydata_weights, inputs=0)
+@layer(
+    "MemoryData",
+    params=[P(0, "w", 0), P(1, "h", 0), P(11, "d", 0), P(2, "c", 0), P(21, "load_type", 1)],
+    weights=_memorydata_weights,
+    inputs=0,
+)
 def memorydata(p, w):
     """y = the stored blob of shape (w) / (h, w) / (c, h, w) / (c, d, h, w) (by which of w, h, c, d are
     set); load_type 1 stores raw float32, 0 a tagged (fp32/fp16/int8) array. No shape: one zero."""

@@ -6,6 +6,7 @@ kernel (scale applied to the projected q as ncnn does, the kernel's own scale 1)
 past k/v prepended along seq. Legacy int8 MultiHeadAttention (quantize_term 1..399) and int8 SDPA run
 ncnn's dynamic-quantization arithmetic, written here (no shared kernel computes it).
 """
+
 from __future__ import annotations
 
 import math
@@ -33,13 +34,16 @@ def _softmax_rows(s: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- MultiHeadAttention
 
+
 def _mha_roles(p, n: int) -> dict:
     """Bottom index of q, k, v, attn_mask, cached k, cached v for a layer with n bottoms (ncnn's rule)."""
     base = 1 + bool(p.attn_mask) + 2 * bool(p.kv_cache)  # bottoms besides q/k/v
     nqkv = n - base + 1
     if nqkv not in (1, 2, 3):
-        raise ValueError(f"MultiHeadAttention with attn_mask={p.attn_mask} kv_cache={p.kv_cache} takes "
-                         f"{base}..{base + 2} bottoms, got {n}")
+        raise ValueError(
+            f"MultiHeadAttention with attn_mask={p.attn_mask} kv_cache={p.kv_cache} takes "
+            f"{base}..{base + 2} bottoms, got {n}"
+        )
     q, k, v = [(0, 0, 0), (0, 1, 1), (0, 1, 2)][nqkv - 1]
     r = {"q": q, "k": k, "v": v, "n_qkv": nqkv}
     nxt = nqkv
@@ -73,8 +77,10 @@ def _mha_weights(p):
     qt = p.quantize_term
     bq = _block_quant(qt)
     if qt < 0 or qt in (4, 5, 6) or (qt >= 400 and bq is None):
-        raise ValueError(f"quantize_term {qt} is not supported (0, legacy int8 1..399 except 4..6, or weight "
-                         f"block quantization bits*100 + input_scale*10 + block_code with bits 4/6/8)")
+        raise ValueError(
+            f"quantize_term {qt} is not supported (0, legacy int8 1..399 except 4..6, or weight "
+            f"block quantization bits*100 + input_scale*10 + block_code with bits 4/6/8)"
+        )
     K = {"q": qdim, "k": p.kdim, "v": p.vdim, "out": E}
     rows = {"q": E, "k": E, "v": E, "out": qdim}
     if bq:
@@ -90,8 +96,12 @@ def _mha_weights(p):
     for n in ("q", "k", "v", "out"):
         ws += [W(f"{n}_weight", rows[n] * K[n], True), W(f"{n}_bias", rows[n])]
     if qt:
-        ws += [W("q_weight_int8_scales", E), W("k_weight_int8_scales", E), W("v_weight_int8_scales", E),
-               W("out_weight_int8_scale", 1)]
+        ws += [
+            W("q_weight_int8_scales", E),
+            W("k_weight_int8_scales", E),
+            W("v_weight_int8_scales", E),
+            W("out_weight_int8_scale", 1),
+        ]
     return ws
 
 
@@ -113,11 +123,23 @@ def _unpack_block_weight(packed: np.ndarray, rows: int, k: int, bits: int, bs: i
     return (q.astype(_F32) * descale).astype(_F32)
 
 
-@layer("MultiHeadAttention",
-       params=[P(0, "embed_dim", 0), P(1, "num_heads", 1), P(2, "weight_data_size", 0), P(3, "kdim", Ref("embed_dim")),
-               P(4, "vdim", Ref("embed_dim")), P(5, "attn_mask", 0), P(6, "scale", None, kind="float"),
-               P(7, "kv_cache", 0), P(18, "quantize_term", 0)],
-       weights=_mha_weights, inputs=None, outputs=None)
+@layer(
+    "MultiHeadAttention",
+    params=[
+        P(0, "embed_dim", 0),
+        P(1, "num_heads", 1),
+        P(2, "weight_data_size", 0),
+        P(3, "kdim", Ref("embed_dim")),
+        P(4, "vdim", Ref("embed_dim")),
+        P(5, "attn_mask", 0),
+        P(6, "scale", None, kind="float"),
+        P(7, "kv_cache", 0),
+        P(18, "quantize_term", 0),
+    ],
+    weights=_mha_weights,
+    inputs=None,
+    outputs=None,
+)
 def multi_head_attention(p, w):
     """q' = (q Wq^T + bq) * scale, k' = k Wk^T + bk, v' = v Wv^T + bv (k'/v' appended to the caches);
     per head softmax(q' k'^T + mask) v'; y = heads Wo^T + bo. Bottoms q[, k[, v]][, mask][, cache_k, cache_v];
@@ -136,8 +158,10 @@ def multi_head_attention(p, w):
         bits, bs, has_in = bq
         rows = {"q": E, "k": E, "v": E, "out": qdim}
         K = {**dims, "out": E}
-        Wd = {n: _unpack_block_weight(w[f"{n}_weight"], rows[n], K[n], bits, bs, w[f"{n}_weight_quantize_scales"])
-              for n in ("q", "k", "v", "out")}
+        Wd = {
+            n: _unpack_block_weight(w[f"{n}_weight"], rows[n], K[n], bits, bs, w[f"{n}_weight_quantize_scales"])
+            for n in ("q", "k", "v", "out")
+        }
         if has_in:
             in_scale = {n: w[f"{n}_weight_input_scales"] for n in ("q", "k", "v", "out")}
         Wm = {n: Wd[n] for n in "qkv"}
@@ -168,14 +192,14 @@ def multi_head_attention(p, w):
         r = _mha_roles(p, len(b))
         q, k, v = b[r["q"]], b[r["k"]], b[r["v"]]
         src = q.shape[0]
-        qa = project(q, "q") * scale                                   # [src, E]
+        qa = project(q, "q") * scale  # [src, E]
         past = b[r["ck"]] if p.kv_cache else None
         pv = b[r["cv"]] if p.kv_cache else None
         has_past = past is not None and past.size > 0
         if has_past and past.ndim != 2 or has_past and past.shape[0] != E:
             raise ValueError(f"MultiHeadAttention cache must be [{E}, seq], got shape {past.shape}")
         if has_past and r["q"] != r["k"]:
-            ka = np.asarray(past, _F32)                                  # cross attention: the cache is k'
+            ka = np.asarray(past, _F32)  # cross attention: the cache is k'
         else:
             ka = project(k, "k").T
             if has_past:
@@ -191,11 +215,11 @@ def multi_head_attention(p, w):
         if p.attn_mask:
             m = b[r["mask"]]
             mask = m.reshape(Hn, src, dst) if m.ndim == 3 else m.reshape(src, dst)
-        qh = qa.reshape(src, Hn, dh).transpose(1, 0, 2)               # [H, src, dh]
-        kh = ka.reshape(Hn, dh, dst)                                   # [H, dh, dst]
+        qh = qa.reshape(src, Hn, dh).transpose(1, 0, 2)  # [H, src, dh]
+        kh = ka.reshape(Hn, dh, dst)  # [H, dh, dst]
         vh = va.reshape(Hn, dh, dst)
         if int8:
-            o = _mha_int8_core(qh, kh, vh, mask)                        # [src, E]
+            o = _mha_int8_core(qh, kh, vh, mask)  # [src, E]
             oq, os_ = _quant(o, axis=1)
             y = (oq @ Wo8.T).astype(_F32) * (_F32(1) / (so8 * os_)) + bo
         else:
@@ -215,25 +239,30 @@ def multi_head_attention(p, w):
 def _mha_int8_core(qh, kh, vh, mask):
     """ncnn's int8 head arithmetic: q quantized per position, k and v per head, softmax(qk) per row."""
     Hn, src, dh = qh.shape
-    qq, qs = _quant(qh, axis=2)                                        # [H, src, dh], [H, src, 1]
+    qq, qs = _quant(qh, axis=2)  # [H, src, dh], [H, src, 1]
     kflat = kh.reshape(Hn, -1)
-    kq, ks = _quant(kflat, axis=1)                                     # per head
+    kq, ks = _quant(kflat, axis=1)  # per head
     kq = kq.reshape(kh.shape)
-    s = np.matmul(qq, kq).astype(_F32) * (_F32(1) / (qs * ks[:, :, None]))   # [H, src, dst]
+    s = np.matmul(qq, kq).astype(_F32) * (_F32(1) / (qs * ks[:, :, None]))  # [H, src, dst]
     if mask is not None:
         s = s + mask
     a = _softmax_rows(s)
     aq, as_ = _quant(a, axis=2)
     vq, vs = _quant(vh.reshape(Hn, -1), axis=1)
-    vq = vq.reshape(vh.shape)                                          # [H, dh, dst]
+    vq = vq.reshape(vh.shape)  # [H, dh, dst]
     o = np.matmul(aq, vq.transpose(0, 2, 1)).astype(_F32) * (_F32(1) / (as_ * vs[:, :, None]))
     return o.transpose(1, 0, 2).reshape(src, Hn * dh)
 
 
 # --------------------------------------------------------------------------- SDPA
 
-@layer("SDPA", params=[P(5, "attn_mask", 0), P(6, "scale", 0.0), P(7, "kv_cache", 0), P(18, "int8_scale_term", 0)],
-       inputs=None, outputs=None)
+
+@layer(
+    "SDPA",
+    params=[P(5, "attn_mask", 0), P(6, "scale", 0.0), P(7, "kv_cache", 0), P(18, "int8_scale_term", 0)],
+    inputs=None,
+    outputs=None,
+)
 def sdpa(p, w):
     """y[h] = softmax(q[h] k[g]^T * scale + mask) v[g], g = h / (heads / groups); scale 0 means
     1/sqrt(dim). Bottoms q, k, v[, mask][, past_k, past_v]; tops y[, k, v] (kv_cache: with the past)."""
@@ -243,8 +272,9 @@ def sdpa(p, w):
     def step(*b):
         want = 3 + bool(p.attn_mask) + 2 * bool(p.kv_cache)
         if len(b) != want:
-            raise ValueError(f"SDPA with attn_mask={p.attn_mask} kv_cache={p.kv_cache} takes {want} bottoms, "
-                             f"got {len(b)}")
+            raise ValueError(
+                f"SDPA with attn_mask={p.attn_mask} kv_cache={p.kv_cache} takes {want} bottoms, got {len(b)}"
+            )
         q, k, v = b[0], b[1], b[2]
         if q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
             raise ValueError(f"SDPA takes 3d q, k, v, got shapes {q.shape}, {k.shape}, {v.shape}")
@@ -291,6 +321,7 @@ def _sdpa_int8(q, k, v, mask, scale):
 
 # --------------------------------------------------------------------------- RotaryEmbed
 
+
 @layer("RotaryEmbed", params=[P(0, "interleaved", 0)], inputs=3)
 def rotary_embed(p, w):
     """Per head and position: (x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos), pairs the two halves of the
@@ -324,8 +355,9 @@ def einsum(p, w):
         raise ValueError("equation holds a value that is not a character code") from None
     kern = OPS["einsum"].fn
     if eq == "ii":
-        return lambda x: np.asarray(kern(np.asarray(x, _F32), equation="ii->"), _F32).reshape(1) if x.ndim == 2 \
-            else _bad_trace(x)
+        return lambda x: (
+            np.asarray(kern(np.asarray(x, _F32), equation="ii->"), _F32).reshape(1) if x.ndim == 2 else _bad_trace(x)
+        )
     if "->" not in eq:
         raise ValueError(f"equation {eq!r} has no '->'")
     lhs, rhs = eq.split("->", 1)

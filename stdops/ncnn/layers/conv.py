@@ -12,10 +12,11 @@ SAME_UPPER / SAME_LOWER with ncnn's rule (total = extent + (size - 1) // stride 
 one at the end / the beginning). Deconvolution crops its full output by the pads, or to
 ``output_w/h/d`` with -233 / -234 deciding where the odd one goes.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -32,30 +33,49 @@ _AXES = ("w", "h", "d")  # innermost first
 # ----------------------------------------------------------------------------- param tables
 def _conv_params(nd: int, depthwise: bool, deconv: bool, int8: bool, dynamic: bool) -> list[P]:
     """The param table of one variant, in ncnn's load order (Refs point at params declared earlier)."""
-    ps = [P(0, "num_output", 0), P(1, "kernel_w", 0), P(2, "dilation_w", 1), P(3, "stride_w", 1),
-          P(4, "pad_left", 0), P(5, "bias_term", 0), P(6, "weight_data_size", 0)]
+    ps = [
+        P(0, "num_output", 0),
+        P(1, "kernel_w", 0),
+        P(2, "dilation_w", 1),
+        P(3, "stride_w", 1),
+        P(4, "pad_left", 0),
+        P(5, "bias_term", 0),
+        P(6, "weight_data_size", 0),
+    ]
     if depthwise:
         ps.append(P(7, "group", 1))
     if int8:
         ps.append(P(8, "int8_scale_term", 0))
     ps += [P(9, "activation_type", 0), P(10, "activation_params", (), kind="floats")]
     if nd >= 2:
-        ps += [P(11, "kernel_h", Ref("kernel_w")), P(12, "dilation_h", Ref("dilation_w")),
-               P(13, "stride_h", Ref("stride_w")), P(14, "pad_top", Ref("pad_left"))]
+        ps += [
+            P(11, "kernel_h", Ref("kernel_w")),
+            P(12, "dilation_h", Ref("dilation_w")),
+            P(13, "stride_h", Ref("stride_w")),
+            P(14, "pad_top", Ref("pad_left")),
+        ]
     ps.append(P(15, "pad_right", Ref("pad_left")))
     if nd >= 2:
         ps.append(P(16, "pad_bottom", Ref("pad_top")))
     if nd == 3:
-        ps += [P(21, "kernel_d", Ref("kernel_w")), P(22, "dilation_d", Ref("dilation_w")),
-               P(23, "stride_d", Ref("stride_w")), P(24, "pad_front", Ref("pad_left")),
-               P(17, "pad_behind", Ref("pad_front"))]
+        ps += [
+            P(21, "kernel_d", Ref("kernel_w")),
+            P(22, "dilation_d", Ref("dilation_w")),
+            P(23, "stride_d", Ref("stride_w")),
+            P(24, "pad_front", Ref("pad_left")),
+            P(17, "pad_behind", Ref("pad_front")),
+        ]
     if deconv:
         ps.append(P(18, "output_pad_right", 0))
         if nd >= 2:
             ps.append(P(19, "output_pad_bottom", Ref("output_pad_right")))
         if nd == 3:
-            ps += [P(20, "output_pad_behind", Ref("output_pad_right")), P(25, "output_w", 0),
-                   P(26, "output_h", Ref("output_w")), P(27, "output_d", Ref("output_w"))]
+            ps += [
+                P(20, "output_pad_behind", Ref("output_pad_right")),
+                P(25, "output_w", 0),
+                P(26, "output_h", Ref("output_w")),
+                P(27, "output_d", Ref("output_w")),
+            ]
         else:
             ps.append(P(20, "output_w", 0))
             if nd == 2:
@@ -170,7 +190,7 @@ def _check_rank(x: np.ndarray, nd: int, type_name: str) -> np.ndarray:
         return x
     if x.ndim == want - 1 and nd < 3:  # ncnn reads a 1d / 2d blob one rank short as a single channel
         return x[None]
-    axes = ", ".join(("C", "D", "H", "W")[:1] + ("D", "H", "W")[3 - nd:])
+    axes = ", ".join(("C", "D", "H", "W")[:1] + ("D", "H", "W")[3 - nd :])
     raise KernelError(f"{type_name} takes a {want}d blob ({axes}), got shape {x.shape}")
 
 
@@ -230,8 +250,10 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
     if dynamic:
         n_in = 3 if p.bias_term else 2
         if p.n_bottoms != n_in:
-            raise KernelError(f"{type_name} with dynamic_weight=1 takes {n_in} bottoms (data, weight"
-                              f"{', bias' if p.bias_term else ''}), the layer has {p.n_bottoms}")
+            raise KernelError(
+                f"{type_name} with dynamic_weight=1 takes {n_in} bottoms (data, weight"
+                f"{', bias' if p.bias_term else ''}), the layer has {p.n_bottoms}"
+            )
 
         def run_dynamic(x, wt, b=None):
             xs = check_in(x).astype(np.float32, copy=False)
@@ -265,8 +287,9 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
     if wd.dtype == np.int8 and not term:
         raise KernelError(f"{type_name}: int8 weights need int8_scale_term")
     if term:
-        return _build_conv_int8(p, w, wd, wshape, g, bias, strides, dilations, geometry, check_in, act, term,
-                                depthwise, type_name)
+        return _build_conv_int8(
+            p, w, wd, wshape, g, bias, strides, dilations, geometry, check_in, act, term, depthwise, type_name
+        )
 
     wf = wd.astype(np.float32, copy=False).reshape(wshape)
     cw = prepare_conv_weight(wf, g, strides, dilations)
@@ -287,8 +310,9 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
     return run
 
 
-def _build_conv_int8(p, w, wd, wshape, g, bias, strides, dilations, geometry, check_in, act, term, depthwise,
-                     type_name):
+def _build_conv_int8(
+    p, w, wd, wshape, g, bias, strides, dilations, geometry, check_in, act, term, depthwise, type_name
+):
     """int8 convolution: the input quantized with the bottom scale (int8 blobs pass through), weights
     quantized per output channel (by group for depthwise) unless stored int8, exact integer sums (the shared
     convolution core in float64, as ConvInteger does), dequantized by 1 / (bottom_scale * weight_scale), bias,
@@ -357,8 +381,9 @@ def _build_deconv(p, w, nd: int, depthwise: bool, type_name: str):
         elif any(v == -234 for v in allp):
             kw.update(output_shape=outsz, auto_pad="SAME_LOWER")
         else:
-            raise KernelError(f"{type_name}: output_w/h/d {list(outsz)} need pads -233 (SAME_UPPER) or "
-                              "-234 (SAME_LOWER)")
+            raise KernelError(
+                f"{type_name}: output_w/h/d {list(outsz)} need pads -233 (SAME_UPPER) or -234 (SAME_LOWER)"
+            )
     deconv = OPS["conv_transpose"].fn
 
     def finish(y):
@@ -367,8 +392,10 @@ def _build_deconv(p, w, nd: int, depthwise: bool, type_name: str):
     if getattr(p, "dynamic_weight", 0):
         n_in = 3 if p.bias_term else 2
         if p.n_bottoms != n_in:
-            raise KernelError(f"{type_name} with dynamic_weight=1 takes {n_in} bottoms (data, weight"
-                              f"{', bias' if p.bias_term else ''}), the layer has {p.n_bottoms}")
+            raise KernelError(
+                f"{type_name} with dynamic_weight=1 takes {n_in} bottoms (data, weight"
+                f"{', bias' if p.bias_term else ''}), the layer has {p.n_bottoms}"
+            )
 
         def run_dynamic(x, wt, b=None):
             xs = _check_rank(x, nd, type_name).astype(np.float32, copy=False)
@@ -392,8 +419,9 @@ def _build_deconv(p, w, nd: int, depthwise: bool, type_name: str):
     Cg = size // (M * kp)
     Mg = M // g
     # (group, M/group, C/group, *k) -> (C, M/group, *k)
-    wt = np.ascontiguousarray(wd.astype(np.float32).reshape((g, Mg, Cg) + kernel).swapaxes(1, 2)
-                              .reshape((g * Cg, Mg) + kernel))
+    wt = np.ascontiguousarray(
+        wd.astype(np.float32).reshape((g, Mg, Cg) + kernel).swapaxes(1, 2).reshape((g * Cg, Mg) + kernel)
+    )
     bias = w.get("bias_data")
     bias = None if bias is None else bias.astype(np.float32)
 
@@ -415,10 +443,13 @@ def _declare(type_name: str, nd: int, depthwise: bool, deconv: bool, int8: bool,
         return builder(p, w, nd, depthwise, type_name)
 
     kind = ("deconvolution" if deconv else "convolution") + (" by group" if depthwise else "")
-    build.__doc__ = (f"{nd}D {kind} (+ bias, fused activation) on the shared "
-                     f"{'ConvTranspose' if deconv else 'Conv'} kernel"
-                     + ("; weight (and bias) as bottoms when dynamic_weight=1" if dynamic else "")
-                     + ("; int8 with int8_scale_term" if int8 else "") + ".")
+    build.__doc__ = (
+        f"{nd}D {kind} (+ bias, fused activation) on the shared "
+        f"{'ConvTranspose' if deconv else 'Conv'} kernel"
+        + ("; weight (and bias) as bottoms when dynamic_weight=1" if dynamic else "")
+        + ("; int8 with int8_scale_term" if int8 else "")
+        + "."
+    )
     layer(type_name, params=params, weights=_conv_weights(depthwise), inputs=None if dynamic else 1)(build)
 
 
@@ -439,16 +470,31 @@ for _name, _nd, _dw, _de, _i8, _dyn in [
     _declare(_name, _nd, _dw, _de, _i8, _dyn)
 
 
-@layer("DeformableConv2D",
-       params=[P(0, "num_output", 0), P(1, "kernel_w", 0), P(2, "dilation_w", 1), P(3, "stride_w", 1),
-               P(4, "pad_left", 0), P(5, "bias_term", 0), P(6, "weight_data_size", 0), P(9, "activation_type", 0),
-               P(10, "activation_params", (), kind="floats"), P(11, "kernel_h", Ref("kernel_w")),
-               P(12, "dilation_h", Ref("dilation_w")), P(13, "stride_h", Ref("stride_w")),
-               P(14, "pad_top", Ref("pad_left")), P(15, "pad_right", Ref("pad_left")),
-               P(16, "pad_bottom", Ref("pad_top"))],
-       weights=lambda p: [W("weight_data", p.weight_data_size, tagged=True),
-                          *([W("bias_data", p.num_output)] if p.bias_term else [])],
-       inputs=None)
+@layer(
+    "DeformableConv2D",
+    params=[
+        P(0, "num_output", 0),
+        P(1, "kernel_w", 0),
+        P(2, "dilation_w", 1),
+        P(3, "stride_w", 1),
+        P(4, "pad_left", 0),
+        P(5, "bias_term", 0),
+        P(6, "weight_data_size", 0),
+        P(9, "activation_type", 0),
+        P(10, "activation_params", (), kind="floats"),
+        P(11, "kernel_h", Ref("kernel_w")),
+        P(12, "dilation_h", Ref("dilation_w")),
+        P(13, "stride_h", Ref("stride_w")),
+        P(14, "pad_top", Ref("pad_left")),
+        P(15, "pad_right", Ref("pad_left")),
+        P(16, "pad_bottom", Ref("pad_top")),
+    ],
+    weights=lambda p: [
+        W("weight_data", p.weight_data_size, tagged=True),
+        *([W("bias_data", p.num_output)] if p.bias_term else []),
+    ],
+    inputs=None,
+)
 def deformable_conv2d(p, w):
     """Deformable 2D convolution (one offset group; offset (2*kh*kw, OH, OW) as (dy, dx) per tap, optional
     mask (kh*kw, OH, OW) as a third bottom; samples outside the input read 0) on the shared DeformConv
@@ -459,11 +505,12 @@ def deformable_conv2d(p, w):
     dilations = (int(p.dilation_h), int(p.dilation_w))
     pads = [int(p.pad_top), int(p.pad_left), int(p.pad_bottom), int(p.pad_right)]
     if M <= 0 or min(kernel) <= 0 or min(strides) <= 0 or min(dilations) <= 0 or min(pads) < 0:
-        raise KernelError(f"DeformableConv2D: bad num_output {M} / kernel {kernel} / stride {strides} / "
-                          f"dilation {dilations} / pads {pads}")
+        raise KernelError(
+            f"DeformableConv2D: bad num_output {M} / kernel {kernel} / stride {strides} / "
+            f"dilation {dilations} / pads {pads}"
+        )
     if p.n_bottoms not in (2, 3):
-        raise KernelError(f"DeformableConv2D takes 2 or 3 bottoms (data, offset[, mask]), the layer has "
-                          f"{p.n_bottoms}")
+        raise KernelError(f"DeformableConv2D takes 2 or 3 bottoms (data, offset[, mask]), the layer has {p.n_bottoms}")
     kp = kernel[0] * kernel[1]
     wd = w["weight_data"]
     if wd.size % (M * kp) or wd.size == 0:

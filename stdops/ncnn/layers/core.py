@@ -1,4 +1,5 @@
 """Graph plumbing layers: Input, Split, Noop."""
+
 from __future__ import annotations
 
 from ..spec import P, layer

@@ -9,6 +9,7 @@ for a C bottom, by its shape; ``output_transpose`` gives (N, M), ``output_N1M`` 
 int8 (``int8_scale_term`` / Gemm ``quantize_term``) follows ncnn: int8 x int8 -> int32 products, dequantized
 by 1 / (scale_a * scale_b).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,13 +27,22 @@ def _int_matmul(a8: np.ndarray, b8: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- InnerProduct
-@layer("InnerProduct",
-       params=[P(0, "num_output", 0), P(1, "bias_term", 0), P(2, "weight_data_size", 0), P(8, "int8_scale_term", 0),
-               P(9, "activation_type", 0), P(10, "activation_params", (), kind="floats")],
-       weights=lambda p: [W("weight_data", p.weight_data_size, tagged=True),
-                          *([W("bias_data", p.num_output)] if p.bias_term else []),
-                          *([W("weight_data_int8_scales", p.num_output), W("bottom_blob_int8_scales", 1)]
-                            if p.int8_scale_term else [])])
+@layer(
+    "InnerProduct",
+    params=[
+        P(0, "num_output", 0),
+        P(1, "bias_term", 0),
+        P(2, "weight_data_size", 0),
+        P(8, "int8_scale_term", 0),
+        P(9, "activation_type", 0),
+        P(10, "activation_params", (), kind="floats"),
+    ],
+    weights=lambda p: [
+        W("weight_data", p.weight_data_size, tagged=True),
+        *([W("bias_data", p.num_output)] if p.bias_term else []),
+        *([W("weight_data_int8_scales", p.num_output), W("bottom_blob_int8_scales", 1)] if p.int8_scale_term else []),
+    ],
+)
 def inner_product(p, w):
     """y = activation(W x + b): a 2d blob of width num_input row by row, any other blob flattened. On the
     shared Gemm kernel; int8 with int8_scale_term (input quantized with the bottom scale, weights per
@@ -51,8 +61,10 @@ def inner_product(p, w):
         if x.ndim == 2 and x.shape[1] == K:
             return x, False
         if x.size != K:
-            raise KernelError(f"InnerProduct: input of shape {x.shape} has {x.size} values, the weights expect "
-                              f"{K} (or a 2d blob of width {K})")
+            raise KernelError(
+                f"InnerProduct: input of shape {x.shape} has {x.size} values, the weights expect "
+                f"{K} (or a 2d blob of width {K})"
+            )
         return x.reshape(1, K), True
 
     if p.int8_scale_term:
@@ -139,7 +151,7 @@ def _c_broadcast(c: np.ndarray, btype: int, M: int, N: int) -> np.ndarray:
     if btype == 3:
         if c.size < M * N:
             raise KernelError(f"Gemm: C has {c.size} values, needs M*N={M * N}")
-        return c[:M * N].reshape(M, N)
+        return c[: M * N].reshape(M, N)
     if c.size < N:
         raise KernelError(f"Gemm: C has {c.size} values, per-column broadcast needs N={N}")
     return c[:N].reshape(1, N)
@@ -163,14 +175,32 @@ def _c_type_from_shape(c: np.ndarray, M: int, N: int) -> int:
     return t
 
 
-@layer("Gemm",
-       params=[P(0, "alpha", 1.0), P(1, "beta", 1.0), P(2, "transA", 0), P(3, "transB", 0), P(4, "constantA", 0),
-               P(5, "constantB", 0), P(6, "constantC", 0), P(7, "constantM", 0), P(8, "constantN", 0),
-               P(9, "constantK", 0), P(10, "constant_broadcast_type_C", 0), P(11, "output_N1M", 0),
-               P(12, "output_elempack", 0), P(13, "output_elemtype", 0), P(14, "output_transpose", 0),
-               P(18, "quantize_term", 0), P(20, "constant_TILE_M", 0), P(21, "constant_TILE_N", 0),
-               P(22, "constant_TILE_K", 0)],
-       weights=_gemm_weights, inputs=None)
+@layer(
+    "Gemm",
+    params=[
+        P(0, "alpha", 1.0),
+        P(1, "beta", 1.0),
+        P(2, "transA", 0),
+        P(3, "transB", 0),
+        P(4, "constantA", 0),
+        P(5, "constantB", 0),
+        P(6, "constantC", 0),
+        P(7, "constantM", 0),
+        P(8, "constantN", 0),
+        P(9, "constantK", 0),
+        P(10, "constant_broadcast_type_C", 0),
+        P(11, "output_N1M", 0),
+        P(12, "output_elempack", 0),
+        P(13, "output_elemtype", 0),
+        P(14, "output_transpose", 0),
+        P(18, "quantize_term", 0),
+        P(20, "constant_TILE_M", 0),
+        P(21, "constant_TILE_N", 0),
+        P(22, "constant_TILE_K", 0),
+    ],
+    weights=_gemm_weights,
+    inputs=None,
+)
 def gemm(p, w):
     """y = alpha * (A' B' + beta * C), A' = A^T if transA, B' = B^T if transB, A' (M, K), B' (K, N); constant
     A / B / C from the weights (constantM/N/K), the others bottoms in order A, B, C. Output (M, N),
@@ -193,9 +223,11 @@ def gemm(p, w):
     n_needed = (0 if cA else 1) + (0 if cB else 1)
     n_max = n_needed + (0 if cC else 1)
     if p.n_bottoms < n_needed or p.n_bottoms > n_max:
-        raise KernelError(f"Gemm with constantA={int(cA)} constantB={int(cB)} constantC={int(cC)} takes "
-                          f"{n_needed}" + (f" or {n_max}" if n_max != n_needed else "") + f" bottoms, the layer has "
-                          f"{p.n_bottoms}")
+        raise KernelError(
+            f"Gemm with constantA={int(cA)} constantB={int(cB)} constantC={int(cC)} takes "
+            f"{n_needed}" + (f" or {n_max}" if n_max != n_needed else "") + f" bottoms, the layer has "
+            f"{p.n_bottoms}"
+        )
     A_const = B_const = C_const = None
     if cA:
         a = w["A_data"]
@@ -234,6 +266,7 @@ def gemm(p, w):
         return _c_broadcast(C, _c_type_from_shape(C, Mx, Nx), Mx, Nx)
 
     if qt:
+
         def quant_rows_dyn(a):
             """ncnn's dynamic quantization of each row: scale 127 / absmax (1 for an all-zero row)."""
             amax = np.abs(a).max(axis=1) if a.shape[1] else np.zeros(a.shape[0], np.float32)
@@ -324,12 +357,21 @@ def matmul(p, w):
 
 
 # ----------------------------------------------------------------------------- Embed
-@layer("Embed",
-       params=[P(0, "num_output", 0), P(1, "input_dim", 0), P(2, "bias_term", 0), P(3, "weight_data_size", 0),
-               P(18, "int8_scale_term", 0)],
-       weights=lambda p: [W("weight_data", p.weight_data_size, tagged=True),
-                          *([W("bias_data", p.num_output)] if p.bias_term else []),
-                          *([W("weight_data_int8_scales", 1)] if p.int8_scale_term else [])])
+@layer(
+    "Embed",
+    params=[
+        P(0, "num_output", 0),
+        P(1, "input_dim", 0),
+        P(2, "bias_term", 0),
+        P(3, "weight_data_size", 0),
+        P(18, "int8_scale_term", 0),
+    ],
+    weights=lambda p: [
+        W("weight_data", p.weight_data_size, tagged=True),
+        *([W("bias_data", p.num_output)] if p.bias_term else []),
+        *([W("weight_data_int8_scales", 1)] if p.int8_scale_term else []),
+    ],
+)
 def embed(p, w):
     """y[i] = weight[clamp(x[i], 0, input_dim - 1)] (+ bias): a 1d blob of token ids (by value) in, a 2d
     (words, num_output) blob out. On the shared Gather kernel; int8 weights are scaled by
@@ -342,11 +384,11 @@ def embed(p, w):
         if wd.dtype != np.int8:
             raise KernelError("Embed: int8_scale_term needs int8 weights")
         descale = np.float32(1) / np.float32(w["weight_data_int8_scales"][0])
-        table = wd[:N * V].reshape(V, N).astype(np.float32) * descale
+        table = wd[: N * V].reshape(V, N).astype(np.float32) * descale
     else:
         if wd.dtype == np.int8:
             raise KernelError("Embed: int8 weights need int8_scale_term")
-        table = wd[:N * V].astype(np.float32).reshape(V, N)
+        table = wd[: N * V].astype(np.float32).reshape(V, N)
     bias = w.get("bias_data")
     if bias is not None:
         table = table + bias.astype(np.float32)

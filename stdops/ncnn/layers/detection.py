@@ -7,6 +7,7 @@ generation, PSROIPooling and ROIAlign version 0 are ncnn's own arithmetic, vecto
 A detection layer that finds nothing outputs an empty blob (shape (0,)), as ncnn leaves its top empty
 (YoloDetectionOutput: its first bottom with the class scores softmaxed, ncnn's in-place leftover).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,7 +42,7 @@ def _nms(boxes: np.ndarray, thr: float, zero_union_overlaps: bool = True) -> np.
         if not alive[i]:
             continue
         picked.append(i)
-        rest = np.flatnonzero(alive[i + 1:]) + i + 1
+        rest = np.flatnonzero(alive[i + 1 :]) + i + 1
         if rest.size == 0:
             break
         o = b[rest]
@@ -72,16 +73,29 @@ def _sort_desc(scores: np.ndarray) -> np.ndarray:
 def _detections(labels, scores, boxes) -> np.ndarray:
     if len(scores) == 0:
         return _EMPTY
-    return np.concatenate([np.asarray(labels, _F32)[:, None], np.asarray(scores, _F32)[:, None],
-                           np.asarray(boxes, _F32)], axis=1).astype(_F32)
+    return np.concatenate(
+        [np.asarray(labels, _F32)[:, None], np.asarray(scores, _F32)[:, None], np.asarray(boxes, _F32)], axis=1
+    ).astype(_F32)
 
 
 # --------------------------------------------------------------------------- DetectionOutput
 
-@layer("DetectionOutput", params=[P(0, "num_class", 0), P(1, "nms_threshold", 0.05), P(2, "nms_top_k", 300),
-                                  P(3, "keep_top_k", 100), P(4, "confidence_threshold", 0.5),
-                                  P(5, "variance0", 0.1), P(6, "variance1", 0.1), P(7, "variance2", 0.2),
-                                  P(8, "variance3", 0.2)], inputs=3)
+
+@layer(
+    "DetectionOutput",
+    params=[
+        P(0, "num_class", 0),
+        P(1, "nms_threshold", 0.05),
+        P(2, "nms_top_k", 300),
+        P(3, "keep_top_k", 100),
+        P(4, "confidence_threshold", 0.5),
+        P(5, "variance0", 0.1),
+        P(6, "variance1", 0.1),
+        P(7, "variance2", 0.2),
+        P(8, "variance3", 0.2),
+    ],
+    inputs=3,
+)
 def detection_output(p, w):
     """SSD decoding: priors (centre/size) moved by location * variance, per class (1..num_class-1) the
     boxes with score > confidence_threshold, best nms_top_k, NMS; then all classes by score, best
@@ -95,32 +109,33 @@ def detection_output(p, w):
         if mx:
             num_prior = prior.shape[-2] if prior.ndim >= 2 else 1
             ncls = conf.shape[-2] if conf.ndim >= 2 else 1
-            pb = prior.reshape(-1)[:4 * num_prior].reshape(num_prior, 4)
+            pb = prior.reshape(-1)[: 4 * num_prior].reshape(num_prior, 4)
             var = np.broadcast_to(pvar, (num_prior, 4))
-            scores = conf.reshape(-1)[:ncls * num_prior].reshape(ncls, num_prior)  # [class, prior]
+            scores = conf.reshape(-1)[: ncls * num_prior].reshape(ncls, num_prior)  # [class, prior]
         else:
             num_prior = prior.shape[-1] // 4
             ncls = p.num_class
             rows = prior.reshape(-1, prior.shape[-1])
             pb = rows[0].reshape(num_prior, 4)
             var = rows[1].reshape(num_prior, 4)
-            scores = conf.reshape(-1)[:num_prior * ncls].reshape(num_prior, ncls).T
-        lc = loc.reshape(-1)[:num_prior * 4].reshape(num_prior, 4)
+            scores = conf.reshape(-1)[: num_prior * ncls].reshape(num_prior, ncls).T
+        lc = loc.reshape(-1)[: num_prior * 4].reshape(num_prior, 4)
         pw, ph = pb[:, 2] - pb[:, 0], pb[:, 3] - pb[:, 1]
         pcx, pcy = (pb[:, 0] + pb[:, 2]) * _F32(0.5), (pb[:, 1] + pb[:, 3]) * _F32(0.5)
         cx = var[:, 0] * lc[:, 0] * pw + pcx
         cy = var[:, 1] * lc[:, 1] * ph + pcy
         bw = np.exp(var[:, 2] * lc[:, 2]) * pw
         bh = np.exp(var[:, 3] * lc[:, 3]) * ph
-        boxes = np.stack([cx - bw * _F32(0.5), cy - bh * _F32(0.5), cx + bw * _F32(0.5), cy + bh * _F32(0.5)],
-                         axis=1).astype(_F32)
+        boxes = np.stack(
+            [cx - bw * _F32(0.5), cy - bh * _F32(0.5), cx + bw * _F32(0.5), cy + bh * _F32(0.5)], axis=1
+        ).astype(_F32)
         labels, sc, bx = [], [], []
         for c in range(1, ncls):
             s = scores[c]
             cand = np.flatnonzero(s > thr)
             cand = cand[_sort_desc(s[cand])]
             if p.nms_top_k < cand.size:
-                cand = cand[:max(p.nms_top_k, 0)]
+                cand = cand[: max(p.nms_top_k, 0)]
             keep = cand[_nms(boxes[cand], p.nms_threshold)]  # cand is score-sorted
             labels += [c] * keep.size
             sc.append(s[keep])
@@ -132,7 +147,7 @@ def detection_output(p, w):
         labels = np.asarray(labels)
         order = _sort_desc(sc)
         if p.keep_top_k < order.size:
-            order = order[:max(p.keep_top_k, 0)]
+            order = order[: max(p.keep_top_k, 0)]
         return _detections(labels[order], sc[order], bx[order])
 
     return step
@@ -140,12 +155,29 @@ def detection_output(p, w):
 
 # --------------------------------------------------------------------------- PriorBox
 
-@layer("PriorBox", params=[P(0, "min_sizes", [], kind="floats"), P(1, "max_sizes", [], kind="floats"),
-                           P(2, "aspect_ratios", [], kind="floats"), P(3, "variance0", 0.1), P(4, "variance1", 0.1),
-                           P(5, "variance2", 0.2), P(6, "variance3", 0.2), P(7, "flip", 1), P(8, "clip", 0),
-                           P(9, "image_width", 0), P(10, "image_height", 0), P(11, "step_width", -233.0),
-                           P(12, "step_height", -233.0), P(13, "offset", 0.0), P(14, "step_mmdetection", 0),
-                           P(15, "center_mmdetection", 0)], inputs=None)
+
+@layer(
+    "PriorBox",
+    params=[
+        P(0, "min_sizes", [], kind="floats"),
+        P(1, "max_sizes", [], kind="floats"),
+        P(2, "aspect_ratios", [], kind="floats"),
+        P(3, "variance0", 0.1),
+        P(4, "variance1", 0.1),
+        P(5, "variance2", 0.2),
+        P(6, "variance3", 0.2),
+        P(7, "flip", 1),
+        P(8, "clip", 0),
+        P(9, "image_width", 0),
+        P(10, "image_height", 0),
+        P(11, "step_width", -233.0),
+        P(12, "step_height", -233.0),
+        P(13, "offset", 0.0),
+        P(14, "step_mmdetection", 0),
+        P(15, "center_mmdetection", 0),
+    ],
+    inputs=None,
+)
 def prior_box(p, w):
     """SSD prior boxes for every feature-map cell (caffe style: [2, 4 * cells * priors] with the variances
     in row 1, normalized by the image size; mxnet style (one bottom, image size -233, no max sizes): [4 * ...])."""
@@ -220,8 +252,15 @@ def prior_box(p, w):
         cxg = np.broadcast_to(cx[None, :, None], (h, wd, bw.size))
         cyg = np.broadcast_to(cy[:, None, None], (h, wd, bw.size))
         with np.errstate(divide="ignore", invalid="ignore"):
-            boxes = np.stack([(cxg - bw) / _F32(img_w), (cyg - bh) / _F32(img_h),
-                              (cxg + bw) / _F32(img_w), (cyg + bh) / _F32(img_h)], axis=-1).astype(_F32)
+            boxes = np.stack(
+                [
+                    (cxg - bw) / _F32(img_w),
+                    (cyg - bh) / _F32(img_h),
+                    (cxg + bw) / _F32(img_w),
+                    (cyg + bh) / _F32(img_h),
+                ],
+                axis=-1,
+            ).astype(_F32)
         boxes = clip(boxes.reshape(-1))
         return np.stack([boxes, np.tile(var, boxes.size // 4)]).astype(_F32)
 
@@ -229,6 +268,7 @@ def prior_box(p, w):
 
 
 # --------------------------------------------------------------------------- Proposal
+
 
 def _anchors(base_size: int) -> np.ndarray:
     """Faster R-CNN anchors for ratios 0.5, 1, 2 and scales 8, 16, 32 around (base/2, base/2)."""
@@ -243,9 +283,19 @@ def _anchors(base_size: int) -> np.ndarray:
     return np.asarray(rows, _F32)
 
 
-@layer("Proposal", params=[P(0, "feat_stride", 16), P(1, "base_size", 16), P(2, "pre_nms_topN", 6000),
-                           P(3, "after_nms_topN", 300), P(4, "nms_thresh", 0.7), P(5, "min_size", 16)],
-       inputs=3, outputs=None)
+@layer(
+    "Proposal",
+    params=[
+        P(0, "feat_stride", 16),
+        P(1, "base_size", 16),
+        P(2, "pre_nms_topN", 6000),
+        P(3, "after_nms_topN", 300),
+        P(4, "nms_thresh", 0.7),
+        P(5, "min_size", 16),
+    ],
+    inputs=3,
+    outputs=None,
+)
 def proposal(p, w):
     """RPN proposals: anchors shifted over the score map, moved by the bbox deltas, clipped to the image
     (im_info = [height, width, scale]), those at least min_size * scale kept, best pre_nms_topN by the
@@ -258,7 +308,7 @@ def proposal(p, w):
         h, wd = score.shape[-2], score.shape[-1]
         if bbox.shape[0] < 4 * A or score.shape[0] < 2 * A:
             raise ValueError(f"Proposal needs {2 * A} score and {4 * A} bbox channels")
-        d = bbox[:4 * A].reshape(A, 4, h, wd)
+        d = bbox[: 4 * A].reshape(A, 4, h, wd)
         aw = (anchors[:, 2] - anchors[:, 0])[:, None, None]
         ah = (anchors[:, 3] - anchors[:, 1])[:, None, None]
         ax = anchors[:, 0][:, None, None] + (np.arange(wd, dtype=_F32) * stride)[None, None, :]
@@ -274,14 +324,14 @@ def proposal(p, w):
         x2 = np.maximum(np.minimum(cx + pw * _F32(0.5), im_w - 1), 0)
         y2 = np.maximum(np.minimum(cy + ph * _F32(0.5), im_h - 1), 0)
         boxes = np.stack([x1, y1, x2, y2], axis=-1).reshape(-1, 4).astype(_F32)
-        scores = score[A:2 * A].reshape(-1).astype(_F32)
+        scores = score[A : 2 * A].reshape(-1).astype(_F32)
         minb = _F32(p.min_size) * im_s
         ok = np.flatnonzero(((boxes[:, 2] - boxes[:, 0] + 1) >= minb) & ((boxes[:, 3] - boxes[:, 1] + 1) >= minb))
         ok = ok[_sort_desc(scores[ok])]
         if 0 < p.pre_nms_topN < ok.size:
-            ok = ok[:p.pre_nms_topN]
+            ok = ok[: p.pre_nms_topN]
         keep = ok[_nms(boxes[ok], p.nms_thresh)]
-        keep = keep[:max(p.after_nms_topN, 0)]
+        keep = keep[: max(p.after_nms_topN, 0)]
         rois = boxes[keep].reshape(-1, 1, 4)
         if p.n_tops >= 2:
             return rois, scores[keep].reshape(-1, 1, 1)
@@ -292,9 +342,19 @@ def proposal(p, w):
 
 # --------------------------------------------------------------------------- YOLO
 
-@layer("YoloDetectionOutput", params=[P(0, "num_class", 20), P(1, "num_box", 5), P(2, "confidence_threshold", 0.01),
-                                      P(3, "nms_threshold", 0.45), P(4, "biases", [], kind="floats")],
-       inputs=None, outputs=None)
+
+@layer(
+    "YoloDetectionOutput",
+    params=[
+        P(0, "num_class", 20),
+        P(1, "num_box", 5),
+        P(2, "confidence_threshold", 0.01),
+        P(3, "nms_threshold", 0.45),
+        P(4, "biases", [], kind="floats"),
+    ],
+    inputs=None,
+    outputs=None,
+)
 def yolo_detection_output(p, w):
     """YOLOv2 region decoding over every bottom: per box anchor the class scores are softmaxed, confidence =
     sigmoid(objectness) * best class score, kept if >= confidence_threshold; all boxes sorted, NMS.
@@ -311,15 +371,16 @@ def yolo_detection_output(p, w):
         for x in bottoms:
             c, h, wd = x.shape[0], x.shape[-2], x.shape[-1]
             if c != nb * (5 + nc):
-                raise ValueError(f"YoloDetectionOutput: {c} channels, expected num_box * (5 + num_class) = "
-                                 f"{nb * (5 + nc)}")
+                raise ValueError(
+                    f"YoloDetectionOutput: {c} channels, expected num_box * (5 + num_class) = {nb * (5 + nc)}"
+                )
             t = x.reshape(nb, 5 + nc, h, wd)
             cls = softmax(t[:, 5:], axis=1)
             soft.append(np.concatenate([t[:, :5], cls], axis=1).reshape(x.shape))
             gx = np.arange(wd, dtype=_F32)[None, None, :]
             gy = np.arange(h, dtype=_F32)[None, :, None]
-            bw_ = biases[0:2 * nb:2][:, None, None]
-            bh_ = biases[1:2 * nb:2][:, None, None]
+            bw_ = biases[0 : 2 * nb : 2][:, None, None]
+            bh_ = biases[1 : 2 * nb : 2][:, None, None]
             cx = (gx + _sigmoid(t[:, 0])) / _F32(wd)
             cy = (gy + _sigmoid(t[:, 1])) / _F32(h)
             bw = np.exp(t[:, 2]) * bw_ / _F32(wd)
@@ -329,11 +390,14 @@ def yolo_detection_output(p, w):
             best_score = np.where(best_score > 0, best_score, _F32(0))
             best = np.where(np.max(cls, axis=1) > 0, best, 0)
             conf = _sigmoid(t[:, 4]) * best_score
-            sel = conf >= _F32(p.confidence_threshold)   # [box, h, w], in ncnn's box-major order
+            sel = conf >= _F32(p.confidence_threshold)  # [box, h, w], in ncnn's box-major order
             labels.append(best[sel])
             scores.append(conf[sel])
-            boxes.append(np.stack([cx - bw * _F32(0.5), cy - bh * _F32(0.5), cx + bw * _F32(0.5),
-                                   cy + bh * _F32(0.5)], axis=-1)[sel])
+            boxes.append(
+                np.stack([cx - bw * _F32(0.5), cy - bh * _F32(0.5), cx + bw * _F32(0.5), cy + bh * _F32(0.5)], axis=-1)[
+                    sel
+                ]
+            )
         sc = np.concatenate(scores).astype(_F32)
         out = _EMPTY
         if sc.size:
@@ -345,15 +409,24 @@ def yolo_detection_output(p, w):
                 out = _detections(lb[keep] + 1, sc[keep], bx[keep])
         if out.size == 0:
             out = soft[0]  # ncnn leaves its in-place (softmaxed) first bottom as the top
-        return (out, *soft[1:p.n_tops]) if p.n_tops > 1 else out
+        return (out, *soft[1 : p.n_tops]) if p.n_tops > 1 else out
 
     return step
 
 
-@layer("Yolov3DetectionOutput", params=[P(0, "num_class", 20), P(1, "num_box", 5),
-                                        P(2, "confidence_threshold", 0.01), P(3, "nms_threshold", 0.45),
-                                        P(4, "biases", [], kind="floats"), P(5, "mask", [], kind="floats"),
-                                        P(6, "anchors_scale", [], kind="floats")], inputs=None)
+@layer(
+    "Yolov3DetectionOutput",
+    params=[
+        P(0, "num_class", 20),
+        P(1, "num_box", 5),
+        P(2, "confidence_threshold", 0.01),
+        P(3, "nms_threshold", 0.45),
+        P(4, "biases", [], kind="floats"),
+        P(5, "mask", [], kind="floats"),
+        P(6, "anchors_scale", [], kind="floats"),
+    ],
+    inputs=None,
+)
 def yolov3_detection_output(p, w):
     """YOLOv3 decoding over every bottom b (anchors mask[b * num_box + k], network size anchors_scale[b] *
     feature size): confidence = 1 / (1 + e^-obj * (1 + e^-cls)) for the best raw class score, kept if
@@ -365,16 +438,19 @@ def yolov3_detection_output(p, w):
 
     def step(*bottoms):
         if len(mask) < nb * len(bottoms) or scales.size < len(bottoms):
-            raise ValueError(f"Yolov3DetectionOutput: {len(bottoms)} bottoms need {nb * len(bottoms)} mask "
-                             f"entries and {len(bottoms)} anchors_scale values")
+            raise ValueError(
+                f"Yolov3DetectionOutput: {len(bottoms)} bottoms need {nb * len(bottoms)} mask "
+                f"entries and {len(bottoms)} anchors_scale values"
+            )
         labels, scores, boxes = [], [], []
         for b, x in enumerate(bottoms):
             c, h, wd = x.shape[0], x.shape[-2], x.shape[-1]
             if c != nb * (5 + nc):
-                raise ValueError(f"Yolov3DetectionOutput: {c} channels, expected num_box * (5 + num_class) = "
-                                 f"{nb * (5 + nc)}")
+                raise ValueError(
+                    f"Yolov3DetectionOutput: {c} channels, expected num_box * (5 + num_class) = {nb * (5 + nc)}"
+                )
             t = x.reshape(nb, 5 + nc, h, wd)
-            idx = mask[b * nb:(b + 1) * nb]
+            idx = mask[b * nb : (b + 1) * nb]
             if max(idx) * 2 + 1 >= biases.size or min(idx) < 0:
                 raise ValueError("Yolov3DetectionOutput: a mask entry points past the biases")
             bw_ = biases[[2 * i for i in idx]][:, None, None]
@@ -394,8 +470,11 @@ def yolov3_detection_output(p, w):
             sel = conf >= _F32(p.confidence_threshold)
             labels.append(best[sel])
             scores.append(conf[sel])
-            boxes.append(np.stack([cx - bw * _F32(0.5), cy - bh * _F32(0.5), cx + bw * _F32(0.5),
-                                   cy + bh * _F32(0.5)], axis=-1)[sel])
+            boxes.append(
+                np.stack([cx - bw * _F32(0.5), cy - bh * _F32(0.5), cx + bw * _F32(0.5), cy + bh * _F32(0.5)], axis=-1)[
+                    sel
+                ]
+            )
         sc = np.concatenate(scores).astype(_F32)
         if not sc.size:
             return _EMPTY
@@ -410,6 +489,7 @@ def yolov3_detection_output(p, w):
 
 # --------------------------------------------------------------------------- ROI layers
 
+
 def _roi(roi: np.ndarray) -> np.ndarray:
     r = np.asarray(roi, _F32).reshape(-1)
     if r.size < 4:
@@ -417,8 +497,7 @@ def _roi(roi: np.ndarray) -> np.ndarray:
     return r[:4]
 
 
-@layer("ROIPooling", params=[P(0, "pooled_width", 0), P(1, "pooled_height", 0), P(2, "spatial_scale", 1.0)],
-       inputs=2)
+@layer("ROIPooling", params=[P(0, "pooled_width", 0), P(1, "pooled_height", 0), P(2, "spatial_scale", 1.0)], inputs=2)
 def roi_pooling(p, w):
     """Max over each of pooled_height x pooled_width bins of the roi [x1, y1, x2, y2] (corners rounded after
     scaling by spatial_scale, at least 1x1), bins [floor(i * size / n), ceil((i + 1) * size / n)) from the
@@ -435,8 +514,18 @@ def roi_pooling(p, w):
     return step
 
 
-@layer("ROIAlign", params=[P(0, "pooled_width", 0), P(1, "pooled_height", 0), P(2, "spatial_scale", 1.0),
-                           P(3, "sampling_ratio", 0), P(4, "aligned", 0), P(5, "version", 0)], inputs=2)
+@layer(
+    "ROIAlign",
+    params=[
+        P(0, "pooled_width", 0),
+        P(1, "pooled_height", 0),
+        P(2, "spatial_scale", 1.0),
+        P(3, "sampling_ratio", 0),
+        P(4, "aligned", 0),
+        P(5, "version", 0),
+    ],
+    inputs=2,
+)
 def roi_align(p, w):
     """Average of bilinear samples per bin. version 1 (detectron2): the RoiAlign kernel (aligned: half-pixel
     shift; else the roi is at least 1x1). version 0 (ncnn's original): bins clipped to the image, a grid
@@ -453,9 +542,17 @@ def roi_align(p, w):
 
         def v1(x, roi):
             r = _roi(roi)[None]
-            return kern(x[None], r, np.zeros(1, np.int64), coordinate_transformation_mode=mode, mode="avg",
-                        output_height=ph, output_width=pw, sampling_ratio=p.sampling_ratio,
-                        spatial_scale=float(p.spatial_scale))[0]
+            return kern(
+                x[None],
+                r,
+                np.zeros(1, np.int64),
+                coordinate_transformation_mode=mode,
+                mode="avg",
+                output_height=ph,
+                output_width=pw,
+                sampling_ratio=p.sampling_ratio,
+                spatial_scale=float(p.spatial_scale),
+            )[0]
 
         return v1
 
@@ -515,8 +612,11 @@ def _bilinear(x: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     return (r0 * b0 + r1 * b1).astype(_F32)
 
 
-@layer("PSROIPooling", params=[P(0, "pooled_width", 7), P(1, "pooled_height", 7), P(2, "spatial_scale", 0.0625),
-                               P(3, "output_dim", 0)], inputs=2)
+@layer(
+    "PSROIPooling",
+    params=[P(0, "pooled_width", 7), P(1, "pooled_height", 7), P(2, "spatial_scale", 0.0625), P(3, "output_dim", 0)],
+    inputs=2,
+)
 def psroi_pooling(p, w):
     """Position-sensitive ROI pooling: output channel q, bin (i, j) is the mean over that bin of input
     channel (q * pooled_height + i) * pooled_width + j (0 for an empty bin)."""

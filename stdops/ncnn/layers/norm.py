@@ -4,6 +4,7 @@ LayerNorm/GroupNorm/InstanceNorm/RMSNorm/LRN map onto the shared ONNX-style kern
 standard deviation) and Normalize (three eps modes, per-position/per-channel/whole-blob L2) have no matching
 kernel and are written here.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,7 +29,7 @@ def _trailing_axes(x: np.ndarray, affine_size: int) -> int:
 
 
 def _affine_like(vec: np.ndarray | None, x: np.ndarray, k: int) -> np.ndarray:
-    shape = x.shape[x.ndim - k:]
+    shape = x.shape[x.ndim - k :]
     if vec is None:
         return np.ones(shape, _F32)
     if vec.size != int(np.prod(shape)):
@@ -36,8 +37,11 @@ def _affine_like(vec: np.ndarray | None, x: np.ndarray, k: int) -> np.ndarray:
     return vec.reshape(shape)
 
 
-@layer("LayerNorm", params=[P(0, "affine_size", 0), P(1, "eps", 0.001), P(2, "affine", 1)],
-       weights=lambda p: [W("gamma", p.affine_size), W("beta", p.affine_size)] if p.affine else [])
+@layer(
+    "LayerNorm",
+    params=[P(0, "affine_size", 0), P(1, "eps", 0.001), P(2, "affine", 1)],
+    weights=lambda p: [W("gamma", p.affine_size), W("beta", p.affine_size)] if p.affine else [],
+)
 def layer_norm(p, w):
     """y = (x - mean) / sqrt(var + eps) * gamma + beta over each row (affine_size == w), (h, w) plane or
     channel (the part affine_size selects)."""
@@ -56,8 +60,11 @@ def layer_norm(p, w):
     return run
 
 
-@layer("RMSNorm", params=[P(0, "affine_size", 0), P(1, "eps", 0.001), P(2, "affine", 1)],
-       weights=lambda p: [W("gamma", p.affine_size)] if p.affine else [])
+@layer(
+    "RMSNorm",
+    params=[P(0, "affine_size", 0), P(1, "eps", 0.001), P(2, "affine", 1)],
+    weights=lambda p: [W("gamma", p.affine_size)] if p.affine else [],
+)
 def rms_norm(p, w):
     """y = x / sqrt(mean(x^2) + eps) * gamma over each row, (h, w) plane or channel (as LayerNorm)."""
     rms = OPS["rms_normalization"].fn
@@ -72,8 +79,11 @@ def rms_norm(p, w):
     return run
 
 
-@layer("GroupNorm", params=[P(0, "group", 1), P(1, "channels", 0), P(2, "eps", 0.001), P(3, "affine", 1)],
-       weights=lambda p: [W("gamma", p.channels), W("beta", p.channels)] if p.affine else [])
+@layer(
+    "GroupNorm",
+    params=[P(0, "group", 1), P(1, "channels", 0), P(2, "eps", 0.001), P(3, "affine", 1)],
+    weights=lambda p: [W("gamma", p.channels), W("beta", p.channels)] if p.affine else [],
+)
 def group_norm(p, w):
     """Channels split into `group` groups of consecutive channels, each normalized as one part, then
     y = x * gamma[c] + beta[c]. Channels are the w of a 1d blob, the rows of a 2d blob, the c of 3d/4d."""
@@ -97,8 +107,11 @@ def group_norm(p, w):
     return run
 
 
-@layer("InstanceNorm", params=[P(0, "channels", 0), P(1, "eps", 0.001), P(2, "affine", 1)],
-       weights=lambda p: [W("gamma", p.channels), W("beta", p.channels)] if p.affine else [])
+@layer(
+    "InstanceNorm",
+    params=[P(0, "channels", 0), P(1, "eps", 0.001), P(2, "affine", 1)],
+    weights=lambda p: [W("gamma", p.channels), W("beta", p.channels)] if p.affine else [],
+)
 def instance_norm(p, w):
     """Each channel of a 3d/4d blob: y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c]."""
     inorm = OPS["instance_normalization"].fn
@@ -116,8 +129,10 @@ def instance_norm(p, w):
     return run
 
 
-@layer("LRN", params=[P(0, "region_type", 0), P(1, "local_size", 5), P(2, "alpha", 1.0), P(3, "beta", 0.75),
-                      P(4, "bias", 1.0)])
+@layer(
+    "LRN",
+    params=[P(0, "region_type", 0), P(1, "local_size", 5), P(2, "alpha", 1.0), P(3, "beta", 0.75), P(4, "bias", 1.0)],
+)
 def lrn(p, w):
     """y = x * (bias + alpha / n * square_sum)^-beta; square_sum over the channel window of local_size
     channels starting at c - local_size/2 (region_type 0, n = local_size) or over the local_size^2 spatial
@@ -166,9 +181,18 @@ def mvn(p, w):
     return run
 
 
-@layer("Normalize", params=[P(0, "across_spatial", 0), P(1, "channel_shared", 0), P(2, "eps", 0.0001),
-                            P(3, "scale_data_size", 0), P(4, "across_channel", 1), P(9, "eps_mode", 0)],
-       weights=lambda p: [W("scale", p.scale_data_size)])
+@layer(
+    "Normalize",
+    params=[
+        P(0, "across_spatial", 0),
+        P(1, "channel_shared", 0),
+        P(2, "eps", 0.0001),
+        P(3, "scale_data_size", 0),
+        P(4, "across_channel", 1),
+        P(9, "eps_mode", 0),
+    ],
+    weights=lambda p: [W("scale", p.scale_data_size)],
+)
 def normalize(p, w):
     """L2 normalization of the whole blob (across_spatial and across_channel), of each channel
     (across_spatial only) or of each position across channels (across_channel only), times scale

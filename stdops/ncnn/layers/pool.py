@@ -10,6 +10,7 @@ without ``avgpool_count_include_pad`` divides by the taps outside the *given* pa
 computed by modes 2 / 3 counts as data, as in ncnn). Global pooling gives a 1d (C,) blob. Adaptive
 pooling uses the windows [floor(i * n / o), ceil((i + 1) * n / o)).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -28,19 +29,34 @@ _FLT_MAX = float(np.finfo(np.float32).max)
 
 # ----------------------------------------------------------------------------- pooling
 def _pool_params(nd: int) -> list[P]:
-    ps = [P(0, "pooling_type", 0), P(1, "kernel_w", 0), P(2, "stride_w", 1), P(3, "pad_left", 0),
-          P(4, "global_pooling", 0), P(5, "pad_mode", 0), P(6, "avgpool_count_include_pad", 0),
-          P(7, "adaptive_pooling", 0), P(8, "out_w", 0)]
+    ps = [
+        P(0, "pooling_type", 0),
+        P(1, "kernel_w", 0),
+        P(2, "stride_w", 1),
+        P(3, "pad_left", 0),
+        P(4, "global_pooling", 0),
+        P(5, "pad_mode", 0),
+        P(6, "avgpool_count_include_pad", 0),
+        P(7, "adaptive_pooling", 0),
+        P(8, "out_w", 0),
+    ]
     if nd >= 2:
-        ps += [P(11, "kernel_h", Ref("kernel_w")), P(12, "stride_h", Ref("stride_w")),
-               P(13, "pad_top", Ref("pad_left"))]
+        ps += [
+            P(11, "kernel_h", Ref("kernel_w")),
+            P(12, "stride_h", Ref("stride_w")),
+            P(13, "pad_top", Ref("pad_left")),
+        ]
     ps.append(P(14, "pad_right", Ref("pad_left")))
     if nd >= 2:
         ps += [P(15, "pad_bottom", Ref("pad_top")), P(18, "out_h", Ref("out_w"))]
     if nd == 3:
-        ps += [P(21, "kernel_d", Ref("kernel_w")), P(22, "stride_d", Ref("stride_w")),
-               P(23, "pad_front", Ref("pad_left")), P(16, "pad_behind", Ref("pad_front")),
-               P(28, "out_d", Ref("out_w"))]
+        ps += [
+            P(21, "kernel_d", Ref("kernel_w")),
+            P(22, "stride_d", Ref("stride_w")),
+            P(23, "pad_front", Ref("pad_left")),
+            P(16, "pad_behind", Ref("pad_front")),
+            P(28, "out_d", Ref("out_w")),
+        ]
     return ps
 
 
@@ -169,8 +185,9 @@ def _build_pool(p, nd: int, type_name: str):
             for ax in range(nd):
                 span = sp[ax] + b[ax] + e[ax] - kernel[ax]
                 if span < 0:
-                    raise KernelError(f"{type_name}: kernel {kernel[ax]} is larger than the padded input "
-                                      f"{sp[ax] + b[ax] + e[ax]}")
+                    raise KernelError(
+                        f"{type_name}: kernel {kernel[ax]} is larger than the padded input {sp[ax] + b[ax] + e[ax]}"
+                    )
                 tail = span % strides[ax]
                 if tail:
                     e[ax] += strides[ax] - tail
@@ -187,8 +204,9 @@ def _build_pool(p, nd: int, type_name: str):
                 sp = x.shape[1:]
         for ax in range(nd):
             if sp[ax] + b[ax] + e[ax] < kernel[ax]:
-                raise KernelError(f"{type_name}: kernel {kernel[ax]} is larger than the padded input "
-                                  f"{sp[ax] + b[ax] + e[ax]}")
+                raise KernelError(
+                    f"{type_name}: kernel {kernel[ax]} is larger than the padded input {sp[ax] + b[ax] + e[ax]}"
+                )
         if is_max:
             xp = _pad(x, b, e, _pad_value_for(x, True))
             return max_pool_values(xp[None], kernel_shape=kernel, strides=strides)[0]
@@ -196,8 +214,7 @@ def _build_pool(p, nd: int, type_name: str):
         if include_pad:
             return avg(_pad(xf, b, e, 0)[None], kernel_shape=kernel, strides=strides, count_include_pad=1)[0]
         if mode in (0, 1):  # the counted region is the input itself
-            return avg(xf[None], kernel_shape=kernel, strides=strides, pads=list(b) + list(e),
-                       count_include_pad=0)[0]
+            return avg(xf[None], kernel_shape=kernel, strides=strides, pads=list(b) + list(e), count_include_pad=0)[0]
         # SAME modes: ncnn sums and counts only the taps inside the SAME-padded input less the pad params
         xp = _pad(xf, b, e, 0)
         region = []
@@ -207,8 +224,7 @@ def _build_pool(p, nd: int, type_name: str):
                 raise KernelError(f"{type_name}: pads {pb[ax]} + {pe[ax]} leave nothing of the padded input {full}")
             region.append(slice(pb[ax], full - pe[ax]))
         inner = xp[(slice(None),) + tuple(region)]
-        return avg(inner[None], kernel_shape=kernel, strides=strides, pads=list(pb) + list(pe),
-                   count_include_pad=0)[0]
+        return avg(inner[None], kernel_shape=kernel, strides=strides, pads=list(pb) + list(pe), count_include_pad=0)[0]
 
     return run
 
@@ -217,8 +233,10 @@ def _declare_pool(type_name: str, nd: int) -> None:
     def build(p, w):
         return _build_pool(p, nd, type_name)
 
-    build.__doc__ = (f"{nd}D max / average pooling (ncnn pad modes 0..3, count_include_pad, global, adaptive) on "
-                     "the shared MaxPool / AveragePool / Global*Pool kernels.")
+    build.__doc__ = (
+        f"{nd}D max / average pooling (ncnn pad modes 0..3, count_include_pad, global, adaptive) on "
+        "the shared MaxPool / AveragePool / Global*Pool kernels."
+    )
     layer(type_name, params=_pool_params(nd))(build)
 
 
@@ -287,11 +305,21 @@ def statistics_pooling(p, w):
 
 
 # ----------------------------------------------------------------------------- Padding
-@layer("Padding", params=[P(0, "top", 0), P(1, "bottom", 0), P(2, "left", 0), P(3, "right", 0), P(4, "type", 0),
-                          P(5, "value", 0.0), P(6, "per_channel_pad_data_size", 0), P(7, "front", 0),
-                          P(8, "behind", 0)],
-       weights=lambda p: [W("per_channel_pad_data", p.per_channel_pad_data_size)] if p.per_channel_pad_data_size
-       else [])
+@layer(
+    "Padding",
+    params=[
+        P(0, "top", 0),
+        P(1, "bottom", 0),
+        P(2, "left", 0),
+        P(3, "right", 0),
+        P(4, "type", 0),
+        P(5, "value", 0.0),
+        P(6, "per_channel_pad_data_size", 0),
+        P(7, "front", 0),
+        P(8, "behind", 0),
+    ],
+    weights=lambda p: [W("per_channel_pad_data", p.per_channel_pad_data_size)] if p.per_channel_pad_data_size else [],
+)
 def padding(p, w):
     """Pad a blob: 1d (w) by left/right; 2d (h, w) by top/bottom, left/right; 3d (c, h, w) also the channels
     by front/behind; 4d (c, d, h, w) the depth by front/behind. type 0 constant (``value``, or per channel
@@ -304,8 +332,10 @@ def padding(p, w):
     if ptype not in (0, 1, 2):
         raise KernelError(f"Padding: type {ptype} is not 0 (constant), 1 (replicate) or 2 (reflect)")
     if min(top, bottom, left, right, front, behind) < 0:
-        raise KernelError(f"Padding: negative pads (top {top} bottom {bottom} left {left} right {right} "
-                          f"front {front} behind {behind})")
+        raise KernelError(
+            f"Padding: negative pads (top {top} bottom {bottom} left {left} right {right} "
+            f"front {front} behind {behind})"
+        )
     per_channel = w.get("per_channel_pad_data")
     value = float(p.value)
     pad = OPS["pad"].fn
@@ -339,8 +369,9 @@ def padding(p, w):
         outshape = tuple(n + bb + ee for n, bb, ee in zip(x.shape, b, e))
         nc = outshape[0]
         if per_channel.size < nc:
-            raise KernelError(f"Padding: per_channel_pad_data has {per_channel.size} values, the padded blob has "
-                              f"{nc} channels")
+            raise KernelError(
+                f"Padding: per_channel_pad_data has {per_channel.size} values, the padded blob has {nc} channels"
+            )
         vals = per_channel[:nc].astype(x.dtype)
         check_elements(outshape, "Padding output")
         out = np.empty(outshape, x.dtype)

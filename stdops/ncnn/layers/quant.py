@@ -7,6 +7,7 @@ rounding lives here. Per-row (2d) or per-channel (3d/4d) scales and biases: a si
 An int8 blob is an ``np.int8`` array; an int32 accumulator blob an ``np.int32`` array (a float blob fed to
 Dequantize/Requantize is read by value).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,8 +57,10 @@ def _per_axis(table: np.ndarray, x: np.ndarray, what: str) -> np.ndarray:
         return table.reshape(())
     axis_len = x.shape[0] if x.ndim >= 2 else None
     if axis_len is None or n != axis_len:
-        raise KernelError(f"{what} has {n} values; a {x.ndim}d blob of shape {x.shape} needs 1"
-                          + (f" or {axis_len}" if axis_len is not None else ""))
+        raise KernelError(
+            f"{what} has {n} values; a {x.ndim}d blob of shape {x.shape} needs 1"
+            + (f" or {axis_len}" if axis_len is not None else "")
+        )
     return table.reshape((n,) + (1,) * (x.ndim - 1))
 
 
@@ -68,8 +71,7 @@ def _as_values(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32, copy=False)
 
 
-@layer("Quantize", params=[P(0, "scale_data_size", 1)],
-       weights=lambda p: [W("scale_data", p.scale_data_size)])
+@layer("Quantize", params=[P(0, "scale_data_size", 1)], weights=lambda p: [W("scale_data", p.scale_data_size)])
 def quantize(p, w):
     """y = float2int8(x * scale): round half away from zero, saturate to [-127, 127]; int8 output.
     scale: one value, or one per row (2d) / channel (3d, 4d)."""
@@ -83,9 +85,14 @@ def quantize(p, w):
     return run
 
 
-@layer("Dequantize", params=[P(0, "scale_data_size", 1), P(1, "bias_data_size", 0)],
-       weights=lambda p: [W("scale_data", p.scale_data_size),
-                          *([W("bias_data", p.bias_data_size)] if p.bias_data_size else [])])
+@layer(
+    "Dequantize",
+    params=[P(0, "scale_data_size", 1), P(1, "bias_data_size", 0)],
+    weights=lambda p: [
+        W("scale_data", p.scale_data_size),
+        *([W("bias_data", p.bias_data_size)] if p.bias_data_size else []),
+    ],
+)
 def dequantize(p, w):
     """y = x * scale + bias (x: int32 accumulators, read by value); float32 output. scale and bias: one
     value, or one per row (2d) / channel (3d, 4d)."""
@@ -103,11 +110,21 @@ def dequantize(p, w):
     return run
 
 
-@layer("Requantize", params=[P(0, "scale_in_data_size", 1), P(1, "scale_out_data_size", 1),
-                             P(2, "bias_data_size", 0), P(3, "activation_type", 0),
-                             P(4, "activation_params", (), kind="floats")],
-       weights=lambda p: [W("scale_in_data", p.scale_in_data_size), W("scale_out_data", p.scale_out_data_size),
-                          *([W("bias_data", p.bias_data_size)] if p.bias_data_size else [])])
+@layer(
+    "Requantize",
+    params=[
+        P(0, "scale_in_data_size", 1),
+        P(1, "scale_out_data_size", 1),
+        P(2, "bias_data_size", 0),
+        P(3, "activation_type", 0),
+        P(4, "activation_params", (), kind="floats"),
+    ],
+    weights=lambda p: [
+        W("scale_in_data", p.scale_in_data_size),
+        W("scale_out_data", p.scale_out_data_size),
+        *([W("bias_data", p.bias_data_size)] if p.bias_data_size else []),
+    ],
+)
 def requantize(p, w):
     """y = float2int8(activation(x * scale_in + bias) * scale_out) (x: int32 accumulators, read by value);
     int8 output. Tables: one value, or one per row (2d) / channel (3d, 4d)."""

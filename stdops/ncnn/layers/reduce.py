@@ -1,4 +1,5 @@
 """Reduction layers (ncnn-operators.txt): Reduction, ArgMax, CumulativeSum, on the shared kernels."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,14 +11,33 @@ from ..spec import P, layer
 _F32 = np.float32
 
 #: Reduction operation -> shared kernel
-REDUCTIONS = {0: "reduce_sum", 1: "reduce_l1", 2: "reduce_sum_square", 3: "reduce_mean", 4: "reduce_max",
-              5: "reduce_min", 6: "reduce_prod", 7: "reduce_l1", 8: "reduce_l2", 9: "reduce_log_sum",
-              10: "reduce_log_sum_exp"}
+REDUCTIONS = {
+    0: "reduce_sum",
+    1: "reduce_l1",
+    2: "reduce_sum_square",
+    3: "reduce_mean",
+    4: "reduce_max",
+    5: "reduce_min",
+    6: "reduce_prod",
+    7: "reduce_l1",
+    8: "reduce_l2",
+    9: "reduce_log_sum",
+    10: "reduce_log_sum_exp",
+}
 REDUCTION_NAMES = "sum asum sumsq mean max min prod l1 l2 logsum logsumexp".split()
 
 
-@layer("Reduction", params=[P(0, "operation", 0), P(1, "reduce_all", 1), P(2, "coeff", 1.0),
-                            P(3, "axes", (), kind="ints"), P(4, "keepdims", 0), P(5, "fixbug0", 0)])
+@layer(
+    "Reduction",
+    params=[
+        P(0, "operation", 0),
+        P(1, "reduce_all", 1),
+        P(2, "coeff", 1.0),
+        P(3, "axes", (), kind="ints"),
+        P(4, "keepdims", 0),
+        P(5, "fixbug0", 0),
+    ],
+)
 def reduction(p, w):
     """y = coeff * reduce_op(x) over ``axes`` (every axis with reduce_all=1; a 1d blob always reduces
     its only axis); ops 0 sum, 1 asum, 2 sumsq, 3 mean, 4 max, 5 min, 6 prod, 7 L1, 8 L2, 9 log(sum),

@@ -9,6 +9,7 @@ computed here and gathered. GridSample runs on the shared GridSample kernel (its
 rounds half up in float32, here), Fold on Col2Im; Unfold (im2col) is a pad plus one strided copy per
 kernel tap.
 """
+
 from __future__ import annotations
 
 import functools
@@ -42,9 +43,20 @@ def _nearest_index(in_len: int, out_len: int, ws: np.float32) -> np.ndarray:
     return np.clip(idx, 0, in_len - 1)
 
 
-@layer("Interp", params=[P(0, "resize_type", 0), P(1, "height_scale", 1.0), P(2, "width_scale", 1.0),
-                         P(3, "output_height", 0), P(4, "output_width", 0), P(5, "dynamic_target_size", 0),
-                         P(6, "align_corner", 0), P(9, "size_expr", "")], inputs=None)
+@layer(
+    "Interp",
+    params=[
+        P(0, "resize_type", 0),
+        P(1, "height_scale", 1.0),
+        P(2, "width_scale", 1.0),
+        P(3, "output_height", 0),
+        P(4, "output_width", 0),
+        P(5, "dynamic_target_size", 0),
+        P(6, "align_corner", 0),
+        P(9, "size_expr", ""),
+    ],
+    inputs=None,
+)
 def interp(p, w):
     """Resize the h and w of a 3d bottom (a 2d bottom: only w; a 1d bottom of n values: n channels of
     out_h x out_w filled with each value). Out size: ``output_width/height``, else trunc(in * scale);
@@ -61,8 +73,10 @@ def interp(p, w):
     if not two and p.n_bottoms != 1:
         raise ValueError(f"Interp with these params takes 1 bottom (as ncnn), the layer has {p.n_bottoms}")
     if two and p.n_bottoms < 2:
-        raise ValueError("Interp with dynamic_target_size or a size_expr reading bottom 1 takes 2 bottoms, "
-                         f"the layer has {p.n_bottoms}")
+        raise ValueError(
+            "Interp with dynamic_target_size or a size_expr reading bottom 1 takes 2 bottoms, "
+            f"the layer has {p.n_bottoms}"
+        )
     ow_p, oh_p, wsc, hsc = p.output_width, p.output_height, _F(p.width_scale), _F(p.height_scale)
     use_sizes = ex is not None
 
@@ -115,7 +129,7 @@ def interp(p, w):
             return np.moveaxis(np.moveaxis(x, axis, -1) @ W.T, -1, axis)
         shape = [1] * x.ndim
         shape[axis] = out_len
-        out = np.zeros(x.shape[:axis] + (out_len,) + x.shape[axis + 1:], np.float32)
+        out = np.zeros(x.shape[:axis] + (out_len,) + x.shape[axis + 1 :], np.float32)
         for t in range(idx.shape[1]):
             wcol = wt[:, t]
             if wcol.any():
@@ -201,8 +215,11 @@ def _nearest_sample(x: np.ndarray, g: np.ndarray, pad: str, ac: int) -> np.ndarr
     return np.where(valid[None], vals, np.zeros((), x.dtype))
 
 
-@layer("GridSample", params=[P(0, "sample_type", 1), P(1, "padding_mode", 1), P(2, "align_corner", 0),
-                             P(3, "permute_fusion", 0)], inputs=2)
+@layer(
+    "GridSample",
+    params=[P(0, "sample_type", 1), P(1, "padding_mode", 1), P(2, "align_corner", 0), P(3, "permute_fusion", 0)],
+    inputs=2,
+)
 def grid_sample(p, w):
     """y[c, o] = sample(x[c], grid[o]) for a 3d bottom (c, h, w) with grid (oh, ow, 2) — or (2, oh, ow)
     with ``permute_fusion`` — and a 4d bottom (c, d, h, w) with grid (od, oh, ow, 3) / (3, od, oh, ow);
@@ -233,11 +250,19 @@ def grid_sample(p, w):
 
 
 # ---------------------------------------------------------------------------------- Fold / Unfold
-_WINDOW = [P(0, "num_output", 0), P(1, "kernel_w", 0), P(11, "kernel_h", Ref("kernel_w")),
-           P(2, "dilation_w", 1), P(12, "dilation_h", Ref("dilation_w")),
-           P(3, "stride_w", 1), P(13, "stride_h", Ref("stride_w")),
-           P(4, "pad_left", 0), P(15, "pad_right", Ref("pad_left")),
-           P(14, "pad_top", Ref("pad_left")), P(16, "pad_bottom", Ref("pad_top"))]
+_WINDOW = [
+    P(0, "num_output", 0),
+    P(1, "kernel_w", 0),
+    P(11, "kernel_h", Ref("kernel_w")),
+    P(2, "dilation_w", 1),
+    P(12, "dilation_h", Ref("dilation_w")),
+    P(3, "stride_w", 1),
+    P(13, "stride_h", Ref("stride_w")),
+    P(4, "pad_left", 0),
+    P(15, "pad_right", Ref("pad_left")),
+    P(14, "pad_top", Ref("pad_left")),
+    P(16, "pad_bottom", Ref("pad_top")),
+]
 
 
 def _check_window(p, what):
@@ -266,7 +291,7 @@ def fold(p, w):
         c = x.shape[0] // maxk
         if c == 0:
             raise KernelError(f"Fold: {x.shape[0]} rows, fewer than kernel_w * kernel_h = {maxk}")
-        return _col2im(x[None, :c * maxk], img, blk, **kw)[0]
+        return _col2im(x[None, : c * maxk], img, blk, **kw)[0]
 
     return run
 
@@ -311,7 +336,7 @@ def unfold(p, w):
         out = np.empty((c, kh, kw_, oh, ow), x.dtype)
         for u in range(kh):
             for v in range(kw_):
-                out[:, u, v] = x[:, u * dh: u * dh + (oh - 1) * sh + 1: sh, v * dw: v * dw + (ow - 1) * sw + 1: sw]
+                out[:, u, v] = x[:, u * dh : u * dh + (oh - 1) * sh + 1 : sh, v * dw : v * dw + (ow - 1) * sw + 1 : sw]
         return out.reshape(c * kh * kw_, oh * ow)
 
     return run

@@ -9,6 +9,7 @@ output is [T, num_output * D]; optional bottoms/tops carry the hidden (and cell)
 int8 weights (int8_scale_term, id 8) run ncnn's own dynamic-quantization recurrence (per-step absmax
 quantization of x and h, int32 dot products): no shared kernel computes that, so it is written here.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,16 +35,20 @@ def _input_size(p, gates: int, hidden: int) -> int:
         raise ValueError(f"num_output must be positive, got {p.num_output}")
     per = d * hidden * gates
     if p.weight_data_size <= 0 or p.weight_data_size % per:
-        raise ValueError(f"weight_data_size {p.weight_data_size} is not a positive multiple of "
-                         f"{per} (directions x hidden x gates)")
+        raise ValueError(
+            f"weight_data_size {p.weight_data_size} is not a positive multiple of {per} (directions x hidden x gates)"
+        )
     return p.weight_data_size // per
 
 
 def _weights(p, gates: int, bias_rows: int, hidden: int, proj: bool) -> list:
     d = _dirs(p)
     size = _input_size(p, gates, hidden)
-    ws = [W("weight_xc", size * hidden * gates * d, True), W("bias_c", hidden * bias_rows * d, True),
-          W("weight_hc", p.num_output * hidden * gates * d, True)]
+    ws = [
+        W("weight_xc", size * hidden * gates * d, True),
+        W("bias_c", hidden * bias_rows * d, True),
+        W("weight_hc", p.num_output * hidden * gates * d, True),
+    ]
     if proj:
         ws.append(W("weight_hr", hidden * p.num_output * d, True))
     if p.int8_scale_term:
@@ -77,6 +82,7 @@ def _check_x(x: np.ndarray, size: int, name: str) -> np.ndarray:
 
 # --------------------------------------------------------------------------- int8 (ncnn's own scheme)
 
+
 def _dyn_quant(v: np.ndarray, axis=None) -> tuple[np.ndarray, np.ndarray]:
     """Round-half-away-from-zero int8 quantization with scale 127 / absmax (1 if absmax is 0)."""
     absmax = np.abs(v).max(axis=axis, keepdims=True) if v.size else np.zeros((1,) * v.ndim, _F32)
@@ -99,8 +105,8 @@ def _int8_run(x, wxc, scx, whc, sch, h0, c0, reverse, cell_fn):
     T = x.shape[0]
     h, c = h0.copy(), (None if c0 is None else c0.copy())
     ys = np.zeros((T, h.shape[0]), _F32)
-    dx = (_F32(1) / xs[:, 0])[:, None] * (_F32(1) / scx)[None, :]          # [T, G*H]
-    gx = (xq @ wxc.T).astype(_F32) * dx                                      # [T, G*H]
+    dx = (_F32(1) / xs[:, 0])[:, None] * (_F32(1) / scx)[None, :]  # [T, G*H]
+    gx = (xq @ wxc.T).astype(_F32) * dx  # [T, G*H]
     for t in range(T):
         ti = T - 1 - t if reverse else t
         hq, hs = _dyn_quant(h)
@@ -112,12 +118,18 @@ def _int8_run(x, wxc, scx, whc, sch, h0, c0, reverse, cell_fn):
 
 # --------------------------------------------------------------------------- LSTM
 
+
 def _lstm_weights(p):
     return _weights(p, 4, 4, p.hidden_size, p.num_output != p.hidden_size)
 
 
-@layer("LSTM", params=_RNN_PARAMS[:3] + [P(3, "hidden_size", Ref("num_output")), P(8, "int8_scale_term", 0)],
-       weights=_lstm_weights, inputs=None, outputs=None)
+@layer(
+    "LSTM",
+    params=_RNN_PARAMS[:3] + [P(3, "hidden_size", Ref("num_output")), P(8, "int8_scale_term", 0)],
+    weights=_lstm_weights,
+    inputs=None,
+    outputs=None,
+)
 def lstm(p, w):
     """c = sigmoid(F) * c + sigmoid(I) * tanh(G); h = sigmoid(O) * tanh(c) (times weight_hr when
     hidden_size != num_output); gates = W_xc x + W_hc h + b. Bottoms x[, h0, c0]; tops y[, h, c]."""
@@ -153,6 +165,7 @@ def lstm(p, w):
                 c = f * c + i * np.tanh(g[3])
                 hh = o * np.tanh(c)
                 return (whr[d] @ hh if proj else hh).astype(_F32), c.astype(_F32)
+
             return _int8_run(x, wx8[d], scx[d], wh8[d], sch[d], h0, c0, reverse, cell)
     elif not proj:
         Wk = onnx_gates(wxc, size)
@@ -160,8 +173,9 @@ def lstm(p, w):
         Bk = np.concatenate([bc[:, order].reshape(D, 4 * H), np.zeros((D, 4 * H), _F32)], axis=1)
 
         def run_all(x, h0, c0):
-            y, yh, yc = kern(x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :], c0[:, None, :], hidden_size=H,
-                             direction=direction)
+            y, yh, yc = kern(
+                x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :], c0[:, None, :], hidden_size=H, direction=direction
+            )
             return y.reshape(x.shape[0], D * O), yh[:, 0], yc[:, 0]
     else:
         # the kernel has no projection: run it one step at a time with the projected hidden state fed
@@ -206,8 +220,8 @@ def lstm(p, w):
 
 # --------------------------------------------------------------------------- GRU
 
-@layer("GRU", params=_RNN_PARAMS, weights=lambda p: _weights(p, 3, 4, p.num_output, False), inputs=None,
-       outputs=None)
+
+@layer("GRU", params=_RNN_PARAMS, weights=lambda p: _weights(p, 3, 4, p.num_output, False), inputs=None, outputs=None)
 def gru(p, w):
     """r = sigmoid(W_r x + U_r h + b_r), u = sigmoid(W_u x + U_u h + b_u),
     n = tanh(W_n x + b_wn + r * (U_n h + b_bn)), h = (1 - u) * n + u * h. Bottoms x[, h0]; tops y[, h]."""
@@ -236,6 +250,7 @@ def gru(p, w):
                 u = _sp.expit(bias[d, 1] + px[1] + ph[1])
                 n = np.tanh(bias[d, 2] + r * (bias[d, 3] + ph[2]) + px[2])
                 return ((1 - u) * n + u * h).astype(_F32), None
+
             ys, h, _ = _int8_run(x, wx8[d], scx[d], wh8[d], sch[d], h0, None, reverse, cell)
             return ys, h
     else:
@@ -255,8 +270,17 @@ def gru(p, w):
             y = np.concatenate([o[0] for o in outs], axis=1)
             yh = np.stack([o[1] for o in outs])
         else:
-            y, yh = kern(x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :], hidden_size=H, direction=direction,
-                         linear_before_reset=1)
+            y, yh = kern(
+                x[:, None, :],
+                Wk,
+                Rk,
+                Bk,
+                None,
+                h0[:, None, :],
+                hidden_size=H,
+                direction=direction,
+                linear_before_reset=1,
+            )
             y, yh = y.reshape(x.shape[0], D * H), yh[:, 0]
         if p.n_tops >= 2:
             return y, _state_out(yh, hb)
@@ -267,8 +291,8 @@ def gru(p, w):
 
 # --------------------------------------------------------------------------- RNN
 
-@layer("RNN", params=_RNN_PARAMS, weights=lambda p: _weights(p, 1, 1, p.num_output, False), inputs=None,
-       outputs=None)
+
+@layer("RNN", params=_RNN_PARAMS, weights=lambda p: _weights(p, 1, 1, p.num_output, False), inputs=None, outputs=None)
 def rnn(p, w):
     """h = tanh(W_xc x + W_hc h + b). Bottoms x[, h0]; tops y[, h]."""
     H = p.num_output
@@ -291,6 +315,7 @@ def rnn(p, w):
         def run_dir(x, d, h0, reverse):
             def cell(px, ph, h, c):
                 return np.tanh(bias[d] + px + ph).astype(_F32), None
+
             ys, h, _ = _int8_run(x, wx8[d], scx[d], wh8[d], sch[d], h0, None, reverse, cell)
             return ys, h
     else:

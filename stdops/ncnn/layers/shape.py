@@ -6,6 +6,7 @@ An ``axis`` param counts over that numpy shape (0 = outermost present dim). ncnn
 to numpy axes per rank (``_AXIS_OF``). The data movement runs on the shared kernels (concat, split,
 slice_, reshape, transpose, squeeze, unsqueeze, tile, depth_to_space, space_to_depth).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +35,9 @@ _INT_MIN = -(2**31)
 
 def _rank(x: np.ndarray, what: str, ranks=(1, 2, 3, 4)) -> int:
     if x.ndim not in ranks:
-        raise KernelError(f"{what}: input of shape {x.shape} has {x.ndim} dims, expected "
-                          + " or ".join(f"{r}d" for r in ranks))
+        raise KernelError(
+            f"{what}: input of shape {x.shape} has {x.ndim} dims, expected " + " or ".join(f"{r}d" for r in ranks)
+        )
     return x.ndim
 
 
@@ -59,8 +61,9 @@ def _crop(x: np.ndarray, offsets: dict[str, int], outs: dict[str, int], what: st
     for name, ax in amap.items():
         n, o, k = size[name], offs[name], outs[name]
         if k <= 0 or o < 0 or o + k > n:
-            raise KernelError(f"{what}: window {name} offset {o} size {k} does not fit the input size {n} "
-                              f"(input shape {x.shape})")
+            raise KernelError(
+                f"{what}: window {name} offset {o} size {k} does not fit the input size {n} (input shape {x.shape})"
+            )
         if k != n:
             starts.append(o)
             ends.append(o + k)
@@ -126,8 +129,9 @@ def slice_layer(p, w):
                 if s == -233:
                     s = (dim - q) // (n - i)
             if s <= 0 or q + s > dim:
-                raise KernelError(f"Slice: part {i} of size {s} at {q} does not fit the dim of size {dim} "
-                                  f"(bottom shape {x.shape})")
+                raise KernelError(
+                    f"Slice: part {i} of size {s} at {q} does not fit the dim of size {dim} (bottom shape {x.shape})"
+                )
             sizes.append(s)
             q += s
         if q < dim:
@@ -140,11 +144,24 @@ def slice_layer(p, w):
 
 # ------------------------------------------------------------------------------------------- Crop
 CROP_PARAMS = [
-    P(0, "woffset", 0), P(1, "hoffset", 0), P(13, "doffset", 0), P(2, "coffset", 0),
-    P(3, "outw", 0), P(4, "outh", 0), P(14, "outd", 0), P(5, "outc", 0),
-    P(6, "woffset2", 0), P(7, "hoffset2", 0), P(15, "doffset2", 0), P(8, "coffset2", 0),
-    P(9, "starts", (), "ints"), P(10, "ends", (), "ints"), P(11, "axes", (), "ints"),
-    P(19, "starts_expr", ""), P(20, "ends_expr", ""), P(21, "axes_expr", ""),
+    P(0, "woffset", 0),
+    P(1, "hoffset", 0),
+    P(13, "doffset", 0),
+    P(2, "coffset", 0),
+    P(3, "outw", 0),
+    P(4, "outh", 0),
+    P(14, "outd", 0),
+    P(5, "outc", 0),
+    P(6, "woffset2", 0),
+    P(7, "hoffset2", 0),
+    P(15, "doffset2", 0),
+    P(8, "coffset2", 0),
+    P(9, "starts", (), "ints"),
+    P(10, "ends", (), "ints"),
+    P(11, "axes", (), "ints"),
+    P(19, "starts_expr", ""),
+    P(20, "ends_expr", ""),
+    P(21, "axes_expr", ""),
 ]
 
 
@@ -187,8 +204,9 @@ def crop(p, w):
       contents (woffset, hoffset, [doffset,] coffset, outw, outh, [outd,] outc)."""
     use_expr = bool(p.starts_expr) and bool(p.ends_expr)
     numpy_style = (bool(p.starts) and bool(p.ends)) or use_expr
-    ref_form = not numpy_style and all(v == 0 for v in (p.outw, p.outh, p.outd, p.outc, p.woffset2, p.hoffset2,
-                                                          p.doffset2, p.coffset2))
+    ref_form = not numpy_style and all(
+        v == 0 for v in (p.outw, p.outh, p.outd, p.outc, p.woffset2, p.hoffset2, p.doffset2, p.coffset2)
+    )
     exprs = None
     if p.starts_expr or p.ends_expr or p.axes_expr:
         exprs = [_expr.parse(t) for t in (p.starts_expr, p.ends_expr, p.axes_expr)]
@@ -198,8 +216,10 @@ def crop(p, w):
         raise ValueError(f"Crop with these params takes 1 bottom (as ncnn), the layer has {p.n_bottoms}")
     if two and p.n_bottoms < 2:
         if ref_form:
-            raise ValueError("Crop without out sizes, starts/ends or expressions takes its size from a second "
-                             "bottom (reference blob), the layer has 1")
+            raise ValueError(
+                "Crop without out sizes, starts/ends or expressions takes its size from a second "
+                "bottom (reference blob), the layer has 1"
+            )
         raise ValueError(f"Crop expressions read {expr_blobs} bottoms, the layer has {p.n_bottoms}")
     starts, ends, axes = list(p.starts), list(p.ends), list(p.axes)
     woff, hoff, doff, coff = p.woffset, p.hoffset, p.doffset, p.coffset
@@ -230,8 +250,12 @@ def crop(p, w):
             return _numpy_window(x.shape, starts, ends, axes, "Crop")
         dims = _ncnn_dims(x.shape)
         outs = {}
-        for name, off, off2, out in (("w", woff, p.woffset2, p.outw), ("h", hoff, p.hoffset2, p.outh),
-                                     ("d", doff, p.doffset2, p.outd), ("c", coff, p.coffset2, p.outc)):
+        for name, off, off2, out in (
+            ("w", woff, p.woffset2, p.outw),
+            ("h", hoff, p.hoffset2, p.outh),
+            ("d", doff, p.doffset2, p.outd),
+            ("c", coff, p.coffset2, p.outc),
+        ):
             k = dims[name] - off - off2
             if out != -233:
                 k = min(out, k)
@@ -242,16 +266,28 @@ def crop(p, w):
         _rank(x, "Crop")
         offs, outs = window(x, ref if two else None)
         amap = _AXIS_OF[x.ndim]
-        return _crop(x, {k: v for k, v in offs.items() if k in amap}, {k: v for k, v in outs.items() if k in amap},
-                     "Crop")
+        return _crop(
+            x, {k: v for k, v in offs.items() if k in amap}, {k: v for k, v in outs.items() if k in amap}, "Crop"
+        )
 
     return run
 
 
 # ---------------------------------------------------------------------------------------- Reshape
-@layer("Reshape", params=[P(0, "w", -233), P(1, "h", -233), P(11, "d", -233), P(2, "c", -233),
-                          P(3, "permute", 0), P(6, "shape_expr", ""),
-                          P(12, "input_batch_axis", 233), P(13, "output_batch_axis", 233)], inputs=None)
+@layer(
+    "Reshape",
+    params=[
+        P(0, "w", -233),
+        P(1, "h", -233),
+        P(11, "d", -233),
+        P(2, "c", -233),
+        P(3, "permute", 0),
+        P(6, "shape_expr", ""),
+        P(12, "input_batch_axis", 233),
+        P(13, "output_batch_axis", 233),
+    ],
+    inputs=None,
+)
 def reshape(p, w):
     """y = the bottom's elements (row-major, ncnn layout) with shape w / (h, w) / (c, h, w) / (c, d, h, w).
     The rank is how many of w, h, d, c are set (-233 drops a dim), or the number of items of
@@ -259,8 +295,9 @@ def reshape(p, w):
     (1d: 0 and -1 both flatten, as ncnn's x86 layer does).
     The legacy ``permute`` flag (3) is ignored, as in current ncnn."""
     if p.input_batch_axis != 233 or p.output_batch_axis != 233:
-        raise ValueError("Reshape with batch axes (params 12/13) needs batched blobs, which ncnn layouts here "
-                         "do not have")
+        raise ValueError(
+            "Reshape with batch axes (params 12/13) needs batched blobs, which ncnn layouts here do not have"
+        )
     ex = _expr.parse(p.shape_expr) if p.shape_expr else None
     if ex is not None:
         ndim = ex.n_items
@@ -279,8 +316,11 @@ def reshape(p, w):
         if p.w == -233:
             ndim = 0
     if not 1 <= ndim <= 4:
-        raise ValueError(f"Reshape gives no output shape (w={p.w} h={p.h} d={p.d} c={p.c}"
-                         + (f", shape_expr {p.shape_expr!r} has {ndim} items" if ex else "") + ")")
+        raise ValueError(
+            f"Reshape gives no output shape (w={p.w} h={p.h} d={p.d} c={p.c}"
+            + (f", shape_expr {p.shape_expr!r} has {ndim} items" if ex else "")
+            + ")"
+        )
 
     def run(x, *others):
         _rank(x, "Reshape")
@@ -328,8 +368,7 @@ def reshape(p, w):
             oc = rest(od, oh, ow) if oc == -1 else oc
             shape = [oc, od, oh, ow]
         if any(s <= 0 for s in shape) or int(np.prod(shape)) != total:
-            raise KernelError(f"Reshape: cannot reshape a blob of shape {x.shape} ({total} elements) to "
-                              f"{tuple(shape)}")
+            raise KernelError(f"Reshape: cannot reshape a blob of shape {x.shape} ({total} elements) to {tuple(shape)}")
         return _reshape(x, np.array(shape, np.int64))
 
     return run
@@ -343,8 +382,32 @@ def flatten(p, w):
 
 # ---------------------------------------------------------------------------------------- Permute
 _PERM3 = ["whc", "hwc", "wch", "cwh", "hcw", "chw"]
-_PERM4 = ["whdc", "hwdc", "wdhc", "dwhc", "hdwc", "dhwc", "whcd", "hwcd", "wchd", "cwhd", "hcwd", "chwd",
-          "wdch", "dwch", "wcdh", "cwdh", "dcwh", "cdwh", "hdcw", "dhcw", "hcdw", "chdw", "dchw", "cdhw"]
+_PERM4 = [
+    "whdc",
+    "hwdc",
+    "wdhc",
+    "dwhc",
+    "hdwc",
+    "dhwc",
+    "whcd",
+    "hwcd",
+    "wchd",
+    "cwhd",
+    "hcwd",
+    "chwd",
+    "wdch",
+    "dwch",
+    "wcdh",
+    "cwdh",
+    "dcwh",
+    "cdwh",
+    "hdcw",
+    "dhcw",
+    "hcdw",
+    "chdw",
+    "dchw",
+    "cdhw",
+]
 
 
 def _perm_of(order: str) -> list[int]:
@@ -361,8 +424,12 @@ def permute(p, w):
     t = p.order_type
     if not 0 <= t < 24:
         raise ValueError(f"Permute order_type {t} is not one of 0..23")
-    perms = {1: [0], 2: [[0, 1], [1, 0]][t] if t < 2 else None,
-             3: _perm_of(_PERM3[t]) if t < 6 else None, 4: _perm_of(_PERM4[t])}
+    perms = {
+        1: [0],
+        2: [[0, 1], [1, 0]][t] if t < 2 else None,
+        3: _perm_of(_PERM3[t]) if t < 6 else None,
+        4: _perm_of(_PERM4[t]),
+    }
 
     def run(x):
         r = _rank(x, "Permute")
@@ -377,8 +444,16 @@ def permute(p, w):
 
 
 # ---------------------------------------------------------------------------- Squeeze / ExpandDims
-@layer("Squeeze", params=[P(0, "squeeze_w", 0), P(1, "squeeze_h", 0), P(11, "squeeze_d", 0), P(2, "squeeze_c", 0),
-                          P(3, "axes", (), "ints")])
+@layer(
+    "Squeeze",
+    params=[
+        P(0, "squeeze_w", 0),
+        P(1, "squeeze_h", 0),
+        P(11, "squeeze_d", 0),
+        P(2, "squeeze_c", 0),
+        P(3, "axes", (), "ints"),
+    ],
+)
 def squeeze(p, w):
     """y = the bottom without the size-1 dims named by ``axes`` (numpy axes, negative from the back) or,
     without axes, by the squeeze_w/h/d/c flags; dims of another size stay. Squeezing every dim gives (1,)."""
@@ -477,8 +552,13 @@ def flip(p, w):
             if any(not 0 <= a < r for a in sel):
                 raise KernelError(f"Flip: axes {axes} out of range for a {r}d bottom")
         n = len(sel)
-        return _slice(x, np.full(n, -1, np.int64), np.full(n, _INT_MIN, np.int64), np.array(sel, np.int64),
-                      np.full(n, -1, np.int64))
+        return _slice(
+            x,
+            np.full(n, -1, np.int64),
+            np.full(n, _INT_MIN, np.int64),
+            np.array(sel, np.int64),
+            np.full(n, -1, np.int64),
+        )
 
     return run
 
@@ -500,7 +580,7 @@ def pixel_shuffle(p, w):
             raise KernelError(f"PixelShuffle: {x.shape[0]} channels, fewer than upscale_factor^2 = {r_ * r_}")
         if r_ == 1:
             return x.copy()
-        return _d2s(x[None, :oc * r_ * r_], blocksize=r_, mode=kmode)[0]
+        return _d2s(x[None, : oc * r_ * r_], blocksize=r_, mode=kmode)[0]
 
     return run
 
@@ -521,7 +601,7 @@ def reorg(p, w):
             raise KernelError(f"Reorg: input {x.shape} is smaller than the stride {s}")
         if s == 1:
             return x.copy()
-        return _s2d(x[None, :, :oh * s, :ow * s], blocksize=s, mode=kmode)[0]
+        return _s2d(x[None, :, : oh * s, : ow * s], blocksize=s, mode=kmode)[0]
 
     return run
 
@@ -549,8 +629,18 @@ def shuffle_channel(p, w):
 
 
 # ------------------------------------------------------------------------------- CopyTo / DeepCopy
-@layer("CopyTo", params=[P(0, "woffset", 0), P(1, "hoffset", 0), P(13, "doffset", 0), P(2, "coffset", 0),
-                         P(9, "starts", (), "ints"), P(11, "axes", (), "ints")], inputs=2)
+@layer(
+    "CopyTo",
+    params=[
+        P(0, "woffset", 0),
+        P(1, "hoffset", 0),
+        P(13, "doffset", 0),
+        P(2, "coffset", 0),
+        P(9, "starts", (), "ints"),
+        P(11, "axes", (), "ints"),
+    ],
+    inputs=2,
+)
 def copy_to(p, w):
     """y = self (bottom 0) with src (bottom 1, same rank) written at the offsets: w/h/d/c offsets, or
     numpy-style ``starts`` (+ ``axes``; negative from the back, -233 = 0). A src of self's shape is y."""

@@ -6,6 +6,7 @@ ONNX's 25/46), centred in n_fft with zeros. Spectrogram takes a 1d signal and gi
 InverseSpectrogram takes [freqs, frames, 2] (onesided when freqs == n_fft / 2 + 1) and overlap-adds
 windowed inverse DFTs divided by the summed squared window.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +39,13 @@ def _window(n_fft: int, winlen: int, window_type: int) -> np.ndarray:
     return np.concatenate([np.zeros(left, _F32), win, np.zeros(n_fft - winlen - left, _F32)])
 
 
-_COMMON = [P(0, "n_fft", 0), P(2, "hoplen", None, kind="int"), P(3, "winlen", Ref("n_fft")), P(4, "window_type", 0),
-           P(5, "center", 1)]
+_COMMON = [
+    P(0, "n_fft", 0),
+    P(2, "hoplen", None, kind="int"),
+    P(3, "winlen", Ref("n_fft")),
+    P(4, "window_type", 0),
+    P(5, "center", 1),
+]
 
 
 def _hop(p) -> int:
@@ -49,9 +55,13 @@ def _hop(p) -> int:
     return hop
 
 
-@layer("Spectrogram", params=_COMMON[:1] + [P(1, "power", 0)] + _COMMON[1:] + [P(6, "pad_type", 2),
-                                                                           P(7, "normalized", 0),
-                                                                           P(8, "onesided", 1)])
+@layer(
+    "Spectrogram",
+    params=_COMMON[:1]
+    + [P(1, "power", 0)]
+    + _COMMON[1:]
+    + [P(6, "pad_type", 2), P(7, "normalized", 0), P(8, "onesided", 1)],
+)
 def spectrogram(p, w):
     """y = STFT(pad(x, n_fft/2) if center) of n_fft-point frames every hoplen samples, scaled by
     1/sqrt(n_fft) (normalized 1) or 1/sqrt(sum window^2) (normalized 2); power 0: [freqs, frames, 2],
@@ -111,7 +121,7 @@ def inverse_spectrogram(p, w):
         if x.ndim != 3 or x.shape[2] != 2:
             raise ValueError(f"InverseSpectrogram takes [freqs, frames, 2], got shape {x.shape}")
         freqs, frames = x.shape[0], x.shape[1]
-        spec = x.transpose(1, 0, 2)                                        # [frames, freqs, 2]
+        spec = x.transpose(1, 0, 2)  # [frames, freqs, 2]
         if freqs == n // 2 + 1:
             k = np.arange(n // 2 + 1, n)
             mirror = spec[:, n - k] * np.array([1, -1], _F32)
@@ -121,7 +131,7 @@ def inverse_spectrogram(p, w):
         spec = np.ascontiguousarray(spec, dtype=_F32)
         if scale is not None:
             spec = spec * scale
-        frames_t = dft(spec, None, np.int64(-2), inverse=1) * win[None, :, None]   # [frames, n, 2]
+        frames_t = dft(spec, None, np.int64(-2), inverse=1) * win[None, :, None]  # [frames, n, 2]
         outsize = (frames - 1) * hop + (n % 2 if p.center else n)
         idx = (np.arange(frames)[:, None] * hop + np.arange(n)[None, :] - (n // 2 if p.center else 0)).ravel()
         ok = (idx >= 0) & (idx < outsize)

@@ -1,4 +1,5 @@
 """ONNX version adapters, one module per kernel family (registered when imported)."""
+
 from . import (  # noqa: F401
     activation,
     attention,

@@ -6,6 +6,7 @@
 - Softmax, LogSoftmax and Hardmax before opset 13 coerce the input to 2-D
   [a_0 * ... * a_{k-1}, a_k * ... * a_{n-1}] around ``axis`` (default 1).
 """
+
 from __future__ import annotations
 
 import math

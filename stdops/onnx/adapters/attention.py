@@ -1,4 +1,5 @@
 """ONNX version adapters for the attention kernels."""
+
 from __future__ import annotations
 
 from ..opset import adapter

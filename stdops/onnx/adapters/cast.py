@@ -4,6 +4,7 @@
   Both become the numpy dtype the kernel takes, once, at load time.
 - BitCast-26: ``to`` is a TensorProto enum.
 """
+
 from __future__ import annotations
 
 from ..opset import adapter, onnx_dtype

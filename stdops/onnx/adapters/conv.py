@@ -5,6 +5,7 @@ load time and each run calls the convolution core with it. The callable returned
 ``fuse_clip(lo, hi)`` method: the same Conv with a following Clip/ReLU applied inside it (for a
 graph-level Conv+Clip fusion; the depthwise paths clip in a copy they make anyway).
 """
+
 from __future__ import annotations
 
 import functools

@@ -5,6 +5,7 @@
   ``broadcast=1``, aligning B to A's axes from ``axis`` (or by suffix) instead of NumPy-style;
 - Clip before opset 11 took ``min``/``max`` as attributes.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,7 @@ def _drop_consumed(ctx: BindContext):
     return ctx.bind()
 
 
-for _name in ("Neg", "Abs", "Reciprocal", "Sqrt", "Exp", "Log", "Floor", "Ceil", "Tanh",
-              "Max", "Min", "Sum", "Mean"):
+for _name in ("Neg", "Abs", "Reciprocal", "Sqrt", "Exp", "Log", "Floor", "Ceil", "Tanh", "Max", "Min", "Sum", "Mean"):
     adapter(_name, 1)(_drop_consumed)
 
 
@@ -42,9 +42,11 @@ def legacy_broadcast(a: np.ndarray, b: np.ndarray, broadcast: int, axis: int | N
         start = ax
     else:
         start = a.ndim - b.ndim
-    if any(db not in (1, da) for da, db in zip(a.shape[start:start + b.ndim], b.shape[:b.ndim])):
-        raise KernelError(f"{op}: B of shape {b.shape} does not match A of shape {a.shape}"
-                          + (f" at axis {axis}" if axis is not None else ""))
+    if any(db not in (1, da) for da, db in zip(a.shape[start : start + b.ndim], b.shape[: b.ndim])):
+        raise KernelError(
+            f"{op}: B of shape {b.shape} does not match A of shape {a.shape}"
+            + (f" at axis {axis}" if axis is not None else "")
+        )
     return b
 
 

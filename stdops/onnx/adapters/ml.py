@@ -1,5 +1,6 @@
 """ONNX adapters for the ai.onnx.ml kernels: look-up tables and tree ensembles are built once, at
 load time; LabelEncoder-1 (classes_strings) maps onto the LabelEncoder-2 table."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,8 +38,10 @@ def _label_encoder_v1(ctx):
     d_int = int(ctx.attrs.pop("default_int64", -1))
     d_str = str(ctx.attrs.pop("default_string", "_Unused"))
     if ctx.attrs:
-        raise ctx.error(f"unknown attribute(s) {', '.join(sorted(ctx.attrs))} (accepted: classes_strings, "
-                        f"default_int64, default_string)")
+        raise ctx.error(
+            f"unknown attribute(s) {', '.join(sorted(ctx.attrs))} (accepted: classes_strings, "
+            f"default_int64, default_string)"
+        )
     idx = tuple(range(len(classes)))
     to_int = ml.label_encoder_prepare(keys_strings=classes, values_int64s=idx, default_int64=d_int)
     to_str = ml.label_encoder_prepare(keys_int64s=idx, values_strings=classes, default_string=d_str)
@@ -55,8 +58,13 @@ def _tree_ensemble(ctx):
     return _prepared(ctx, ml_trees.tree_ensemble_prepare)
 
 
-_AS_TENSOR = ("base_values_as_tensor", "nodes_hitrates_as_tensor", "nodes_values_as_tensor",
-              "target_weights_as_tensor", "class_weights_as_tensor")
+_AS_TENSOR = (
+    "base_values_as_tensor",
+    "nodes_hitrates_as_tensor",
+    "nodes_values_as_tensor",
+    "target_weights_as_tensor",
+    "class_weights_as_tensor",
+)
 
 
 def _no_tensor_attrs_before_3(ctx):

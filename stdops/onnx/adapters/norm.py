@@ -10,6 +10,7 @@
 - GroupNormalization-18: scale and bias per group (num_groups,) instead of per channel; no
   stash_type (statistics in float32, float64 for float64 inputs).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,10 @@ def _flatten_params(params, nfeat):
     for p in params:
         p = np.asarray(p)
         if p.size != nfeat:
-            raise KernelError(f"BatchNormalization (spatial=0): a parameter of shape {p.shape} "
-                              f"does not have C*D1*...*Dn = {nfeat} elements")
+            raise KernelError(
+                f"BatchNormalization (spatial=0): a parameter of shape {p.shape} "
+                f"does not have C*D1*...*Dn = {nfeat} elements"
+            )
         out.append(p.reshape(nfeat))
     return out
 
@@ -70,8 +73,7 @@ def _batchnorm_legacy(ctx):
         bvar = np.mean(d * d, axis=axes)
         saved_inv_std = wt(1) / np.sqrt(bvar + wt(eps))
         sdt = np.asarray(mean).dtype
-        return (y.reshape(shape), running_mean, running_var, bmean.astype(sdt),
-                saved_inv_std.astype(sdt))
+        return (y.reshape(shape), running_mean, running_var, bmean.astype(sdt), saved_inv_std.astype(sdt))
 
     return train
 
@@ -96,12 +98,12 @@ def _groupnorm_18(ctx):
             raise KernelError(f"GroupNormalization: X must have rank >= 2, got shape {X.shape}")
         c = X.shape[1]
         if g < 1 or c % g:
-            raise KernelError(f"GroupNormalization: num_groups {g} must be a positive divisor of "
-                              f"the channel count {c}")
+            raise KernelError(f"GroupNormalization: num_groups {g} must be a positive divisor of the channel count {c}")
         scale, bias = np.asarray(scale), np.asarray(bias)
         if scale.shape != (g,) or bias.shape != (g,):
-            raise KernelError(f"GroupNormalization-18: scale and bias must have shape ({g},), "
-                              f"got {scale.shape} and {bias.shape}")
+            raise KernelError(
+                f"GroupNormalization-18: scale and bias must have shape ({g},), got {scale.shape} and {bias.shape}"
+            )
         fn = fn64 if X.dtype == np.float64 else fn32
         return fn(X, np.repeat(scale, c // g), np.repeat(bias, c // g))
 

@@ -1,4 +1,5 @@
 """ONNX version adapters for the pool kernels."""
+
 from __future__ import annotations
 
 import functools

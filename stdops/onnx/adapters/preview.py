@@ -1,5 +1,6 @@
 """ONNX adapters for the ai.onnx.preview kernels: FlexAttention's modifier subgraphs are compiled
 once, at load time, into callables (values of enclosing scopes become extra node inputs)."""
+
 from __future__ import annotations
 
 from ..opset import adapter
@@ -19,8 +20,10 @@ def _flex_attention(ctx):
             raise ctx.error("subgraphs are not supported here")
         plan = ctx.compile_graph(g)
         if len(plan.input_names) != 1 or len(plan.output_names) != 1:
-            raise ctx.error(f"{name} must take one input and produce one output, it has "
-                            f"{len(plan.input_names)} and {len(plan.output_names)}")
+            raise ctx.error(
+                f"{name} must take one input and produce one output, it has "
+                f"{len(plan.input_names)} and {len(plan.output_names)}"
+            )
         plans[name] = plan
     fn = ctx.bind()
     outer: list[str] = []
@@ -33,10 +36,12 @@ def _flex_attention(ctx):
         env = dict(zip(outer, outer_vals))
         mods = {}
         for name, p in plans.items():
+
             def mod(t, _p=p):
                 feeds = {n: env[n] for n in _p.outer_names}
                 feeds[_p.input_names[0]] = t
                 return _p.run(feeds)[_p.output_names[0]]
+
             mods[name] = mod
         return fn(q, k, v, **mods)
 

@@ -4,6 +4,7 @@ From QuantizeLinear-21 / DequantizeLinear-23 on, ``output_dtype`` (and QuantizeL
 ``precision``) are TensorProto data type enums: converted once, at load time, to NumPy dtypes
 (0 means unset and is dropped).
 """
+
 from __future__ import annotations
 
 from ..opset import adapter

@@ -1,4 +1,5 @@
 """ONNX version adapters for the random kernels: dtype enums, and Dropout before opset 12."""
+
 from __future__ import annotations
 
 import numpy as np

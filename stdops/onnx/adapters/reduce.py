@@ -3,6 +3,7 @@
 Reduce*-1/11/13 (ReduceSum-1/11) take ``axes`` as an attribute; from ReduceSum-13 / the others -18
 it is an optional input. The adapter turns the attribute into the load-time input the kernel takes.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,8 +12,15 @@ from ..opset import adapter
 
 _AXES_ATTR = {
     "ReduceSum": 1,  # ReduceSum-1, -11
-    "ReduceSumSquare": 1, "ReduceL1": 1, "ReduceL2": 1, "ReduceLogSum": 1, "ReduceLogSumExp": 1,
-    "ReduceMean": 1, "ReduceProd": 1, "ReduceMax": 1, "ReduceMin": 1,  # -1, -11, (-12), -13
+    "ReduceSumSquare": 1,
+    "ReduceL1": 1,
+    "ReduceL2": 1,
+    "ReduceLogSum": 1,
+    "ReduceLogSumExp": 1,
+    "ReduceMean": 1,
+    "ReduceProd": 1,
+    "ReduceMax": 1,
+    "ReduceMin": 1,  # -1, -11, (-12), -13
 }
 
 

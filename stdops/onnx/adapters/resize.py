@@ -5,6 +5,7 @@ name "bilinear" accepted) and ``scales``; they map output to input coordinates a
 (x / scale) and take the nearest sample "simply": floor when upsampling, ceil when downsampling.
 They bind onto the Resize kernel.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,10 +29,8 @@ def _scales_resize(ctx, scales_attr=None):
         if scales_attr is not None:
             return lambda x: fn(x, None, scales_attr)
         return lambda x, scales: fn(x, None, scales)
-    up = ctx.bind(kernel, mode="nearest", coordinate_transformation_mode="asymmetric",
-                  nearest_mode="floor")
-    down = ctx.bind(kernel, mode="nearest", coordinate_transformation_mode="asymmetric",
-                    nearest_mode="ceil")
+    up = ctx.bind(kernel, mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    down = ctx.bind(kernel, mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="ceil")
 
     def run(x, scales):
         sc = np.asarray(scales, dtype=np.float32).ravel()

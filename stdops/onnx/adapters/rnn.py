@@ -5,6 +5,7 @@ drops outputs a node does not name, so it changes nothing here). GRU-1's schema 
 default direction ``"foward"``; that spelling is read as ``"forward"``. GRU-1 has no
 ``linear_before_reset`` (0, the kernel's default). Versions 7..13 lack ``layout`` (0, the default).
 """
+
 from __future__ import annotations
 
 from ..opset import adapter

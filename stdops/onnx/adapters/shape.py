@@ -5,6 +5,7 @@ Unsqueeze-1 ``axes``, Split-2 ``split``, Slice-1 ``starts``/``ends``/``axes``, P
 Concat-1 had a default axis of 1; Tile-1 tiled one axis; EyeLike's ``dtype`` is a TensorProto enum;
 Split needs the node's output count; Constant's ``sparse_value`` is densified here.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -171,4 +172,3 @@ def _eye_like_dtype(ctx: BindContext):
     """EyeLike: ``dtype`` is a TensorProto enum; convert it to a numpy dtype."""
     ctx.dtype_attr("dtype", None)
     return ctx.bind()
-

@@ -1,4 +1,5 @@
 """ONNX version adapters for the signal kernels."""
+
 from __future__ import annotations
 
 import numpy as np

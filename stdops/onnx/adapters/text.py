@@ -1,2 +1,3 @@
 """ONNX version adapters for the text kernels."""
+
 from __future__ import annotations

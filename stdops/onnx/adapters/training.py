@@ -1,2 +1,3 @@
 """ONNX version adapters for the training kernels."""
+
 from __future__ import annotations

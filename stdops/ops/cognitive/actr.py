@@ -12,11 +12,12 @@ skipped; its values become slot tests:
 Slots compare as strings. ``match_production`` records the bindings on the production (as the
 reference does); ``update_buffer`` substitutes them into the production's right-hand side.
 """
+
 from __future__ import annotations
 
 import random
 import re
-from typing import Any, Optional
+from typing import Any
 
 from .._registry import op
 
@@ -69,7 +70,7 @@ _NOT_VAR = re.compile(r"!\?(\w+)")
 _NAMED = re.compile(r"([?]?[\w.]+):")
 
 
-def _slots(chunk: Any) -> Optional[dict]:
+def _slots(chunk: Any) -> dict | None:
     """A chunk (dict, string or positional mapping) -> {slot key: value string}; None for none."""
     if chunk is None:
         return None
@@ -93,7 +94,7 @@ def _slots(chunk: Any) -> Optional[dict]:
 
 def _text(v: Any) -> str:
     if isinstance(v, float):
-        return "%g" % v
+        return f"{v:g}"
     return v if isinstance(v, str) else repr(v)
 
 
@@ -114,7 +115,7 @@ def _compile_pattern(patterns: dict) -> tuple[list, list]:
             if m:
                 key = m.group(1)
                 key = int(key) if key.isdigit() else key
-                text = text[m.end():]
+                text = text[m.end() :]
                 if not text:
                     raise ValueError(f"no value for slot {key!r} in pattern {pat!r}")
                 named = True
@@ -126,12 +127,12 @@ def _compile_pattern(patterns: dict) -> tuple[list, list]:
                 m = _LIT.match(text)
                 if m:
                     first.append(("eq", buf, key, m.group(0)))
-                    text = text[m.end():]
+                    text = text[m.end() :]
                     continue
                 m = _NOT_LIT.match(text)
                 if m:
                     first.append(("ne", buf, key, m.group(1)))
-                    text = text[m.end():]
+                    text = text[m.end() :]
                     continue
                 m = _VAR.match(text)
                 if m:
@@ -141,18 +142,18 @@ def _compile_pattern(patterns: dict) -> tuple[list, list]:
                     else:
                         seen.add(v)
                         first.append(("bind", buf, key, v))
-                    text = text[m.end():]
+                    text = text[m.end() :]
                     continue
                 m = _NOT_VAR.match(text)
                 if m:
                     later.append(("nev", buf, key, m.group(1)))
-                    text = text[m.end():]
+                    text = text[m.end() :]
                     continue
                 raise ValueError(f"unknown text {text!r} in pattern {pat!r}")
     return first, later
 
 
-def _match(patterns: dict, context: dict) -> Optional[dict]:
+def _match(patterns: dict, context: dict) -> dict | None:
     """Bindings when every test passes, else None."""
     first, later = _compile_pattern(patterns)
     b: dict = {}
@@ -221,8 +222,7 @@ def match_production(production, context):
 @op("mdf:pattern_matching_function")
 def pattern_matching_function(productions, goal, retrieval):
     """The productions whose left-hand sides match the goal and retrieval buffers."""
-    context = {"goal": chunk_to_string(goal),
-               "retrieval": chunk_to_string(retrieval) if retrieval != {} else None}
+    context = {"goal": chunk_to_string(goal), "retrieval": chunk_to_string(retrieval) if retrieval != {} else None}
     return [p for p in productions if match_production(p, context)]
 
 

@@ -1,9 +1,8 @@
 """The drift diffusion model of decision making (MDF standard function ``drift_diffusion_integrator``):
 Euler-Maruyama integration to a symmetric threshold, vectorized over trials, with an explicit seedable
 ``numpy.random.Generator`` (the reference registers it but cannot run it)."""
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import numpy as np
 
@@ -13,8 +12,17 @@ from .._registry import op
 
 
 @op("mdf:drift_diffusion_integrator")
-def drift_diffusion_integrator(starting_point, non_decision_time, drift_rate, threshold, noise=1.0, dt=0.01,
-                               *, rng: Optional[np.random.Generator] = None, n_trials: Optional[int] = None):
+def drift_diffusion_integrator(
+    starting_point,
+    non_decision_time,
+    drift_rate,
+    threshold,
+    noise=1.0,
+    dt=0.01,
+    *,
+    rng: np.random.Generator | None = None,
+    n_trials: int | None = None,
+):
     """Euler-Maruyama drift diffusion: x = starting_point; until |x| >= threshold,
     x += Normal(drift_rate*dt, noise*sqrt(dt)); returns +(non_decision_time + steps*dt) when x ends
     above threshold, else -(non_decision_time + steps*dt).
@@ -24,8 +32,12 @@ def drift_diffusion_integrator(starting_point, non_decision_time, drift_rate, th
     """
     if rng is None:
         rng = np.random.default_rng()
-    arrs = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in
-                                 (starting_point, non_decision_time, drift_rate, threshold, noise, dt)))
+    arrs = np.broadcast_arrays(
+        *(
+            np.asarray(a, dtype=np.float64)
+            for a in (starting_point, non_decision_time, drift_rate, threshold, noise, dt)
+        )
+    )
     shape = arrs[0].shape
     if n_trials is not None:
         shape = (int(n_trials),) + shape
@@ -44,8 +56,9 @@ def drift_diffusion_integrator(starting_point, non_decision_time, drift_rate, th
         active = active[np.abs(x[active]) < thr[active]]
         k += 1
         if k > cap:
-            raise StdopsError(f"drift_diffusion_integrator: no boundary crossing after {cap} steps "
-                              f"(zero noise and drift?)")
+            raise StdopsError(
+                f"drift_diffusion_integrator: no boundary crossing after {cap} steps (zero noise and drift?)"
+            )
     t = ndt + n * step
     out = np.where(x > thr, t, -t).reshape(shape)
     return float(out) if out.ndim == 0 else out
