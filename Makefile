@@ -1,24 +1,46 @@
 # Two entry points on a fresh machine: `make run` and `make test` (see README.md).
-PYTHON ?= python3
-VENV   := .venv
-BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# Both install the exact tested set from constraints.txt; `make test-latest` installs what the registry
+# serves today (in .venv-latest) to find the next breakage before users do.
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+EXTRAS  := test,plots,bench,distributed,dev
+LATEST  := .venv-latest
 
-.PHONY: run test bench conformance clean
+.PHONY: run test lint test-latest constraints bench conformance clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,plots,bench]'
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/stdops demo
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check stdops tests benchmarks scripts
+	$(BIN)/ruff format --check stdops tests benchmarks scripts
+
+test: $(STAMP) lint
 	$(BIN)/python -m pytest -n 2 tests
+
+# Not in CI: the newest releases the package's own ranges allow, in a venv of their own.
+test-latest:
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST)/bin/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(LATEST)/bin/python -m pip freeze --exclude-editable | diff constraints.txt - | grep '^[<>]' || true
+	$(LATEST)/bin/python -m pytest -n 2 tests
+
+# Rewrite constraints.txt from the current .venv (after a green `make test`).
+constraints: $(STAMP)
+	{ sed -n '1,3p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 # ONNX node suite through the shared harness (the issue's "must show" command)
 conformance: $(STAMP)
@@ -30,4 +52,4 @@ bench: $(STAMP)
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_mdf.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(LATEST) build *.egg-info
