@@ -148,6 +148,10 @@ class Simulation:
     def outputs(self) -> dict[str, dict[str, Any]]:
         return {n: dict(e.out_values) for n, e in self._engine.nodes.items()}
 
+    def node_outputs(self) -> dict[str, dict[str, Any]]:
+        """Like ``outputs``, with the nodes of nested graphs too (keyed by their own ids)."""
+        return {n: dict(e.out_values) for n, e in self._engine.all_nodes()}
+
     @property
     def parameters(self) -> dict[str, dict[str, Any]]:
         return {n: {p.id: p.curr for p in e.params} for n, e in self._engine.nodes.items()}

@@ -574,18 +574,36 @@ def build_condition(cond: Any, node_ids: set, where: str, path: str | None) -> C
     sig = inspect.signature(factory)
     params = sig.parameters
     kwargs: dict[str, Any] = {}
+    positional: list = []
     for k, v in cond.kwargs.items():
+        if k == "args" and "args" not in params:
+            # graph-scheduler's positional arguments, as PsyNeuLink writes them: kwargs: {args: [...]}
+            vals = v if isinstance(v, (list, tuple)) else [v]
+            positional = [_arg(x, node_ids, f"{where}.kwargs.args.{i}", path) for i, x in enumerate(vals)]
+            continue
         if k == "dependencies" and "dependencies" not in params and "dependency" in params:
             k = "dependency"
         kwargs[k] = _arg(v, node_ids, f"{where}.kwargs.{k}", path)
-    for k in ("dependency",):
-        if k in kwargs and isinstance(kwargs[k], str) and kwargs[k] not in node_ids:
-            raise ValidationError(path, f"{where}.kwargs", f"{cond.type}: no node {kwargs[k]!r}")
     var_pos = next((n for n, p in params.items() if p.kind is p.VAR_POSITIONAL), None)
     args: list = []
     if var_pos is not None and var_pos in kwargs:
         v = kwargs.pop(var_pos)
         args = list(v) if isinstance(v, (list, tuple)) else [v]
+    if positional and var_pos is not None:
+        args = positional + args
+    elif positional:
+        names = [n for n, p in params.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if len(positional) > len(names):
+            raise ValidationError(
+                path, f"{where}.kwargs.args", f"{cond.type} takes {len(names)} arguments, {len(positional)} given"
+            )
+        for n, v in zip(names, positional):
+            if n in kwargs:
+                raise ValidationError(path, f"{where}.kwargs.{n}", f"{cond.type}: {n} given twice")
+            kwargs[n] = v
+    for k in ("dependency",):
+        if k in kwargs and isinstance(kwargs[k], str) and kwargs[k] not in node_ids:
+            raise ValidationError(path, f"{where}.kwargs", f"{cond.type}: no node {kwargs[k]!r}")
     for k in kwargs:
         if k not in params or params[k].kind is inspect.Parameter.VAR_POSITIONAL:
             raise ValidationError(

@@ -55,7 +55,7 @@ def _default_opset(model: Model | None) -> int:
 
 
 class _InPort:
-    __slots__ = ("id", "key", "default", "shape", "reduce", "curr", "zeros", "last", "first_zero")
+    __slots__ = ("id", "key", "default", "shape", "reduce", "curr", "zeros", "last", "first_zero", "held")
 
     def __init__(self, port, where: str, path: str | None):
         self.id = port.id
@@ -73,6 +73,7 @@ class _InPort:
         # before the first evaluation an unconnected port holds integer zeros unless typed float
         self.first_zero = np.full(self.shape, 0.0 if port.type and "float" in port.type else 0)
         self.last = None
+        self.held = None  # a trial's input: read by every execution of the node within the trial
         self.reset()
 
     def reset(self) -> None:
@@ -89,10 +90,14 @@ class _InPort:
         else:
             self.curr = self.curr * value
 
+    def hold(self, value: Any) -> None:
+        self.held = value
+        self.set(value)
+
     def take(self) -> Any:
         v = self.curr
         if v is None:
-            v = self.default if self.default is not None else self.zeros
+            v = self.held if self.held is not None else self.default if self.default is not None else self.zeros
         self.curr = None
         self.last = v
         return v
@@ -393,19 +398,32 @@ class GraphEngine:
         except StdopsError as e:
             raise ValidationError(path, gw, str(e)) from None
         self.ran: set = set()
+        self._held: list[_InPort] = []
 
     def _value_of(self, node: str, name: str) -> Any:
         return self.nodes[node].value_of(name)
 
+    def all_nodes(self) -> list[tuple[str, NodeEngine]]:
+        """(id, node) of every node, nested graphs' nodes included (after their parent)."""
+        out = []
+        for nid, ne in self.nodes.items():
+            out.append((nid, ne))
+            for sub, _, _ in ne.subgraphs:
+                out += sub.all_nodes()
+        return out
+
     def set_inputs(self, inputs: dict) -> None:
+        """Hold each input on its port(s) for this trial: a node that runs several times in the trial
+        reads it every time (as PsyNeuLink and modeci-mdf do). Ports of nested graphs' nodes can be
+        given as ``node.port``."""
+        nodes = self.all_nodes()
         for key, value in inputs.items():
             hits = []
-            if "." in key and key not in {p for n in self.nodes.values() for p in n.ports_by_id}:
+            if "." in key and key not in {p for _, n in nodes for p in n.ports_by_id}:
                 nid, _, pid = key.rpartition(".")
-                if nid in self.nodes and pid in self.nodes[nid].ports_by_id:
-                    hits.append(self.nodes[nid].ports_by_id[pid])
+                hits = [n.ports_by_id[pid] for i, n in nodes if i == nid and pid in n.ports_by_id]
             else:
-                hits = [n.ports_by_id[key] for n in self.nodes.values() if key in n.ports_by_id]
+                hits = [n.ports_by_id[key] for _, n in nodes if key in n.ports_by_id]
             if not hits:
                 raise InputError(
                     f"{self.ctx.path + ': ' if self.ctx.path else ''}no input port {key!r} in graph "
@@ -413,11 +431,20 @@ class GraphEngine:
                 )
             v = constant_value(value) if isinstance(value, list) else value
             for port in hits:
-                port.set(v)
+                port.hold(v)
+            self._held.extend(hits)
 
     def evaluate(self, dt: Any = None, inputs: dict | None = None) -> None:
         if inputs:
             self.set_inputs(inputs)
+        try:
+            self._evaluate(dt)
+        finally:
+            for port in self._held:
+                port.held = None
+            self._held.clear()
+
+    def _evaluate(self, dt: Any) -> None:
         nodes, incoming, ran = self.nodes, self.incoming, self.ran
         loc = f"{self.ctx.path}: " if self.ctx.path else ""
         try:

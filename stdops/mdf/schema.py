@@ -197,19 +197,51 @@ class Node(MdfBase):
     output_ports: dict[str, OutputPort] = Field(default_factory=dict)
     graphs: dict[str, Graph] = Field(default_factory=dict)
 
+    notes: str | None = None
+
     @model_validator(mode="before")
     @classmethod
     def _ids(cls, data: Any) -> Any:
         if isinstance(data, dict):
             data = dict(data)
+            if "nodes" in data:
+                data = _graph_node(data)
             for k in ("input_ports", "functions", "parameters", "output_ports", "graphs"):
                 if k in data:
                     data[k] = _with_ids(data[k])
+            if isinstance(data.get("parameters"), dict):
+                data["parameters"] = {k: _plain_parameter(k, v) for k, v in data["parameters"].items()}
         return data
+
+
+def _graph_node(data: dict) -> dict:
+    """A node written as PsyNeuLink writes a nested composition (the node holds ``nodes``, ``edges``,
+    ``conditions`` and graph ``parameters`` of its own) -> a node whose ``graphs`` holds that graph."""
+    nid = str(data.get("id", "graph"))
+    graph = {"id": nid}
+    for k in ("nodes", "edges", "conditions", "notes"):
+        if k in data:
+            graph[k] = data.pop(k)
+    ports = ("input_ports", "functions", "output_ports")
+    if "parameters" in data and not any(data.get(k) for k in ports):
+        graph["parameters"] = data.pop("parameters")  # the composition's own (graph) parameters
+    graphs = dict(_with_ids(data.get("graphs")) or {})
+    graphs[nid] = graph
+    data["graphs"] = graphs
+    return data
+
+
+def _plain_parameter(pid: str, v: Any) -> Any:
+    """MDF v0.1-v0.3 wrote parameters as plain values (``"rate": 1.5``): a value that is not a mapping
+    becomes ``{value: ...}``. A mapping stays a Parameter (see Model._legacy for old files' dict values)."""
+    if isinstance(v, (dict, Parameter)):
+        return v
+    return {"id": pid, "value": v}
 
 
 class Edge(MdfBase):
     id: str
+    name: str | None = None  # NeuroML exports name their edges
     sender: str
     receiver: str
     sender_port: str
@@ -229,12 +261,15 @@ class Condition(MdfBase):
     def _args(cls, data: Any) -> Any:
         if isinstance(data, dict):
             data = dict(data)
-            if "args" in data:  # older spelling
-                args = data.pop("args") or {}
-                if not isinstance(args, dict):
-                    raise ValueError("condition args must be a mapping")
+            if "args" in data:  # older spelling: keyword arguments, or a list of positional ones
+                args = data.pop("args")
                 kw = dict(data.get("kwargs") or {})
-                kw.update(args)
+                if isinstance(args, (list, tuple)):
+                    kw["args"] = list(args)
+                elif isinstance(args, dict):
+                    kw.update(args)
+                elif args is not None:
+                    raise ValueError("condition args must be a mapping or a list")
                 data["kwargs"] = kw
             if data.get("kwargs") is None:
                 data["kwargs"] = {}
@@ -259,6 +294,7 @@ class ConditionSet(MdfBase):
 
 class Graph(MdfBase):
     id: str
+    notes: str | None = None
     nodes: dict[str, Node] = Field(default_factory=dict)
     edges: dict[str, Edge] = Field(default_factory=dict)
     parameters: dict[str, Any] | None = None
@@ -295,6 +331,8 @@ class Model(MdfBase):
             data = dict(data)
             if "graphs" in data:
                 data["graphs"] = _with_ids(data["graphs"])
+                if format_version(data.get("format")) < (0, 4):
+                    data["graphs"] = {k: _legacy_graph(g) for k, g in data["graphs"].items()}
         return data
 
     #: the file this model was loaded from (not serialized)
@@ -319,6 +357,35 @@ class Model(MdfBase):
             raise ValidationError(
                 self._path, "graphs", f"no graph {graph_id!r} (graphs: {', '.join(self.graphs)})"
             ) from None
+
+
+def format_version(fmt: Any) -> tuple[int, int]:
+    """``"ModECI MDF v0.4.13"`` -> (0, 4); a file that does not say is taken as current."""
+    import re
+
+    m = re.search(r"v(\d+)\.(\d+)", fmt) if isinstance(fmt, str) else None
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 4)
+
+
+def _legacy_graph(g: Any) -> Any:
+    """MDF v0.1-v0.3: a parameter written as a mapping that has none of Parameter's fields is a plain
+    (dict) value, e.g. an ACT-R chunk."""
+    if not isinstance(g, dict) or not isinstance(g.get("nodes"), dict):
+        return g
+    fields = set(Parameter.model_fields) - {"id", "metadata"}
+    nodes = {}
+    for nid, n in g["nodes"].items():
+        if isinstance(n, dict):
+            n = dict(n)
+            if isinstance(n.get("parameters"), dict):
+                n["parameters"] = {
+                    k: {"value": v} if isinstance(v, dict) and not set(v) & fields else v
+                    for k, v in n["parameters"].items()
+                }
+            if "nodes" in n:
+                n = _legacy_graph(n)
+        nodes[nid] = n
+    return {**g, "nodes": nodes}
 
 
 def graph_from_value(value: Any) -> Graph | None:

@@ -1,0 +1,55 @@
+"""Helpers for the producers' corpus (tests/mdf/corpus/, made by scripts/make_mdf_corpus.py): run an MDF file
+the way its producer ran the model and compare with the producer's own results."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+PNL_DIR = CORPUS / "psyneulink"
+MDF_DIR = CORPUS / "modeci_mdf"
+
+#: PsyNeuLink compositions whose export cannot reproduce PsyNeuLink's results, with the cause
+PNL_KNOWN: dict[str, str] = {}
+
+
+def pnl_cases() -> list[Path]:
+    return sorted(p for p in PNL_DIR.glob("*.json") if not p.name.endswith(".expected.json"))
+
+
+def mdf_cases() -> list[Path]:
+    return sorted(p for p in MDF_DIR.glob("*.json") if not p.name.endswith(".expected.json"))
+
+
+def expected_of(path: Path) -> dict:
+    return json.loads(path.with_name(path.name[: -len(".json")] + ".expected.json").read_text())
+
+
+def run_pnl_case(path: Path, rtol: float = 1e-6, atol: float = 1e-9) -> list[str]:
+    """Run every trial as PsyNeuLink did (one evaluate per trial, the trial's inputs held on the input
+    ports); mismatches against PsyNeuLink's per-trial output-port values (empty: all match)."""
+    import stdops.mdf as mdf
+
+    exp = expected_of(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mdf.MdfWarning)
+        sim = mdf.Simulation(mdf.load(path), seed=0)
+    errs: list[str] = []
+    for t, (feed, want) in enumerate(zip(exp["inputs"], exp["outputs"])):
+        sim.evaluate(inputs={k: np.asarray(v, dtype=np.float64) for k, v in feed.items()})
+        got = sim.node_outputs()
+        for node, ports in want.items():
+            for port, value in ports.items():
+                mine = got.get(node, {}).get(port)
+                if mine is None:
+                    errs.append(f"trial {t}: {node}.{port}: no such output")
+                    continue
+                a = np.asarray(mine, dtype=np.float64)
+                b = np.asarray(value, dtype=np.float64)
+                if a.size != b.size or not np.allclose(a.reshape(b.shape), b, rtol=rtol, atol=atol):
+                    errs.append(f"trial {t}: {node}.{port}: {a.reshape(-1)[:4]} != PsyNeuLink's {b.reshape(-1)[:4]}")
+    return errs
