@@ -126,20 +126,24 @@ def run_pnl(names: list[str] | None, out_dir: str) -> None:
         mdf_nodes = _mdf_nodes(graph)
         n_trials = len(next(iter(inputs.values())))
         trials: list = []
+        function_values: list = []
         mechs = _all_mechanisms(comp)
 
-        def after_trial(comp=comp, mechs=mechs, trials=trials):
+        def after_trial(comp=comp, mechs=mechs, trials=trials, mdf_nodes=mdf_nodes, function_values=function_values):
             rec = {}
             for m in mechs:
                 ports = mdf_nodes.get(m.name, {}).get("output_ports", [])
                 rec[m.name] = {p: _plain(op.parameters.value.get(comp)) for p, op in zip(ports, m.output_ports)}
             trials.append(rec)
+            function_values.append({m.name: _plain(m.function.parameters.value.get(comp)) for m in mechs})
 
         comp.run(inputs=inputs, call_after_trial=after_trial)
         feeds = []
         for t in range(n_trials):
             feed = {}
             for node, vals in inputs.items():
+                while isinstance(node, pnl.Composition):  # a nested composition: its (one) input node
+                    (node,) = node.get_nodes_by_role(pnl.NodeRole.INPUT)
                 ports = mdf_nodes[node.name]["input_ports"]
                 v = np.asarray(vals[t], dtype=np.float64)
                 shapes = mdf_nodes[node.name]["input_shapes"]
@@ -156,6 +160,7 @@ def run_pnl(names: list[str] | None, out_dir: str) -> None:
             "inputs": feeds,
             "outputs": trials,
             "results": _plain(comp.results),
+            "function_values": function_values,
             "export_warnings": export_warnings,
         }
         with open(os.path.join(out_dir, f"{name}.json"), "w") as f:

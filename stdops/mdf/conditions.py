@@ -415,7 +415,10 @@ class Threshold(Condition):
     def satisfied(self, sch, owner):
         v = sch.value_getter(self.dep, self.parameter)
         if self.indices is not None:
+            # a value not computed yet is a scalar 0 (graph-scheduler reads the node's initial value)
             for i in self.indices:
+                if np.ndim(v) == 0:
+                    break
                 v = v[i]
         v = float(np.asarray(v).reshape(-1)[0]) if np.size(v) == 1 else float(v)
         if self.comparator == "==":

@@ -484,11 +484,16 @@ class GraphEngine:
 
 
 def _make_ctx(model: Model | None, state: _State) -> CallContext:
-    ctx = CallContext(path=getattr(model, "path", None), opset=_default_opset(model), state=state)
+    producer = getattr(model, "generating_application", None)
+    ctx = CallContext(path=getattr(model, "path", None), opset=_default_opset(model), state=state, producer=producer)
 
     def compile_subgraph(graph: Graph, where: str) -> Callable:
         sub = GraphEngine(
-            graph, CallContext(path=ctx.path, opset=ctx.opset, state=state, compile_subgraph=compile_subgraph), where
+            graph,
+            CallContext(
+                path=ctx.path, opset=ctx.opset, state=state, compile_subgraph=compile_subgraph, producer=producer
+            ),
+            where,
         )
         ins = sub.input_ports()
         outs = sub.output_ports()

@@ -34,6 +34,7 @@ import numpy as np
 from .. import limits
 from ..errors import StdopsError, UnsupportedOp, ValidationError
 from ..ops.cognitive import actr
+from ..ops.cognitive import psyneulink as pnl
 from ..ops.cognitive.ddm import drift_diffusion_integrator
 from ..ops.mdf_standard import SCALED, MatMul, Relu, exponential, linear, logistic
 from .expr import EXTRA_FUNCTIONS, Compiled, compile_value
@@ -102,6 +103,20 @@ _register(
 for _n in actr.__all__:
     _register(getattr(actr, _n), positional=True, needs_rng=_n == "conflict_resolution_function")
 
+#: PsyNeuLink's functions, by the names its exports write (``type(function).__name__.lower()``) and by
+#: class name (older exports); see :mod:`stdops.ops.cognitive.psyneulink`
+PSYNEULINK_FUNCTIONS = {
+    "relu": pnl.relu,
+    "ReLU": pnl.relu,
+    "driftdiffusionanalytical": pnl.drift_diffusion_analytical,
+    "DriftDiffusionAnalytical": pnl.drift_diffusion_analytical,
+    "SimpleIntegrator": pnl.simple_integrator,
+    "AdaptiveIntegrator": pnl.adaptive_integrator,
+    "AccumulatorIntegrator": pnl.accumulator_integrator,
+}
+for _n, _f in PSYNEULINK_FUNCTIONS.items():
+    _register(_f, _n, description=f"PsyNeuLink's {_n}")
+
 # the standard functions are callable by name inside expressions too
 for _n, _s in STANDARD.items():
     if not _s.needs_rng:
@@ -121,6 +136,7 @@ class CallContext:
     state: Any  # has .rng (numpy Generator), shared by the simulation
     compile_subgraph: Callable | None = None  # Graph -> runner (for onnx::Loop bodies)
     constants: dict = dataclasses.field(default_factory=dict)  # scope key -> value fixed at load time
+    producer: str | None = None  # the model's generating_application (for messages)
 
 
 def compile_args(
@@ -159,6 +175,13 @@ def compile_call(
     elif name in STANDARD:
         impl, more = _compile_standard(STANDARD[name], args or {}, known, local, where, ctx)
         names |= more
+    elif ctx.producer and ctx.producer.startswith("PsyNeuLink"):
+        raise ValidationError(
+            ctx.path,
+            f"{where}.function",
+            f"function {name!r} of PsyNeuLink is not implemented (PsyNeuLink functions stdops runs: "
+            f"{', '.join(sorted(PSYNEULINK_FUNCTIONS))}; and every function PsyNeuLink writes as an expression)",
+        )
     else:
         raise ValidationError(
             ctx.path,

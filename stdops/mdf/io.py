@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from typing import Any
 
 import numpy as np
@@ -116,8 +115,9 @@ def _loc_to_path(loc: tuple) -> str:
     return ".".join(parts)
 
 
-def model_from_data(data: Any, path: str | None = None, *, warn: bool = True) -> Model:
-    """``{model_id: {...}}`` (or a dict with an ``id``) -> a validated Model."""
+def model_from_data(data: Any, path: str | None = None, *, warn: bool = True, strict: bool = True) -> Model:
+    """``{model_id: {...}}`` (or a dict with an ``id``) -> a validated Model. A field the schema does not
+    know is an error naming the closest real one (``strict``), or a warning (``strict=False``)."""
     from pydantic import ValidationError as PydValidationError
 
     if not isinstance(data, dict) or not data:
@@ -147,12 +147,9 @@ def model_from_data(data: Any, path: str | None = None, *, warn: bool = True) ->
         raise ModelFormatError(path, None, "model nested too deeply") from None
     model._path = path
     if warn:
-        for where, names in unknown_fields(model):
-            warnings.warn(
-                f"{path + ': ' if path else ''}{where}: unknown field(s) {', '.join(names)} (kept)",
-                MdfWarning,
-                stacklevel=3,
-            )
+        from .schema import check_fields
+
+        check_fields(model, path, strict=strict)
     return model
 
 
@@ -176,14 +173,15 @@ def unknown_fields(obj: Any, where: str = "") -> list[tuple[str, list[str]]]:
     return out
 
 
-def load(path: Any, *, check: bool = True) -> Model:
+def load(path: Any, *, check: bool = True, strict: bool = True) -> Model:
     """Read an MDF model from a .json or .yaml/.yml file; with ``check``, compile every graph so
-    bad references and refused expressions are reported now, naming the file and the field."""
+    bad references and refused expressions are reported now, naming the file and the field. With
+    ``strict`` (the default) an unknown (misspelt) field is an error; ``strict=False`` warns and keeps it."""
     p = os.fspath(path)
     if not os.path.exists(p):
         raise ModelFormatError(p, None, "no such file")
     data = parse_text(_read_text(p), p)
-    model = model_from_data(data, p)
+    model = model_from_data(data, p, strict=strict)
     if check:
         from .engine import check_model
 
@@ -191,8 +189,8 @@ def load(path: Any, *, check: bool = True) -> Model:
     return model
 
 
-def loads(text: str, fmt: str = "json", *, check: bool = True) -> Model:
-    model = model_from_data(parse_text(text, None, fmt))
+def loads(text: str, fmt: str = "json", *, check: bool = True, strict: bool = True) -> Model:
+    model = model_from_data(parse_text(text, None, fmt), strict=strict)
     if check:
         from .engine import check_model
 

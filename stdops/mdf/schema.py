@@ -411,3 +411,63 @@ def _graph_from_value(value: Any) -> Graph | None:
             if isinstance(v, dict) and "nodes" in v:
                 return Graph.model_validate({"id": v.get("id", k), **v})
     return None
+
+
+def unknown_field_report(obj: Any, where: str = "") -> list[tuple[str, str, list[str]]]:
+    """(json path of the object, unknown field, the object's real fields) for every field the MDF 0.4 schema
+    does not define, anywhere in ``obj``."""
+    out: list[tuple[str, str, list[str]]] = []
+    if isinstance(obj, MdfBase):
+        known = sorted(type(obj).model_fields)
+        for name in sorted(obj.model_extra or {}):
+            out.append((where or "(model)", name, known))
+        for name in type(obj).model_fields:
+            out.extend(unknown_field_report(getattr(obj, name), f"{where}.{name}" if where else name))
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, (MdfBase, dict, list)):
+                out.extend(unknown_field_report(v, f"{where}.{k}"))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out.extend(unknown_field_report(v, f"{where}.{getattr(v, 'id', i)}"))
+    return out
+
+
+def closest_field(name: str, fields: list[str]) -> str | None:
+    import difflib
+
+    hits = difflib.get_close_matches(name, fields, n=1, cutoff=0.6)
+    return hits[0] if hits else None
+
+
+def check_fields(model: Model, path: str | None = None, *, strict: bool = True) -> None:
+    """Fields the schema does not know: with ``strict`` the first is an error naming it and the closest real
+    field ("did you mean time_derivative?"); otherwise each is a warning (MdfWarning) and is kept."""
+    import warnings
+
+    report = unknown_field_report(model)
+    if not report:
+        return
+    if strict:
+        from ..errors import ValidationError
+
+        where, name, known = report[0]
+        best = closest_field(name, [k for k in known if k != "id"])
+        hint = f"did you mean {best}?" if best else f"the fields here are {', '.join(k for k in known if k != 'id')}"
+        more = f" ({len(report) - 1} more unknown field(s))" if len(report) > 1 else ""
+        raise ValidationError(
+            path,
+            f"{where}.{name}" if where != "(model)" else name,
+            f"unknown field {name!r}: {hint}{more} (load(..., strict=False) keeps unknown fields with a warning)",
+        )
+    from .io import MdfWarning
+
+    by_place: dict[str, list[str]] = {}
+    for where, name, _ in report:
+        by_place.setdefault(where, []).append(name)
+    for where, names in by_place.items():
+        warnings.warn(
+            f"{path + ': ' if path else ''}{where}: unknown field(s) {', '.join(names)} (kept)",
+            MdfWarning,
+            stacklevel=4,
+        )

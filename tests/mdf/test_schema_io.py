@@ -148,12 +148,48 @@ def test_validation_errors_name_the_json_path():
         mdf.model_from_data(bad)
 
 
-def test_unknown_fields_warn_and_are_kept():
+def test_real_fields_never_warn():
+    """notes on graphs and nodes, name on edges (NeuroML exports) are MDF 0.4 fields."""
     d = json.loads(json.dumps(MODEL))
+    d["M"]["graphs"]["g1"]["notes"] = "a graph"
     d["M"]["graphs"]["g1"]["nodes"]["A"]["notes"] = "hello"
-    with pytest.warns(mdf.MdfWarning, match=r"graphs\.g1\.nodes\.A: unknown field\(s\) notes"):
+    d["M"]["graphs"]["g1"]["edges"]["e"]["name"] = "edge e"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         m = mdf.model_from_data(d)
     assert mdf.to_data(m)["M"]["graphs"]["g1"]["nodes"]["A"]["notes"] == "hello"
+
+
+@pytest.mark.parametrize(
+    "edit,field,suggestion",
+    [
+        (lambda d: d["nodes"]["B"].update(output_port={}), "nodes.B.output_port", "output_ports"),
+        (
+            lambda d: d["nodes"]["A"]["parameters"]["rate"].update(time_derivativ="1"),
+            "time_derivativ",
+            "time_derivative",
+        ),
+        (lambda d: d["edges"]["e"].update(recevier_port="in"), "edges.e.recevier_port", "receiver_port"),
+    ],
+)
+def test_misspelt_field_is_an_error_naming_the_closest(edit, field, suggestion):
+    d = json.loads(json.dumps(MODEL))
+    edit(d["M"]["graphs"]["g1"])
+    with pytest.raises(ValidationError, match=rf"{field}.*did you mean {suggestion}\?") as e:
+        mdf.model_from_data(d, "x.json")
+    assert "x.json" in str(e.value)
+
+
+def test_lenient_load_warns_and_keeps(tmp_path):
+    d = json.loads(json.dumps(MODEL))
+    d["M"]["graphs"]["g1"]["nodes"]["A"]["colour"] = "red"
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(ValidationError, match="unknown field 'colour'"):
+        mdf.load(p)
+    with pytest.warns(mdf.MdfWarning, match=r"graphs\.g1\.nodes\.A: unknown field\(s\) colour"):
+        m = mdf.load(p, strict=False)
+    assert mdf.to_data(m)["M"]["graphs"]["g1"]["nodes"]["A"]["colour"] == "red"
 
 
 @pytest.mark.parametrize(

@@ -1,3 +1,3 @@
-"""Cognitive-science functions of the MDF standard: ACT-R and drift diffusion."""
+"""Cognitive-science functions: ACT-R and drift diffusion (MDF standard), PsyNeuLink's function library."""
 
-from . import actr, ddm  # noqa: F401
+from . import actr, ddm, psyneulink  # noqa: F401
