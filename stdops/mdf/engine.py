@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import InputError, StdopsError, ValidationError
 from . import conditions as cond_mod
 from .expr import compile_value, constant_value
-from .functions import STANDARD, CallContext, compile_call
+from .functions import STANDARD, CallContext, compile_call, onnx_string_attributes, string_constant
 from .scheduler import Scheduler
 from .schema import Graph, Model, Node, Parameter
 
@@ -38,10 +38,75 @@ DEFAULT_INIT_VALUE = 0.0
 
 
 class _State:
-    """Shared by everything a simulation compiles: the random generator."""
+    """Shared by everything a simulation compiles: the random generator, and what a control-flow body may
+    read of its enclosing graphs by name (the graphs, the inputs given to this evaluation)."""
 
     def __init__(self, seed: Any = None):
         self.rng = np.random.default_rng(seed)
+        self.graphs: list[GraphEngine] = []
+        self.inputs: dict[str, Any] = {}
+
+    def outer_value(self, name: str) -> Any:
+        """An ONNX outer-scope value by name: an input given to this evaluation, else the last value of an
+        output port of that id in an enclosing graph (MDF port ids are the ONNX value names); None if none."""
+        if name in self.inputs:
+            return self.inputs[name]
+        for g in self.graphs:
+            for ne in g.nodes.values():
+                v = ne.out_values.get(name)
+                if v is not None:
+                    return v
+        return None
+
+
+class Subgraph:
+    """A Loop body or If branch held by a node, compiled once. Its inputs are the ports no edge feeds:
+
+    - a port whose id names a value of the enclosing node's scope or of the enclosing graphs (an input given
+      to the evaluation, an output port) reads that value (ONNX outer-scope references, by name);
+    - the others are the body's formal inputs (Loop: iteration number, condition, carried values). MDF does
+      not record ONNX's order of them, so each carried value goes to the first remaining port whose declared
+      shape is the value's shape (else the next port in order), and the ports left over are the iteration
+      number and then the condition.
+    """
+
+    def __init__(self, engine: GraphEngine, state: _State, where: str, path: str | None):
+        self.engine, self.state, self.where, self.path = engine, state, where, path
+        self.ins = engine.input_ports()
+        self.outs = engine.output_ports()
+        self.ports = [engine.nodes[n].ports_by_id[p] for n, p in self.ins]
+
+    def run(self, scope: dict, carried: list, iteration: Any = None, cond: Any = None) -> list:
+        formal: list[int] = []
+        for i, (port, (_, pid)) in enumerate(zip(self.ports, self.ins)):
+            v = scope.get(pid) if pid in scope else self.state.outer_value(pid)
+            if v is None:
+                formal.append(i)
+            else:
+                port.set(v)
+        left = list(formal)
+        for v in carried:
+            shape = np.shape(v)
+            pick = next((i for i in left if self.ports[i].shape == shape and shape != ()), None)
+            if pick is None and left:
+                pick = left[0] if len(left) <= len(carried) else left[-1]
+            if pick is None:
+                raise StdopsError(
+                    f"{self.path + ': ' if self.path else ''}{self.where}: the body has no input "
+                    f"port left for a carried value"
+                )
+            left.remove(pick)
+            self.ports[pick].set(v)
+        for i, v in zip(left, (iteration, cond)):
+            self.ports[i].set(v)
+        if len(left) > 2 or (left and iteration is None):
+            names = ", ".join(repr(self.ins[i][1]) for i in left)
+            raise StdopsError(
+                f"{self.path + ': ' if self.path else ''}{self.where}: the body reads {names}, which is neither "
+                f"one of its inputs nor a value of the enclosing graph (give it as an input)"
+            )
+        self.engine.evaluate(None)
+        return [self.engine.nodes[n].out_values[o] for n, o in self.outs]
 
 
 def _default_opset(model: Model | None) -> int:
@@ -189,10 +254,28 @@ class NodeEngine:
             set(node.input_ports) | set(node.parameters) | {k for k, v in known.items() if isinstance(v, tuple)}
         )
 
+        # a parameter that gives an ONNX function of this node a STRING attribute (``mode: constant``) holds
+        # a string, not a name; ``fid[i]`` in the node's expressions says which outputs of a call are read
+        calls = [(f.id, f.function) for f in node.functions.values()]
+        calls += [(p.id, p.function) for p in node.parameters.values()]
+        string_params: set[str] = set()
+        for _, fname in calls:
+            if isinstance(fname, str):
+                string_params |= onnx_string_attributes(fname, ctx.opset)
+        ctx.output_counts = _output_counts(node, [c for c, fname in calls if fname is not None])
+
         # parameters
         self.params: list[_Param] = []
         for p in node.parameters.values():
-            self.params.append(self._compile_param(p, known, f"{where}.parameters.{p.id}", ctx))
+            pw = f"{where}.parameters.{p.id}"
+            if p.id in string_params and isinstance(p.value, str) and p.value not in known:
+                rt = _Param(p.id)
+                rt.value = string_constant(p.value)
+                rt.static, rt.curr = True, p.value
+                ctx.constants[p.id] = p.value
+                self.params.append(rt)
+                continue
+            self.params.append(self._compile_param(p, known, pw, ctx))
         self.param_by_id = {p.id: p for p in self.params}
 
         # functions, ordered so that each comes after the functions it reads
@@ -319,6 +402,24 @@ class NodeEngine:
         return 0
 
 
+def _output_counts(node: Node, call_ids: list[str]) -> dict[str, int]:
+    """call id -> 1 + the largest ``id[i]`` index the node's expressions use."""
+    import re
+
+    texts = [o.value for o in node.output_ports.values()]
+    texts += [f.value for f in node.functions.values()]
+    texts += [v for f in node.functions.values() for v in (f.args or {}).values()]
+    texts += [p.value for p in node.parameters.values()]
+    texts = [t for t in texts if isinstance(t, str)]
+    out: dict[str, int] = {}
+    for cid in call_ids:
+        pat = re.compile(re.escape(cid) + r"\[(\d+)\]")
+        idx = [int(m) for t in texts for m in pat.findall(t)]
+        if idx:
+            out[cid] = max(idx) + 1
+    return out
+
+
 def _with_steps(steps: list, fn: Callable) -> Callable:
     if not steps:
         return fn
@@ -399,6 +500,8 @@ class GraphEngine:
             raise ValidationError(path, gw, str(e)) from None
         self.ran: set = set()
         self._held: list[_InPort] = []
+        if ctx.state is not None:
+            ctx.state.graphs.append(self)
 
     def _value_of(self, node: str, name: str) -> Any:
         return self.nodes[node].value_of(name)
@@ -424,6 +527,10 @@ class GraphEngine:
                 hits = [n.ports_by_id[pid] for i, n in nodes if i == nid and pid in n.ports_by_id]
             else:
                 hits = [n.ports_by_id[key] for _, n in nodes if key in n.ports_by_id]
+            if not hits and self._body_reads(key):
+                # a value a Loop body / If branch reads from the enclosing scope (ONNX outer-scope reference)
+                self.ctx.state.inputs[key] = constant_value(value) if isinstance(value, list) else value
+                continue
             if not hits:
                 raise InputError(
                     f"{self.ctx.path + ': ' if self.ctx.path else ''}no input port {key!r} in graph "
@@ -433,6 +540,12 @@ class GraphEngine:
             for port in hits:
                 port.hold(v)
             self._held.extend(hits)
+            if self.ctx.state is not None:
+                self.ctx.state.inputs[key.rpartition(".")[2]] = v
+
+    def _body_reads(self, name: str) -> bool:
+        state = self.ctx.state
+        return state is not None and any(name == p for g in state.graphs if g is not self for _, p in g.input_ports())
 
     def evaluate(self, dt: Any = None, inputs: dict | None = None) -> None:
         if inputs:
@@ -443,6 +556,8 @@ class GraphEngine:
             for port in self._held:
                 port.held = None
             self._held.clear()
+            if self.ctx.state is not None and inputs:
+                self.ctx.state.inputs.clear()
 
     def _evaluate(self, dt: Any) -> None:
         nodes, incoming, ran = self.nodes, self.incoming, self.ran
@@ -487,7 +602,7 @@ def _make_ctx(model: Model | None, state: _State) -> CallContext:
     producer = getattr(model, "generating_application", None)
     ctx = CallContext(path=getattr(model, "path", None), opset=_default_opset(model), state=state, producer=producer)
 
-    def compile_subgraph(graph: Graph, where: str) -> Callable:
+    def compile_subgraph(graph: Graph, where: str) -> Subgraph:
         sub = GraphEngine(
             graph,
             CallContext(
@@ -495,19 +610,7 @@ def _make_ctx(model: Model | None, state: _State) -> CallContext:
             ),
             where,
         )
-        ins = sub.input_ports()
-        outs = sub.output_ports()
-
-        def run(i: int, cond: Any, carried: list) -> list:
-            feeds = list(carried)
-            if len(ins) == len(carried) + 2:
-                feeds = [np.asarray(i, dtype=np.int64), np.asarray(cond)] + feeds
-            for (n, p), v in zip(ins, feeds):
-                sub.nodes[n].ports_by_id[p].set(v)
-            sub.evaluate(None)
-            return [sub.nodes[n].out_values[o] for n, o in outs]
-
-        return run
+        return Subgraph(sub, state, where, ctx.path)
 
     ctx.compile_subgraph = compile_subgraph
     return ctx

@@ -137,18 +137,33 @@ class CallContext:
     compile_subgraph: Callable | None = None  # Graph -> runner (for onnx::Loop bodies)
     constants: dict = dataclasses.field(default_factory=dict)  # scope key -> value fixed at load time
     producer: str | None = None  # the model's generating_application (for messages)
+    output_counts: dict = dataclasses.field(default_factory=dict)  # call id -> outputs its node reads ([i])
+
+
+def string_constant(value: str) -> Compiled:
+    """A string value that is not an expression (an ONNX STRING attribute: ``mode: constant``)."""
+    return Compiled(lambda s: value, frozenset(), True, value, value)
 
 
 def compile_args(
-    args: Mapping[str, Any] | None, known: Mapping[str, Hashable], owner: str, where: str, path: str | None
+    args: Mapping[str, Any] | None,
+    known: Mapping[str, Hashable],
+    owner: str,
+    where: str,
+    path: str | None,
+    strings: set[str] = frozenset(),
 ) -> tuple[list[tuple[Hashable, Compiled]], dict[str, Hashable], set[str]]:
     """Compile ``args`` in order; each arg is stored in the scope under a private key that later
-    args (and the function body) see by the arg's name."""
+    args (and the function body) see by the arg's name. An arg named in ``strings`` whose value is a
+    string that names nothing is that string."""
     steps: list[tuple[Hashable, Compiled]] = []
     local = dict(known)
     names: set[str] = set()
     for a, expr in (args or {}).items():
-        c = compile_value(expr, local, where=f"{where}.args.{a}", path=path)
+        if a in strings and isinstance(expr, str) and expr not in local:
+            c = string_constant(expr)
+        else:
+            c = compile_value(expr, local, where=f"{where}.args.{a}", path=path)
         key = ("arg", owner, a)
         steps.append((key, c))
         names |= {n for n in c.names if n in known and known[n] == local.get(n)}
@@ -165,7 +180,11 @@ def compile_call(
     ctx: CallContext,
 ) -> tuple[Callable, set[str]]:
     """-> (fn(scope) -> value, the node ids it reads)."""
-    steps, local, names = compile_args(args, known, owner, where, ctx.path)
+    strings: set[str] = set()
+    if name.startswith("onnx::") and args:
+        args = {a: _quoted_ids(v, known) for a, v in args.items()}
+        strings = onnx_string_attributes(name, ctx.opset)
+    steps, local, names = compile_args(args, known, owner, where, ctx.path, strings)
     for k, c in steps:
         if c.const:
             ctx.constants[k] = c.value
@@ -197,6 +216,37 @@ def compile_call(
         return impl(s)
 
     return run, names
+
+
+def _quoted_ids(value: Any, known: Mapping[str, Hashable]) -> Any:
+    """modeci-mdf's PyTorch/ONNX importers write a variadic input as a string holding a list of quoted ids
+    (``"['_14', '_20']"``): the list of those values (``[_14, _20]``). A literal, never code."""
+    import ast
+
+    if not isinstance(value, str) or not value.lstrip().startswith(("[", "(")):
+        return value
+    try:
+        items = ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return value
+    if isinstance(items, (list, tuple)) and items and all(isinstance(i, str) and i in known for i in items):
+        return "[" + ", ".join(items) + "]"
+    return value
+
+
+def onnx_string_attributes(name: str, opset: int) -> set[str]:
+    """The STRING / STRINGS attributes of ``onnx::Op`` (``mode`` of Pad, ``auto_pad``, ...): a value
+    written for one of them is a string, not a name."""
+    import onnx.defs
+
+    if not name.startswith("onnx::"):
+        return set()
+    try:
+        schema = onnx.defs.get_schema(name[6:], opset, "")
+    except Exception:  # noqa: BLE001 - an unknown op is reported when the call is compiled
+        return set()
+    T = onnx.defs.OpSchema.AttrType
+    return {k for k, a in schema.attributes.items() if a.type in (T.STRING, T.STRINGS)}
 
 
 def _compile_standard(
@@ -303,14 +353,29 @@ def _convert_attr(value: Any, atype: Any) -> Any:
     return value
 
 
+def _reconcile(v: Any) -> Any:
+    """An onnx:: argument as the reference passes it to onnxruntime: JSON numbers and lists become arrays,
+    float64 becomes float32 (MDF parameters arrive as float64, weights as float32; ONNX kernels want one
+    float type, and the reference computes every onnx:: op in float32). The kernels' own dtype rules stay."""
+    if v is None or isinstance(v, (bool, np.bool_)):
+        return v if v is None else np.asarray(v)
+    if isinstance(v, float):
+        return np.asarray(v, dtype=np.float32)
+    if isinstance(v, list):
+        try:
+            v = np.asarray(v)
+        except ValueError:
+            return v
+    if isinstance(v, np.ndarray) and v.dtype == np.float64:
+        return v.astype(np.float32)
+    return v
+
+
 def _as_input(v: Any, like: np.dtype | None) -> Any:
-    if v is None or isinstance(v, (np.ndarray, list, tuple)):
-        return v
-    if isinstance(v, (bool, np.bool_)):
-        return np.asarray(v)
-    if isinstance(v, (int, float, np.number)):
+    """A Python integer beside float tensors takes their type (``Mul(x, 2)``)."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
         a = np.asarray(v)
-        if like is not None and a.dtype != like and a.dtype.kind in "iuf" and like.kind in "iuf":
+        if like is not None and like.kind == "f":
             a = a.astype(like)
         return a
     return v
@@ -337,6 +402,7 @@ def _compile_onnx(
 
     schema = _onnx_schema(op, ctx.opset, where, ctx.path)
     in_names = [i.name for i in schema.inputs]
+    type_strs = [i.type_str for i in schema.inputs]
     variadic = bool(schema.inputs) and schema.inputs[-1].option.name == "Variadic"
     attr_types = {k: a.type for k, a in schema.attributes.items()}
     names: set[str] = set()
@@ -349,8 +415,10 @@ def _compile_onnx(
             return known[n]
         return None
 
-    if op in ("Loop",) and ctx.compile_subgraph is not None:
+    if op == "Loop" and ctx.compile_subgraph is not None:
         return _compile_loop(args, known, local, where, ctx, source, names)
+    if op == "If" and ctx.compile_subgraph is not None:
+        return _compile_if(args, known, local, where, ctx, source, names)
 
     input_keys = [source(n) for n in in_names]
     while input_keys and input_keys[-1] is None:
@@ -366,7 +434,18 @@ def _compile_onnx(
             return (lambda s: _to_float64(f(np.asarray(s[k0])))), names
         raise UnsupportedOp("", op, ctx.opset, where, ctx.path) from None
 
-    n_out = len(schema.outputs)
+    # outputs the node reads: ``fid[i]`` in its expressions, else the ones the schema requires (MaxPool's
+    # Indices, Dropout's mask are not computed when nothing reads them)
+    required = sum(1 for o in schema.outputs if o.option.name != "Optional")
+    indexed = owner in ctx.output_counts  # the node reads ``owner[i]``: the call gives a tuple (as the reference)
+    n_out = max(ctx.output_counts.get(owner, 0), required, 1)
+    if schema.outputs and schema.outputs[-1].option.name == "Variadic" and not indexed:
+        split_key = attr_keys.get("split")
+        if split_key is None and "split" in in_names and in_names.index("split") < len(input_keys):
+            split_key = input_keys[in_names.index("split")]
+        split = ctx.constants.get(split_key) if split_key is not None else None
+        n_out = len(np.atleast_1d(split)) if split is not None else len(schema.outputs)
+    output_present = [True] * n_out
 
     def bind(attr_values: dict) -> Callable:
         attrs = {a: _convert_attr(v, attr_types[a]) for a, v in attr_values.items() if v is not None}
@@ -381,6 +460,7 @@ def _compile_onnx(
             n_inputs=len(input_keys),
             input_present=[k is not None for k in input_keys],
             n_outputs=n_out,
+            output_present=output_present,
             kernel=kernel,
             constants=[None] * len(input_keys),
             opsets={"": ctx.opset},
@@ -396,8 +476,22 @@ def _compile_onnx(
         vals = [None if k is None else s[k] for k in input_keys]
         if variadic and len(vals) == len(in_names) and isinstance(vals[-1], (list, tuple)):
             vals = vals[:-1] + list(vals[-1])
-        like = next((v.dtype for v in vals if isinstance(v, np.ndarray) and v.dtype.kind == "f"), None)
-        vals = [_as_input(v, like) for v in vals]
+        vals = [_reconcile(v) for v in vals]
+        # a Python integer takes the float type of the inputs that share its type constraint (Mul(x, 2));
+        # an input of another constraint (ReduceSum's int64 axes) stays an integer
+        tss = [type_strs[min(i, len(type_strs) - 1)] for i in range(len(vals))] if type_strs else []
+        like = next(
+            ((v.dtype, t) for v, t in zip(vals, tss) if isinstance(v, np.ndarray) and v.dtype.kind == "f"), None
+        )
+        if like is not None:
+            vals = [_as_input(v, like[0]) if t == like[1] else v for v, t in zip(vals, tss)]
+        for i, v in enumerate(vals):
+            if isinstance(v, tuple):
+                name = in_names[min(i, len(in_names) - 1)]
+                raise StdopsError(
+                    f"{ctx.path + ': ' if ctx.path else ''}{where}: onnx::{op}: input {name!r} "
+                    f"is a tuple of {len(v)} values (an output port that reads a multi-output call without [i]?)"
+                )
         fn = fixed if fixed is not None else bind({a: s[k] for a, k in attr_keys.items()})
         try:
             r = fn(*vals)
@@ -407,26 +501,32 @@ def _compile_onnx(
             raise StdopsError(
                 f"{ctx.path + ': ' if ctx.path else ''}{where}: onnx::{op}: {type(e).__name__}: {e}"
             ) from None
-        if isinstance(r, tuple) and len(r) == 1:
+        if indexed:
+            if not isinstance(r, tuple):
+                r = (r,)
+        elif isinstance(r, tuple) and len(r) == 1:
             r = r[0]
         return _to_float64(r)
 
     return call, names
 
 
-def _compile_loop(args, known, local, where, ctx, source, names) -> tuple[Callable, set[str]]:
-    """onnx::Loop whose ``body`` is an MDF graph (as the reference's ONNX importer writes it)."""
+def _subgraph_param(ctx: CallContext, source: Callable, name: str, op: str, where: str):
+    """The MDF graph a Loop/If node holds in its parameter ``name`` (``{"graph_<id>": {...}}``)."""
     from .schema import graph_from_value
 
-    body_key = source("body")
-    body_val = None
-    if body_key is not None:
-        # the body is a constant parameter value: find it in the node's parameters via the scope
-        body_val = ctx.constants.get(body_key)
-    graph = graph_from_value(body_val)
+    key = source(name)
+    graph = graph_from_value(ctx.constants.get(key)) if key is not None else None
     if graph is None:
-        raise ValidationError(ctx.path, f"{where}", "onnx::Loop needs a 'body' parameter holding an MDF graph")
-    runner = ctx.compile_subgraph(graph, f"{where}.body")
+        raise ValidationError(ctx.path, where, f"onnx::{op} needs a '{name}' parameter holding an MDF graph")
+    return ctx.compile_subgraph(graph, f"{where}.{name}")
+
+
+def _compile_loop(args, known, local, where, ctx, source, names) -> tuple[Callable, set[str]]:
+    """onnx::Loop whose ``body`` is an MDF graph (as modeci-mdf's ONNX importer writes it). The body's
+    inputs are its ports no edge feeds: the carried values, the iteration number and the condition (see
+    engine.Subgraph for how they are told apart) and values of the enclosing scope, read by name."""
+    runner = _subgraph_param(ctx, source, "body", "Loop", where)
     m_key, cond_key = source("M"), source("cond")
     carried_keys = [local[a] for a in args if a not in ("M", "cond", "body")]
     cap = limits.max_loop_iterations()
@@ -440,13 +540,30 @@ def _compile_loop(args, known, local, where, ctx, source, names) -> tuple[Callab
         while (trip is None or i < trip) and cond:
             if i >= cap:
                 raise StdopsError(f"{where}: onnx::Loop ran {cap} iterations without stopping")
-            outs = runner(i, cond, carried)
+            outs = runner.run(s, carried, iteration=np.asarray(i, dtype=np.int64), cond=np.asarray(cond))
             cond_out, new = _split_loop_outputs(outs, len(carried))
             if cond_out is not None:
                 cond = bool(np.asarray(cond_out).reshape(-1)[0])
             carried = new
             i += 1
         return carried[0] if len(carried) == 1 else tuple(carried)
+
+    return call, names
+
+
+def _compile_if(args, known, local, where, ctx, source, names) -> tuple[Callable, set[str]]:
+    """onnx::If whose then_branch / else_branch are MDF graphs: the branch the condition picks runs (its
+    ports read values of the enclosing scope by name) and its outputs are the node's value."""
+    then_run = _subgraph_param(ctx, source, "then_branch", "If", where)
+    else_run = _subgraph_param(ctx, source, "else_branch", "If", where)
+    cond_key = source("cond")
+    if cond_key is None:
+        raise ValidationError(ctx.path, where, "onnx::If needs its 'cond' input")
+
+    def call(s: dict) -> Any:
+        branch = then_run if bool(np.asarray(s[cond_key]).reshape(-1)[0]) else else_run
+        outs = branch.run(s, [])
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     return call, names
 

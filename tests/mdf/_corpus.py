@@ -65,3 +65,29 @@ def run_pnl_case(path: Path, rtol: float = 1e-6, atol: float = 1e-9) -> list[str
                 if a.size != b.size or not np.allclose(a.reshape(b.shape), b, rtol=rtol, atol=atol):
                     errs.append(f"trial {t}: {node}.{port}: {a.reshape(-1)[:4]} != PsyNeuLink's {b.reshape(-1)[:4]}")
     return errs
+
+
+def run_mdf_case(path: Path, rtol: float = 1e-5, atol: float = 1e-6) -> list[str]:
+    """One evaluate with the recorded feeds (network input and weights); mismatches of the output nodes
+    against the recorded values (modeci-mdf's, or the framework's where modeci-mdf cannot run its export)."""
+    import stdops.mdf as mdf
+
+    data = np.load(path.with_suffix(".npz"))
+    feeds = {k[3:]: data[k] for k in data.files if k.startswith("in:")}
+    want = {k[4:]: data[k] for k in data.files if k.startswith("out:")}
+    sim = mdf.Simulation(mdf.load(path), seed=0)
+    sim.evaluate(inputs=feeds)
+    errs = []
+    for key, value in want.items():
+        node, _, port = key.partition(".")
+        got = sim.node_outputs().get(node, {}).get(port)
+        if got is None:
+            errs.append(f"{key}: no such output")
+            continue
+        a = np.asarray(got, dtype=np.float64)
+        b = np.asarray(value, dtype=np.float64)
+        if a.shape != b.shape:
+            errs.append(f"{key}: shape {a.shape} != {b.shape}")
+        elif not np.allclose(a, b, rtol=rtol, atol=atol):
+            errs.append(f"{key}: max abs diff {np.max(np.abs(a - b)):.3g}")
+    return errs
