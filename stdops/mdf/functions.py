@@ -180,6 +180,8 @@ def compile_call(
     ctx: CallContext,
 ) -> tuple[Callable, set[str]]:
     """-> (fn(scope) -> value, the node ids it reads)."""
+    if name.startswith("onnx:") and not name.startswith("onnx::"):
+        name = "onnx::" + name[5:]  # modeci-mdf's Keras interface writes "onnx:Transpose"
     strings: set[str] = set()
     if name.startswith("onnx::") and args:
         args = {a: _quoted_ids(v, known) for a, v in args.items()}

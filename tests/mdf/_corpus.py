@@ -29,6 +29,15 @@ PNL_KNOWN: dict[str, str] = {
 }
 
 
+#: modeci-mdf exports that neither modeci-mdf nor stdops can run, with the producer's defect; stdops must
+#: refuse them with a StdopsError naming the file and the JSON path
+MDF_KNOWN: dict[str, str] = {
+    "keras_conv": "keras_to_mdf writes a Conv2D node whose relu parameter reads the function "
+    "'transposed_output' (MDF parameters read their previous values, so it has none on the first "
+    "evaluation), 'onnx:Transpose' with one colon and 6 pads for a 2-D convolution",
+}
+
+
 def pnl_cases() -> list[Path]:
     return sorted(p for p in PNL_DIR.glob("*.json") if not p.name.endswith(".expected.json"))
 

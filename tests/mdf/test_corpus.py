@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ._corpus import PNL_KNOWN, expected_of, pnl_cases, run_pnl_case
+from ._corpus import MDF_KNOWN, PNL_KNOWN, expected_of, mdf_cases, pnl_cases, run_mdf_case, run_pnl_case
 
 PNL = pnl_cases()
 PNL_MIN_SHARE = 0.9
@@ -61,3 +61,30 @@ def test_psyneulink_ddm_analytical_function():
         sim.evaluate(inputs={k: np.asarray(v) for k, v in feed.items()})
         rt, er = sim._engine.nodes["ddm"].func_values[fid]
         np.testing.assert_allclose([np.ravel(rt)[0], np.ravel(er)[0]], np.ravel(fv["ddm"])[:2], rtol=1e-9)
+
+
+MDF = mdf_cases()
+
+
+@pytest.mark.skipif(not MDF, reason="no modeci-mdf corpus (run scripts/make_mdf_corpus.py)")
+@pytest.mark.parametrize("path", MDF, ids=[p.stem for p in MDF])
+def test_modeci_mdf_export(path):
+    """PyTorch / ONNX / Keras exports give the reference's outputs (rtol 1e-5, atol 1e-6: onnx:: ops run in
+    float32); where modeci-mdf cannot run its own export, the framework's."""
+    from stdops.errors import StdopsError
+
+    if path.stem in MDF_KNOWN:
+        with pytest.raises(StdopsError) as e:
+            run_mdf_case(path)
+        assert str(path) in str(e.value) and "graphs." in str(e.value)
+        return
+    errs = run_mdf_case(path)
+    assert not errs, f"{expected_of(path)['source']}: " + "; ".join(errs[:5])
+
+
+@pytest.mark.skipif(not MDF, reason="no modeci-mdf corpus (run scripts/make_mdf_corpus.py)")
+def test_modeci_mdf_corpus_covers_the_interfaces():
+    interfaces = {expected_of(p)["interface"] for p in MDF}
+    assert interfaces == {"pytorch", "onnx", "keras"}
+    from_reference = [p.stem for p in MDF if expected_of(p)["source"].startswith("modeci-mdf")]
+    assert len(from_reference) >= 10
