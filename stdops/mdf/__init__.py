@@ -13,7 +13,7 @@ Modules: ``schema`` (pydantic models), ``io`` (JSON/YAML), ``expr`` (safe expres
 
 from __future__ import annotations
 
-from .api import Simulation, Trajectory
+from .api import NonFiniteWarning, Simulation, Trajectory, n_steps
 from .engine import GraphEngine, check_model
 from .functions import STANDARD, drift_diffusion_integrator
 from .io import MdfWarning, dumps, load, loads, model_from_data, save, to_data
@@ -45,6 +45,8 @@ __all__ = [
     "STANDARD",
     "drift_diffusion_integrator",
     "MdfWarning",
+    "NonFiniteWarning",
+    "n_steps",
     "Model",
     "Graph",
     "Node",

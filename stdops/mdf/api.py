@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,12 @@ import numpy as np
 from ..errors import StdopsError
 from .engine import _make_ctx, _State, build_graph
 from .functions import STANDARD
+from .io import MdfWarning
 from .schema import Graph, Model
+
+
+class NonFiniteWarning(MdfWarning):
+    """An output port that became inf or NaN during a run (node, port, first evaluation)."""
 
 
 class Trajectory:
@@ -131,17 +137,21 @@ class Simulation:
         self._engine = build_graph(self.graph, _make_ctx(model, self._state))
         self.time = 0.0
         self.n_evaluations = 0
+        #: (node, port) -> (evaluation, time) where it first held inf or NaN
+        self.nonfinite: dict[tuple[str, str], tuple[int, Any]] = {}
 
     @property
     def rng(self) -> np.random.Generator:
         return self._state.rng
 
     def evaluate(self, time_increment: Any = None, inputs: dict | None = None) -> dict:
-        """One trial; ``inputs`` keyed by input-port id or ``"node.port"``. Returns ``outputs``."""
+        """One trial; ``inputs`` keyed by input-port id or ``"node.port"`` (held on the port for every
+        execution of its node in the trial). Returns ``outputs``."""
         self._engine.evaluate(time_increment, inputs)
         self.n_evaluations += 1
         if time_increment is not None:
             self.time += time_increment
+        self._check_finite(self.time if time_increment is not None else None)
         return self.outputs
 
     @property
@@ -178,34 +188,80 @@ class Simulation:
         dt: float,
         inputs: dict | None = None,
         progress: Callable[[int, int], None] | None = None,
+        clock: str = "steps",
     ) -> Trajectory:
-        """evaluate() at t=0, then evaluate(time_increment=dt) while t <= duration (t accumulates
-        dt as a float, like the reference's examples). ``progress(i, n)`` is called as it goes."""
+        """evaluate() at t = 0, then evaluate(time_increment=dt) at t = k*dt for k = 1 .. K, with
+        K = round(duration/dt) when duration is a whole number of steps (within 1e-9 of one), else
+        floor(duration/dt): ``run(20, 0.05)`` gives 401 evaluations, the last at t = 20. Times are computed
+        as k*dt, never accumulated, so they do not drift.
+
+        ``clock="accumulate"`` reproduces the reference's example scripts instead (``t += dt`` as a float
+        while ``t <= duration``), whose step count can differ by one from the integer rule when rounding
+        accumulates (the conformance tests use this protocol). ``progress(i, n)`` is called as it goes."""
         if dt is None or not dt > 0:
             raise StdopsError(f"run: dt must be positive, got {dt!r}")
         if duration is None or duration < 0:
             raise StdopsError(f"run: duration must be >= 0, got {duration!r}")
-        n_expected = int(math.floor(duration / dt + 1e-9)) + 1
-        times: list = []
-        data: dict = {n: {p: [] for p in e.out_values} for n, e in self._engine.nodes.items()}
-        t = 0.0
-        i = 0
-        first = True
-        while t <= duration:
-            self._engine.evaluate(None if first else dt, inputs)
+        if clock not in ("steps", "accumulate"):
+            raise StdopsError(f"run: clock must be 'steps' or 'accumulate', not {clock!r}")
+        if clock == "steps":
+            times = [k * dt for k in range(n_steps(duration, dt))]
+            if abs(times[-1] - duration) <= 1e-9 * max(1.0, abs(duration)):
+                times[-1] = float(duration)
+        else:
+            times, t = [], 0.0
+            while t <= duration:
+                times.append(t)
+                t += dt
+        n = len(times)
+        data: dict = {n_: {p: [] for p in e.out_values} for n_, e in self._engine.nodes.items()}
+        for i in range(n):
+            self._engine.evaluate(None if i == 0 else dt, inputs)
             self.n_evaluations += 1
-            first = False
-            times.append(t)
-            for n, e in self._engine.nodes.items():
-                d = data[n]
+            self._check_finite(times[i])
+            for node, e in self._engine.nodes.items():
+                d = data[node]
                 for p, v in e.out_values.items():
                     d[p].append(v)
-            i += 1
             if progress is not None:
-                progress(i, n_expected)
-            t += dt
+                progress(i + 1, n)
         self.time = times[-1] if times else 0.0
         return Trajectory(times, data)
+
+    def _check_finite(self, t: Any) -> None:
+        """The first evaluation at which each output port holds inf or NaN: recorded in ``nonfinite`` and
+        reported once per port as a NonFiniteWarning (node, port, evaluation, time)."""
+        seen = self.nonfinite
+        for node, e in self._engine.nodes.items():
+            for port, v in e.out_values.items():
+                if type(v) is float:
+                    bad = not math.isfinite(v)
+                elif isinstance(v, np.ndarray) and v.dtype.kind in "fc":
+                    bad = not np.isfinite(v).all()
+                elif isinstance(v, np.floating):
+                    bad = not np.isfinite(v)
+                else:
+                    continue
+                if bad and (node, port) not in seen:
+                    what = "NaN" if np.isnan(v).any() else "inf"
+                    seen[(node, port)] = (self.n_evaluations, t)
+                    warnings.warn(
+                        f"{self.model.path + ': ' if getattr(self.model, 'path', None) else ''}node {node!r} "
+                        f"output port {port!r} is {what} from evaluation {self.n_evaluations}"
+                        + (f" (t = {t:.6g})" if t is not None else ""),
+                        NonFiniteWarning,
+                        stacklevel=3,
+                    )
+
+
+def n_steps(duration: float, dt: float) -> int:
+    """Evaluations of ``run(duration, dt)``: 1 + round(duration/dt) when that is within 1e-9 (relative) of
+    a whole number, else 1 + floor(duration/dt)."""
+    q = duration / dt
+    k = round(q)
+    if abs(q - k) > 1e-9 * max(1.0, abs(q)):
+        k = math.floor(q)
+    return int(k) + 1
 
 
 def standard_function_names() -> list[str]:

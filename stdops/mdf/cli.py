@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import StdopsError
+from .api import n_steps as _n_steps
 
 console = Console()
 
@@ -25,16 +26,41 @@ console = Console()
 PROGRESS_MIN_STEPS = 200
 
 
-def _load(path: Any):
+def _load(path: Any, lenient: bool = False):
+    """Load for the CLI: an unknown field is an error (did you mean ...?), or with ``lenient`` (the CLI's
+    ``--lenient``) a printed warning."""
     from . import io
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", io.MdfWarning)
-        model = io.load(path)
+        model = io.load(path, strict=not lenient)
+    _print_warnings(caught)
+    return model
+
+
+def _print_warnings(caught: list) -> None:
+    from . import io
+
     for w in caught:
         if issubclass(w.category, io.MdfWarning):
             console.print(f"[yellow]warning:[/yellow] {escape(str(w.message))}")
-    return model
+
+
+class _reporting_nonfinite:  # noqa: N801 - used as a context manager
+    """Collect the run's NonFiniteWarnings (node, port, first evaluation) and print them at the end."""
+
+    def __enter__(self):
+        self._cm = warnings.catch_warnings(record=True)
+        self.caught = self._cm.__enter__()
+        from .api import NonFiniteWarning
+
+        warnings.simplefilter("always", NonFiniteWarning)
+        return self
+
+    def __exit__(self, *exc):
+        self._cm.__exit__(*exc)
+        _print_warnings(self.caught)
+        return False
 
 
 def _summary(v: Any) -> tuple[str, str, str]:
@@ -91,13 +117,15 @@ def run_model(
     graph: str | None = None,
     seed: int | None = None,
     inputs: dict | None = None,
+    lenient: bool = False,
 ) -> None:
-    """Run an MDF model and print its final outputs; with ``duration``/``dt`` step time
-    (evaluate at t=0, then every dt while t <= duration) and optionally save the trajectory.
-    ``inputs`` ({port id or "node.port": value}) feed the graph's input ports at every evaluation."""
+    """Run an MDF model and print its final outputs; with ``duration``/``dt`` step time (evaluate at
+    t = 0, then at t = k*dt up to duration: see Simulation.run) and optionally save the trajectory.
+    ``inputs`` ({port id or "node.port": value}) feed the graph's input ports at every evaluation.
+    ``lenient``: unknown fields are warnings, not errors. An output that becomes inf or NaN is reported."""
     from .api import Simulation
 
-    model = _load(path)
+    model = _load(path, lenient)
     sim = Simulation(model, graph=graph, seed=seed)
     duration, dt = _preferred(model, duration, dt)
     if out is not None:
@@ -107,12 +135,12 @@ def run_model(
         if duration is None:
             raise StdopsError("--out saves a trajectory: give --duration and --dt")
     if duration is None:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), _reporting_nonfinite():
             sim.evaluate(inputs=inputs)
         print_outputs(sim.outputs, f"outputs of {escape(sim.graph.id)}")
         return
-    n_steps = int(np.floor(float(duration) / float(dt) + 1e-9)) + 1
-    with np.errstate(all="ignore"):
+    n_steps = _n_steps(float(duration), float(dt))
+    with np.errstate(all="ignore"), _reporting_nonfinite():
         if n_steps > PROGRESS_MIN_STEPS:
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -153,9 +181,9 @@ def _cond_str(c: Any) -> str:
     return repr(c)
 
 
-def info(path: Any) -> None:
+def info(path: Any, lenient: bool = False) -> None:
     """Print the model's graphs, nodes (ports, parameters, functions), edges and conditions."""
-    model = _load(path)
+    model = _load(path, lenient)
     console.print(
         f"[bold]{escape(str(path))}[/bold]: MDF model {escape(model.id)!r} "
         f"({escape(str(model.format))}; {escape(str(model.generating_application or '-'))})"
@@ -211,6 +239,7 @@ def plot(
     out_png: Any = "mdf.png",
     graph: bool = False,
     graph_id: str | None = None,
+    lenient: bool = False,
 ) -> None:
     """``graph=False``: run for ``duration`` with ``dt`` and plot every output port over time;
     ``graph=True``: draw the nodes and edges."""
@@ -219,7 +248,7 @@ def plot(
     matplotlib.use("Agg")
     from .api import Simulation
 
-    model = _load(path)
+    model = _load(path, lenient)
     if graph:
         _plot_graph(model.graph(graph_id), out_png)
         console.print(f"saved the graph to {escape(os.fspath(out_png))}")
@@ -228,7 +257,7 @@ def plot(
     if duration is None or dt is None:
         raise StdopsError("plot needs --duration and --dt (or --graph)")
     sim = Simulation(model, graph=graph_id)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), _reporting_nonfinite():
         traj = sim.run(float(duration), float(dt))
     traj.plot(out_png, title=f"{model.id}: {sim.graph.id}")
     console.print(f"saved {len(traj.columns())} series over {len(traj.times)} steps to {escape(os.fspath(out_png))}")
