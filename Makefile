@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.installed
 EXTRAS  := test,plots,bench,distributed,dev
 LATEST  := .venv-latest
 
-.PHONY: run test lint test-latest constraints bench conformance clean
+.PHONY: run test lint test-latest constraints bench conformance corpus clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,11 @@ bench: $(STAMP)
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/run.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_ncnn.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_mdf.py
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_pnl.py
+
+# The MDF producers' corpus (tests/mdf/corpus): PsyNeuLink and modeci-mdf in venvs of their own
+corpus:
+	$(PYTHON) scripts/make_mdf_corpus.py
 
 clean:
 	rm -rf $(VENV) $(LATEST) build *.egg-info

@@ -217,7 +217,10 @@ class ReferenceServer:
             return ""
 
     def run(self, model: str, steps: int, repeat: int, timeout: float) -> dict:
-        self.proc.stdin.write(json.dumps({"model": model, "steps": steps, "repeat": repeat}) + "\n")
+        return self.request({"model": model, "steps": steps, "repeat": repeat}, timeout)
+
+    def request(self, req: dict, timeout: float) -> dict:
+        self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
         return self._read(timeout)
 
@@ -321,6 +324,66 @@ def expected_at(model: str, steps: int, conf: str) -> dict | None:
 # ---------------------------------------------------------------------------------------------------
 
 
+#: the reference's measured DDM (NOTES-mdf.md: ~390 steps per trial); the issue's goal: 1/100 of its time
+DDM_PARAMS = {
+    "starting_point": 0.0,
+    "non_decision_time": 0.2,
+    "drift_rate": 0.1,
+    "threshold": 2.0,
+    "noise": 1.0,
+    "dt": 0.01,
+}
+DDM_GOAL = 100.0
+DDM_REF_TRIALS = 100
+
+
+def bench_ddm(ref, trials: int, rounds: int) -> dict | None:
+    """drift_diffusion_integrator: stdops' ``trials`` at once vs the reference's function called once per
+    trial (DDM_REF_TRIALS per round, in its venv), alternating rounds; per-trial medians."""
+    from stdops.ops.cognitive.ddm import drift_diffusion_integrator as ddm
+
+    p = DDM_PARAMS
+    ours, theirs, mean_rt, ref_rt, err = [], [], None, None, None
+    for r in range(rounds):
+        rng = np.random.default_rng(r)
+        t0 = time.perf_counter()
+        out = ddm(*p.values(), rng=rng, n_trials=trials)
+        ours.append((time.perf_counter() - t0) / trials)
+        mean_rt = float(np.mean(np.abs(out)))
+        if ref is not None:
+            try:
+                res = ref.request({"ddm": p, "trials": DDM_REF_TRIALS}, 600.0)
+                if "error" in res:
+                    err = res["error"]
+                else:
+                    theirs.append(res["ddm_s"] / res["trials"])
+                    ref_rt = res["mean_abs_rt"]
+            except Exception as e:  # noqa: BLE001 - report and go on
+                err = f"{type(e).__name__}: {e}"
+    t_ours = float(np.median(ours))
+    t_ref = float(np.median(theirs)) if theirs else None
+    ratio = t_ref / t_ours if t_ref else None
+    print(
+        f"drift_diffusion_integrator ({', '.join(f'{k}={v}' for k, v in p.items())}; ~{(mean_rt - 0.2) / 0.01:.0f} "
+        f"steps per trial): stdops {trials} trials at once {t_ours * trials * 1e3:.1f} ms = {t_ours * 1e6:.2f} us/trial"
+        + (
+            f"; reference {t_ref * 1e6:.1f} us/trial ({DDM_REF_TRIALS} calls per round); ref/stdops {ratio:.1f}x "
+            f"(goal {DDM_GOAL:g}x: {'met' if ratio >= DDM_GOAL else 'NOT met'}); mean |RT| stdops {mean_rt:.3f}, "
+            f"reference {ref_rt:.3f}"
+            if ratio
+            else f"; reference: {err or 'not run'}"
+        )
+    )
+    t0 = time.perf_counter()
+    import stdops.mdf as mdf
+
+    sim = mdf.Simulation(mdf.load(os.path.join(ROOT, "examples", "mdf", "ddm_decision.yaml")), seed=0)
+    sim.evaluate()
+    one = time.perf_counter() - t0
+    print(f"examples/mdf/ddm_decision.yaml (2000 trials, dt 0.001): one evaluation {one * 1e3:.0f} ms (with load)")
+    return {"stdops_s_per_trial": t_ours, "reference_s_per_trial": t_ref, "ratio": ratio}
+
+
 def _fmt(x: float | None, spec: str) -> str:
     if x is None or (isinstance(x, float) and np.isnan(x)):
         return "-"
@@ -347,6 +410,9 @@ def main(argv=None) -> int:
     ap.add_argument("--reference-timeout", type=float, default=900.0, help="seconds per model")
     ap.add_argument("--conformance", default=R.conformance_dir(), help="the shared conformance/mdf folder")
     ap.add_argument("--json", default=None, help="also write every measurement to this JSON file")
+    ap.add_argument("--no-ddm", action="store_true", help="skip the drift_diffusion_integrator comparison")
+    ap.add_argument("--ddm-trials", type=int, default=10_000, help="trials of stdops' vectorized DDM per round")
+    ap.add_argument("--ddm-rounds", type=int, default=3, help="alternating rounds of the DDM comparison")
     ap.add_argument(
         "--check",
         action="store_true",
@@ -466,6 +532,9 @@ def main(argv=None) -> int:
             for n in notes:
                 print(f"    note: {n}")
             sys.stdout.flush()
+        ddm_row = bench_ddm(ref, args.ddm_trials, args.ddm_rounds) if not args.no_ddm else None
+        if ddm_row and ddm_row.get("ratio") is not None and ddm_row["ratio"] < DDM_GOAL:
+            failures.append(f"drift_diffusion_integrator: {ddm_row['ratio']:.1f}x < {DDM_GOAL:g}x")
     finally:
         if ref is not None:
             ref.close()

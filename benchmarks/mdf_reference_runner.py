@@ -340,6 +340,22 @@ def _one(out, model: str, steps: int, repeat: int, conf: str | None) -> None:
     out.flush()
 
 
+def _ddm(out, params: dict, trials: int) -> None:
+    """Seconds for ``trials`` calls of the reference's drift_diffusion_integrator (one trial each)."""
+    try:
+        import numpy
+        from modeci_mdf.functions.ddm import drift_diffusion_integrator as ddm
+
+        numpy.random.seed(0)
+        t0 = time.perf_counter()
+        rts = [ddm(**params) for _ in range(trials)]
+        res = {"ddm_s": time.perf_counter() - t0, "trials": trials, "mean_abs_rt": float(numpy.mean(numpy.abs(rts)))}
+    except Exception as e:  # noqa: BLE001 - report
+        res = {"error": f"{type(e).__name__}: {e}"[:500]}
+    out.write(json.dumps(res) + "\n")
+    out.flush()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("models", nargs="*", help="model paths under <conformance>/models")
@@ -376,6 +392,9 @@ def main(argv=None) -> int:
             req = json.loads(line)
             if req.get("quit"):
                 break
+            if "ddm" in req:
+                _ddm(out, req["ddm"], int(req.get("trials", 100)))
+                continue
             _one(
                 out,
                 req["model"],
