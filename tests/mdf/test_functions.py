@@ -298,3 +298,35 @@ def test_kernel_errors_name_the_node():
     sim = mdf.Simulation(m)
     with pytest.raises(StdopsError, match="nodes.A"):
         sim.evaluate(inputs={"x": np.ones((2, 4))})
+
+
+def _ddm_step_by_step(x0, ndt, drift, thr, noise, dt, n, rng):
+    """The reference's loop (one Normal draw per step), for many trials at once."""
+    x = np.full(n, x0, dtype=np.float64)
+    k = np.zeros(n, dtype=np.int64)
+    live = np.arange(n)
+    while live.size:
+        x[live] += rng.normal(drift * dt, noise * np.sqrt(dt), live.size)
+        k[live] += 1
+        live = live[np.abs(x[live]) < thr]
+    t = ndt + k * dt
+    return np.where(x > thr, t, -t)
+
+
+@pytest.mark.parametrize(
+    "params", [(0.0, 0.2, 0.1, 2.0, 1.0, 0.01), (0.3, 0.1, 1.5, 1.0, 1.0, 0.01), (-0.2, 0.0, -0.4, 1.0, 0.5, 0.005)]
+)
+def test_ddm_blocks_have_the_step_by_step_distribution(params):
+    """Blocks of steps per round give the reference loop's distribution of (response, time)."""
+    from scipy import stats
+
+    n = 4000
+    ours = drift_diffusion_integrator(*params, rng=np.random.default_rng(11), n_trials=n)
+    ref = _ddm_step_by_step(*params, n, np.random.default_rng(12))
+    p_ours, p_ref = np.mean(ours > 0), np.mean(ref > 0)
+    se = np.sqrt(2 * max(p_ref * (1 - p_ref), 1e-3) / n)
+    assert abs(p_ours - p_ref) < 4 * se
+    for side in (1, -1):
+        a, b = ours[side * ours > 0], ref[side * ref > 0]
+        if min(a.size, b.size) > 50:
+            assert stats.ks_2samp(np.abs(a), np.abs(b)).pvalue > 1e-3
