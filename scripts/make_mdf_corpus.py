@@ -4,7 +4,7 @@ results as expected values (tests/mdf/corpus/, checked by tests/mdf/test_corpus.
     python scripts/make_mdf_corpus.py                 # both producers (creates their venvs on first use)
     python scripts/make_mdf_corpus.py --only pnl      # PsyNeuLink compositions only
     python scripts/make_mdf_corpus.py --only mdf      # modeci-mdf's PyTorch / ONNX / Keras interfaces only
-    python scripts/make_mdf_corpus.py --check         # rebuild the large models, compare their checksums
+    python scripts/make_mdf_corpus.py --check         # rebuild elsewhere, compare the files' checksums
 
 The producers never enter the project venv. Each gets its own, made here from pinned requirements:
 
@@ -193,7 +193,7 @@ def main(argv=None) -> int:
     ap.add_argument("--names", nargs="*", default=None, help="only these models")
     ap.add_argument("--out", default=CORPUS)
     ap.add_argument("--no-tensorflow", action="store_true", help="skip the Keras interface")
-    ap.add_argument("--check", action="store_true", help="rebuild the large models and compare checksums")
+    ap.add_argument("--check", action="store_true", help="rebuild into a temporary folder, compare checksums")
     ap.add_argument("--inside", choices=["pnl", "mdf"], default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.inside == "pnl":
@@ -203,15 +203,41 @@ def main(argv=None) -> int:
         sys.path.insert(0, HERE)
         import mdf_corpus_mdf
 
-        return mdf_corpus_mdf.run(args.names, args.out, tensorflow=not args.no_tensorflow, check=args.check)
+        return mdf_corpus_mdf.run(args.names, args.out, tensorflow=not args.no_tensorflow)
     rc = 0
+    if args.check:  # rebuild elsewhere, compare with the committed files
+        import tempfile
+
+        committed, args.out = args.out, tempfile.mkdtemp(prefix="mdf-corpus-")
     passthrough = ["--out", args.out] + (["--names", *args.names] if args.names else [])
     if args.only in (None, "pnl"):
         rc |= subprocess.call([pnl_python(), __file__, "--inside", "pnl", *passthrough])
     if args.only in (None, "mdf"):
-        extra = (["--no-tensorflow"] if args.no_tensorflow else []) + (["--check"] if args.check else [])
+        extra = ["--no-tensorflow"] if args.no_tensorflow else []
         rc |= subprocess.call([mdf_python(not args.no_tensorflow), __file__, "--inside", "mdf", *passthrough, *extra])
+    if args.check:
+        rc |= _compare(args.out, committed)
     return rc
+
+
+def _compare(new: str, old: str) -> int:
+    """sha256 of every rebuilt MDF file against the committed one; 1 if any differs or is missing."""
+    bad = 0
+    for sub in ("psyneulink", "modeci_mdf"):
+        for name in sorted(os.listdir(os.path.join(new, sub))) if os.path.isdir(os.path.join(new, sub)) else []:
+            if not name.endswith(".json") or name.endswith(".expected.json"):
+                continue
+            digests = []
+            for root in (new, old):
+                try:
+                    with open(os.path.join(root, sub, name), "rb") as f:
+                        digests.append(hashlib.sha256(f.read()).hexdigest())
+                except OSError:
+                    digests.append(None)
+            same = digests[0] == digests[1]
+            bad |= not same
+            print(f"{'same' if same else 'DIFFERS'} {sub}/{name}")
+    return int(bad)
 
 
 if __name__ == "__main__":

@@ -378,7 +378,7 @@ def _framework_outputs(mdf_model, value, port: str | None = None) -> dict:
     return {f"{ends[0][0]}.{ends[0][1]}": np.asarray(value)}
 
 
-def run(names, out_dir: str, tensorflow: bool = True, check: bool = False) -> int:
+def run(names, out_dir: str, tensorflow: bool = True) -> int:
     import modeci_mdf
 
     out_dir = os.path.join(out_dir, "modeci_mdf")
