@@ -63,8 +63,10 @@ def main(a: argparse.Namespace) -> int:
         output_file(a.output, "--output", (".json", ".csv"))
     given = parse_inputs(a.input)
     m = load_for_profile(a.model, a.weights)
-    feeds = feeds_from_args(m, given, a)
+    feeds, notes = feeds_from_args(m, given, a)
     p = prof.profile(m, feeds, runs=a.runs, warmup=a.warmup)
+    for note in notes:
+        print(f"note: {note}")
     rows = prof.table_rows(p, a.top)
     print_table(f"{a.model}: nodes by median time", prof.COLUMNS, rows)
     print(prof.summary_line(p))

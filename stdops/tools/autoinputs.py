@@ -152,12 +152,7 @@ def add_arguments(p: Any, seed_help: str = "seed of the inputs made up for missi
     p.add_argument("--seed", type=int, default=0, help=seed_help)
 
 
-def feeds_from_args(model: Any, given: dict[str, Any], a: Any, quiet: bool = False) -> dict[str, Any]:
-    """The -i feeds completed with made-up inputs (each made-up one reported on stderr)."""
-    import sys
-
-    feeds, notes = make_inputs(model, given, seed=a.seed, shapes=parse_shapes(a.shape))
-    if not quiet:
-        for note in notes:
-            print(f"note: {note}", file=sys.stderr)
-    return feeds
+def feeds_from_args(model: Any, given: dict[str, Any], a: Any) -> tuple[dict[str, Any], list[str]]:
+    """The -i feeds completed with made-up inputs, and notes naming each made-up one (a command prints them
+    with its result, so that a command that fails prints its one error line only)."""
+    return make_inputs(model, given, seed=a.seed, shapes=parse_shapes(a.shape))

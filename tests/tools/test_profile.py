@@ -31,8 +31,9 @@ def test_node_times_add_up_to_the_wall_time(resnet):
     p = prof.profile(resnet, {"input.1": x}, runs=5)
     assert [n.name for n in p.nodes] == [n.name for n in resnet.plan.nodes]
     assert all(len(n.times) == 5 for n in p.nodes)
-    ratio = p.node_total / p.wall
-    assert 0.9 <= ratio <= 1.1, prof.summary_line(p)
+    # within each run the nodes' times add up to the wall time measured around model.run
+    coverage = sorted(p.coverage())
+    assert 0.9 <= coverage[len(coverage) // 2] <= 1.0, prof.summary_line(p)
     # the profiled run still computes the model: onnxruntime's stored output
     np.testing.assert_allclose(
         p.outputs[resnet.output_names[0]], np.load(str(RESNET).replace(".onnx", ".out.npy")), rtol=1e-4, atol=1e-5
@@ -103,14 +104,14 @@ def test_cli_table_and_trace(tmp_path, resnet):
     table = tmp_path / "t.csv"
     r = cli("profile", str(RESNET), "--runs", "3", "--trace", str(trace), "-o", str(table))
     assert r.returncode == 0, r.stderr
-    assert "random float32 [1, 3, 64, 64]" in r.stderr  # inputs made from the declared shape
+    assert "random float32 [1, 3, 64, 64]" in r.stdout  # inputs made from the declared shape
     lines = r.stdout.splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith("node "))
     body = lines[head + 2 : head + 2 + len(resnet.plan.nodes)]
     times = [float(ln.split()[2]) for ln in body]
     assert times == sorted(times, reverse=True)  # sorted by median time
     assert {ln.split()[0] for ln in body} == {n.name for n in resnet.plan.nodes}
-    assert "% of it" in r.stdout
+    assert "of their run's wall time" in r.stdout
     doc = json.loads(trace.read_text())
     events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert [e["name"] for e in events] == [n.name for n in resnet.plan.nodes]  # one per node, in run order
