@@ -20,7 +20,7 @@ import numpy as np
 
 from stdops.ncnn.modelbin import ModelBinWriter
 from stdops.ncnn.param import LayerDecl, ParamFile, write_binary
-from stdops.ncnn.spec import LAYERS, resolve_params
+from stdops.ncnn.spec import LAYERS, RawArray, resolve_params
 
 EXACT_OPTIONS = dict(
     num_threads=1,
@@ -65,6 +65,8 @@ def typed_params(type_name: str, params: dict[int, Any]) -> dict[int, Any]:
         k = kinds.get(pid)
         if k == "float":
             v = float(v)
+        elif k in ("floats", "ints") and isinstance(v, np.ndarray) and v.dtype in (np.float32, np.int32):
+            v = RawArray(np.ascontiguousarray(v).ravel().tobytes())  # words, as our reader takes them
         elif k == "floats":
             v = [float(x) for x in np.asarray(v).ravel()]
         elif k == "ints":
