@@ -178,6 +178,11 @@ def _small_networks():
     vit = torchvision.models.VisionTransformer(
         image_size=64, patch_size=16, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128, num_classes=10
     )
+    # torchvision zero-initializes the classifier head and the class token: random ones, so the output
+    # depends on every layer
+    nn.init.normal_(vit.heads.head.weight, std=0.2)
+    nn.init.normal_(vit.heads.head.bias, std=0.2)
+    nn.init.normal_(vit.class_token, std=0.2)
     ids = torch.randint(0, 200, (1, 16))
     return {
         "vit_tiny": (vit.eval(), (torch.randn(1, 3, 64, 64),)),
