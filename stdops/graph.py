@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from .errors import InputError, ModelFormatError, OpError, ResourceLimitError, StdopsError
+from .ops._blas import serial as blas_serial
 
 #: slot 0 always holds None: an empty optional input reads it
 _EMPTY_SLOT = 0
@@ -218,7 +219,8 @@ class Plan:
         token = _ACTIVE_HOOK.set(hook)
         timer_token = _STEP_TIMER.set(None) if timer is not None else None  # inner plans: not timed again
         try:
-            return self._run(steps, want, feeds, hook, timer)
+            with blas_serial():  # BLAS threads only for the GEMMs that gain from them (ops/_blas.py)
+                return self._run(steps, want, feeds, hook, timer)
         finally:
             _ACTIVE_HOOK.reset(token)
             if timer_token is not None:
