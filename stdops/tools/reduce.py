@@ -6,8 +6,8 @@ The candidates are cuts of the model (``stdops.tools.cut``), judged by a :class:
 1. the end: the shortest prefix of the nodes (in execution order) whose frontier values (those read by
    later nodes or reported by the graph) fail; bisection on the prefix length, as a wrong value stays wrong
    downstream. The last node of that prefix is where the failure appears;
-2. the start: that node's outputs computed from the latest possible start, every other value frozen to
-   what the whole model's run produced; bisection on the start among its ancestors;
+2. the start: that node alone, its inputs frozen to what the whole model's run produced, when that fails
+   already; else its outputs computed from the latest possible start, bisected among its ancestors;
 3. each node still in the cut but the last is dropped in turn (its outputs frozen) while the cut fails.
 
 A judge of a peer runtime counts a candidate as failing when it fails the way the whole model does: stdops
@@ -214,7 +214,11 @@ class Reducer:
         self.log(f"the failure appears at node {src.nodes[last].name!r} ({src.nodes[last].op})")
         # 2. the latest start from which that node's outputs still fail
         anc = self.ancestors(outputs)
-        if not self.evaluate(anc, outputs, "its ancestors")[0].failing:
+        if self.evaluate([last], outputs, "the node alone")[0].failing:  # the usual case: one node is enough
+            anc = [last]
+        if len(anc) == 1:
+            best = anc
+        elif not self.evaluate(anc, outputs, "its ancestors")[0].failing:
             # the prefix fails only with a later value (a failure spread over several outputs): keep the prefix
             best = list(range(last + 1))
             outputs = self.frontier(last)
