@@ -5,18 +5,14 @@
   "Execution"); until the optimizer lands the two run the same steps;
 - ``onnxruntime``: ONNX models, graph optimizations off (every value as the file computes it, as in
   ``stdops compare``);
-- ``ncnn``: the official ncnn wheel with exact-fp32 options, in a child process, so that a crash of the wheel
-  (a segfault on a layer it mishandles) is a clear error instead of the end of the command.
+- ``ncnn``: the official ncnn wheel with exact-fp32 options, in a forked child (``stdops.compare``'s runner),
+  so that a crash of the wheel (a segfault on a layer it mishandles) is a clear error, not the end of the command.
 
 The peers are optional dependencies: a missing one is a clear StdopsError.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -88,38 +84,42 @@ def run_onnxruntime(path: Any, feeds: dict[str, Any], outputs: Sequence[str] | N
 
 
 def run_ncnn_wheel(
-    param: str, weights: str | None, feeds: dict[str, Any], outputs: Sequence[str] | None = None
+    param: str, weights: str | None, feeds: dict[str, Any], outputs: Sequence[str] | None = None, exact: bool = True
 ) -> dict[str, Any]:
-    """The ncnn wheel on ``param`` (+ ``weights``), in a child process; ``outputs`` default: the net's outputs
-    (blobs no layer consumes). Inputs may be any blob (the Extractor accepts intermediate blobs)."""
-    try:
-        import importlib.util
+    """The ncnn wheel on ``param`` (+ ``weights``) in a forked child (``stdops.compare``'s runner: a crash of the
+    wheel is an error, not the end of the command); ``outputs`` default: the net's outputs. Inputs may be any
+    blob (the Extractor accepts intermediate blobs)."""
+    values, why = ncnn_wheel_values(param, weights, feeds, outputs, exact)
+    if why:
+        raise PeerError(f"{param}: {why}")
+    failed = {n: v for n, v in values.items() if isinstance(v, str)}
+    if failed:
+        name, reason = next(iter(failed.items()))
+        raise PeerError(f"{param}: blob {name!r}: {reason}")
+    return values
 
-        if importlib.util.find_spec("ncnn") is None:
-            raise ImportError
+
+def ncnn_wheel_values(
+    param: str, weights: str | None, feeds: dict[str, Any], outputs: Sequence[str] | None = None, exact: bool = True
+) -> tuple[dict[str, Any], str | None]:
+    """({blob: array, or a string saying why the wheel did not give it}, why the whole run failed or None)."""
+    try:
+        import ncnn  # noqa: F401
     except ImportError:
         raise StdopsError("running in the ncnn wheel needs it (pip install ncnn)") from None
-    if weights is None:
-        base = param[: -len(".param.bin")] if param.endswith(".param.bin") else os.path.splitext(param)[0]
-        weights = base + ".bin" if os.path.exists(base + ".bin") else None
-    if outputs is None:
-        from ..ncnn import Net
+    from ..compare import EXACT_NCNN_OPTIONS, _forked, _int_input_blobs, _wheel_blobs
+    from ..ncnn import Net
 
-        outputs = Net.load(param, weights).output_names
-    with tempfile.TemporaryDirectory(prefix="stdops-wheel-") as tmp:
-        fin, fout = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
-        names = list(feeds)
-        np.savez(fin, *[np.ascontiguousarray(feeds[n], dtype=np.float32) for n in names])
-        args = [sys.executable, "-m", "stdops.tools.ncnn_worker", param, weights or "", fin, fout, "--inputs", *names]
-        args += ["--outputs", *outputs]
-        try:
-            r = subprocess.run(args, capture_output=True, text=True, timeout=WHEEL_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise PeerError(f"{param}: the ncnn wheel did not finish in {WHEEL_TIMEOUT} s") from None
-        if r.returncode != 0:
-            last = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
-            if r.returncode < 0:
-                last = f"the wheel crashed (signal {-r.returncode})"
-            raise PeerError(f"{param}: the ncnn wheel failed: {last}")
-        with np.load(fout) as z:
-            return {n: z[f"arr_{k}"] for k, n in enumerate(outputs)}
+    net = Net.load(param, weights)
+    names = list(outputs) if outputs is not None else list(net.output_names)
+    binary = net.param_file.binary
+    int_inputs = _int_input_blobs(net)
+    wheel_feeds = [
+        (int(k) if binary else k, np.ascontiguousarray(v, dtype=np.int32 if k in int_inputs else np.float32))
+        for k, v in feeds.items()
+    ]
+    options = dict(EXACT_NCNN_OPTIONS) if exact else {}
+    theirs, why = _forked(_wheel_blobs, param, net.bin_path, binary, wheel_feeds, names, options, timeout=WHEEL_TIMEOUT)
+    if isinstance(theirs, str):
+        theirs, why = None, theirs
+    return (theirs or {}), why
