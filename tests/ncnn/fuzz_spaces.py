@@ -1,0 +1,9 @@
+"""Every layer's param space for the fuzzer (fuzz_engine.py), gathered from the family modules."""
+
+from __future__ import annotations
+
+from .fuzz_spaces_conv import CONV_SPACES
+from .fuzz_spaces_elementwise import SPACES as ELEMENTWISE_SPACES
+from .fuzz_spaces_shape import SPACES as SHAPE_SPACES
+
+SPACES = {**CONV_SPACES, **ELEMENTWISE_SPACES, **SHAPE_SPACES}
