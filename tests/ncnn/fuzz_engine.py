@@ -170,6 +170,10 @@ class Case:
     wheel_inputs: list[np.ndarray] | None = None  # what the wheel is fed, where it differs (payloads)
 
     def as_tuple(self):
+        """What the wheel runs: the case, or (ctx.extra["wheel_case"]) an equivalent one where the wheel
+        cannot take this form itself (a kv cache in its own packed layout)."""
+        if "wheel_case" in self.ctx.extra:
+            return (self.type_name, *self.ctx.extra["wheel_case"])
         return (self.type_name, self.params, self.weights, self.wheel_inputs or self.inputs, self.n_out)
 
 
@@ -195,6 +199,7 @@ def draw_case(type_name: str, space: Space, rng: np.random.Generator) -> Case | 
         return None
     weights = space.weights(ctx, declared) if space.weights is not None else default_weights(ctx, declared)
     ctx.weights = weights
+    n_out = ctx.extra.get("n_out", n_out)  # a weights hook may complete the case (MultiHeadAttention's cache)
     return Case(type_name, params, weights, inputs, n_out, ctx, ctx.extra.get("wheel_inputs"))
 
 
