@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
+
+from stdops.ncnn.spec import LAYERS
 
 from . import wheel
 from .fuzz_engine import fuzz_layer
@@ -24,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     names = [n for n in a.layers.split(",") if n] or sorted(SPACES)
     wheel.QUIET = True
+    warnings.simplefilter("ignore", RuntimeWarning)  # overflow / 0 / 0 in cases that produce inf / NaN on purpose
     t0 = time.time()
     results = []
     for name in names:
@@ -34,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:26s} {r.compared:5d} compared {r.redrawn:5d} redrawn {len(r.failures):4d} failed  {status}",
             flush=True,
         )
+        unseen = sorted({p.id for p in LAYERS[name].params} - r.ids_seen)
+        if unseen and a.cases >= 100:
+            print(f"    param ids never set: {unseen}")
         for msg in r.failures[: a.show]:
             print("    " + msg.replace("\n", "\n    ")[:1500])
     failed = sum(len(r.failures) for r in results)

@@ -210,6 +210,8 @@ class Result:
     compared: int = 0
     redrawn: int = 0
     failures: list[str] = dataclasses.field(default_factory=list)
+    #: param ids set (not left at their default) in the compared cases
+    ids_seen: set[int] = dataclasses.field(default_factory=set)
 
 
 def _wheel_answers(cases: list[Case], text: bool) -> list[Any]:
@@ -286,6 +288,7 @@ def fuzz_layer(type_name: str, space: Space, n_cases: int, seed: int, batch: int
                 wheel.COUNTS[type_name] -= 0 if isinstance(ans, Exception) else 1
                 continue
             res.compared += 1
+            res.ids_seen.update(case.params)
             msg = check_case(case, ans)
             if msg is not None:
                 res.failures.append(msg)

@@ -81,8 +81,29 @@ def _crop_fix(ctx: Ctx) -> None:
     rng = ctx.rng
     ctx.shape = [int(v) for v in rng.integers(2, 8, ctx.rank)]
     ctx.params.clear()
-    form = ctx.choice(["offsets", "offsets", "numpy", "numpy", "ref", "ref_int"])
+    form = ctx.choice(["offsets", "offsets", "numpy", "numpy", "ref", "ref_int", "expr", "expr"])
     names = _NAMES[ctx.rank]
+    if form == "expr":  # starts_expr / ends_expr / axes_expr over bottom 0 (and a second bottom)
+        axes = sorted(rng.choice(ctx.rank, int(rng.integers(1, ctx.rank + 1)), replace=False).tolist())
+        ref = None
+        if rng.random() < 0.3:
+            ref = [int(rng.integers(1, n + 1)) for n in ctx.shape]
+            ctx.extra["ref"] = ctx.f32(*ref)
+        st, en = [], []
+        for a in axes:
+            n, d = ctx.shape[a], names[a]
+            starts = [(0, "0"), (1, "1"), (n // 2, f"//(0{d},2)")]
+            s_val, s_txt = ctx.choice([t for t in starts if t[0] < n])
+            ends = [(n, f"0{d}"), (n - 1, f"-(0{d},1)"), (n - 1, "-1")]
+            if ref is not None:
+                ends.append((ref[a], f"1{d}"))
+            ends = [t for t in ends if t[0] > s_val]
+            e_val, e_txt = ctx.choice(ends) if ends else (n, f"0{d}")
+            st.append(s_txt)
+            en.append(e_txt)
+        ctx.params["starts_expr"], ctx.params["ends_expr"] = ",".join(st), ",".join(en)
+        ctx.params["axes_expr"] = ",".join(str(a - ctx.rank if rng.random() < 0.3 else a) for a in axes)
+        return
     if form == "offsets":  # offsets and out sizes (-233: to the end, minus offset2); an out size past the
         # end is clamped by ncnn (min(out, size - offset - offset2))
         for nm, n in zip(names, ctx.shape):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import KernelError
+from ...limits import check_elements
 from ...ops import OPS
 from .. import expr as _expr
 from ..spec import P, layer
@@ -592,6 +593,7 @@ def tile(p, w):
         if all(v == 1 for v in rep.values()) and out == r:
             return x
         dims = _ncnn_dims(x.shape)
+        check_elements([dims[k] * rep[k] for k in "cdhw"], "Tile output")
         x4 = x.reshape(dims["c"], dims["d"], dims["h"], dims["w"])
         y = _tile(x4, np.array([rep["c"], rep["d"], rep["h"], rep["w"]], np.int64))
         keep = {1: (3,), 2: (2, 3), 3: (0, 2, 3), 4: (0, 1, 2, 3)}[out]
