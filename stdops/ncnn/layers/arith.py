@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import ml_dtypes
 import numpy as np
 
 from ...errors import KernelError
 from ...limits import check_elements
 from ...ops import OPS
+from ...ops.lowp import types
 from ..spec import P, W, layer
 
 _F32 = np.float32
@@ -347,7 +347,12 @@ def batchnorm(p, w):
 
 # --------------------------------------------------------------------------- Cast, Packing
 
-CAST_TYPES = {1: np.dtype(np.float32), 2: np.dtype(np.float16), 3: np.dtype(np.int8), 4: np.dtype(ml_dtypes.bfloat16)}
+
+def cast_type(code: int) -> np.dtype:
+    """ncnn Cast's type codes: 1 float32, 2 float16, 3 int8, 4 bfloat16 (imported lazily: see ops/lowp.py)."""
+    if code == 4:
+        return types().bfloat16
+    return {1: np.dtype(np.float32), 2: np.dtype(np.float16), 3: np.dtype(np.int8)}[code]
 
 
 def _to_int8(x: np.ndarray) -> np.ndarray:
@@ -370,7 +375,7 @@ def cast(p, w):
             raise ValueError(f"Cast {name}={t} is not one of 0 (auto), 1 fp32, 2 fp16, 3 int8, 4 bf16")
     if p.type_to == 0 or p.type_from == p.type_to:
         return lambda x: x
-    to = CAST_TYPES[p.type_to]
+    to = cast_type(p.type_to)
     conv = _fn("cast")
     if p.type_to == 3:
         return _to_int8
