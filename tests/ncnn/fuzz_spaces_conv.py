@@ -100,12 +100,13 @@ def conv_space(nd: int, depthwise: bool, deconv: bool, int8: bool, dynamic: bool
             if same:
                 for a in axes:  # SAME pads crop the full output down to output_w/h/d
                     ctx.params[_OUT[a]] = int(rng.integers(max(1, full[a] - 3), full[a] + 1))
-            else:
+            else:  # explicit pads that leave something of the full output (resolved Refs included)
                 for a in axes:
                     cap = max(0, (full[a] - 1) // 2)
                     for n in (_PB[a], _PE[a]):
-                        if ctx.has(n):
-                            ctx.params[n] = min(int(ctx.params[n]), cap, 2)
+                        v = int(ctx.get(n))
+                        if v > cap or ctx.has(n):
+                            ctx.params[n] = min(v, cap, 2)
         else:
             sp = {a: d[a] * (k[a] - 1) + 1 + int(rng.integers(0, 6)) for a in axes}
         ctx.shape = [cin] + [sp[a] for a in reversed(axes)]

@@ -22,9 +22,13 @@ def wide(lo: float, hi: float):
     return inputs
 
 
-SIMPLE = ["AbsVal", "BNLL", "Erf", "Mish", "Sigmoid", "Softplus", "Swish", "TanH", "DeepCopy", "Flatten", "Noop"]
+SIMPLE = ["AbsVal", "BNLL", "Erf", "Mish", "Sigmoid", "Softplus", "Swish", "TanH", "DeepCopy", "Flatten"]
 SPACES: dict[str, Space] = {name: Space(inputs=wide(-8, 8)) for name in SIMPLE}
 SPACES["Split"] = Space(n_out=lambda ctx: int(ctx.rng.integers(1, 4)))
+SPACES["Noop"] = Space(  # any number of bottoms, each passed through as a top
+    inputs=lambda ctx: [ctx.f32(*ctx.shape) for _ in range(int(ctx.rng.integers(1, 4)))],
+    n_out=lambda ctx: len(ctx.inputs),
+)
 SPACES["Input"] = Space(choices={"w": [0, 3], "h": [0, 3], "d": [0, 2], "c": [0, 3]})
 
 SPACES["CELU"] = Space(choices={"alpha": [0.0, 0.5, 1.0, 2.0, 0.1]}, inputs=wide(-4, 4))
@@ -284,10 +288,11 @@ SPACES["Packing"] = Space(
     choices={
         "out_elempack": [1, 4, 8, 16],
         "use_padding": [0, 1],
-        "cast_type_from": [0],
-        "cast_type_to": [0],
-        "storage_type_from": [0],
-        "storage_type_to": [0],
+        # read by ncnn's Vulkan path only (packing.cpp loads the cast types and ignores them on the CPU)
+        "cast_type_from": [0, 1, 2, 3],
+        "cast_type_to": [0, 1, 2, 3],
+        "storage_type_from": [0, 1, 2],
+        "storage_type_to": [0, 1, 2],
     },
     fix=_packing_fix,
     compare=_packing_compare,

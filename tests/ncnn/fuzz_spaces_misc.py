@@ -230,6 +230,39 @@ def _requantize_fix(ctx: Ctx) -> None:
     fix_activation(ctx)
 
 
+def _act64(v: np.ndarray, t: int, a: list) -> np.ndarray:
+    """ncnn's activation_type 0..6 in float64 (for the tie mask only)."""
+    if t == 1:
+        return np.maximum(v, 0)
+    if t == 2:
+        return np.where(v > 0, v, v * a[0])
+    if t == 3:
+        return np.clip(v, a[0], a[1])
+    if t == 4:
+        return 1 / (1 + np.exp(-v))
+    if t == 5:
+        return v * np.tanh(np.log1p(np.exp(v)))
+    if t == 6:
+        return v * np.clip(v * a[0] + a[1], 0, 1)
+    return v
+
+
+def _requantize_mask(ctx: Ctx, k: int, theirs: np.ndarray) -> np.ndarray:
+    """Where float2int8's input is not within float32 noise of a .5 tie: ncnn computes x * scale_in + bias
+    as one fused multiply-add where the build and CPU have FMA (one rounding, not two), so a value at a tie
+    rounds either way depending on the machine."""
+    x = ctx.inputs[0].astype(np.float64)
+    ws = [w.astype(np.float64) for w in ctx.weights]
+
+    def per(v):
+        return v.reshape((v.size,) + (1,) * (x.ndim - 1)) if v.size > 1 else v.reshape(())
+
+    b = per(ws[2]) if len(ws) > 2 else 0.0
+    v = _act64(x * per(ws[0]) + b, int(ctx.get("activation_type")), list(ctx.get("activation_params") or [0, 0]))
+    y = np.abs(v * per(ws[1]))
+    return np.abs(y - np.floor(y) - 0.5) > 2e-5 * np.maximum(1.0, y)
+
+
 SPACES["Requantize"] = Space(
     choices={
         "scale_in_data_size": [None],
@@ -240,6 +273,7 @@ SPACES["Requantize"] = Space(
     fix=_requantize_fix,
     inputs=_int32_input,
     weights=_scaled_weights,
+    mask=_requantize_mask,
     atol=0,
     rtol=0,
 )

@@ -135,6 +135,10 @@ def _crop_fix(ctx: Ctx) -> None:
             else:
                 ends.append(e - n if rng.random() < 0.3 else e)
         ctx.params["starts"], ctx.params["ends"] = starts, ends
+        if rng.random() < 0.1 and all(e > 0 for e in ends):
+            # ends written as float words (a .param.bin with float elements): ncnn reads the words as ints,
+            # far past every dim, and clamps them to the dim
+            ctx.params["ends"] = np.asarray(ends, np.float32)
         if rng.random() < 0.7 or len(axes) != ctx.rank:
             ctx.params["axes"] = [a - ctx.rank if rng.random() < 0.3 else a for a in axes]
     elif form == "ref":  # the size of a second bottom, at the offsets
