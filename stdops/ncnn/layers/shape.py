@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import KernelError
+from ...limits import check_elements
 from ...ops import OPS
 from .. import expr as _expr
 from ..spec import P, layer
@@ -294,11 +295,9 @@ def reshape(p, w):
     ``shape_expr`` (listed as w, h, d, c); 0 copies the bottom's dim of the same name, -1 takes the rest
     (1d: 0 and -1 both flatten, as ncnn's x86 layer does).
     The legacy ``permute`` flag (3) is ignored, as in current ncnn."""
-    if p.input_batch_axis != 233 or p.output_batch_axis != 233:
-        raise ValueError(
-            "Reshape with batch axes (params 12/13) needs batched blobs, which ncnn layouts here do not have"
-        )
     ex = _expr.parse(p.shape_expr) if p.shape_expr else None
+    if p.input_batch_axis != 233 or p.output_batch_axis != 233:
+        return _batch_axis_reshape(p, ex)
     if ex is not None:
         ndim = ex.n_items
         if ex.n_blobs > p.n_bottoms:
@@ -369,6 +368,69 @@ def reshape(p, w):
             shape = [oc, od, oh, ow]
         if any(s <= 0 for s in shape) or int(np.prod(shape)) != total:
             raise KernelError(f"Reshape: cannot reshape a blob of shape {x.shape} ({total} elements) to {tuple(shape)}")
+        return _reshape(x, np.array(shape, np.int64))
+
+    return run
+
+
+def _batch_axis_reshape(p, ex):
+    """Reshape with batch axes (params 12 / 13, as pnnx writes after a global pooling): ncnn's
+    reshape.cpp inserts the batch (n) at ``input_batch_axis`` of the logical input shape (negative: from
+    the back), reads the target (``shape_expr`` items listed innermost first, or w/h/d/c) outermost first
+    with 0 copying the logical input's dim at the same place and -1 the rest, and drops
+    ``output_batch_axis`` from it (that dim becomes the output's n). Blobs here have n = 1, so a batch
+    axis is a dim of 1, and the output's batch dim must come out as 1."""
+    ia, oa = int(p.input_batch_axis), int(p.output_batch_axis)
+    if ex is None:  # the rank as ncnn's load_param counts it: the first -233 of w, h, c, d ends it
+        ndim = 0 if p.w == -233 else 1 if p.h == -233 else 2 if p.c == -233 else 3 if p.d == -233 else 4
+        target_raw = {0: [], 1: [p.w], 2: [p.h, p.w], 3: [p.c, p.h, p.w], 4: [p.c, p.d, p.h, p.w]}[ndim]
+        if not target_raw:
+            raise ValueError("Reshape with batch axes gives no output shape (w, h, d, c all -233)")
+    elif ex.n_blobs > p.n_bottoms:
+        raise ValueError(f"Reshape shape_expr reads {ex.n_blobs} bottoms, the layer has {p.n_bottoms}")
+    if (ex is None or ex.n_blobs <= 1) and p.n_bottoms != 1:
+        raise ValueError(f"Reshape with these params takes 1 bottom (as ncnn), the layer has {p.n_bottoms}")
+
+    def run(x, *others):
+        _rank(x, "Reshape")
+        logical = list(x.shape)
+        a = ia + x.ndim + 1 if ia < 0 else ia
+        if a != 233:
+            if not 0 <= a <= x.ndim:
+                raise KernelError(f"Reshape: input_batch_axis {ia} is out of range for a {x.ndim}d bottom")
+            logical.insert(a, 1)
+        target = list(reversed(ex.eval([x, *others]))) if ex is not None else list(target_raw)
+        if not 1 <= len(target) <= 5:
+            raise KernelError(f"Reshape: {len(target)} output dims (1 to 5 with the batch axis)")
+        o = oa + len(target) if oa < 0 else oa
+        if o != 233 and not 0 <= o < len(target):
+            raise KernelError(f"Reshape: output_batch_axis {oa} is out of range for {len(target)} output dims")
+        shape, rest = [], None
+        for i, t in enumerate(target):
+            if t == 0:
+                if i >= len(logical):
+                    raise KernelError(f"Reshape: 0 at output dim {i} has no input dim to copy ({x.shape})")
+                t = logical[i]
+            if t == -1:
+                if rest is not None:
+                    raise KernelError("Reshape: more than one -1 in the target shape")
+                rest = i
+            elif t <= 0:
+                raise KernelError(f"Reshape: target dim {t} at {i}")
+            shape.append(t)
+        known = int(np.prod([t for i, t in enumerate(shape) if i != rest]))
+        if rest is not None:
+            if known == 0 or x.size % known:
+                raise KernelError(f"Reshape: cannot infer -1 for {x.size} elements and target {target}")
+            shape[rest] = x.size // known
+        if int(np.prod(shape)) != x.size:
+            raise KernelError(f"Reshape: cannot reshape a blob of shape {x.shape} to {tuple(shape)} (batch axes)")
+        if o != 233:
+            if shape[o] != 1:
+                raise KernelError(f"Reshape: the output batch dim is {shape[o]}; blobs here carry a batch of 1")
+            del shape[o]
+        if not 1 <= len(shape) <= 4:
+            raise KernelError(f"Reshape: {len(shape)} physical output dims (1 to 4)")
         return _reshape(x, np.array(shape, np.int64))
 
     return run
@@ -504,8 +566,10 @@ def expand_dims(p, w):
 @layer("Tile", params=[P(0, "axis", 0), P(1, "tiles", 1), P(2, "repeats", (), "ints")])
 def tile(p, w):
     """y = the bottom repeated: ``tiles`` times along ``axis`` (0..3; an axis the bottom lacks repeats
-    nothing, a 1d bottom repeats along w), or numpy-style with ``repeats`` (aligned to the trailing dims;
-    more repeats than dims add leading dims)."""
+    nothing, a 1d bottom repeats along w), or with ``repeats`` by ncnn's dim names (tile.cpp): 1 value
+    w; 2 h, w; 3 d, h, w of a 4d bottom, else c, h, w; 4 c, d, h, w. The output has max(rank, count) dims,
+    each ncnn dim (c, d, h, w; 1 where the bottom lacks it) times its repeat: a 3d (c, h, w) bottom with
+    4 repeats gives (c rc, rd, h rh, w rw)."""
     reps_param, axis, tiles = list(p.repeats), p.axis, p.tiles
     if len(reps_param) > 4:
         raise ValueError(f"Tile: {len(reps_param)} repeats, at most 4")
@@ -513,25 +577,32 @@ def tile(p, w):
         raise ValueError(f"Tile: repeat counts must be >= 1 (tiles {tiles}, repeats {reps_param})")
     if not 0 <= axis <= 3:
         raise ValueError(f"Tile axis {axis} is not one of 0..3 (as in ncnn, negative axes are refused)")
+    n = len(reps_param)
 
     def run(x):
         r = _rank(x, "Tile")
-        if reps_param:
-            out = max(r, len(reps_param))
-            reps = [1] * (out - len(reps_param)) + reps_param
-            if out > r:
-                x = x.reshape((1,) * (out - r) + x.shape)
-        else:
-            reps = [1] * r
-            if r == 1:
-                reps[0] = tiles
-            elif 0 <= axis < r:
-                reps[axis] = tiles
-        if all(t == 1 for t in reps):
+        rep = dict(c=1, d=1, h=1, w=1)
+        if n:
+            names = {1: "w", 2: "hw", 3: "dhw" if r == 4 else "chw", 4: "cdhw"}[n]
+            rep.update(zip(names, reps_param))
+        elif r == 1:
+            rep["w"] = tiles
+        elif axis < r:
+            rep[_NAMES_OF_RANK[r][axis]] = tiles
+        out = max(r, n)
+        if all(v == 1 for v in rep.values()) and out == r:
             return x
-        return _tile(x, np.array(reps, np.int64))
+        dims = _ncnn_dims(x.shape)
+        check_elements([dims[k] * rep[k] for k in "cdhw"], "Tile output")
+        x4 = x.reshape(dims["c"], dims["d"], dims["h"], dims["w"])
+        y = _tile(x4, np.array([rep["c"], rep["d"], rep["h"], rep["w"]], np.int64))
+        keep = {1: (3,), 2: (2, 3), 3: (0, 2, 3), 4: (0, 1, 2, 3)}[out]
+        return y.reshape(tuple(y.shape[i] for i in keep))
 
     return run
+
+
+_NAMES_OF_RANK = {1: "w", 2: "hw", 3: "chw", 4: "cdhw"}
 
 
 @layer("Flip", params=[P(0, "axes", (), "ints")])
