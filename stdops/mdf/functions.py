@@ -400,6 +400,7 @@ def _compile_onnx(
     where: str,
     ctx: CallContext,
 ) -> tuple[Callable, set[str]]:
+    from ..onnx import adapters  # noqa: F401 - registers the version adapters (Cast's `to`, ...) with resolve
     from ..onnx.opset import BindContext, resolve
 
     schema = _onnx_schema(op, ctx.opset, where, ctx.path)
