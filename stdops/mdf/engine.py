@@ -29,84 +29,14 @@ import numpy as np
 
 from ..errors import InputError, StdopsError, ValidationError
 from . import conditions as cond_mod
+from .control import SimState as _State
+from .control import Subgraph
 from .expr import compile_value, constant_value
 from .functions import STANDARD, CallContext, compile_call, onnx_string_attributes, string_constant
 from .scheduler import Scheduler
 from .schema import Graph, Model, Node, Parameter
 
 DEFAULT_INIT_VALUE = 0.0
-
-
-class _State:
-    """Shared by everything a simulation compiles: the random generator, and what a control-flow body may
-    read of its enclosing graphs by name (the graphs, the inputs given to this evaluation)."""
-
-    def __init__(self, seed: Any = None):
-        self.rng = np.random.default_rng(seed)
-        self.graphs: list[GraphEngine] = []
-        self.inputs: dict[str, Any] = {}
-
-    def outer_value(self, name: str) -> Any:
-        """An ONNX outer-scope value by name: an input given to this evaluation, else the last value of an
-        output port of that id in an enclosing graph (MDF port ids are the ONNX value names); None if none."""
-        if name in self.inputs:
-            return self.inputs[name]
-        for g in self.graphs:
-            for ne in g.nodes.values():
-                v = ne.out_values.get(name)
-                if v is not None:
-                    return v
-        return None
-
-
-class Subgraph:
-    """A Loop body or If branch held by a node, compiled once. Its inputs are the ports no edge feeds:
-
-    - a port whose id names a value of the enclosing node's scope or of the enclosing graphs (an input given
-      to the evaluation, an output port) reads that value (ONNX outer-scope references, by name);
-    - the others are the body's formal inputs (Loop: iteration number, condition, carried values). MDF does
-      not record ONNX's order of them, so each carried value goes to the first remaining port whose declared
-      shape is the value's shape (else the next port in order), and the ports left over are the iteration
-      number and then the condition.
-    """
-
-    def __init__(self, engine: GraphEngine, state: _State, where: str, path: str | None):
-        self.engine, self.state, self.where, self.path = engine, state, where, path
-        self.ins = engine.input_ports()
-        self.outs = engine.output_ports()
-        self.ports = [engine.nodes[n].ports_by_id[p] for n, p in self.ins]
-
-    def run(self, scope: dict, carried: list, iteration: Any = None, cond: Any = None) -> list:
-        formal: list[int] = []
-        for i, (port, (_, pid)) in enumerate(zip(self.ports, self.ins)):
-            v = scope.get(pid) if pid in scope else self.state.outer_value(pid)
-            if v is None:
-                formal.append(i)
-            else:
-                port.set(v)
-        left = list(formal)
-        for v in carried:
-            shape = np.shape(v)
-            pick = next((i for i in left if self.ports[i].shape == shape and shape != ()), None)
-            if pick is None and left:
-                pick = left[0] if len(left) <= len(carried) else left[-1]
-            if pick is None:
-                raise StdopsError(
-                    f"{self.path + ': ' if self.path else ''}{self.where}: the body has no input "
-                    f"port left for a carried value"
-                )
-            left.remove(pick)
-            self.ports[pick].set(v)
-        for i, v in zip(left, (iteration, cond)):
-            self.ports[i].set(v)
-        if len(left) > 2 or (left and iteration is None):
-            names = ", ".join(repr(self.ins[i][1]) for i in left)
-            raise StdopsError(
-                f"{self.path + ': ' if self.path else ''}{self.where}: the body reads {names}, which is neither "
-                f"one of its inputs nor a value of the enclosing graph (give it as an input)"
-            )
-        self.engine.evaluate(None)
-        return [self.engine.nodes[n].out_values[o] for n, o in self.outs]
 
 
 def _default_opset(model: Model | None) -> int:

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import limits
 from ..errors import StdopsError, UnsupportedOp, ValidationError
 from ..ops.cognitive import actr
 from ..ops.cognitive import psyneulink as pnl
@@ -418,10 +417,10 @@ def _compile_onnx(
             return known[n]
         return None
 
-    if op == "Loop" and ctx.compile_subgraph is not None:
-        return _compile_loop(args, known, local, where, ctx, source, names)
-    if op == "If" and ctx.compile_subgraph is not None:
-        return _compile_if(args, known, local, where, ctx, source, names)
+    if op in ("Loop", "If") and ctx.compile_subgraph is not None:
+        from .control import compile_if, compile_loop
+
+        return (compile_loop if op == "Loop" else compile_if)(args, local, where, ctx, source, names)
 
     input_keys = [source(n) for n in in_names]
     while input_keys and input_keys[-1] is None:
@@ -512,72 +511,3 @@ def _compile_onnx(
         return _to_float64(r)
 
     return call, names
-
-
-def _subgraph_param(ctx: CallContext, source: Callable, name: str, op: str, where: str):
-    """The MDF graph a Loop/If node holds in its parameter ``name`` (``{"graph_<id>": {...}}``)."""
-    from .schema import graph_from_value
-
-    key = source(name)
-    graph = graph_from_value(ctx.constants.get(key)) if key is not None else None
-    if graph is None:
-        raise ValidationError(ctx.path, where, f"onnx::{op} needs a '{name}' parameter holding an MDF graph")
-    return ctx.compile_subgraph(graph, f"{where}.{name}")
-
-
-def _compile_loop(args, known, local, where, ctx, source, names) -> tuple[Callable, set[str]]:
-    """onnx::Loop whose ``body`` is an MDF graph (as modeci-mdf's ONNX importer writes it). The body's
-    inputs are its ports no edge feeds: the carried values, the iteration number and the condition (see
-    engine.Subgraph for how they are told apart) and values of the enclosing scope, read by name."""
-    runner = _subgraph_param(ctx, source, "body", "Loop", where)
-    m_key, cond_key = source("M"), source("cond")
-    carried_keys = [local[a] for a in args if a not in ("M", "cond", "body")]
-    cap = limits.max_loop_iterations()
-
-    def call(s: dict) -> Any:
-        m = None if m_key is None else s[m_key]
-        trip = None if m is None else int(np.asarray(m).reshape(-1)[0]) if np.size(m) else 0
-        cond = True if cond_key is None else bool(np.asarray(s[cond_key]).reshape(-1)[0])
-        carried = [s[k] for k in carried_keys]
-        i = 0
-        while (trip is None or i < trip) and cond:
-            if i >= cap:
-                raise StdopsError(f"{where}: onnx::Loop ran {cap} iterations without stopping")
-            outs = runner.run(s, carried, iteration=np.asarray(i, dtype=np.int64), cond=np.asarray(cond))
-            cond_out, new = _split_loop_outputs(outs, len(carried))
-            if cond_out is not None:
-                cond = bool(np.asarray(cond_out).reshape(-1)[0])
-            carried = new
-            i += 1
-        return carried[0] if len(carried) == 1 else tuple(carried)
-
-    return call, names
-
-
-def _compile_if(args, known, local, where, ctx, source, names) -> tuple[Callable, set[str]]:
-    """onnx::If whose then_branch / else_branch are MDF graphs: the branch the condition picks runs (its
-    ports read values of the enclosing scope by name) and its outputs are the node's value."""
-    then_run = _subgraph_param(ctx, source, "then_branch", "If", where)
-    else_run = _subgraph_param(ctx, source, "else_branch", "If", where)
-    cond_key = source("cond")
-    if cond_key is None:
-        raise ValidationError(ctx.path, where, "onnx::If needs its 'cond' input")
-
-    def call(s: dict) -> Any:
-        branch = then_run if bool(np.asarray(s[cond_key]).reshape(-1)[0]) else else_run
-        outs = branch.run(s, [])
-        return outs[0] if len(outs) == 1 else tuple(outs)
-
-    return call, names
-
-
-def _split_loop_outputs(outs: list, n_carried: int) -> tuple[Any, list]:
-    """Body outputs -> (condition, carried values): the one boolean output is the condition."""
-    if len(outs) == n_carried:
-        return None, list(outs)
-    flags = [isinstance(v, (bool, np.bool_)) or (isinstance(v, np.ndarray) and v.dtype == np.bool_) for v in outs]
-    if flags.count(True) == 1:
-        i = flags.index(True)
-        rest = outs[:i] + outs[i + 1 :]
-        return outs[i], rest[:n_carried]
-    return outs[0], list(outs[1 : 1 + n_carried])
