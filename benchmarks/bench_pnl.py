@@ -2,8 +2,8 @@
 scripts/make_mdf_corpus.py) run by PsyNeuLink itself, in its Python mode and, where it compiles, its LLVM mode
 (ExecutionMode.LLVMRun), and by stdops from the exported MDF file, per model, in the same run.
 
-    make bench                                  # includes this
-    python benchmarks/bench_pnl.py              # every composition of the corpus
+    make bench                                  # includes this: DEFAULT_MODELS
+    python benchmarks/bench_pnl.py --models all # every composition of the corpus (LLVM compiles take a while)
     python benchmarks/bench_pnl.py --models stroop_single_pathway,cond_threshold --rounds 5
 
 A round times, per model, one Composition.run over the model's trials in each PsyNeuLink mode (in .venv-pnl,
@@ -30,6 +30,24 @@ ROOT = os.path.dirname(HERE)
 CORPUS = os.path.join(ROOT, "tests", "mdf", "corpus", "psyneulink")
 SCRIPTS = os.path.join(ROOT, "scripts")
 
+
+#: one or two of each kind (chains, integrators, conditions, nesting, Stroop): PsyNeuLink's LLVM mode compiles
+#: each composition first, several seconds apiece
+DEFAULT_MODELS = [
+    "linear_chain",
+    "mixed_chain_vectors",
+    "simple_integrator",
+    "leaky_competing_integrator",
+    "fitzhugh_nagumo_many_trials",
+    "drift_diffusion_integrator_to_threshold",
+    "integrators_in_series",
+    "cond_every_n_calls",
+    "cond_threshold",
+    "cond_any_of_calls",
+    "nested_composition",
+    "stroop_single_pathway",
+    "stroop_integrator_mode",
+]
 
 # ---------------------------------------------------------------------------------------------------------
 # the PsyNeuLink side (inside .venv-pnl)
@@ -116,7 +134,9 @@ def _fmt_ratio(x):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default=None, help="comma list of composition names (default: the whole corpus)")
+    ap.add_argument(
+        "--models", default="default", help="comma list of composition names, 'default' (DEFAULT_MODELS) or 'all'"
+    )
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per model")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--json", default=None, help="also write the measurements to this JSON file")
@@ -125,9 +145,9 @@ def main(argv=None) -> int:
         return serve()
 
     names = sorted(f[: -len(".json")] for f in os.listdir(CORPUS) if f.endswith(".json") and ".expected" not in f)
-    if args.models:
-        want = [m.strip() for m in args.models.split(",") if m.strip()]
-        names = [n for n in names if n in want]
+    if args.models != "all":
+        want = DEFAULT_MODELS if args.models == "default" else [m.strip() for m in args.models.split(",") if m.strip()]
+        names = [n for n in want if n in names]
     sys.path.insert(0, SCRIPTS)
     from make_mdf_corpus import VENV_PNL, pnl_python
 
