@@ -160,16 +160,29 @@ def main(argv=None) -> int:
             return 0
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     env.pop("PYTHONPATH", None)
-    proc = subprocess.Popen(
-        [py, os.path.abspath(__file__), "--serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        bufsize=1,
-        env=env,
-    )
-    hello = json.loads(proc.stdout.readline())["hello"]
+
+    def start():
+        p = subprocess.Popen(
+            [py, os.path.abspath(__file__), "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+            env=env,
+        )
+        return p, json.loads(p.stdout.readline())["hello"]
+
+    def stop(p):
+        try:
+            p.stdin.write(json.dumps({"quit": True}) + "\n")
+            p.stdin.close()
+            p.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            p.kill()
+            p.wait()
+
+    proc, hello = start()
     import numpy as np
 
     import stdops
@@ -227,14 +240,11 @@ def main(argv=None) -> int:
             if note and t_llvm is None:
                 print(f"    LLVM mode: {note}")
             sys.stdout.flush()
+            if note:  # a failed LLVM compile can leave PsyNeuLink's LLVM state unusable: a fresh server
+                stop(proc)
+                proc, _ = start()
     finally:
-        try:
-            proc.stdin.write(json.dumps({"quit": True}) + "\n")
-            proc.stdin.close()
-            proc.wait(timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
+        stop(proc)
     for key, label in (("ratio_python", "Python mode"), ("ratio_llvm", "LLVM mode")):
         rs = [r[key] for r in rows if r[key]]
         if rs:
