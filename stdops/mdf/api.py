@@ -139,6 +139,7 @@ class Simulation:
         self.n_evaluations = 0
         #: (node, port) -> (evaluation, time) where it first held inf or NaN
         self.nonfinite: dict[tuple[str, str], tuple[int, Any]] = {}
+        self._ports: list | None = None
 
     @property
     def rng(self) -> np.random.Generator:
@@ -230,28 +231,40 @@ class Simulation:
 
     def _check_finite(self, t: Any) -> None:
         """The first evaluation at which each output port holds inf or NaN: recorded in ``nonfinite`` and
-        reported once per port as a NonFiniteWarning (node, port, evaluation, time)."""
-        seen = self.nonfinite
-        for node, e in self._engine.nodes.items():
-            for port, v in e.out_values.items():
-                if type(v) is float:
-                    bad = not math.isfinite(v)
-                elif isinstance(v, np.ndarray) and v.dtype.kind in "fc":
-                    bad = not np.isfinite(v).all()
-                elif isinstance(v, np.floating):
-                    bad = not np.isfinite(v)
-                else:
+        reported once per port as a NonFiniteWarning (node, port, evaluation, time). One reduction per
+        float array (a finite sum means finite elements; a non-finite one is confirmed
+        element-wise, since finite values can overflow a sum)."""
+        ports = self._ports
+        if ports is None:
+            ports = self._ports = [(n, p, e.out_values) for n, e in self._engine.nodes.items() for p in e.out_values]
+        isfinite, add_reduce, ndarray = math.isfinite, np.add.reduce, np.ndarray
+        for node, port, values in ports:
+            v = values[port]
+            tv = type(v)
+            if tv is float:
+                if isfinite(v):
                     continue
-                if bad and (node, port) not in seen:
-                    what = "NaN" if np.isnan(v).any() else "inf"
-                    seen[(node, port)] = (self.n_evaluations, t)
-                    warnings.warn(
-                        f"{self.model.path + ': ' if getattr(self.model, 'path', None) else ''}node {node!r} "
-                        f"output port {port!r} is {what} from evaluation {self.n_evaluations}"
-                        + (f" (t = {t:.6g})" if t is not None else ""),
-                        NonFiniteWarning,
-                        stacklevel=3,
-                    )
+            elif tv is ndarray:
+                if v.dtype.kind not in "fc" or isfinite(add_reduce(v, axis=None)):
+                    continue
+                if np.isfinite(v).all():
+                    continue
+            elif isinstance(v, np.floating):
+                if isfinite(v):
+                    continue
+            else:
+                continue
+            if (node, port) in self.nonfinite:
+                continue
+            what = "NaN" if np.isnan(v).any() else "inf"
+            self.nonfinite[(node, port)] = (self.n_evaluations, t)
+            warnings.warn(
+                f"{self.model.path + ': ' if getattr(self.model, 'path', None) else ''}node {node!r} "
+                f"output port {port!r} is {what} from evaluation {self.n_evaluations}"
+                + (f" (t = {t:.6g})" if t is not None else ""),
+                NonFiniteWarning,
+                stacklevel=3,
+            )
 
 
 def n_steps(duration: float, dt: float) -> int:
