@@ -266,3 +266,17 @@ def test_an_output_that_overflows_is_reported_once_with_node_port_and_step():
     assert msgs == ["node 'grow' output port 'x' is inf from evaluation 9"]
     assert sim.nonfinite == {("grow", "x"): (9, None)}
     assert math.isinf(sim.outputs["grow"]["x"])
+
+
+def test_cli_helpers_strict_or_lenient(tmp_path, capsys):
+    """What the CLI's --lenient gives: stdops.mdf.cli.run_model / info / plot take lenient=True."""
+    from stdops.mdf import cli as mdf_cli
+
+    d = json.loads(json.dumps(CLOCK))
+    d["c"]["graphs"]["g"]["nodes"]["n"]["output_port"] = {}
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(ValidationError, match="did you mean output_ports"):
+        mdf_cli.run_model(p)
+    mdf_cli.run_model(p, lenient=True)
+    assert "unknown field(s) output_port" in capsys.readouterr().out.replace("\n", " ")
