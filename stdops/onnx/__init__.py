@@ -7,9 +7,11 @@ from typing import Any
 from .model import Model, ValueInfo  # noqa: F401
 
 
-def load(model: Any) -> Model:
-    """Load a path, bytes or ``onnx.ModelProto`` into a compiled :class:`Model`."""
-    return Model(model)
+def load(model: Any, base_dir: Any = None) -> Model:
+    """Load a path, bytes or ``onnx.ModelProto`` into a compiled :class:`Model`. External tensor data is
+    read from the model file's folder; a model given as bytes or a proto reads it from ``base_dir``
+    (without one, such a model with external data is refused)."""
+    return Model(model, base_dir=base_dir)
 
 
 _last: tuple[Any, Model] | None = None
