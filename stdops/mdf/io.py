@@ -67,8 +67,10 @@ def parse_text(text: str, path: str | None = None, fmt: str | None = None) -> An
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark is not None else None
         raise ModelFormatError(path, where, f"malformed YAML: {getattr(e, 'problem', None) or e}") from None
-    except (ValueError, TypeError, OverflowError) as e:  # a tag the text does not fit (!!int abc), a huge int
-        raise ModelFormatError(path, _long_number_at(text), f"a YAML value cannot be read: {e}") from None
+    except Exception as e:  # noqa: BLE001 - a tag the text does not fit (!!int abc, !!timestamp x), a huge int
+        raise ModelFormatError(
+            path, _long_number_at(text), f"a YAML value cannot be read: {type(e).__name__}: {e}"
+        ) from None
     cap = limits.get().max_yaml_nodes
     if _expanded_size(data, {}, path) > cap:
         raise ModelFormatError(
