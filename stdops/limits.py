@@ -61,7 +61,7 @@ class Limits:
     max_graph_nodes: int = 1_000_000
     max_int_bits: int = 4096
     max_sequence: int = 1_000_000
-    max_work: int = 2**32
+    max_work: int = 2**30
     max_yaml_nodes: int = 1_000_000
 
 

@@ -308,7 +308,7 @@ def bounded(fn: Callable[[], Any], seconds: float = 20.0, memory: int = ADDRESS_
                 res = fn()
                 msg = {"error": None, "message": "", "stdops": False, "result": repr(res)[:2000]}
             except BaseException as e:  # noqa: BLE001 - reported to the parent
-                msg = {"error": type(e).__name__, "message": str(e)[:4000], "stdops": isinstance(e, StdopsError)}
+                msg = {"error": type(e).__name__, "message": str(e)[:100_000], "stdops": isinstance(e, StdopsError)}
             msg["seconds"] = time.perf_counter() - t0
             msg["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - start_rss
             with os.fdopen(wfd, "wb") as w:
