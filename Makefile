@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.installed
 EXTRAS  := test,plots,bench,distributed,dev
 LATEST  := .venv-latest
 
-.PHONY: run test lint test-latest constraints bench conformance clean
+.PHONY: run test lint test-latest constraints bench conformance fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,13 @@ bench: $(STAMP)
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/run.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_ncnn.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_mdf.py
+
+# Not in CI: the hostile-file suite's generators for SECONDS seconds from seed SEED (tests/hostile/fuzz.py);
+# prints files per format, crashes, hangs, non-StdopsError exceptions and peak memory; fails on any misbehaviour.
+SECONDS ?= 600
+SEED    ?= 0
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.hostile.fuzz --seconds $(SECONDS) --seed $(SEED)
 
 clean:
 	rm -rf $(VENV) $(LATEST) build *.egg-info

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import limits
-from ..errors import SharedStateError, StdopsError
+from ..errors import InputError, ResourceLimitError, SharedStateError, StdopsError
 from .engine import _make_ctx, _State, build_graph
 from .functions import STANDARD
 from .schema import Graph, Model
@@ -157,9 +157,22 @@ class Simulation:
         self._holder = threading.get_ident()
         try:
             yield
+        except (ResourceLimitError, InputError) as e:
+            raise self._naming_file(e) from None
+        except StdopsError as e:
+            if type(e) is not StdopsError:
+                raise
+            raise self._naming_file(e) from None
         finally:
             self._holder = None
             self._lock.release()
+
+    def _naming_file(self, e: StdopsError) -> StdopsError:
+        """``e`` with the model's file in front, if it does not name it (a scheduler or limit error)."""
+        path = getattr(self.model, "path", None) or getattr(self.model, "_path", None)
+        if not path or str(path) in str(e):
+            return e
+        return type(e)(f"{path}: graphs.{self.graph.id}: {e}")
 
     @property
     def rng(self) -> np.random.Generator:

@@ -82,10 +82,12 @@ def _chain(e: BaseException):
         e = e.__cause__ or e.__context__
 
 
-def _load_and_run(case: Case, main: str, folder: Path) -> str:
-    """Load the case's model and run it on its feeds; returns the last stage reached."""
+def _load_and_run(case: Case, main: str, folder: Path, stage: list[str]) -> str:
+    """Load the case's model and run it on its feeds; returns the last stage reached (``stage[0]`` says
+    where it is while it goes)."""
     if case.kind == "onnx":
         m = so.load(main)
+        stage[0] = "run"
         feeds = _onnx_feeds(m, case.feeds)
         if feeds is None:
             return "loaded"
@@ -93,6 +95,7 @@ def _load_and_run(case: Case, main: str, folder: Path) -> str:
         return "ran"
     if case.kind == "ncnn":
         net = sn.Net.load(main, str(folder / case.bin) if case.bin else None)
+        stage[0] = "run"
         feeds = {n: case.feeds[n] for n in net.input_names if n in case.feeds}
         if len(feeds) != len(net.input_names) or not feeds:
             return "loaded"
@@ -101,6 +104,7 @@ def _load_and_run(case: Case, main: str, folder: Path) -> str:
     import stdops.mdf as mdf
 
     model = mdf.load(main)
+    stage[0] = "run"
     for g in list(model.graphs)[:3]:
         sim = mdf.Simulation(model, graph=g, seed=0)
         sim.evaluate()
@@ -112,26 +116,25 @@ def _check(case: Case, folder: Path) -> tuple[str | None, str]:
     """Load and run one case: (None if it behaved, else what went wrong; the outcome, for the tally)."""
     main = str(folder / case.main)
     names = [str(folder / n) for n in case.files]
-    stage = "load"
+    where = ["load"]
     try:
-        stage = _load_and_run(case, main, folder)
-        return None, stage
+        return None, _load_and_run(case, main, folder, where)
     except _Hang:
-        return f"hang (> {ALARM_S} s) at {stage}", "hang"
+        return f"hang (> {ALARM_S} s) at {where[0]}", "hang"
     except StdopsError as e:
-        outcome = f"{type(e).__name__} at {stage}"
+        outcome = f"{type(e).__name__} at {where[0]}"
         mem = [x for x in _chain(e) if isinstance(x, MemoryError)]
         if mem:
-            return f"giant allocation at {stage}: {type(e).__name__}: {str(e)[:300]}", outcome
+            return f"giant allocation at {where[0]}: {type(e).__name__}: {str(e)[:300]}", outcome
         if not any(n in str(e) for n in names):
-            return f"{type(e).__name__} at {stage} does not name the file: {str(e)[:300]}", outcome
+            return f"{type(e).__name__} at {where[0]} does not name the file: {str(e)[:300]}", outcome
         return None, outcome
     except BaseException as e:  # noqa: BLE001 - anything else is the bug we hunt
         tb = traceback.extract_tb(e.__traceback__)
         frames = [f"{Path(f.filename).name}:{f.lineno}" for f in tb if "/stdops/" in f.filename][-3:]
         return (
-            f"{type(e).__name__} at {stage}: {str(e)[:300]} [{' <- '.join(reversed(frames))}]",
-            f"{type(e).__name__} at {stage}",
+            f"{type(e).__name__} at {where[0]}: {str(e)[:300]} [{' <- '.join(reversed(frames))}]",
+            f"{type(e).__name__} at {where[0]}",
         )
 
 
