@@ -6,9 +6,12 @@ Constant nodes, adapters' precomputation. A run validates the feeds and calls th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import math
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -448,6 +451,29 @@ class GraphBuilder:
         return Node(name, n.op_type, fn, inputs, list(n.output), where)
 
 
+_gc_lock = threading.Lock()
+_gc_state = {"depth": 0, "was_enabled": False}
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic collector paused while a graph compiles: a load allocates O(nodes) objects that all
+    stay alive, and the collector's full passes over them made a 100k-node load superlinear. Nested and
+    concurrent loads share one pause (the collector resumes when the last one ends)."""
+    with _gc_lock:
+        if _gc_state["depth"] == 0:
+            _gc_state["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _gc_state["depth"] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_state["depth"] -= 1
+            if _gc_state["depth"] == 0 and _gc_state["was_enabled"]:
+                gc.enable()
+
+
 class _Scope:
     """The names visible in a graph: its own (``local``, growing as nodes are added) and its enclosing
     graphs' (``outer``), without copying the enclosing scope for each subgraph."""
@@ -547,7 +573,7 @@ class Model:
                 raise ModelFormatError(path, None, f"base_dir {base_dir!r} is not a folder")
         elif path:
             base_dir = os.path.dirname(os.path.abspath(path))
-        with limits.budget("load"):
+        with limits.budget("load"), _collector_paused():
             self.plan = GraphBuilder(self.opsets, path, base_dir, functions).compile(g)
 
     # ------------------------------------------------------------------ info
