@@ -310,3 +310,25 @@ def test_fuzz_ncnn_shape_expressions(tmp_path):
     failures = run_cases(cases, tmp_path, tally)
     print("ncnn expressions: 300 cases", dict(sorted(tally.items(), key=lambda kv: -kv[1])))
     assert not failures, report(failures, len(cases))
+
+
+@pytest.mark.parametrize(
+    "layer,x,n_weights",
+    [
+        ("Convolution L 1 1 data y 0=4 1=3 14=2147483647 6=36", (1, 6, 6), 36),
+        ("Convolution L 1 1 data y 0=4 1=3 4=65535 6=36", (1, 32, 32), 36),
+        ("ConvolutionDepthWise L 1 1 data y 0=2 1=3 7=2 14=2147483647 6=18", (2, 6, 6), 18),
+        ("ConvolutionDepthWise L 1 1 data y 0=2 1=3 7=2 15=100000000 6=18", (2, 6, 6), 18),
+    ],
+    ids=["3x3 pad_top", "3x3 pad_left", "depthwise pad_top", "depthwise pad_right"],
+)
+def test_ncnn_convolution_paths_refuse_huge_pads_before_allocating(layer, x, n_weights, tmp_path):
+    """Found by `make fuzz` (seed 0): the depthwise and 3x3 (Winograd) paths allocated their output and padded
+    input (up to 6 TiB) before any check; now every Conv path is bounded first."""
+    from stdops.errors import ResourceLimitError
+
+    w = struct.pack("<I", 0) + np.ones(n_weights, np.float32).tobytes()
+    case = _net_case(layer, _one_layer(layer), np.ones(x, np.float32), w)
+    _behaves_then(
+        case, tmp_path, ResourceLimitError, r"node 'L' \(Convolution(DepthWise)?\).*(Conv output|padded input)"
+    )
