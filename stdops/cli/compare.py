@@ -136,9 +136,7 @@ def main(a: argparse.Namespace) -> int:
     if failed and len(failed) == len(diffs):
         raise StdopsError(f"{a.model}: the peer produced no value to compare ({failed[0].note})")
     if failed:
-        print(
-            f"the peer failed on {len(failed)} of {len(diffs)} values (marked, with its reason): not counted as disagreements"
-        )
+        print(f"the peer failed on {len(failed)} of {len(diffs)} values (reason in the table): not disagreements")
     if a.output is not None:
         print(f"wrote the report to {a.output}")
     if first is None:
