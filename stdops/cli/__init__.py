@@ -93,5 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `stdops ops | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except SystemExit as e:  # --help and --version exit 0 through argparse
         return int(e.code or 0) if isinstance(e.code, int) or e.code is None else 2
