@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.installed
 EXTRAS  := test,plots,bench,distributed,dev
 LATEST  := .venv-latest
 
-.PHONY: run test lint test-latest constraints bench zoo conformance fuzz-ncnn corpus clean
+.PHONY: run test lint test-latest constraints bench zoo conformance fuzz fuzz-ncnn corpus clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,13 @@ bench: $(STAMP)
 # The MDF producers' corpus (tests/mdf/corpus): PsyNeuLink and modeci-mdf in venvs of their own
 corpus:
 	$(PYTHON) scripts/make_mdf_corpus.py
+
+# Not in CI: the hostile-file suite's generators for SECONDS seconds from seed SEED (tests/hostile/fuzz.py;
+# SEED defaults to the time, as for fuzz-ncnn, and is printed first); prints files per format, crashes, hangs,
+# non-StdopsError exceptions and peak memory; fails on any misbehaviour.
+SECONDS ?= 600
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.hostile.fuzz --seconds $(SECONDS) --seed $(SEED)
 
 clean:
 	rm -rf $(VENV) $(LATEST) build *.egg-info

@@ -58,7 +58,7 @@ def _shape(v: Any) -> Any:
     if isinstance(v, str):
         try:
             v = ast.literal_eval(v.strip())  # a literal, never code: "(1,)" / "[2, 3]" / "3"
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):  # the last two: nesting too deep to parse
             raise ValueError(f"shape {v!r} is not a tuple of integers") from None
     if isinstance(v, int) and not isinstance(v, bool):
         if v < 0:
@@ -441,8 +441,10 @@ def closest_field(name: str, fields: list[str]) -> str | None:
 
 
 def check_fields(model: Model, path: str | None = None, *, strict: bool = True) -> None:
-    """Fields the schema does not know: with ``strict`` the first is an error naming it and the closest real
-    field ("did you mean time_derivative?"); otherwise each is a warning (MdfWarning) and is kept."""
+    """Fields the schema does not know. A misspelt one (a real field is close to it: ``time_derivativ``,
+    ``output_port``) is an error naming it and the closest real field ("did you mean time_derivative?"),
+    unless ``strict`` is False; every other unknown field (a producer's own key, YAML anchors kept under a
+    key of their own) is a warning (MdfWarning) and is kept."""
     import warnings
 
     report = unknown_field_report(model)
@@ -451,15 +453,17 @@ def check_fields(model: Model, path: str | None = None, *, strict: bool = True) 
     if strict:
         from ..errors import ValidationError
 
-        where, name, known = report[0]
-        best = closest_field(name, [k for k in known if k != "id"])
-        hint = f"did you mean {best}?" if best else f"the fields here are {', '.join(k for k in known if k != 'id')}"
-        more = f" ({len(report) - 1} more unknown field(s))" if len(report) > 1 else ""
-        raise ValidationError(
-            path,
-            f"{where}.{name}" if where != "(model)" else name,
-            f"unknown field {name!r}: {hint}{more} (load(..., strict=False) keeps unknown fields with a warning)",
-        )
+        misspelt = [(w, n, closest_field(n, [k for k in known if k != "id"])) for w, n, known in report]
+        misspelt = [m for m in misspelt if m[2] is not None]
+        if misspelt:
+            where, name, best = misspelt[0]
+            more = f" ({len(misspelt) - 1} more misspelt field(s))" if len(misspelt) > 1 else ""
+            raise ValidationError(
+                path,
+                f"{where}.{name}" if where != "(model)" else name,
+                f"unknown field {name!r}: did you mean {best}?{more} (load(..., strict=False) keeps unknown "
+                f"fields with a warning)",
+            )
     from .io import MdfWarning
 
     by_place: dict[str, list[str]] = {}

@@ -60,11 +60,14 @@ def test_mdf_v01_file_loads_strictly_and_runs():
     assert sim.outputs["A"]["chunk_n"] == 3
 
 
-def test_a_dict_parameter_in_a_current_file_must_be_a_parameter():
+def test_a_dict_parameter_in_a_current_file_is_a_parameter():
+    """Only files of the v0.1-v0.3 era get the plain-value reading of a mapping; in a current one its keys
+    are Parameter fields (unknown ones reported)."""
     d = json.loads(json.dumps(OLD))
     d["old"]["format"] = "ModECI MDF v0.4"
-    with pytest.raises(ValidationError, match=r"parameters\.chunk\.(n|name): unknown field"):
-        mdf.model_from_data(d)
+    with pytest.warns(mdf.MdfWarning, match=r"parameters\.chunk: unknown field\(s\) n, name"):
+        m = mdf.model_from_data(d)
+    assert m.graph().nodes["A"].parameters["chunk"].value is None
 
 
 def _abc(condition_b: dict) -> dict:

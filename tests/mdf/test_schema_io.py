@@ -182,13 +182,23 @@ def test_misspelt_field_is_an_error_naming_the_closest(edit, field, suggestion):
 
 def test_lenient_load_warns_and_keeps(tmp_path):
     d = json.loads(json.dumps(MODEL))
-    d["M"]["graphs"]["g1"]["nodes"]["A"]["colour"] = "red"
+    d["M"]["graphs"]["g1"]["nodes"]["A"]["parameter"] = {"x": {"value": 1}}
     p = tmp_path / "m.json"
     p.write_text(json.dumps(d))
-    with pytest.raises(ValidationError, match="unknown field 'colour'"):
+    with pytest.raises(ValidationError, match="unknown field 'parameter': did you mean parameters"):
         mdf.load(p)
-    with pytest.warns(mdf.MdfWarning, match=r"graphs\.g1\.nodes\.A: unknown field\(s\) colour"):
+    with pytest.warns(mdf.MdfWarning, match=r"graphs\.g1\.nodes\.A: unknown field\(s\) parameter"):
         m = mdf.load(p, strict=False)
+    assert mdf.to_data(m)["M"]["graphs"]["g1"]["nodes"]["A"]["parameter"] == {"x": {"value": 1}}
+
+
+def test_a_field_unlike_any_real_one_warns_and_is_kept():
+    """A producer's own key (or YAML anchors kept under a key of their own) is not a misspelling."""
+    d = json.loads(json.dumps(MODEL))
+    d["M"]["anchors"] = {"shared": [1, 2]}
+    d["M"]["graphs"]["g1"]["nodes"]["A"]["colour"] = "red"
+    with pytest.warns(mdf.MdfWarning, match="unknown field"):
+        m = mdf.model_from_data(d)
     assert mdf.to_data(m)["M"]["graphs"]["g1"]["nodes"]["A"]["colour"] == "red"
 
 
