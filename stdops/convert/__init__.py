@@ -28,7 +28,7 @@ _KINDS = {".onnx": "onnx", ".json": "mdf", ".yaml": "mdf", ".yml": "mdf", ".para
 
 
 def kind_of(path: Any) -> str | None:
-    """"onnx", "mdf" or "ncnn" by the file name (.param.bin is ncnn), else None."""
+    """ "onnx", "mdf" or "ncnn" by the file name (.param.bin is ncnn), else None."""
     low = os.fspath(path).lower()
     if low.endswith(".param.bin"):
         return "ncnn"
@@ -86,7 +86,9 @@ def convert(
     src, dst = os.fspath(src), os.fspath(dst)
     sk, dk = kind_of(src), kind_of(dst)
     if sk is None:
-        raise ConversionError(src, None, dk or "?", "unknown source type: expected .onnx, .param, .param.bin, .json or .yaml")
+        raise ConversionError(
+            src, None, dk or "?", "unknown source type: expected .onnx, .param, .param.bin, .json or .yaml"
+        )
     if dk is None:
         raise ConversionError(dst, None, "?", "unknown destination type: expected .onnx, .param, .json or .yaml")
     if sk == dk:

@@ -90,7 +90,7 @@ class GraphBuilder:
         return self.const(np.asarray(list(values), np.int64), stem=stem)
 
     def scalar(self, v: float, dtype: Any = np.float32, stem: str = "k") -> str:
-        return self.const(np.asarray(v, dtype=dtype), stem=stem)
+        return self.const(np.asarray(v, dtype=dtype), dtype=dtype, stem=stem)
 
     # ------------------------------------------------------------------ nodes
     def op(

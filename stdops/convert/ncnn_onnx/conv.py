@@ -204,24 +204,23 @@ def _deconvolution(ctx: LayerCtx, nd: int, depthwise: bool) -> None:
         bias = g.const(w["bias_data"].astype(F32), stem="bias") if "bias_data" in w else None
     x, shape = _conv_rank_input(ctx, nd)
     begin, end = _pads(p, nd)
+    extend = [0] * nd  # rows of zeros (then bias) beyond the natural size, as the front end's kernel adds
     if any(v > 0 for v in begin + end):
         pads = list(begin) + list(end)
-    else:  # no pads, or the output size with SAME_UPPER / SAME_LOWER: explicit pads from the measured size
+    else:  # no pads, or an output size with SAME_UPPER / SAME_LOWER: explicit pads from the measured size
         out_sp = ctx.out_shapes[0][-nd:]
+        upper = -233 in begin + end
         pads_b, pads_e = [], []
-        for i, k, s, d, op_, o in zip(shape[1:], kernel, strides, dilations, opad, out_sp):
+        for ax, (i, k, s, d, op_, o) in enumerate(zip(shape[1:], kernel, strides, dilations, opad, out_sp)):
             total = s * (i - 1) + op_ + (k - 1) * d + 1 - o
+            lo = total // 2 if upper else total - total // 2
             if total < 0:
-                raise ctx.fail(f"output size {o} is larger than the full deconvolution {o + total}")
-            lower = -233 not in begin + end
-            lo = total - total // 2 if lower else total // 2
+                lo = max(0, lo)
             pads_b.append(lo)
-            pads_e.append(total - lo)
+            pads_e.append(max(0, total - lo))
+            extend[ax] = max(0, lo - total)
         pads = pads_b + pads_e
-    ins = [x, weight] + ([bias] if bias is not None else [])
-    y = g.op(
-        "ConvTranspose",
-        ins,
+    attrs = dict(
         kernel_shape=list(kernel),
         strides=list(strides),
         dilations=list(dilations),
@@ -229,6 +228,13 @@ def _deconvolution(ctx: LayerCtx, nd: int, depthwise: bool) -> None:
         output_padding=opad,
         group=grp,
     )
+    if any(extend):
+        y = g.op("ConvTranspose", [x, weight], **attrs)
+        y = g.op("Pad", [y, g.ints([0] * (nd + 2) + [0, 0, *extend], "pads")])
+        if bias is not None:
+            y = g.op("Add", [y, g.reshape(bias, (1, -1) + (1,) * nd)])
+    else:
+        y = g.op("ConvTranspose", [x, weight] + ([bias] if bias is not None else []), **attrs)
     ctx.put(0, fused_activation(ctx, y, p.activation_type, p.activation_params))
 
 

@@ -202,24 +202,20 @@ def unaryop(ctx: LayerCtx) -> None:
 
 # --------------------------------------------------------------------------------------------- BinaryOp
 def _atan2(g, y: str, x: str) -> str:
-    """atan2(y, x) from Atan and the quadrant, in float64."""
-    y64, x64 = g.cast(y, np.float64), g.cast(x, np.float64)
-    zero = g.scalar(0.0, np.float64)
-    base = g.op("Atan", [g.op("Div", [y64, x64])])
-    ypos = g.op("GreaterOrEqual", [y64, zero])
-    pi = g.op("Where", [ypos, g.scalar(math.pi, np.float64), g.scalar(-math.pi, np.float64)])
-    left = g.op("Add", [base, pi])
-    r = g.op("Where", [g.op("Less", [x64, zero]), left, base])
+    """atan2(y, x) from Atan of the quotient and the quadrant."""
+    zero = g.scalar(0.0)
+    base = g.op("Atan", [g.op("Div", [y, x])])
+    pi = g.op("Where", [g.op("GreaterOrEqual", [y, zero]), g.scalar(math.pi), g.scalar(-math.pi)])
+    r = g.op("Where", [g.op("Less", [x, zero]), g.op("Add", [base, pi]), base])
     half = g.op(
         "Where",
         [
-            g.op("Greater", [y64, zero]),
-            g.scalar(math.pi / 2, np.float64),
-            g.op("Where", [g.op("Less", [y64, zero]), g.scalar(-math.pi / 2, np.float64), zero]),
+            g.op("Greater", [y, zero]),
+            g.scalar(math.pi / 2),
+            g.op("Where", [g.op("Less", [y, zero]), g.scalar(-math.pi / 2), zero]),
         ],
     )
-    r = g.op("Where", [g.op("Equal", [x64, zero]), half, r])
-    return g.cast(r, np.float32)
+    return g.op("Where", [g.op("Equal", [x, zero]), half, r])
 
 
 def _binary(ctx: LayerCtx, op_type: int, a: str, b: str) -> str:

@@ -78,14 +78,19 @@ def lrn(ctx: LayerCtx) -> None:
     g, p = ctx.g, ctx.p
     size = int(p.local_size)
     if p.region_type == 0:
-        attrs = dict(size=size, alpha=float(p.alpha), beta=float(p.beta), bias=float(p.bias))
         if size % 2:
+            attrs = dict(size=size, alpha=float(p.alpha), beta=float(p.beta), bias=float(p.bias))
             ctx.put(0, g.op("LRN", [ctx.x()], **attrs))
             return
-        # ncnn's window for an even size is ONNX's mirrored: run it on the channel-reversed blob
-        rev = g.slice(ctx.x(), [-1], [-(2**63)], [1], [-1])
-        y = g.op("LRN", [rev], **attrs)
-        ctx.put(0, g.slice(y, [-1], [-(2**63)], [1], [-1]))
+        # an even size (onnxruntime's LRN takes odd ones): the window [c - size/2, c - size/2 + size - 1]
+        # as an average over the zero-padded channel axis
+        c, h, w = ctx.in_shapes[0]
+        x = ctx.x()
+        sq = g.reshape(g.op("Mul", [x, x]), (1, 1, c, h * w))
+        sq = g.op("Pad", [sq, g.ints([0, 0, size // 2, 0, 0, 0, size - 1 - size // 2, 0], "pads")])
+        mean_sq = g.reshape(g.op("AveragePool", [sq], kernel_shape=[size, 1]), (1, c, h, w))
+        base = g.op("Add", [g.op("Mul", [mean_sq, g.scalar(p.alpha)]), g.scalar(p.bias)])
+        ctx.put(0, g.op("Mul", [x, g.op("Pow", [base, g.scalar(-p.beta)])]))
         return
     pad = size // 2
     x = ctx.x()

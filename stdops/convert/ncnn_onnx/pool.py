@@ -107,14 +107,37 @@ def _pooling(ctx: LayerCtx, nd: int) -> None:
         ctx.put(0, g.op("AveragePool", [_pad(ctx, x, b, e, 0.0)], **attrs))
         return
     if mode in (0, 1):
-        ctx.put(0, g.op("AveragePool", [x], pads=b + e, count_include_pad=0, **attrs))
+        ctx.put(0, _average_excluding_pads(ctx, x, sp, b, e, kernel, strides))
         return
     # SAME modes: the SAME-padded blob less the pad params is the counted region (the front end's rule)
     xp = _pad(ctx, x, b, e, 0.0)
     full = [n + bb + ee for n, bb, ee in zip(sp, b, e)]
+    inner = [full[a] - pb[a] - pe[a] for a in range(nd)]
     if any(pb[a] or pe[a] for a in range(nd)):
         xp = g.slice(xp, list(pb), [full[a] - pe[a] for a in range(nd)], list(range(2, 2 + nd)))
-    ctx.put(0, g.op("AveragePool", [xp], pads=list(pb) + list(pe), count_include_pad=0, **attrs))
+    ctx.put(0, _average_excluding_pads(ctx, xp, tuple(inner), list(pb), list(pe), kernel, strides))
+
+
+def _average_excluding_pads(ctx: LayerCtx, x: str, sp, b, e, kernel, strides) -> str:
+    """Average pooling whose divisor counts only the taps inside ``x`` (pads b, e excluded). AveragePool
+    does it itself when every pad is smaller than the kernel (onnxruntime's limit); otherwise the sum over
+    the zero-padded input is scaled by kernel size / count, the counts computed here."""
+    g = ctx.g
+    attrs = dict(kernel_shape=list(kernel), strides=list(strides))
+    if all(v < k for v, k in zip(b, kernel)) and all(v < k for v, k in zip(e, kernel)):
+        return g.op("AveragePool", [x], pads=list(b) + list(e), count_include_pad=0, **attrs)
+    ones = np.pad(np.ones(sp, F32), [(bb, ee) for bb, ee in zip(b, e)])
+    counts = ones
+    for ax, (k, s) in enumerate(zip(kernel, strides)):  # windowed sums of the 0/1 mask, axis by axis
+        n_out = (counts.shape[ax] - k) // s + 1
+        c = np.cumsum(np.concatenate([np.zeros_like(np.take(counts, [0], axis=ax)), counts], axis=ax), axis=ax)
+        starts = np.arange(n_out) * s
+        counts = np.take(c, starts + k, axis=ax) - np.take(c, starts, axis=ax)
+    kp = float(np.prod(kernel))
+    with np.errstate(divide="ignore"):
+        factor = (F32(kp) / counts.astype(F32)).astype(F32)  # a window with no counted tap: 0 / 0, as in ncnn
+    y = g.op("AveragePool", [_pad(ctx, x, b, e, 0.0)], **attrs)
+    return g.op("Mul", [y, g.const(factor[None, None], stem="count_scale")])
 
 
 def _declare(type_name: str, nd: int) -> None:
