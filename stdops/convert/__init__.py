@@ -17,6 +17,7 @@ renamed into place once complete.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -149,3 +150,14 @@ def _write_many(items: Sequence[tuple[str, bytes]]) -> list[str]:
                 os.remove(tmp)
         raise ConversionError(items[0][0], None, "file", f"cannot write: {e.strerror or e}") from None
     return [p for _, p in temps]
+
+
+class _CallablePackage(sys.modules[__name__].__class__):
+    """``stdops.convert(src, dst)`` works whether ``stdops.convert`` is reached as the package (once any
+    of its modules is imported, Python binds that name to it) or through ``stdops.__getattr__``."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list[str]:
+        return convert(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage
