@@ -94,7 +94,7 @@ class NcnnModel:
 
     def rename(self, old: str, new: str, since: int) -> bool:
         """Give the top ``old`` of a layer appended at index >= ``since`` the name ``new`` (unused so far)."""
-        if new in self._names:
+        if new in self._names and new in self.blob_value:
             return False
         for k in range(len(self.layers) - 1, since - 1, -1):
             t, n, b, tops, p = self.layers[k]
@@ -240,13 +240,15 @@ def onnx_to_ncnn(model, path: str | None = None, input_shapes: Mapping[str, Sequ
         for o in outs:
             if o in values and o not in blob_of and o in needed:
                 raise ConversionError(path, where, "ncnn", f"output {o!r} was not converted")
-    for o in model.graph.output:
+    for o in model.graph.output:  # each output a blob of its own name, in its canonical layout
         if o.name in constant:
             raise ConversionError(path, f"output {o.name!r}", "ncnn", "a constant output has no ncnn form")
-        b = blob_of[o.name]
+        b, name = blob_of[o.name], _safe(o.name)
         want = canonical(values[o.name].shape)
-        if out.blob_shape[b] != want:
-            NodeCtx(out, None, values, constant, blob_of, f"output {o.name!r}", path).reshape_to(
-                b, want, top=_safe(o.name)
-            )
+        if b == name and out.blob_shape[b] == want:
+            continue
+        if b == name:
+            b = out.fresh(f"{name}_pre")
+            out.rename(name, b, 0)
+        NodeCtx(out, None, values, constant, blob_of, f"output {o.name!r}", path).reshape_to(b, want, top=name)
     return out.files()
