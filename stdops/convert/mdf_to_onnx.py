@@ -82,9 +82,11 @@ def mdf_to_onnx(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     opset: int | None = None,
     graph_id: str | None = None,
-    float_dtype: Any = np.float32,
+    float_dtype: Any = np.float64,
 ):
-    """The ONNX ModelProto of one graph of an MDF Model (stdops.mdf.schema)."""
+    """The ONNX ModelProto of one graph of an MDF Model (stdops.mdf.schema). Values with no element type
+    (no port ``type``, no ``dtype`` metadata) are ``float_dtype``: float64 by default, since MDF's own
+    arithmetic is on Python floats; ports typed ``float`` (as modeci-mdf's ONNX exports write) are float32."""
 
     def fail(where: str | None, reason: str) -> ConversionError:
         return ConversionError(path, where, "ONNX", reason)
@@ -110,15 +112,18 @@ def mdf_to_onnx(
                 raise fail(f"{gw}.edges.{eid}", f"names a node {end!r} the graph does not have")
         incoming[e.receiver].append(e)
         outgoing[e.sender].append(e)
+    # dependency order, the file's order where it allows (a model written from ONNX keeps its node order)
+    position = {n: k for k, n in enumerate(graph.nodes)}
     order, indeg = [], {n: len({e.sender for e in incoming[n]}) for n in graph.nodes}
-    ready = [n for n in graph.nodes if indeg[n] == 0]
+    ready = sorted((n for n in graph.nodes if indeg[n] == 0), key=position.get)
     while ready:
         n = ready.pop(0)
         order.append(n)
-        for s in sorted({e.receiver for e in outgoing[n]}, key=list(graph.nodes).index):
+        for s in {e.receiver for e in outgoing[n]}:
             indeg[s] -= 1
             if indeg[s] == 0:
                 ready.append(s)
+        ready.sort(key=position.get)
     if len(order) != len(graph.nodes):
         cyc = [n for n in graph.nodes if n not in order]
         raise fail(
@@ -194,7 +199,13 @@ def mdf_to_onnx(
                     acc = Tensor(g.op("Sum" if op == "Sum" else "Mul", [acc.name, p.name]), acc.dtype)
                 parts = [acc]
             values[pid] = parts[0]
+        start = len(g.nodes)
         for pid, t in _NodeTranslator(g, node, values, nw, fail, version, float_dtype).outputs():
+            # the value keeps the name ONNX -> MDF recorded, or the port id when it is unique
+            port = node.output_ports[pid]
+            want = (port.metadata or {}).get("onnx_name") or (pid if port_names[pid] == 1 else f"{nid}_{pid}")
+            if t.name != want and want not in g.used and g.rename_output(t.name, want, since=start):
+                t = Tensor(want, t.dtype)
             port_values[(nid, pid)] = t
         for pid, port in node.output_ports.items():
             if outgoing[nid] and any(e.sender_port == pid for e in outgoing[nid]):
@@ -296,7 +307,7 @@ class _NodeTranslator:
         if isinstance(v, str):
             return self.vb.expression(v, self.known)
         if "dtype" in meta and meta["dtype"] != "string":
-            return Const(v, np.dtype(meta["dtype"]))
+            return Const(v, np.dtype(meta["dtype"]), meta.get("onnx_name"))
         return Const(v)
 
     def outputs(self) -> list[tuple[str, Tensor]]:
@@ -388,11 +399,15 @@ class _NodeTranslator:
             v = source(aname)
             if v is None:
                 continue
+            if aschema.type in (onnx.defs.OpSchema.AttrType.GRAPH, onnx.defs.OpSchema.AttrType.GRAPHS):
+                raise Refused(
+                    f"attribute {aname!r} of onnx::{op} holds a subgraph; If / Loop / Scan bodies are not converted"
+                )
             if not isinstance(v, Const):
                 raise Refused(f"attribute {aname!r} of onnx::{op} must be a constant")
             attrs[aname] = _attribute(v, aschema.type, helper, numpy_helper)
         n_out = int((self.node.metadata or {}).get("onnx_n_outputs", 0)) or max(1, _outputs_used(self.node, op))
-        outs = self.g.op(op, names, n_out, **attrs)
+        outs = self.g.op(op, names, n_out, name=self.node.id, **attrs)
         outs = [outs] if isinstance(outs, str) else outs
         dtypes = [self._out_dtype(schema, k, var_dtype) for k in range(len(outs))]
         ts_ = [Tensor(o, d) for o, d in zip(outs, dtypes)]

@@ -26,6 +26,7 @@ from .onnx_build import GraphBuilder
 class Const:
     value: Any
     dtype: np.dtype | None = None  # from metadata; None: decided by the consumer
+    name: str | None = None  # the initializer's name, when ONNX -> MDF recorded it
 
 
 @dataclasses.dataclass
@@ -125,6 +126,12 @@ class ValueBuilder:
             if dtype.kind == "f":
                 dtype = self.float_dtype
         arr = np.asarray(v.value, dtype=dtype)
+        if v.name:
+            hit = self.g.initializer_named(v.name)
+            if hit is not None and hit[0] == arr.dtype and np.array_equal(hit[1], arr):
+                return Tensor(v.name, np.dtype(dtype))
+            if hit is None and v.name not in self.g.used:
+                return Tensor(self.g.const(arr, dtype=dtype, name=v.name), np.dtype(dtype))
         return Tensor(self.g.const(arr, dtype=dtype, stem="const"), np.dtype(dtype))
 
     def op(self, op_type: str, args: list, **attrs: Any) -> Tensor:

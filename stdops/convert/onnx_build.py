@@ -45,6 +45,7 @@ class GraphBuilder:
         self.value_info: dict[str, tuple[int, tuple[int, ...]]] = {}
         self._used: set[str] = set()
         self._small: dict[tuple, str] = {}
+        self._node_names: set[str] = set()
         self.prefix = ""
 
     # ------------------------------------------------------------------ names
@@ -60,6 +61,20 @@ class GraphBuilder:
             k += 1
         self._used.add(name)
         return name
+
+    @property
+    def used(self) -> set[str]:
+        return self._used
+
+    def initializer_named(self, name: str) -> tuple[np.dtype, np.ndarray] | None:
+        """(dtype, values) of the initializer of that name, if there is one."""
+        from onnx import numpy_helper
+
+        for t in self.initializers:
+            if t.name == name:
+                a = numpy_helper.to_array(t)
+                return a.dtype, a
+        return None
 
     # ------------------------------------------------------------------ constants
     def const(self, value: Any, dtype: Any = None, stem: str = "const", name: str | None = None) -> str:
@@ -110,7 +125,13 @@ class GraphBuilder:
         else:
             outs = list(outputs)
             self._used.update(outs)
-        node_name = self.fresh(name) if name else self.fresh(f"{op_type}")
+        if name:  # an exact node name (unique), without the prefix
+            node_name, k = name, 1
+            while node_name in self._node_names:
+                node_name, k = f"{name}_{k}", k + 1
+        else:
+            node_name = self.fresh(f"{op_type}")
+        self._node_names.add(node_name)
         attrs = {k: v for k, v in attrs.items() if v is not None}
         self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=node_name, **attrs))
         return outs[0] if len(outs) == 1 else outs
