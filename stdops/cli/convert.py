@@ -53,7 +53,7 @@ def parse_shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
     for item in items:
         name, sep, dims = item.partition("=")
         try:
-            shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
+            shape = tuple(int(d) for d in dims.split(","))
         except ValueError:
             shape = ()
         if not sep or not name or not shape or min(shape) < 1:

@@ -93,11 +93,11 @@ def convert_net(
 ):
     """The ONNX ModelProto of ``net`` (a stdops.ncnn.Net) for the given input shapes (ncnn layout, no batch)."""
     path = path or net.path
-    shapes = resolve_input_shapes(net, input_shapes, path)
-    for L in net.layers:  # refuse before running anything
+    for L in net.layers:  # refuse before anything else
         if L.type != "Input" and L.type not in EMIT:
             reason = NO_ONNX_FORM.get(L.type, "no ONNX expression is written for this layer")
             raise ConversionError(path, L.decl.where, "ONNX", reason)
+    shapes = resolve_input_shapes(net, input_shapes, path)
     try:
         seen = measure(net, shapes)
     except StdopsError as e:
