@@ -187,8 +187,8 @@ def identity(ctx: NodeCtx) -> None:
 
 @emits("Clip")
 def clip(ctx: NodeCtx) -> None:
-    lo = float(ctx.const(1)) if ctx.has(1) else float(ctx.attrs.get("min", -3.4028234663852886e38))
-    hi = float(ctx.const(2)) if ctx.has(2) else float(ctx.attrs.get("max", 3.4028234663852886e38))
+    lo = float(ctx.const(1).reshape(-1)[0]) if ctx.has(1) else float(ctx.attrs.get("min", -3.4028234663852886e38))
+    hi = float(ctx.const(2).reshape(-1)[0]) if ctx.has(2) else float(ctx.attrs.get("max", 3.4028234663852886e38))
     ctx.put(0, ctx.layer("Clip", [ctx.blob(0)], {0: lo, 1: hi})[0])
 
 

@@ -19,7 +19,7 @@ from stdops.convert.onnx_to_ncnn import onnx_to_ncnn
 from stdops.ncnn.param import parse_text, write_binary
 
 from ..ncnn import wheel
-from .test_ncnn_to_onnx import rel_error, run_onnx
+from .test_ncnn_to_onnx import MAKE, NETWORKS, _network_entries, _sha256, rel_error, run_onnx
 
 needs_wheel = pytest.mark.skipif(not wheel.available(), reason="the ncnn wheel (test extra) is not installed")
 HERE = os.path.dirname(__file__)
@@ -28,7 +28,9 @@ NCNN_FIXTURES = os.path.join(HERE, "..", "ncnn", "fixtures")
 RTOL = 1e-5
 
 
-def run_in_wheel(param_text: str, bin_bytes: bytes, feeds: dict[str, np.ndarray], outputs: list[str]) -> list:
+def run_in_wheel(
+    param_text: str, bin_bytes: bytes, feeds: dict[str, np.ndarray], outputs: list[str], options: dict | None = None
+) -> list:
     """The wheel's outputs of a text .param + .bin: blobs by index in order of first appearance, as
     write_binary numbers them."""
     pf = parse_text(param_text)
@@ -37,7 +39,13 @@ def run_in_wheel(param_text: str, bin_bytes: bytes, feeds: dict[str, np.ndarray]
         for b in (*L.bottoms, *L.tops):
             index.setdefault(b, len(index))
     res = wheel.wheel_net(
-        write_binary(pf), bin_bytes, list(feeds.values()), [index[n] for n in feeds], [index[n] for n in outputs]
+        write_binary(pf),
+        bin_bytes,
+        list(feeds.values()),
+        [index[n] for n in feeds],
+        [index[n] for n in outputs],
+        timeout=600,
+        options=options,
     )
     for r in res:
         if isinstance(r, Exception):
@@ -93,6 +101,28 @@ def test_ncnn_onnx_ncnn_round_trip_matches_the_wheel(name, tmp_path):
     convert(tmp_path / "m.onnx", tmp_path / "back.param")
     text = (tmp_path / "back.param").read_text()
     out = run_in_wheel(text, (tmp_path / "back.bin").read_bytes(), {"in0": x}, [blobs["outputs"][0]])[0]
+    err = rel_error(np.asarray(out).reshape(-1), np.load(os.path.join(folder, "out0.npy")).reshape(-1))
+    print(f"{name}: ncnn -> ONNX -> ncnn max relative error {err:.2e}")
+    assert err <= RTOL
+
+
+@needs_wheel
+@pytest.mark.parametrize("name", sorted(_network_entries()))
+def test_network_ncnn_onnx_ncnn_round_trip_matches_the_wheel(name, tmp_path):
+    """The generated torchvision networks (skipped with the command when absent) back to ncnn, run by the
+    wheel under the options their recorded outputs were made with."""
+    entry = _network_entries()[name]
+    folder = os.path.join(NETWORKS, name)
+    for file, digest in entry["sha256"].items():
+        p = os.path.join(folder, file)
+        if not os.path.exists(p) or _sha256(p) != digest:
+            pytest.skip(f"{name}: {file} is missing or differs from tests/ncnn/networks.json ({MAKE})")
+    x = np.load(os.path.join(folder, "in0.npy"))
+    convert(os.path.join(folder, "model.param"), tmp_path / "m.onnx", input_shapes={"in0": x.shape})
+    convert(tmp_path / "m.onnx", tmp_path / "back.param")
+    options = {"use_packing_layout": True} if entry.get("options", "").startswith("packing on") else None
+    text, data = (tmp_path / "back.param").read_text(), (tmp_path / "back.bin").read_bytes()
+    out = run_in_wheel(text, data, {"in0": x}, [entry["outputs"][0]], options)[0]
     err = rel_error(np.asarray(out).reshape(-1), np.load(os.path.join(folder, "out0.npy")).reshape(-1))
     print(f"{name}: ncnn -> ONNX -> ncnn max relative error {err:.2e}")
     assert err <= RTOL
