@@ -16,7 +16,7 @@ _SUFFIXES = (".onnx", ".json", ".yaml", ".yml", ".param")
 #: which source kinds each option applies to
 _APPLIES = {
     "--weights": ("ncnn",),
-    "--input-shape": ("ncnn", "mdf"),
+    "--input-shape": ("ncnn", "mdf", "onnx"),
     "--graph": ("mdf",),
 }
 
@@ -40,7 +40,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=D1,D2,...",
-        help="shape of an input (repeatable): ncnn without the batch axis, MDF input ports without a shape",
+        help="shape of an input (repeatable): ncnn sources without the batch axis, MDF input ports without a "
+        "shape, ONNX inputs with dynamic sizes when writing ncnn (with the batch axis)",
     )
     p.add_argument("--opset", type=positive_int, help="ONNX opset to write (default 20; MDF sources: the model's)")
     p.add_argument("--graph", metavar="ID", help="MDF source: the graph to convert (default: the only one)")
@@ -82,6 +83,8 @@ def main(a: argparse.Namespace) -> int:
     if str(dst).lower().endswith(".param.bin"):
         raise UsageError(f"DST {dst}: write a text .param (its .bin goes beside it)")
     not_for(src_kind, {"--weights": a.weights, "--input-shape": a.input_shape, "--graph": a.graph}, _APPLIES)
+    if a.input_shape and src_kind == "onnx" and dst_kind != "ncnn":
+        raise UsageError("--input-shape applies to ONNX sources written as ncnn (static shapes), not to ONNX -> MDF")
     if a.opset is not None and dst_kind != "onnx" and src_kind == "onnx":
         raise UsageError("--opset applies when ONNX is written (or an ncnn / MDF model passes through ONNX)")
     shapes = parse_shapes(a.input_shape)

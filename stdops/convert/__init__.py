@@ -82,8 +82,9 @@ def convert(
 ) -> list[str]:
     """Convert the model ``src`` into ``dst``, the direction by the two file types (see the module
     docstring); returns the files written. ``weights``: the ncnn .bin when it is not beside the .param;
-    ``input_shapes``: {input: shape} without the batch axis (ncnn sources whose Input layers declare no
-    shape; MDF input ports without a shape); ``opset``: of the ONNX written; ``graph``: the MDF graph."""
+    ``input_shapes``: {input: shape}: ncnn sources without the batch axis (Input layers that declare no
+    shape), MDF input ports without a shape, ONNX inputs with dynamic sizes (ONNX -> ncnn; with the batch
+    axis); ``opset``: of the ONNX written (20 or newer from ncnn); ``graph``: the MDF graph."""
     src, dst = os.fspath(src), os.fspath(dst)
     sk, dk = kind_of(src), kind_of(dst)
     if sk is None:
@@ -111,8 +112,11 @@ def convert(
     # ncnn
     from .onnx_to_ncnn import onnx_to_ncnn
 
-    model = to_onnx_model(src, weights, input_shapes, opset, graph)
-    param_text, bin_bytes = onnx_to_ncnn(model, src)
+    if sk == "onnx":  # an ONNX source's shapes are ONNX shapes (with the batch axis)
+        model, shapes = to_onnx_model(src), input_shapes
+    else:
+        model, shapes = to_onnx_model(src, weights, input_shapes, opset, graph), None
+    param_text, bin_bytes = onnx_to_ncnn(model, src, shapes)
     param_path, bin_path = _ncnn_paths(dst)
     if dst.lower().endswith(".param.bin"):
         raise ConversionError(dst, None, "ncnn", "write a text .param (the .bin goes beside it)")

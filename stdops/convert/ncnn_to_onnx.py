@@ -93,6 +93,10 @@ def convert_net(
 ):
     """The ONNX ModelProto of ``net`` (a stdops.ncnn.Net) for the given input shapes (ncnn layout, no batch)."""
     path = path or net.path
+    if opset < DEFAULT_OPSET:
+        raise ConversionError(
+            path, None, "ONNX", f"opset {opset}: ncnn -> ONNX writes opset {DEFAULT_OPSET} or newer (Gelu, DeformConv)"
+        )
     for L in net.layers:  # refuse before anything else
         if L.type != "Input" and L.type not in EMIT:
             reason = NO_ONNX_FORM.get(L.type, "no ONNX expression is written for this layer")

@@ -94,7 +94,8 @@ def test_stateful_mdf_is_refused_with_the_reason(tmp_path):
     "args, needles",
     [
         (("convert", "ONNX", "DIR/x.json", "--weights", "NCNN"), ("--weights applies to NCNN models, not ONNX",)),
-        (("convert", "ONNX", "DIR/x.json", "--input-shape", "a=1"), ("--input-shape applies to",)),
+        (("convert", "ONNX", "DIR/x.json", "--input-shape", "a=1"), ("--input-shape applies to ONNX sources written",)),
+        (("convert", "NCNN", "DIR/x.onnx", "--input-shape", "in0=3,64,64", "--opset", "17"), ("opset 17",)),
         (("convert", "ONNX", "DIR/x.onnx"), ("both ONNX: nothing to convert",)),
         (("convert", "ONNX", "DIR/x.txt"), ("expected a .onnx or .json",)),
         (("convert", "ONNX", "DIR/missing/x.json"), ("does not exist",)),

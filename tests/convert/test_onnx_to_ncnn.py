@@ -302,3 +302,19 @@ def test_a_batch_of_two_is_refused():
     )
     with pytest.raises(ConversionError, match="a batch of 2: ncnn blobs hold one sample"):
         onnx_to_ncnn(m, "m.onnx")
+
+
+def test_dynamic_sizes_need_an_input_shape():
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="r")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(
+        ConversionError, match=r"input 'x': cannot convert to ncnn: has no static shape.*--input-shape x="
+    ):
+        onnx_to_ncnn(m, "m.onnx")
+    text, _ = onnx_to_ncnn(m, "m.onnx", {"x": (1, 3, 4, 5)})
+    assert "Input" in text and "0=5 1=4 2=3" in text
