@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StdopsError
+from ..limits import check_elements
 from .common import ConversionError
 from .ncnn_onnx import EMIT, NO_ONNX_FORM, LayerCtx
 from .onnx_build import DEFAULT_OPSET, GraphBuilder, check, onnx_dtype
@@ -81,6 +82,7 @@ def resolve_input_shapes(net: Any, given: Mapping[str, Sequence[int]] | None, pa
                 raise ConversionError(
                     path, L.decl.where, "ONNX", f"input shape {s} of {top!r} is not 1 to 4 sizes >= 1"
                 )
+            check_elements(s, f"{path or 'ncnn'}: input {top!r}")  # a shape this large is refused, not allocated
             shapes[top] = s
     return shapes
 

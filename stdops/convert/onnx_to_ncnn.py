@@ -161,6 +161,7 @@ def record(model, input_shapes: Mapping[str, Sequence[int]] | None, path: str | 
 
     from .. import onnx as sonnx
     from ..errors import StdopsError
+    from ..limits import check_elements
 
     g = model.graph
     inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
@@ -177,6 +178,7 @@ def record(model, input_shapes: Mapping[str, Sequence[int]] | None, path: str | 
                 path, f"input {vi.name!r}", "ncnn", f"has no static shape ({dims}): give --input-shape {vi.name}=1,..."
             )
         dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        check_elements(shape, f"{path or 'onnx'}: input {vi.name!r}")  # refused, not allocated
         feeds[vi.name] = rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else np.zeros(shape, dtype)
     values: dict[str, np.ndarray] = dict(inits)
     for n in g.node:

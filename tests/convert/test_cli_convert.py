@@ -113,6 +113,12 @@ def test_usage_mistakes_are_one_line(tmp_path, args, needles):
     _only(tmp_path)
 
 
+def test_a_giant_input_shape_is_refused_not_allocated(tmp_path):
+    r = stdops("convert", str(NCNN / "model.param"), str(tmp_path / "m.onnx"), "--input-shape", "in0=3,100000,100000")
+    one_line_exit_2(r, "input 'in0'", "above the limit")
+    _only(tmp_path)
+
+
 def test_a_truncated_model_is_one_line(tmp_path):
     (tmp_path / "bad.onnx").write_bytes(ONNX.read_bytes()[:500])
     one_line_exit_2(stdops("convert", str(tmp_path / "bad.onnx"), str(tmp_path / "x.json")), "bad.onnx")
