@@ -28,8 +28,11 @@ CONFORMANCE = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "c
 needs_shared = pytest.mark.skipif(not os.path.isdir(CONFORMANCE), reason="../shared/conformance/mdf is absent")
 
 
-@pytest.mark.parametrize("path", ONNX_FIXTURES, ids=[os.path.basename(p) for p in ONNX_FIXTURES])
-@pytest.mark.parametrize("fmt", ["json", "yaml"])
+#: every fixture through JSON; YAML (slow for megabytes of weights) through the smallest
+ROUND_TRIPS = [(p, "json") for p in ONNX_FIXTURES] + [(p, "yaml") for p in ONNX_FIXTURES if "recurrent" in p]
+
+
+@pytest.mark.parametrize("path,fmt", ROUND_TRIPS, ids=[f"{os.path.basename(p)}-{f}" for p, f in ROUND_TRIPS])
 def test_onnx_mdf_onnx_round_trip_is_identical(path, fmt, tmp_path):
     convert(path, tmp_path / f"m.{fmt}")
     convert(tmp_path / f"m.{fmt}", tmp_path / "back.onnx")
