@@ -16,7 +16,6 @@ import numpy as np
 #: opsets re-version ops that onnxruntime has kernels for only in their older versions (MaxRoiPool, RoiAlign)
 DEFAULT_OPSET = 20
 
-_NP_TO_ONNX: dict[str, int] = {}
 
 
 def onnx_dtype(dtype: Any) -> int:

@@ -21,7 +21,8 @@ from stdops.ncnn.param import LAYER_INDEX, LayerDecl, ParamFile, write_binary
 from stdops.ncnn.spec import LAYERS, resolve_params
 
 from ..ncnn import wheel
-from .ncnn_cases import all_cases, argmax_cases, kv_cache_cases, spp_cases
+from .ncnn_cases import argmax_cases, kv_cache_cases, spp_cases
+from .ncnn_cases_more import all_cases
 
 ort = pytest.importorskip("onnxruntime")
 needs_wheel = pytest.mark.skipif(not wheel.available(), reason="the ncnn wheel (test extra) is not installed")
