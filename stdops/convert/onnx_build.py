@@ -17,7 +17,6 @@ import numpy as np
 DEFAULT_OPSET = 20
 
 
-
 def onnx_dtype(dtype: Any) -> int:
     """The TensorProto element type of a numpy dtype (bfloat16 from ml_dtypes included)."""
     from onnx import helper
