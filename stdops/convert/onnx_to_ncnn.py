@@ -173,6 +173,8 @@ def record(model, input_shapes: Mapping[str, Sequence[int]] | None, path: str | 
         tt = vi.type.tensor_type
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
         shape = tuple((input_shapes or {}).get(vi.name, dims))
+        if len(shape) == len(dims) - 1:  # given in ncnn's layout, without the batch axis
+            shape = (1, *shape)
         if any(d is None or d < 1 for d in shape):
             raise ConversionError(
                 path, f"input {vi.name!r}", "ncnn", f"has no static shape ({dims}): give --input-shape {vi.name}=1,..."
