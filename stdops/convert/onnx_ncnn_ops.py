@@ -103,7 +103,9 @@ class NodeCtx:
         return self.out.add(type_name, self.name, bottoms, params, weights, n_tops=n_tops, where=self.where)
 
     def put(self, k: int, blob: str) -> None:
-        """ONNX output k is ``blob`` (its elements in order); its values are checked against the record."""
+        """ONNX output k is ``blob`` (its elements in order); its values are checked against the record. The
+        blob that gets the ONNX value's name has its canonical shape (a Reshape in between if needed), so that
+        a value and its blob compare by name."""
         name = self.node.output[k]
         want = np.asarray(self.values[name], np.float64)
         got = self.out.blob_value[blob]
@@ -120,6 +122,9 @@ class NodeCtx:
             raise self.fail(
                 f"output {k}: the ncnn layers disagree with the ONNX op (relative error {err / (scale or 1):.3g})"
             )
+        target = canonical(want.shape)
+        if self.out.blob_shape[blob] != target and len(target) <= 4:
+            blob = self.reshape_to(blob, target)  # a blob named after an ONNX value has its (canonical) shape
         if self.out.rename(blob, _safe(name), self.start):  # the blob keeps the ONNX value's name
             blob = _safe(name)
         self.blob_of[name] = blob
