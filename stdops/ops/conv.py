@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..limits import check_elements
+from . import _fast
 from ._blas import matmul
 from ._registry import op
 from ._window import (
@@ -94,6 +95,12 @@ class ConvWeight:
         ):
             return 0
         return choose_tile(self.M, self.Cg, out)
+
+    def dw_taps(self) -> np.ndarray:
+        """(M, kh, kw) depthwise weights in the compute dtype, for the compiled kernel (ops/_fast.py)."""
+        if "taps" not in self._dwrows:
+            self._dwrows["taps"] = np.ascontiguousarray(self.w.reshape((self.M,) + self.kernel), dtype=self.dtype)
+        return self._dwrows["taps"]
 
     def fold_bias(self, b: np.ndarray) -> ConvWeight:
         """Fold the constant bias ``b`` into the dense GEMM as an extra column (group 1): the im2col
@@ -344,6 +351,12 @@ def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations, b=None, 
     N, C = xc.shape[:2]
     g, mg, kernel, dt = cw.group, cw.M // cw.group, cw.kernel, cw.dtype
     M, out, NG = g * mg, geo.out, N * g
+    if len(kernel) == 2 and _fast.enabled() and dt.type in (np.float32, np.float64):
+        # one compiled pass (ops/_fast.py); the NumPy path below is its reference
+        bf = None if b is None else b.astype(dt, copy=False)
+        return _fast.depthwise2d(
+            np.ascontiguousarray(xc), cw.dw_taps(), bf, mg, strides, dilations, geo.begin, out, clip
+        )
     rows = _dw_rows_plan(xc.shape, geo, kernel, strides)
     yr = None if rows is None else _depthwise_rows(xc, cw, geo, strides, dilations, *rows, b)
     if yr is not None:
