@@ -159,6 +159,8 @@ def conv_forward(
         if clip == (None, None):
             clip = None
     y = _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, clip)
+    if type(y) is tuple:  # (y, True): the path applied B and the clip itself
+        return y[0]
     if clip is not None and not (cw.Cg == 1 and cw.group > 1):
         np.clip(y, *clip, out=y)
     return y
@@ -189,6 +191,8 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
     if Cg == 1 and g > 1:  # depthwise (and depthwise with a channel multiplier): taps
         return _depthwise(xc, cw, geo, strides, dilations, b, clip)  # B in the GEMM, clip in the crop
     elif n == 2 and (wt := cw.winograd_tile(strides, dilations, out)):
+        if wt == 4 and _fast.enabled():  # compiled transforms (ops/_fast.py), B and the clip in the output one
+            return _fast.winograd(TILES[wt], xc, cw.wino(wt), _bias(b, dt), geo.begin, out, clip), True
         y = TILES[wt].conv(xc, cw.wino(wt), geo.begin, out)
     elif all(k == 1 for k in kernel):  # 1x1: a plain GEMM on the (strided) input
         xs = pad_input(xc, geo.begin, geo.end)
@@ -257,6 +261,10 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
     if b is not None:
         y += b.astype(dt, copy=False).reshape((M,) + (1,) * n)
     return y
+
+
+def _bias(b, dt):
+    return None if b is None else np.ascontiguousarray(b, dtype=dt)
 
 
 _DW_ROWS = 4  # output rows per depthwise row block (measured: 4 beats 3, 5, 6, 8, 12)
@@ -353,10 +361,8 @@ def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations, b=None, 
     M, out, NG = g * mg, geo.out, N * g
     if len(kernel) == 2 and _fast.enabled() and dt.type in (np.float32, np.float64):
         # one compiled pass (ops/_fast.py); the NumPy path below is its reference
-        bf = None if b is None else b.astype(dt, copy=False)
-        return _fast.depthwise2d(
-            np.ascontiguousarray(xc), cw.dw_taps(), bf, mg, strides, dilations, geo.begin, out, clip
-        )
+        xc = np.ascontiguousarray(xc)
+        return _fast.depthwise2d(xc, cw.dw_taps(), _bias(b, dt), mg, strides, dilations, geo.begin, out, clip)
     rows = _dw_rows_plan(xc.shape, geo, kernel, strides)
     yr = None if rows is None else _depthwise_rows(xc, cw, geo, strides, dilations, *rows, b)
     if yr is not None:

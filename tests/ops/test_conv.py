@@ -508,7 +508,9 @@ def test_conv_winograd_matches_direct(xs, ws, attrs, tile, dtype, monkeypatch):
     """Winograd F(2x2, 3x3) and F(4x4, 3x3), forced on shapes the tile choice would give the direct sum,
     against the direct path (the same kernel with Winograd off) and the naive sum in float64."""
     import stdops.ops.conv as conv_mod
+    from stdops.ops import _fast
 
+    monkeypatch.setattr(_fast, "_enabled", False)  # the NumPy reference (tests/ops/test_fast.py: the compiled one)
     x = RNG.standard_normal(xs).astype(dtype)
     w = RNG.standard_normal(ws).astype(dtype)
     b = RNG.standard_normal(ws[0]).astype(dtype)

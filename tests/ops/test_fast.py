@@ -73,3 +73,34 @@ def test_depthwise_compiled_does_not_modify_inputs(compiled):
     conv_forward(x, prepare_conv_weight(w, 4), None, pads=(1, 1, 1, 1), clip=(0.0, 1.0))
     np.testing.assert_array_equal(x, xc)
     np.testing.assert_array_equal(w, wc)
+
+
+WINOGRAD = [
+    ((1, 16, 28, 28), 24, (1, 1, 1, 1), None),
+    ((2, 8, 13, 11), 5, (1, 1, 1, 1), (0.0, None)),  # partial tiles on both axes, batch 2
+    ((1, 3, 9, 10), 4, (0, 2, 1, 0), (None, 0.25)),  # asymmetric padding
+    ((1, 4, 6, 7), 3, (0, 0, 0, 0), (0.0, 6.0)),  # no padding
+    ((1, 6, 5, 4), 2, (2, 1, 2, 1), None),  # more padding than a tile's overlap
+]
+
+
+@pytest.mark.parametrize("xs,M,pads,clip", WINOGRAD)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bias", [False, True])
+def test_winograd_compiled_matches_numpy(xs, M, pads, clip, dtype, bias, compiled, monkeypatch):
+    """F(4x4, 3x3) with the compiled transforms against winograd.Tile.conv (NumPy), both forced."""
+    import stdops.ops.conv as conv_mod
+
+    monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: 4)
+    x = RNG.standard_normal(xs).astype(dtype)
+    w = RNG.standard_normal((M, xs[1], 3, 3)).astype(dtype)
+    b = RNG.standard_normal(M).astype(dtype) if bias else None
+    kw = dict(pads=pads, clip=clip)
+    y_fast = conv_forward(x, prepare_conv_weight(w), b, **kw)
+    _fast.set_enabled(False)
+    y_ref = conv_forward(x, prepare_conv_weight(w), b, **kw)
+    assert y_fast.dtype == y_ref.dtype and y_fast.shape == y_ref.shape
+    absb = None if b is None else np.abs(b)
+    bound = conv_forward(np.abs(x), prepare_conv_weight(np.abs(w)), absb, pads=pads)
+    tol = 1e-5 if dtype == np.float32 else 1e-13  # the transforms' sums in another order
+    assert np.all(np.abs(y_fast - y_ref) <= tol * bound + 1e-30)
