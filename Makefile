@@ -53,6 +53,7 @@ zoo:
 	.venv-zoo/bin/python scripts/make_zoo.py export
 
 bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_startup.py
 	-$(BIN)/python scripts/make_zoo.py verify
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_zoo.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_mdf.py

@@ -12,10 +12,13 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import scipy.special
 
+from .._lazy import LazyModule
 from ..errors import KernelError
 from ._registry import op
+from .lowp import is_low_precision, types
+
+_special = LazyModule("scipy.special")
 
 # --------------------------------------------------------------------------- helpers
 
@@ -26,14 +29,8 @@ def float_kind(dt: np.dtype) -> str:
     dt = np.dtype(dt)
     if dt.kind == "f":
         return "f"
-    if dt.kind == "V":
-        try:
-            import ml_dtypes
-
-            ml_dtypes.finfo(dt)
-            return "m"
-        except Exception:  # noqa: BLE001 - not an ml_dtypes float
-            return ""
+    if is_low_precision(dt) and dt in types().floats:
+        return "m"
     return ""
 
 
@@ -284,7 +281,7 @@ def erf(input, /):  # noqa: A002 - the ONNX input name
     """
     x = numeric_input(input, "Erf")
     if x.dtype == np.float64 or not is_float(x.dtype):
-        return result(scipy.special.erf(x.astype(np.float64, copy=False)), x.dtype)
+        return result(_special.erf(x.astype(np.float64, copy=False)), x.dtype)
     return result(erf_float32(x.astype(np.float32, copy=False)), x.dtype)
 
 
@@ -336,7 +333,7 @@ def _erf_block(a: np.ndarray, out: np.ndarray, y: np.ndarray, q: np.ndarray) -> 
 def erf_float32(x: np.ndarray) -> np.ndarray:
     """erf of a float32 array (float32 result, within 3.04 ulp; NaN -> NaN, +-inf -> +-1, -0 -> -0)."""
     if x.size < _ERF_MIN_SIZE:
-        return result(scipy.special.erf(x), np.float32)
+        return result(_special.erf(x), np.float32)
     out = np.empty(x.shape, np.float32)
     np.clip(x, -_ERF_CLIP, _ERF_CLIP, out=out)  # any strides in; NaN stays NaN
     of = out.reshape(-1)

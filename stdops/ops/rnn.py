@@ -28,10 +28,12 @@ import dataclasses
 from collections.abc import Callable
 
 import numpy as np
-from scipy import special as _sp
 
+from .._lazy import LazyModule
 from ..errors import KernelError
 from ._registry import op
+
+_sp = LazyModule("scipy.special")
 
 # --------------------------------------------------------------------------- activations
 
