@@ -2,17 +2,23 @@
 
 Each function here has a NumPy reference in the module that calls it and is differential-tested against
 that reference (tests/ops/test_fast.py); the callers use it only when :func:`enabled` and fall back to
-NumPy otherwise. What each one gained is measured in benchmarks/bench_conv.py (``--no-fast`` to compare):
+NumPy otherwise. What each one gains (benchmarks/bench_conv.py, ``--no-fast`` for the NumPy paths; one
+AVX-512 core, fastest of alternating rounds):
 
 - :func:`depthwise2d`: depthwise 2-D convolution (any kernel, stride, dilation, channel multiplier) with its
   bias and a following clip, one plane at a time in cache: the plane is scattered into its zero-padded
   stride phases, each tap is one long contiguous multiply-add into the plane's accumulator, and the
   accumulator is clipped into Y. One pass over X and one over Y; the NumPy path gathers the taps into
-  columns first (2-4 passes over 2-9x the input).
+  columns first (2-4 passes over 2-9x the input). MobileNetV2's 3x3 144@56: 0.47 ms against 1.8 ms.
+- :func:`winograd`: the input and output transforms of F(4x4, 3x3), each a 6-from-6 linear map per tile
+  with the coefficients in registers over the 4 x 4 phases of a plane, bias and clip in the output one; the
+  NumPy transforms (a gather copy and a Kronecker GEMM each way) cost 70% of the layer. 3x3 64@56:
+  0.90 ms against 1.41 ms (onnxruntime 1.16 ms); 128@28: 0.85 against 0.97 (onnxruntime 1.10).
 
-Strict IEEE arithmetic except fused multiply-add (numba's ``contract``): each output sums its taps in
-kernel order, padding taps included as zeros (0 * inf is NaN, as the definition says).
-``STDOPS_NO_FAST=1`` in the environment turns the compiled path off.
+Strict IEEE arithmetic except fused multiply-add (numba's ``contract``): each output sums its terms in a
+fixed order, padding included as zeros (0 * inf is NaN, as the definition says). The first call of each
+kernel compiles it (seconds; cached on disk by numba afterwards). ``STDOPS_NO_FAST=1`` in the environment
+turns the compiled path off.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from __future__ import annotations
 import os
 
 import numpy as np
+
+from ._blas import matmul
 
 try:  # the optional extra
     import numba
@@ -272,8 +280,6 @@ def winograd(tile, x, U, b, begin, out, clip=None) -> np.ndarray:
     transforms compiled (one pass over X, one over Y), the 36 products one batched GEMM. Tiles are computed
     one column wider than the map (a junk column per tile row keeps every transform loop contiguous).
     Reference: winograd.Tile.conv (NumPy)."""
-    from ._blas import matmul
-
     dt = U.dtype
     N, C = x.shape[:2]
     M = U.shape[1]
