@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.installed
 EXTRAS  := test,plots,bench,distributed,dev,fast
 LATEST  := .venv-latest
 
-.PHONY: run test lint test-latest constraints bench zoo conformance clean
+.PHONY: run test lint test-latest constraints bench zoo conformance fuzz-ncnn clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,12 @@ constraints: $(STAMP)
 # ONNX node suite through the shared harness (the issue's "must show" command)
 conformance: $(STAMP)
 	$(BIN)/python ../shared/tools/onnx_conformance.py --backend stdops.onnx:run --listed-only --quiet
+
+# Not in CI: the ncnn param-space fuzzer against the wheel, >= 200 cases per layer, a seed of the run's own
+SEED  ?= $(shell date +%s)
+CASES ?= 200
+fuzz-ncnn: $(STAMP)
+	$(BIN)/python -m tests.ncnn.fuzz --seed $(SEED) --cases $(CASES)
 
 # The zoo (torchvision/timm networks with random weights, exported to ONNX and ncnn) in its own venv:
 # torch and pnnx never enter .venv. `make bench` runs without it too (built-in networks only).

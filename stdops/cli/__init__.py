@@ -23,11 +23,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import StdopsError
-from . import compare, demo, info, ops, plot, run
+from . import compare, demo, info, ops, plot, profile, reduce, run
 from ._base import Parser, UsageError, add_debug, did_you_mean
 
 #: subcommand modules, in the order `stdops --help` lists them; each has HELP, register(sub) and main(args)
-COMMANDS = (run, info, compare, plot, ops, demo)
+COMMANDS = (run, info, compare, reduce, profile, plot, ops, demo)
 
 
 def build_parser() -> Parser:
@@ -93,5 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `stdops ops | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except SystemExit as e:  # --help and --version exit 0 through argparse
         return int(e.code or 0) if isinstance(e.code, int) or e.code is None else 2
