@@ -8,8 +8,8 @@ longer on 2 threads than on 1, an LSTM step's GEMVs 13x. So, inside :func:`seria
 it), BLAS runs on one thread and :func:`matmul` decides per call:
 
 - below ``_PAR_MIN_FLOPS`` a GEMM stays on one thread (the split never pays there);
-- above, per size class (a power of two of flops), it measures one thread and then the caller's count, and
-  runs the faster (the caller's count only when 15% faster), re-measuring the slower one at intervals that
+- above, per size class (a power of two of flops), it measures one thread and the caller's count in turn
+  (twice each), and runs the faster (the caller's count only when 25% faster), re-measuring the slower one at intervals that
   grow while it keeps losing, with its loss (so a loaded machine, where two threads can be 1000x slower,
   pays the exploration rarely, and a machine that becomes quiet is noticed).
 
@@ -33,7 +33,8 @@ import numpy as np
 
 _PAR_MIN_FLOPS = 1 << 23  # 8.4 MFLOP: below, one thread always
 _RETRY_MIN, _RETRY_MAX = 8, 1 << 20  # calls before re-measuring the slower thread count (growing)
-_MARGIN = 0.85  # the caller's thread count must be this much faster per flop to be chosen
+_MARGIN = 0.75  # the caller's thread count must be this much faster per flop to be chosen
+_FIRST = 4  # calls of a size class that measure both counts in turn before choosing
 
 _SET_NAMES = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads")
 _GET_NAMES = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads")
@@ -116,11 +117,9 @@ def matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
     if st is None:
         st = _classes[key] = [0.0, 0.0, 0, 0, _RETRY_MIN]
     rate1, rate2, calls, nxt, interval = st
-    explore = not rate1 or not rate2 or calls >= nxt
-    if not rate1:
-        par = False  # one thread measured first, then the caller's count
-    elif not rate2:
-        par = True
+    explore = calls < _FIRST or calls >= nxt
+    if calls < _FIRST:
+        par = bool(calls & 1)  # one thread and the caller's count in turn, twice each
     else:
         par = rate2 < _MARGIN * rate1
         if calls >= nxt:  # time to re-measure the slower one
@@ -137,7 +136,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
             put(1)
     i = 1 if par else 0
     st[i] = dt if not st[i] else 0.7 * st[i] + 0.3 * dt
-    if explore and st[0] and st[1]:
+    if explore and calls >= _FIRST - 1:
         # the count just measured lost: re-measure it after twice the interval, and at least 20 x its loss
         # (a loaded machine can make two threads 1000x slower: exploring then costs under 5% of the calls)
         lost = (st[1] < _MARGIN * st[0]) != par
