@@ -9,9 +9,9 @@ it), BLAS runs on one thread and :func:`matmul` decides per call:
 
 - below ``_PAR_MIN_FLOPS`` a GEMM stays on one thread (the split never pays there);
 - above, per size class (a power of two of flops), it measures one thread and the caller's count in turn
-  (twice each), and runs the faster (the caller's count only when 25% faster), re-measuring the slower one at intervals that
-  grow while it keeps losing, with its loss (so a loaded machine, where two threads can be 1000x slower,
-  pays the exploration rarely, and a machine that becomes quiet is noticed).
+  (twice each), and runs the faster (the caller's count only when 25% faster), re-measuring the slower
+  one at intervals that grow while it keeps losing, with its loss (so a loaded machine, where two
+  threads can be 1000x slower, pays the exploration rarely, and a machine that becomes quiet is noticed).
 
 OpenBLAS's results may differ in the last bits between thread counts (its one-thread small-matrix
 kernels), so a GEMM of a size class being re-measured can round differently from the run before; with
