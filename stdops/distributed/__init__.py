@@ -153,8 +153,8 @@ def sweep(
     except BaseException:
         if bar is not None:
             bar.stop()
-        saved = saver.save()  # what finished is kept, for resume
-        if saved:
+        saver.save()  # what finished is kept, for resume
+        if out is not None and saver.written:
             say(f"stopped: {store.jobs_done} of {plan.n_jobs} runs saved in {out} (resume continues from there)")
         raise
     finally:
@@ -233,7 +233,9 @@ def _reporter(progress: Any, done: int, total: int):
             from rich.text import Text
 
             speed = task.finished_speed or task.speed
-            return Text("" if speed is None or not math.isfinite(speed) else f"{speed:.3g} runs/s" if speed < 1000 else f"{speed:.0f} runs/s")
+            if speed is None or not math.isfinite(speed):
+                return Text("")
+            return Text(f"{speed:.3g} runs/s" if speed < 1000 else f"{speed:.0f} runs/s")
 
     bar = Progress(
         TextColumn("sweep"),

@@ -80,19 +80,27 @@ _PAYLOADS: dict[str, ModelPayload] = {}  # registered by the worker plugin (or b
 _MODELS: OrderedDict[str, tuple[Any, threading.Lock]] = OrderedDict()
 _LOCK = threading.Lock()
 _KEEP = 4  # loaded models kept per process
+LOADS: dict[str, int] = {}  # how many times this process loaded each model (once, unless evicted)
+
+
+_REFS: dict[str, int] = {}  # sweeps of each model running in this process (two may share a cluster)
 
 
 def register(p: ModelPayload) -> str:
     sha = p.sha256
     with _LOCK:
         _PAYLOADS[sha] = p
+        _REFS[sha] = _REFS.get(sha, 0) + 1
     return sha
 
 
 def forget(sha: str) -> None:
     with _LOCK:
-        _PAYLOADS.pop(sha, None)
-        _MODELS.pop(sha, None)
+        _REFS[sha] = _REFS.get(sha, 1) - 1
+        if _REFS[sha] <= 0:
+            _REFS.pop(sha, None)
+            _PAYLOADS.pop(sha, None)
+            _MODELS.pop(sha, None)
 
 
 def loaded(sha: str) -> tuple[Any, threading.Lock, ModelPayload]:
@@ -108,6 +116,7 @@ def loaded(sha: str) -> tuple[Any, threading.Lock, ModelPayload]:
             return hit[0], hit[1], p
     model = load_payload(p)
     with _LOCK:
+        LOADS[sha] = LOADS.get(sha, 0) + 1
         hit = _MODELS.setdefault(sha, (model, threading.Lock()))
         while len(_MODELS) > _KEEP:
             _MODELS.popitem(last=False)

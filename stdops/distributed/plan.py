@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import itertools
 import json
 import math
 import os
@@ -76,6 +75,8 @@ def parse_values(item: str) -> tuple[str, list]:
     values = [_number(v) for v in spec.split(",") if v.strip()]
     if not values:
         raise SweepError(f"--values {item!r}: no value given, so the sweep has no point to run")
+    if any(isinstance(v, float) for v in values) and all(isinstance(v, (int, float)) for v in values):
+        values = [float(v) for v in values]  # 0,0.5,1: one type along the axis
     return name.strip(), values
 
 
@@ -322,13 +323,3 @@ def _samples_from_folder(folder: Path, input_names: Sequence[str]) -> tuple[list
             raise SweepError(f"--inputs {d}: no {missing[0]}.npy (inputs: {', '.join(input_names)})")
         feeds.append({n: _load_npy(present[n]) for n in input_names})
     return [d.name for d in subdirs], feeds
-
-
-def cartesian_size(axes: Sequence[Axis]) -> int:
-    return int(np.prod([len(a.values) for a in axes], dtype=np.int64)) if axes else 1
-
-
-def iter_points(axes: Sequence[Axis]):
-    """Every grid point in C order (for callers that want the list)."""
-    for combo in itertools.product(*(a.values for a in axes)):
-        yield dict(zip((a.name for a in axes), combo))
