@@ -25,8 +25,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check stdops tests benchmarks scripts
 	$(BIN)/ruff format --check stdops tests benchmarks scripts
 
+# loadgroup: tests marked xdist_group (the dask clusters of tests/distributed) stay on one pytest worker
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -n 2 tests
+	$(BIN)/python -m pytest -n 2 --dist loadgroup tests
 
 # Not in CI: the newest releases the package's own ranges allow, in a venv of their own.
 test-latest:
@@ -35,7 +36,7 @@ test-latest:
 	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
 	$(LATEST)/bin/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	$(LATEST)/bin/python -m pip freeze --exclude-editable | diff constraints.txt - | grep '^[<>]' || true
-	$(LATEST)/bin/python -m pytest -n 2 tests
+	$(LATEST)/bin/python -m pytest -n 2 --dist loadgroup tests
 
 # Rewrite constraints.txt from the current .venv (after a green `make test`).
 constraints: $(STAMP)
@@ -51,6 +52,7 @@ bench: $(STAMP)
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/run.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_ncnn.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_mdf.py
+	$(BIN)/python benchmarks/bench_sweep.py
 
 clean:
 	rm -rf $(VENV) $(LATEST) build *.egg-info

@@ -10,8 +10,9 @@ labelled ``xarray.Dataset`` (written to netCDF or zarr). ``stdops sweep`` is the
     ds = stdops.sweep("examples/xor_mlp.onnx", inputs="batch.npz")   # dims of each output: sample, ...
 
 Where it runs: ``client`` (a dask Client), ``scheduler`` (an address), else a LocalCluster of ``workers``
-processes (default: the cores); ``serial=True`` runs here, without dask. The results are bit-identical in
-every case: job ``j`` is seeded from ``SeedSequence(seed).spawn(n_jobs)[j]`` (see ``plan``).
+processes (default: the cores; a script that starts one guards its top level with ``if __name__ ==
+"__main__":``, as dask's worker processes require); ``serial=True`` runs here, without dask. The results
+are bit-identical in every case: job ``j`` is seeded from ``SeedSequence(seed).spawn(n_jobs)[j]`` (see ``plan``).
 
 Vectorized trials: an MDF model that integrates its trials as arrays (``examples/mdf/ddm_decision.yaml``
 draws ``stimulus.trials`` drift-diffusion trials in one call) runs all of a point's trials inside one job;
