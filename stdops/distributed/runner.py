@@ -185,7 +185,12 @@ def local_cluster(workers: int) -> tuple[Any, Any]:
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=":0",
+        silence_logs=logging.ERROR,
+        preload=["stdops.distributed._quiet_worker"],
     )
     return cluster, Client(cluster)
 
