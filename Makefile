@@ -25,9 +25,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check stdops tests benchmarks scripts
 	$(BIN)/ruff format --check stdops tests benchmarks scripts
 
-# loadgroup: tests marked xdist_group (the dask clusters of tests/distributed) stay on one pytest worker
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -n 2 --dist loadgroup tests
+	$(BIN)/python -m pytest -n 2 tests
 
 # Not in CI: the newest releases the package's own ranges allow, in a venv of their own.
 test-latest:
@@ -36,7 +35,7 @@ test-latest:
 	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
 	$(LATEST)/bin/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	$(LATEST)/bin/python -m pip freeze --exclude-editable | diff constraints.txt - | grep '^[<>]' || true
-	$(LATEST)/bin/python -m pytest -n 2 --dist loadgroup tests
+	$(LATEST)/bin/python -m pytest -n 2 tests
 
 # Rewrite constraints.txt from the current .venv (after a green `make test`).
 constraints: $(STAMP)

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from stdops.distributed import sweep
+
 from ..test_cli import _script, one_line_exit_2, stdops
 
 xr = pytest.importorskip("xarray", reason="xarray (the 'distributed' extra) is not installed")
@@ -22,15 +24,19 @@ OSC = str(ROOT / "examples" / "mdf" / "oscillator.yaml")
 XOR = str(ROOT / "examples" / "xor_mlp.onnx")
 
 
-def test_an_mdf_grid_in_order_with_seeds(tmp_path):
+def test_an_mdf_grid_in_order_with_seeds_on_its_own_local_cluster(tmp_path):
     out = tmp_path / "r.nc"
     r = stdops(
         "sweep", DDM, "--values", "stimulus.trials=200", "--grid", "ddm.threshold=0.5:1:3", "--seeds", "2",
-        "--serial", "-o", str(out),
+        "--workers", "2", "-o", str(out),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "wrote" in r.stdout and "ddm.accuracy" in r.stdout
+    assert "dask dashboard: http://" in r.stderr
+    here = sweep(DDM, [("stimulus.trials", [200]), ("ddm.threshold", [0.5, 0.75, 1.0])], seeds=2, serial=True)
     with xr.open_dataset(out, engine="h5netcdf") as ds:
+        for name in here.data_vars:  # the cluster's runs, bit for bit
+            assert ds[name].values.tobytes() == here[name].values.tobytes(), name
         assert ds["ddm.accuracy"].dims == ("stimulus.trials", "ddm.threshold", "seed")
         np.testing.assert_array_equal(ds["ddm.threshold"].values, [0.5, 0.75, 1.0])
         assert ds.attrs["command"].startswith("stdops sweep ") and "--serial" not in ds.attrs["command"]
@@ -99,7 +105,7 @@ def test_an_unreachable_scheduler_is_a_timeout_and_one_line(tmp_path):
 
 def test_resume_with_another_models_file_is_refused_and_leaves_it(tmp_path):
     out = tmp_path / "r.nc"
-    assert stdops("sweep", DDM, "--values", "stimulus.trials=100", "--serial", "-o", str(out)).returncode == 0
+    sweep(DDM, {"stimulus.trials": [100]}, serial=True, output=out)
     before = out.read_bytes()
     r = stdops("sweep", OSC, "--serial", "--resume", "-o", str(out))
     one_line_exit_2(r, "holds results of another model", "nothing was changed")
@@ -109,7 +115,8 @@ def test_resume_with_another_models_file_is_refused_and_leaves_it(tmp_path):
 def test_ctrl_c_then_resume_gives_the_same_file_as_an_uninterrupted_sweep(tmp_path):
     """Both runs write r.nc in their own folder with the same command, so the files can be compared byte for
     byte; the interrupted one is stopped with SIGINT once its first checkpoint exists."""
-    args = ["sweep", DDM, "--grid", "stimulus.coherence=0.1:0.5:5", "--seeds", "3", "--serial", "-o", "r.nc"]
+    args = ["sweep", DDM, "--grid", "stimulus.coherence=0.1:0.5:5", "--values", "stimulus.trials=500", "--seeds", "3"]
+    args += ["--serial", "-o", "r.nc"]
     whole, part = tmp_path / "whole", tmp_path / "part"
     whole.mkdir()
     part.mkdir()

@@ -2,7 +2,8 @@
 `dask worker` processes started here -- give results bit-identical to the serial run, whatever the batching;
 a worker killed in the middle of a sweep costs nothing but time; the model reaches workers as bytes.
 
-The clusters are started once for this module (they are processes: seconds each)."""
+Each cluster is a fixture used by one test function (they are processes: seconds to start), so that however
+pytest-xdist spreads the tests, no cluster is started twice."""
 
 from __future__ import annotations
 
@@ -23,8 +24,6 @@ distributed = pytest.importorskip("distributed", reason="dask.distributed (the '
 
 from stdops.distributed import payload, sweep  # noqa: E402
 from stdops.examples import demo_model_path  # noqa: E402
-
-pytestmark = pytest.mark.xdist_group("dask-cluster")  # one pytest worker starts these clusters, once
 
 ROOT = Path(__file__).resolve().parents[2]
 DDM = ROOT / "examples" / "mdf" / "ddm_decision.yaml"
@@ -117,20 +116,26 @@ def external(tmp_path_factory):
 
 
 def test_local_cluster_is_bit_identical_to_serial_whatever_the_batching(serial, local_client):
-    one_per_task = sweep(DDM, GRID, seeds=SEEDS, seed=5, client=local_client, task_seconds=1e-9)
+    tasks: list[int] = []  # progress is reported once per finished task
+    one_per_task = sweep(
+        DDM, GRID, seeds=SEEDS, seed=5, client=local_client, task_seconds=1e-9, progress=lambda d, t: tasks.append(d)
+    )
     assert_bit_identical(one_per_task, serial)
-    big_tasks = sweep(DDM, GRID, seeds=SEEDS, seed=5, client=local_client, task_seconds=60)
+    assert len(tasks) == 12
+    tasks.clear()
+    big_tasks = sweep(
+        DDM, GRID, seeds=SEEDS, seed=5, client=local_client, task_seconds=60, progress=lambda d, t: tasks.append(d)
+    )
     assert_bit_identical(big_tasks, serial)
+    assert len(tasks) < 12  # after the first tasks measured the rate, jobs went out several to a task
+    # an ONNX batch too
+    xs = np.random.default_rng(0).random((6, 1, 2)).astype(np.float32)
+    here = sweep(demo_model_path(), inputs={"x": xs}, serial=True)
+    there = sweep(demo_model_path(), inputs={"x": xs}, client=local_client, task_seconds=1e-9)
+    assert_bit_identical(there, here)
 
 
-def test_sweep_starts_its_own_local_cluster(serial):
-    lines = []
-    ds = sweep(DDM, GRID, seeds=SEEDS, seed=5, workers=2, log=lines.append)
-    assert_bit_identical(ds, serial)
-    assert any(line.startswith("dask dashboard: http://") for line in lines), lines
-
-
-def test_external_scheduler_and_workers_are_bit_identical_to_serial(serial, external, monkeypatch):
+def test_external_scheduler_and_workers_bit_identical_and_a_worker_killed_mid_sweep(serial, external, monkeypatch):
     address, client = external
     monkeypatch.chdir(DDM.parent)  # a relative path: the workers, elsewhere, could not open it
     ds = sweep(
@@ -142,9 +147,7 @@ def test_external_scheduler_and_workers_are_bit_identical_to_serial(serial, exte
     loads = client.run(lambda: payload.LOADS.get(sha, 0))
     assert sorted(loads.values()) == [1, 1], loads
 
-
-def test_a_worker_killed_mid_sweep_does_not_change_the_results(serial, external):
-    address, client = external
+    # a worker killed in the middle of a sweep: its tasks run again elsewhere, the results do not change
     killed = []
 
     def kill_a_busy_worker(done: int, total: int) -> None:
@@ -157,15 +160,6 @@ def test_a_worker_killed_mid_sweep_does_not_change_the_results(serial, external)
         os.kill(pid, signal.SIGKILL)  # its nanny starts a new worker, which gets the model too
         killed.append(pid)
 
-    grid = {**GRID, "stimulus.trials": [300]}
-    ds = sweep(DDM, grid, seeds=SEEDS, seed=5, scheduler=address, task_seconds=1e-9, progress=kill_a_busy_worker)
+    ds = sweep(DDM, GRID, seeds=SEEDS, seed=5, scheduler=address, task_seconds=1e-9, progress=kill_a_busy_worker)
     assert killed, "no worker was busy to kill"
     assert_bit_identical(ds, serial)
-    client.wait_for_workers(2, timeout=60)
-
-
-def test_onnx_batch_on_the_cluster_matches_serial(local_client):
-    xs = np.random.default_rng(0).random((6, 1, 2)).astype(np.float32)
-    here = sweep(demo_model_path(), inputs={"x": xs}, serial=True)
-    there = sweep(demo_model_path(), inputs={"x": xs}, client=local_client, task_seconds=1e-9)
-    assert_bit_identical(there, here)

@@ -152,3 +152,15 @@ def test_input_batches_from_a_npz_and_from_folders(tmp_path):
     np.savez(tmp_path / "bad.npz", x=x, w=x)
     with pytest.raises(SweepError, match="no model input 'w'"):
         read_samples(tmp_path / "bad.npz", ["x"], "inputs")
+
+
+def test_batches_grow_to_the_target_duration_but_leave_a_fair_share_for_the_tail():
+    from stdops.distributed.runner import Batcher
+
+    b = Batcher(task_seconds=1.0)
+    assert b.size(remaining=1000, slots=2) == 1  # nothing measured yet: one job measures the rate
+    b.observe(seconds=0.01, n_jobs=1)  # 10 ms a job
+    assert b.size(remaining=1000, slots=2) == 100
+    assert b.size(remaining=40, slots=2) == 10  # not more than remaining / (2 slots * 2)
+    b.observe(seconds=20.0, n_jobs=10)  # jobs got slower: 2 s each
+    assert b.size(remaining=1000, slots=2) == 1
