@@ -11,6 +11,7 @@ import functools
 import numpy as np
 
 from ..errors import KernelError
+from ._blas import matmul
 from ._registry import op
 
 _HALF = frozenset({"float16", "bfloat16"})
@@ -41,7 +42,7 @@ def _matmul(a: np.ndarray, b: np.ndarray, name: str = "MatMul") -> np.ndarray:
         np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
         raise KernelError(f"{name}: batch dimensions do not broadcast: {a.shape} x {b.shape}") from None
-    return np.matmul(a, b)
+    return matmul(a, b)
 
 
 @op("onnx:MatMul-1")
@@ -72,7 +73,7 @@ def gemm(A, B, C=None, /, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     b = _work(B).T if transB else _work(B)
     if a.shape[1] != b.shape[0]:
         raise KernelError(f"Gemm: inner dimensions differ: A' {a.shape} x B' {b.shape}")
-    y = a @ b  # a fresh array: scaled and biased in place
+    y = matmul(a, b)  # a fresh array: scaled and biased in place
     wdt = y.dtype
     if alpha != 1.0:
         if wdt.kind == "f":
