@@ -194,3 +194,13 @@ def test_onnx_options_that_do_not_apply_are_refused(tmp_path):
         sweep(demo_model_path(), seeds=3, inputs={"x": XOR_X}, serial=True)
     with pytest.raises(SweepError, match="give inputs"):
         sweep(demo_model_path(), serial=True)
+
+
+def test_a_points_trials_run_as_arrays_in_one_job_not_one_task_per_trial():
+    """The DDM draws all of a point's trials in one array call: the sweep keeps them one job (one task)."""
+    reports = []
+    ds = sweep(DDM, {"stimulus.trials": [5000]}, serial=True, progress=lambda d, t: reports.append((d, t)))
+    assert reports == [(1, 1)]
+    assert ds["ddm.signed_rt"].shape == (1, 1, 5000)
+    rts = np.abs(ds["ddm.signed_rt"].values.ravel())
+    assert np.unique(rts).size > 100 and (rts >= 0.2).all()  # 5000 separate trials, each after t0
