@@ -11,7 +11,8 @@ in this process). The clusters are started before timing (their start-up is not 
 includes sending the model, batching, and gathering the results into the dataset. It prints seconds per
 sweep for 1 and 2 workers (median over rounds), the speed-up (1-worker / 2-worker time) and whether it meets
 the issue's goal of >= 1.8x. On a machine with fewer than 2 free cores no number can meet it: the load
-average is printed beside it.
+average is printed beside it, and how much CPU the workers actually got (their CPU seconds per second of
+sweep, from each worker process).
 """
 
 from __future__ import annotations
@@ -85,13 +86,20 @@ def main() -> int:
         for _, client in clusters.values():  # warm-up: every worker imports stdops and loads the model
             sweep(DDM, {"stimulus.coherence": [0.4, 0.4001], "stimulus.trials": [100]}, client=client)
         times: dict[int, list[float]] = {1: [], 2: []}
+        cores: dict[int, list[float]] = {1: [], 2: []}
         results = {}
         for r in range(a.rounds):
             for n in (1, 2):
+                client = clusters[n][1]
+                cpu0 = sum(client.run(time.process_time).values())
                 t0 = time.perf_counter()
-                results[n] = sweep(DDM, grid, client=clusters[n][1])
+                results[n] = sweep(DDM, grid, client=client)
                 times[n].append(time.perf_counter() - t0)
-            print(f"  round {r + 1}: 1 worker {times[1][-1]:.2f} s, 2 workers {times[2][-1]:.2f} s")
+                cores[n].append((sum(client.run(time.process_time).values()) - cpu0) / times[n][-1])
+            print(
+                f"  round {r + 1}: 1 worker {times[1][-1]:.2f} s ({cores[1][-1]:.2f} cores busy), "
+                f"2 workers {times[2][-1]:.2f} s ({cores[2][-1]:.2f} cores busy)"
+            )
     finally:
         for cluster, client in clusters.values():
             client.close()
@@ -104,6 +112,11 @@ def main() -> int:
         f"median: 1 worker {t1:.2f} s, 2 workers {t2:.2f} s -> speed-up {ratio:.2f}x "
         f"(goal >= {GOAL}x: {'met' if ratio >= GOAL else 'NOT met'}); results bit-identical: {same}; "
         f"load average {load:.1f} on {os.cpu_count()} cores"
+    )
+    c1, c2 = statistics.median(cores[1]), statistics.median(cores[2])
+    print(
+        f"CPU the workers got (their CPU seconds per second of sweep): 1 worker {c1:.2f}, 2 workers {c2:.2f}; "
+        f"no sweep can speed up by more than their ratio, {c2 / c1:.2f}x, on this machine now"
     )
     return 0
 
