@@ -33,6 +33,15 @@ class ValueDiff:
     def ok(self, atol: float, rtol: float) -> bool:
         return not self.note and self.max_abs <= atol + rtol * self._scale
 
+    @property
+    def rel_err(self) -> float:
+        """One relative error for the whole value: max|ours - theirs| / max|theirs| (nan when not comparable)."""
+        if self.note:
+            return float("nan")
+        if self._scale > 0:
+            return self.max_abs / self._scale
+        return 0.0 if self.max_abs == 0 else float("inf")
+
     _scale: float = 0.0
 
 
@@ -264,7 +273,9 @@ def compare_ncnn(
 
 
 def first_disagreement(diffs: list[ValueDiff], atol: float, rtol: float) -> ValueDiff | None:
+    """The first value outside tolerance; a value the peer failed to produce (``peer_failed``) is the
+    peer's failure, not a disagreement, and is skipped."""
     for d in diffs:
-        if not d.ok(atol, rtol):
+        if not d.peer_failed and not d.ok(atol, rtol):
             return d
     return None

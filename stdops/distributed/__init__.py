@@ -22,6 +22,7 @@ to a task.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sys
@@ -131,7 +132,9 @@ def sweep(
         return store.dataset()
 
     # ------------------------------------------------------------ running
-    config = RunConfig(kind, plan.root_seed, plan.duration, plan.dt)
+    from .. import limits
+
+    config = RunConfig(kind, plan.root_seed, plan.duration, plan.dt, dataclasses.asdict(limits.get()))
     saver = _Checkpoints(store, out, checkpoint_seconds)
     from . import runner
 

@@ -126,39 +126,47 @@ def loaded(sha: str) -> tuple[Any, threading.Lock, ModelPayload]:
 # --------------------------------------------------------------------------- running jobs
 @dataclass(frozen=True)
 class RunConfig:
-    """What every job of a sweep shares."""
+    """What every job of a sweep shares; ``limits`` are the client's stdops.limits (its --max-* options),
+    in force on the worker while it runs the sweep's tasks, not beyond."""
 
     kind: str
     root_seed: int = 0
     duration: float | None = None
     dt: float | None = None
+    limits: dict[str, int] | None = None
 
 
 def run_batch(sha: str, config: RunConfig, jobs: list[tuple]) -> dict[str, Any]:
     """Run ``jobs`` [(j, overrides or feeds), ...] on the model ``sha``. Returns {"results": [(j, {var:
     array}, times or None)], "seconds": compute time} or {"error": message, "job": j} for a StdopsError
     (the model's fault: one clear line for the user, never retried)."""
+    from .. import limits
+
     t0 = time.perf_counter()
-    model, lock, payload = loaded(sha)
-    results = []
-    j = None
+    results: list[tuple] = []
     try:
-        if config.kind == "mdf":
-            copies: dict[str, Any] = {}  # jobs of one point share one copy of the model with its values set
-            for j, overrides in jobs:
-                key = repr(sorted(overrides.items()))
-                m = copies.get(key)
-                if m is None:
-                    m = copies[key] = with_parameters(model, overrides, payload.name)
-                results.append((j, *run_mdf(m, config, j)))
-        else:
-            for j, feeds in jobs:
-                with lock:
-                    out = model.run(dict(feeds))
-                results.append((j, _arrays(out, payload.name), None))
+        with limits.override(**(config.limits or {})):
+            _run_jobs(sha, config, jobs, results)
     except StdopsError as e:
-        return {"error": " ".join(str(e).split()), "job": j}
+        return {"error": " ".join(str(e).split()), "job": jobs[len(results)][0]}
     return {"results": results, "seconds": time.perf_counter() - t0}
+
+
+def _run_jobs(sha: str, config: RunConfig, jobs: list[tuple], results: list) -> None:
+    model, lock, payload = loaded(sha)
+    if config.kind == "mdf":
+        copies: dict[str, Any] = {}  # jobs of one point share one copy of the model with its values set
+        for j, overrides in jobs:
+            key = repr(sorted(overrides.items()))
+            m = copies.get(key)
+            if m is None:
+                m = copies[key] = with_parameters(model, overrides, payload.name)
+            results.append((j, *run_mdf(m, config, j)))
+        return
+    for j, feeds in jobs:
+        with lock:
+            out = model.run(dict(feeds))
+        results.append((j, _arrays(out, payload.name), None))
 
 
 def with_parameters(model: Any, overrides: dict[str, Any], name: str) -> Any:
