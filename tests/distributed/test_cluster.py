@@ -22,7 +22,8 @@ import pytest
 xr = pytest.importorskip("xarray", reason="xarray (the 'distributed' extra) is not installed")
 distributed = pytest.importorskip("distributed", reason="dask.distributed (the 'distributed' extra) is not installed")
 
-from stdops.distributed import payload, sweep  # noqa: E402
+from stdops import limits  # noqa: E402
+from stdops.distributed import SweepError, payload, sweep  # noqa: E402
 from stdops.examples import demo_model_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,6 +134,9 @@ def test_local_cluster_is_bit_identical_to_serial_whatever_the_batching(serial, 
     here = sweep(demo_model_path(), inputs={"x": xs}, serial=True)
     there = sweep(demo_model_path(), inputs={"x": xs}, client=local_client, task_seconds=1e-9)
     assert_bit_identical(there, here)
+    # the client's stdops.limits (the CLI's --max-* options) hold on the workers
+    with limits.override(max_elements=100), pytest.raises(SweepError, match="300 elements, above the limit of 100"):
+        sweep(DDM, GRID, client=local_client)
 
 
 def test_external_scheduler_and_workers_bit_identical_and_a_worker_killed_mid_sweep(serial, external, monkeypatch):
