@@ -118,6 +118,11 @@ def main() -> int:
         f"CPU the workers got (their CPU seconds per second of sweep): 1 worker {c1:.2f}, 2 workers {c2:.2f}; "
         f"no sweep can speed up by more than their ratio, {c2 / c1:.2f}x, on this machine now"
     )
+    p1, p2 = c1 * t1 / a.points, c2 * t2 / a.points
+    print(
+        f"worker CPU seconds per point: 1 worker {p1:.2f}, 2 workers {p2:.2f}; with two idle cores the speed-up "
+        f"would be about 2 x {p1 / p2:.2f} = {2 * p1 / p2:.2f}x less the last task's wait"
+    )
     return 0
 
 
