@@ -32,6 +32,15 @@ def sweep(model: Any, *args: Any, **kwargs: Any):
     return _sweep(model, *args, **kwargs)
 
 
+def __getattr__(name: str) -> Any:
+    """``stdops.convert(src, dst, ...)``: the converters, imported on first use (the package is callable)."""
+    if name == "convert":
+        from . import convert
+
+        return convert
+    raise AttributeError(f"module 'stdops' has no attribute {name!r}")
+
+
 def load(path: Any):
     """Load a model file, choosing the front end by its type: .onnx (ONNX), .param / .param.bin (ncnn,
     with the .bin beside it), .json / .yaml (MDF)."""
