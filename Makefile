@@ -64,6 +64,7 @@ bench: $(STAMP)
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_zoo.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_mdf.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_pnl.py
+	$(BIN)/python benchmarks/bench_sweep.py
 
 # The MDF producers' corpus (tests/mdf/corpus): PsyNeuLink and modeci-mdf in venvs of their own
 corpus:

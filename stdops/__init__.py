@@ -24,6 +24,14 @@ def model_kind(path: Any) -> str:
     return "onnx"
 
 
+def sweep(model: Any, *args: Any, **kwargs: Any):
+    """Run a model over a parameter grid (MDF) or a batch of inputs (ONNX / ncnn), on dask.distributed;
+    the results as an xarray.Dataset. See :func:`stdops.distributed.sweep` (needs the 'distributed' extra)."""
+    from .distributed import sweep as _sweep
+
+    return _sweep(model, *args, **kwargs)
+
+
 def __getattr__(name: str) -> Any:
     """``stdops.convert(src, dst, ...)``: the converters, imported on first use (the package is callable)."""
     if name == "convert":
