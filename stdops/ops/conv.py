@@ -641,6 +641,3 @@ def qlinear_conv(
     r = np.rint(r)
     np.clip(r, info.min, info.max, out=r)
     return r.astype(ydt)
-
-
-from . import conv_transpose  # noqa: E402,F401  (registers ConvTranspose, Col2Im, DeformConv)

@@ -483,7 +483,3 @@ def _bound(v, dtype: np.dtype, what: str) -> np.ndarray:
     if v.size != 1:
         raise KernelError(f"Clip: {what} must be a scalar, got shape {v.shape}")
     return v.reshape(()).astype(dtype, copy=False)
-
-
-# comparisons, logic, bit operations and float tests live in their own module
-from . import logic  # noqa: E402,F401

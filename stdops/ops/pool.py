@@ -381,6 +381,3 @@ def max_unpool(x, i, output_shape=None, /, *, kernel_shape, pads=(), strides=())
     region = tuple(slice(0, min(a, b)) for a, b in zip(shape, inferred))
     res[region] = y[region]
     return res
-
-
-from . import roi  # noqa: E402,F401  (registers MaxRoiPool, RoiAlign)

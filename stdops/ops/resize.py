@@ -369,6 +369,3 @@ def resize(
     if out is x:
         out = x.copy()
     return np.ascontiguousarray(out)
-
-
-from . import grid_sample  # noqa: E402,F401  (GridSample, AffineGrid)

@@ -340,9 +340,3 @@ def size(data, /):
 def identity(input, /):
     """y = input. Any type: a tensor, a sequence (list) or an empty optional (None) passes unchanged."""
     return input
-
-
-from . import (  # noqa: E402
-    shape_gen,  # noqa: E402,F401  (registers Constant, ConstantOfShape, EyeLike, Range, Trilu)
-    shape_pad,  # noqa: E402,F401  (registers Pad, CenterCropPad, DepthToSpace, SpaceToDepth)
-)

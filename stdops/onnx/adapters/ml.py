@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import KernelError
-from ...ops import ml, ml_trees
+from ...ops import ml, ml_trees, ml_trees_legacy
 from ..opset import adapter
 
 ML = "ai.onnx.ml"
@@ -78,12 +78,12 @@ def _no_tensor_attrs_before_3(ctx):
 def _tree_ensemble_regressor(ctx):
     """TreeEnsembleRegressor-1 and -3 (-3 adds the *_as_tensor attributes); the forest is built here."""
     _no_tensor_attrs_before_3(ctx)
-    forest = _prepared(ctx, ml_trees.tree_ensemble_regressor_prepare)
-    return lambda X: ml_trees._legacy_scores(forest, X)
+    forest = _prepared(ctx, ml_trees_legacy.tree_ensemble_regressor_prepare)
+    return lambda X: ml_trees_legacy._legacy_scores(forest, X)
 
 
 @adapter("TreeEnsembleClassifier", 1, domain=ML)
 def _tree_ensemble_classifier(ctx):
     """TreeEnsembleClassifier-1 and -3 (-3 adds the *_as_tensor attributes); outputs (labels, scores)."""
     _no_tensor_attrs_before_3(ctx)
-    return _prepared(ctx, ml_trees.tree_ensemble_classifier_prepare)
+    return _prepared(ctx, ml_trees_legacy.tree_ensemble_classifier_prepare)
