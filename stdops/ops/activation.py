@@ -12,7 +12,9 @@ import scipy.special
 
 from ..errors import KernelError
 from ._registry import op
-from .elementwise import as_array, compute_dtype, erf_float32, float_input, is_int, numeric_input, result
+from .axes import norm_axis
+from .dtypes import as_array, compute_dtype, float_input, is_int, numeric_input, result
+from .elementwise import erf_float32
 
 
 def _prep(x, opname: str) -> tuple[np.ndarray, np.dtype]:
@@ -20,13 +22,6 @@ def _prep(x, opname: str) -> tuple[np.ndarray, np.dtype]:
     x = float_input(x, opname)
     cd = compute_dtype(x.dtype)
     return (x if x.dtype == cd else x.astype(cd)), x.dtype
-
-
-def _axis(axis: int, ndim: int, opname: str) -> int:
-    a = int(axis)
-    if not -max(ndim, 1) <= a < max(ndim, 1):
-        raise KernelError(f"{opname}: axis {axis} is out of range for a tensor of rank {ndim}")
-    return a % max(ndim, 1)
 
 
 # --------------------------------------------------------------------------- ReLU family
@@ -281,7 +276,7 @@ def softmax(input, /, *, axis=-1):  # noqa: A002 - the ONNX input name
     xc, dt = _prep(input, "Softmax")
     if xc.ndim == 0:
         raise KernelError("Softmax: input must have rank >= 1")
-    a = _axis(axis, xc.ndim, "Softmax")
+    a = norm_axis(axis, xc.ndim, "Softmax: axis")
     with np.errstate(all="ignore"):
         e = xc - np.max(xc, axis=a, keepdims=True)
         np.exp(e, out=e)
@@ -298,7 +293,7 @@ def log_softmax(input, /, *, axis=-1):  # noqa: A002 - the ONNX input name
     xc, dt = _prep(input, "LogSoftmax")
     if xc.ndim == 0:
         raise KernelError("LogSoftmax: input must have rank >= 1")
-    a = _axis(axis, xc.ndim, "LogSoftmax")
+    a = norm_axis(axis, xc.ndim, "LogSoftmax: axis")
     with np.errstate(all="ignore"):
         s = xc - np.max(xc, axis=a, keepdims=True)
         s -= np.log(np.sum(np.exp(s), axis=a, keepdims=True))
@@ -314,7 +309,7 @@ def hardmax(input, /, *, axis=-1):  # noqa: A002 - the ONNX input name
     x = float_input(input, "Hardmax")
     if x.ndim == 0:
         raise KernelError("Hardmax: input must have rank >= 1")
-    a = _axis(axis, x.ndim, "Hardmax")
+    a = norm_axis(axis, x.ndim, "Hardmax: axis")
     y = np.zeros(x.shape, x.dtype)
     if x.size:
         idx = np.argmax(x, axis=a, keepdims=True)

@@ -6,17 +6,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
-
-
-def _is_float(dt) -> bool:
-    """float16/32/64 and the ml_dtypes floats (bfloat16, float8...)."""
-    dt = np.dtype(dt)
-    return dt.kind == "f" or (dt.kind == "V" and ("float" in dt.name))
-
-
-def _work_dtype(dt: np.dtype) -> np.dtype:
-    """float32/float64 compute in their own type; float16/bfloat16 compute in float32."""
-    return np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
+from .dtypes import compute_dtype, is_float
 
 
 def _heads(x: np.ndarray, n: int | None, what: str) -> np.ndarray:
@@ -68,7 +58,7 @@ def attention(
     """
     q0, k0, v0 = np.asarray(Q), np.asarray(K), np.asarray(V)
     dt = q0.dtype
-    if not _is_float(dt):
+    if not is_float(dt):
         raise KernelError(f"Attention inputs must be float tensors, got {dt}")
     three_d = q0.ndim == 3
     q = _heads(q0, q_num_heads, "Q")
@@ -101,7 +91,7 @@ def attention(
     present_key, present_value = k, v
     total = k.shape[2]
 
-    wt = _work_dtype(dt)
+    wt = compute_dtype(dt)
     sc = 1.0 / np.sqrt(d) if scale is None else float(scale)
     root = np.sqrt(np.asarray(sc, np.float64)) if sc >= 0 else None
     group = hq // hkv
@@ -253,7 +243,7 @@ def rotary_embedding(
         )
     if cos.shape[-1] != r // 2:
         raise KernelError(f"RotaryEmbedding: cache last dim {cos.shape[-1]} != rotary_embedding_dim/2 = {r // 2}")
-    wt = _work_dtype(dt)
+    wt = compute_dtype(dt)
     c = cos.astype(wt)[:, :, None, :]
     s = sin.astype(wt)[:, :, None, :]
     rot = xb[..., :r].astype(wt)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
+from .dtypes import is_float, is_int, is_sub_byte_int
 
 #: float8 types whose out-of-range conversion ``saturate`` controls (e8m0 has its own rules)
 _F8 = frozenset(
@@ -66,19 +67,15 @@ def _is_string(dt: np.dtype) -> bool:
     return dt.kind in "OUS"
 
 
-def _is_float(dt: np.dtype) -> bool:
-    return dt.kind == "f" or dt in _ML_FLOATS
-
-
 def _is_int(dt: np.dtype) -> bool:
-    return dt.kind in "iu" or dt in _ML_INTS
+    return is_int(dt) or is_sub_byte_int(dt)
 
 
 # ----------------------------------------------------------------------------- strings
 def _to_string(x: np.ndarray) -> np.ndarray:
     """Numbers -> their shortest round-trip text; NaN, INF, -INF for the special values; bool -> 1/0."""
     dt = x.dtype
-    if _is_float(dt):
+    if is_float(dt):
         v = x if dt in _NP_FLOATS else x.astype(np.float32)
         s = v.astype(str).astype(object)
         nan, inf = np.isnan(v), np.isinf(v)
@@ -186,7 +183,7 @@ def _convert(x: np.ndarray, dt: np.dtype, saturate=1, round_mode="up") -> np.nda
         try:
             return x.astype(dt)
         except TypeError:
-            return x.astype(np.float64 if _is_float(src) else np.int64).astype(dt)
+            return x.astype(np.float64 if is_float(src) else np.int64).astype(dt)
 
 
 @op("onnx:Cast-6")

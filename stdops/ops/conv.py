@@ -29,7 +29,6 @@ from ._window import (
     Geometry,
     check_float,
     check_rank,
-    compute_dtype,
     geometry,
     ints,
     pad_input,
@@ -37,6 +36,7 @@ from ._window import (
     tap_slices,
     windows,
 )
+from .dtypes import compute_dtype
 
 
 class ConvWeight:

@@ -9,75 +9,14 @@ correctly rounded ufunc, then cast back.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import scipy.special
 
 from ..errors import KernelError
 from ._registry import op
+from .dtypes import as_array, float_input, float_kind, is_float, is_int, numeric_input, result
 
 # --------------------------------------------------------------------------- helpers
-
-
-@functools.cache
-def float_kind(dt: np.dtype) -> str:
-    """'f' for a NumPy float, 'm' for an ml_dtypes float (bfloat16, float8*, float4), '' otherwise."""
-    dt = np.dtype(dt)
-    if dt.kind == "f":
-        return "f"
-    if dt.kind == "V":
-        try:
-            import ml_dtypes
-
-            ml_dtypes.finfo(dt)
-            return "m"
-        except Exception:  # noqa: BLE001 - not an ml_dtypes float
-            return ""
-    return ""
-
-
-def is_float(dt: np.dtype) -> bool:
-    return bool(float_kind(dt))
-
-
-def is_int(dt: np.dtype) -> bool:
-    return np.dtype(dt).kind in "iu"
-
-
-def as_array(x) -> np.ndarray:
-    return x if isinstance(x, np.ndarray) else np.asarray(x)
-
-
-def result(r, dtype=None) -> np.ndarray:
-    """Wrap a NumPy scalar result as a 0-d array; cast to ``dtype`` when given (no copy if equal)."""
-    r = r if isinstance(r, np.ndarray) else np.asarray(r)
-    if dtype is not None and r.dtype != dtype:
-        r = r.astype(dtype)
-    return r
-
-
-def compute_dtype(dt: np.dtype) -> np.dtype:
-    """The dtype a multi-step float formula is evaluated in: float32 for float16/bfloat16/float8."""
-    dt = np.dtype(dt)
-    if dt == np.float64 or dt == np.float32:
-        return dt
-    return np.dtype(np.float32)
-
-
-def float_input(x, opname: str) -> np.ndarray:
-    """``x`` as an array, refusing non-float tensors (the op is defined on float types only)."""
-    x = as_array(x)
-    if not float_kind(x.dtype):
-        raise KernelError(f"{opname}: expects a floating-point tensor, got {x.dtype}")
-    return x
-
-
-def numeric_input(x, opname: str) -> np.ndarray:
-    x = as_array(x)
-    if not (float_kind(x.dtype) or x.dtype.kind in "iu"):
-        raise KernelError(f"{opname}: expects a numeric tensor, got {x.dtype}")
-    return x
 
 
 def binary_operands(a, b, opname: str) -> tuple[np.ndarray, np.ndarray]:

@@ -12,12 +12,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
-
-_HALF = frozenset({"float16", "bfloat16"})
-
-
-def _work(x: np.ndarray) -> np.ndarray:
-    return x.astype(np.float32) if x.dtype.name in _HALF else x
+from .dtypes import compute_dtype, is_float, widened
 
 
 def _same_dtype(name: str, *xs: np.ndarray) -> np.dtype:
@@ -53,7 +48,7 @@ def mat_mul(A, B, /):
     """
     A, B = np.asarray(A), np.asarray(B)
     dt = _same_dtype("MatMul", A, B)
-    y = _matmul(_work(A), _work(B))
+    y = _matmul(widened(A), widened(B))
     return np.asarray(y if y.dtype == dt else y.astype(dt))
 
 
@@ -68,8 +63,8 @@ def gemm(A, B, C=None, /, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     dt = _same_dtype("Gemm", A, B)
     if A.ndim != 2 or B.ndim != 2:
         raise KernelError(f"Gemm: A and B must be 2-D, got shapes {A.shape} and {B.shape}")
-    a = _work(A).T if transA else _work(A)
-    b = _work(B).T if transB else _work(B)
+    a = widened(A).T if transA else widened(A)
+    b = widened(B).T if transB else widened(B)
     if a.shape[1] != b.shape[0]:
         raise KernelError(f"Gemm: inner dimensions differ: A' {a.shape} x B' {b.shape}")
     y = a @ b  # a fresh array: scaled and biased in place
@@ -88,7 +83,7 @@ def gemm(A, B, C=None, /, *, alpha=1.0, beta=1.0, transA=0, transB=0):
             ok = False
         if not ok:
             raise KernelError(f"Gemm: C of shape {C.shape} does not broadcast to {mn}")
-        c = _work(C)
+        c = widened(C)
         if beta != 1.0:
             c = c * np.asarray(beta, wdt) if wdt.kind == "f" else (c * beta).astype(wdt)
         y += c.astype(wdt, copy=False)
@@ -123,7 +118,7 @@ def einsum(*Inputs, equation):
     dt = _same_dtype("Einsum", *xs)
     eq = _einsum_operands(equation, len(xs))
     try:
-        ws = [_work(x) for x in xs]
+        ws = [widened(x) for x in xs]
         path = _einsum_path(eq, tuple(x.shape for x in ws)) if len(ws) > 1 else False
         y = np.einsum(eq, *ws, optimize=path)
     except ValueError as e:
@@ -141,9 +136,9 @@ def det(X, /):
     X = np.asarray(X)
     if X.ndim < 2 or X.shape[-1] != X.shape[-2]:
         raise KernelError(f"Det: input must be (*, M, M), got shape {X.shape}")
-    if X.dtype.kind not in "f" and X.dtype.name not in _HALF:
+    if not is_float(X.dtype):
         raise KernelError(f"Det: unsupported dtype {X.dtype}")
-    x = X if X.dtype in (np.float32, np.float64) else X.astype(np.float32)
+    x = X.astype(compute_dtype(X.dtype), copy=False)
     y = np.asarray(np.linalg.det(x))
     return y if y.dtype == X.dtype else y.astype(X.dtype)
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
+from .dtypes import compute_dtype
 from .ml import _as_array
 from .ml_linear import post_transform_scores
 
@@ -179,7 +180,7 @@ class Forest:
         x = _as_array(X)
         if not (x.dtype.kind == "f"):
             raise KernelError(f"{self.what}: X must be a float tensor, got {x.dtype}")
-        wt = np.float64 if x.dtype == np.float64 else np.float32
+        wt = compute_dtype(x.dtype)
         return post_transform_scores(self.scores(x).astype(wt), self.transform).astype(x.dtype, copy=False)
 
 

@@ -13,7 +13,8 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
-from ._window import FlatTaps, check_float, check_rank, compute_dtype, geometry, ints, pad_pairs, prod
+from ._window import FlatTaps, check_float, check_rank, geometry, ints, pad_pairs, prod
+from .dtypes import compute_dtype
 
 
 def _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):

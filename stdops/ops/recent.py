@@ -11,20 +11,8 @@ import numpy as np
 from ..errors import KernelError
 from ._registry import op
 from .activation import swish
-from .attention import _is_float
 from .conv import ConvWeight, conv_forward
-
-
-def _work(dt: np.dtype) -> np.dtype:
-    return np.dtype(np.float64) if np.dtype(dt) == np.float64 else np.dtype(np.float32)
-
-
-def _float(x, what: str, opname: str) -> np.ndarray:
-    x = np.asarray(x)
-    if not _is_float(x.dtype):
-        raise KernelError(f"{opname}: {what} must be a float tensor, got {x.dtype}")
-    return x
-
+from .dtypes import compute_dtype, float_input
 
 # --------------------------------------------------------------------------- SwiGLU
 
@@ -36,12 +24,12 @@ def swi_glu(A, B, /, *, alpha=1.0):
     A and B have identical shapes (no broadcasting) and the same float dtype; Y has that shape
     and dtype.
     """
-    a, b = _float(A, "A", "SwiGLU"), _float(B, "B", "SwiGLU")
+    a, b = float_input(A, "SwiGLU", "A"), float_input(B, "SwiGLU", "B")
     if a.shape != b.shape:
         raise KernelError(f"SwiGLU: A {a.shape} and B {b.shape} must have identical shapes")
     if a.dtype != b.dtype:
         raise KernelError(f"SwiGLU: A ({a.dtype}) and B ({b.dtype}) must have the same dtype")
-    wt = _work(a.dtype)
+    wt = compute_dtype(a.dtype)
     y = swish(a.astype(wt, copy=False), alpha=alpha) * b.astype(wt, copy=False)
     return np.asarray(y).astype(a.dtype, copy=False)
 
@@ -58,8 +46,8 @@ def causal_conv_with_state(input, weight, bias=None, past_state=None, /, *, acti
     ("none") or SiLU ("silu" / "swish"). Outputs: Y (B, C, L) and present_state (B, C, k-1),
     the dtype of input.
     """
-    x = _float(input, "input", "CausalConvWithState")
-    w = _float(weight, "weight", "CausalConvWithState")
+    x = float_input(input, "CausalConvWithState", "input")
+    w = float_input(weight, "CausalConvWithState", "weight")
     if x.ndim != 3:
         raise KernelError(f"CausalConvWithState: input must have shape (B, C, L), got {x.shape}")
     B, C, L = x.shape
@@ -69,7 +57,7 @@ def causal_conv_with_state(input, weight, bias=None, past_state=None, /, *, acti
     act = str(activation).lower()
     if act not in ("none", "silu", "swish"):
         raise KernelError(f"CausalConvWithState: activation must be 'none', 'silu' or 'swish', got {activation!r}")
-    wt = _work(x.dtype)
+    wt = compute_dtype(x.dtype)
     if past_state is None:
         past = np.zeros((B, C, k - 1), wt)
     else:
@@ -126,7 +114,7 @@ def linear_attention(
     performance hint only.
     """
     name = "LinearAttention"
-    q, k, v = _float(query, "query", name), _float(key, "key", name), _float(value, "value", name)
+    q, k, v = float_input(query, name, "query"), float_input(key, name, "key"), float_input(value, name, "value")
     rule = str(update_rule)
     if rule not in _RULES:
         raise KernelError(f"{name}: update_rule must be one of {', '.join(_RULES)}, got {update_rule!r}")
@@ -146,7 +134,7 @@ def linear_attention(
     if k.shape[2] != hkv * dk:
         raise KernelError(f"{name}: key hidden size {k.shape[2]} must be kv_num_heads * d_k = {hkv * dk}")
     group = hq // hkv
-    wt = _work(q.dtype)
+    wt = compute_dtype(q.dtype)
     qh = q.astype(wt, copy=False).reshape(B, T, hkv, group, dk)
     kh = k.astype(wt, copy=False).reshape(B, T, hkv, dk)
     vh = v.astype(wt, copy=False).reshape(B, T, hkv, dv)
@@ -155,7 +143,7 @@ def linear_attention(
         S = np.zeros((B, hkv, dk, dv), wt)
         state_dtype = q.dtype
     else:
-        ps = _float(past_state, "past_state", name)
+        ps = float_input(past_state, name, "past_state")
         if ps.shape != (B, hkv, dk, dv):
             raise KernelError(f"{name}: past_state must have shape {(B, hkv, dk, dv)}, got {ps.shape}")
         S = ps.astype(wt)  # a copy: the input is never modified
@@ -167,7 +155,7 @@ def linear_attention(
     if gated:
         if decay is None:
             raise KernelError(f"{name}: update_rule {rule!r} needs the decay input")
-        d = _float(decay, "decay", name)
+        d = float_input(decay, name, "decay")
         if d.shape == (B, T, hkv * dk):
             g = np.exp(d.astype(wt).reshape(B, T, hkv, dk, 1))
         elif d.shape == (B, T, hkv):
@@ -178,7 +166,7 @@ def linear_attention(
     if delta:
         if beta is None:
             raise KernelError(f"{name}: update_rule {rule!r} needs the beta input")
-        bb = _float(beta, "beta", name)
+        bb = float_input(beta, name, "beta")
         if bb.shape not in ((B, T, hkv), (B, T, 1)):
             raise KernelError(f"{name}: beta must have shape {(B, T, hkv)} or {(B, T, 1)}, got {bb.shape}")
         bt = bb.astype(wt).reshape(B, T, bb.shape[2], 1, 1)

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
+from .dtypes import compute_dtype
 
 _COORD_MODES = (
     "half_pixel",
@@ -189,10 +190,6 @@ def _apply_taps(data: np.ndarray, idx: np.ndarray, w: np.ndarray, axis: int) -> 
     return out
 
 
-def _compute_dtype(dt: np.dtype) -> np.dtype:
-    return np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
-
-
 def _to_output(r: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Cast an interpolated float result back to the input dtype (integers: round half to even,
     saturate to the type's range)."""
@@ -320,7 +317,7 @@ def resize(
     y = x
     masks = []
     if mode != "nearest":
-        y = x.astype(_compute_dtype(x.dtype), copy=False)
+        y = x.astype(compute_dtype(x.dtype), copy=False)
     for d in ax:
         in_len, out_len, s = in_shape[d], out_shape[d], scale_of[d]
         if (

@@ -32,6 +32,7 @@ from scipy import special as _sp
 
 from ..errors import KernelError
 from ._registry import op
+from .dtypes import compute_dtype, is_float
 
 # --------------------------------------------------------------------------- activations
 
@@ -219,7 +220,7 @@ def _setup(
     fold_rb: bool,
 ) -> _Setup:
     X, W, R = np.asarray(X), np.asarray(W), np.asarray(R)
-    if not np.issubdtype(X.dtype, np.floating) and X.dtype.kind != "V" and "bfloat16" not in str(X.dtype):
+    if not is_float(X.dtype):
         raise KernelError(f"{opname}: X must be a floating-point tensor, got {X.dtype}")
     if direction not in _DIRECTIONS:
         raise KernelError(f"{opname}: direction must be forward, reverse or bidirectional, got {direction!r}")
@@ -239,7 +240,7 @@ def _setup(
         raise KernelError(f"{opname}: hidden_size={hidden_size} but R has shape {R.shape}")
     if W.shape != (D, gates * H, I):
         raise KernelError(f"{opname}: W must have shape {(D, gates * H, I)}, got {W.shape}")
-    wt = np.dtype(np.float64) if X.dtype == np.float64 else np.dtype(np.float32)
+    wt = compute_dtype(X.dtype)
     Xw = X.astype(wt, copy=False)
     if B is None:
         bias = np.zeros((D, 2 * gates * H), wt)

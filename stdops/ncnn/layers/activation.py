@@ -11,18 +11,11 @@ import numpy as np
 
 from ...errors import KernelError
 from ...ops import OPS
+from ...ops.axes import norm_axis
 from ..activation import fused_activation
 from ..spec import P, W, layer
 
 _F32 = np.float32
-
-
-def _axis(axis: int, ndim: int, what: str) -> int:
-    """A possibly negative ncnn axis over the numpy blob shape (axis 0 = the outermost dim)."""
-    a = axis + ndim if axis < 0 else axis
-    if not 0 <= a < ndim:
-        raise KernelError(f"{what}: axis {axis} is out of range for a {ndim}d blob")
-    return a
 
 
 def _count(n: int, what: str) -> int:
@@ -161,7 +154,7 @@ def glu(p, w):
     sig, mul = OPS["sigmoid"].fn, OPS["mul"].fn
 
     def run(x):
-        ax = 0 if x.ndim == 1 else _axis(p.axis, x.ndim, "GLU")
+        ax = 0 if x.ndim == 1 else norm_axis(p.axis, x.ndim, "GLU: axis")
         n = x.shape[ax] // 2
         lead = (slice(None),) * ax
         return mul(x[lead + (slice(0, n),)], sig(x[lead + (slice(n, 2 * n),)]))
@@ -246,6 +239,6 @@ def softmax(p, w):
     fn = OPS["softmax"].fn
 
     def run(x):
-        return fn(x, axis=0 if x.ndim == 1 else _axis(p.axis, x.ndim, "Softmax"))
+        return fn(x, axis=0 if x.ndim == 1 else norm_axis(p.axis, x.ndim, "Softmax: axis"))
 
     return run
