@@ -30,7 +30,6 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     preview,  # ai.onnx.preview: FlexAttention
     quant,  # QuantizeLinear, DequantizeLinear, QLinearMatMul, ConvInteger, QLinearConv
     random,  # RandomNormal/Uniform, Bernoulli, Multinomial, Dropout
-    recent,  # (being moved to its families)
     reduce,  # Reduce*, ArgMax/ArgMin, CumSum
     resize,  # Resize, Upsample
     rnn,  # RNN, GRU, LSTM

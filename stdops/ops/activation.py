@@ -1,4 +1,4 @@
-"""Activation kernels: Relu family, sigmoids, softplus, GELU/Mish/Swish, Softmax family.
+"""Activation kernels: Relu family, sigmoids, softplus, GELU/Mish/Swish/SwiGLU, Softmax family.
 
 Formulas are evaluated in the input's float type (float16, bfloat16 and float8 in float32, then
 cast back) and written so that no intermediate overflows for large |x| (Sigmoid, Softplus,
@@ -315,3 +315,23 @@ def hardmax(input, /, *, axis=-1):  # noqa: A002 - the ONNX input name
         idx = np.argmax(x, axis=a, keepdims=True)
         np.put_along_axis(y, idx, x.dtype.type(1), axis=a)
     return y
+
+
+# --------------------------------------------------------------------------- SwiGLU
+
+
+@op("onnx:SwiGLU-28")
+def swi_glu(A, B, /, *, alpha=1.0):
+    """Y = Swish_alpha(A) * B = A * sigmoid(alpha * A) * B.
+
+    A and B have identical shapes (no broadcasting) and the same float dtype; Y has that shape
+    and dtype.
+    """
+    a, b = float_input(A, "SwiGLU", "A"), float_input(B, "SwiGLU", "B")
+    if a.shape != b.shape:
+        raise KernelError(f"SwiGLU: A {a.shape} and B {b.shape} must have identical shapes")
+    if a.dtype != b.dtype:
+        raise KernelError(f"SwiGLU: A ({a.dtype}) and B ({b.dtype}) must have the same dtype")
+    wt = compute_dtype(a.dtype)
+    y = swish(a.astype(wt, copy=False), alpha=alpha) * b.astype(wt, copy=False)
+    return np.asarray(y).astype(a.dtype, copy=False)

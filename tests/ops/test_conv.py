@@ -10,8 +10,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import stdops.onnx
 from stdops.errors import KernelError, OpError
-from stdops.ops.conv import conv, conv_integer, qlinear_conv
+from stdops.ops.conv import conv
 from stdops.ops.conv_transpose import col2im, conv_transpose, deform_conv
+from stdops.ops.quant import conv_integer, qlinear_conv
 
 RNG = np.random.default_rng(7)
 
