@@ -19,6 +19,7 @@ from onnx import numpy_helper
 from .. import limits
 from ..errors import InputError, ModelFormatError, ResourceLimitError, StdopsError, UnsupportedOp
 from ..graph import Hook, Node, Plan
+from ..ops.bind import Bound
 from . import adapters, control, gradient  # noqa: F401  (version adapters, If/Loop/Scan, Gradient)
 from .functions import MAX_DEPTH, function_opsets, inline, schema_function
 from .opset import BindContext, onnx_dtype, resolve
@@ -284,7 +285,10 @@ class GraphBuilder:
                 raise ModelFormatError(self.path, where, f"{type(e).__name__}: {e}") from None
             constants[n.output[0]] = value
             return None
-        return Node(name, n.op_type, fn, inputs, list(n.output), where)
+        if isinstance(fn, Bound) and not implicit:  # one kernel on the node's inputs in order
+            return Node(name, n.op_type, fn.fn, inputs, list(n.output), where, fn, (fn.kernel.name,))
+        kernels = (kernel.name,) if kernel is not None else ()
+        return Node(name, n.op_type, fn, inputs, list(n.output), where, kernels=kernels)
 
 
 def _read_model(source: Any) -> tuple[onnx.ModelProto, str | None]:

@@ -43,3 +43,4 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     training,  # ai.onnx.preview.training: Adagrad, Adam, Momentum
 )
 from ._registry import OPS, REQUIRED, OpDef, op  # noqa: F401
+from .bind import Bound, bind  # noqa: F401

@@ -13,8 +13,9 @@ Conv runs through BLAS, picking per shape:
 - otherwise im2col (a strided window view of the padded input, copied once; wide images gather
   contiguous runs over stride phases instead) and ONE GEMM per group (and sample).
 
-Weights are rearranged by :func:`prepare_conv_weight` (the ONNX adapter calls it once at load
-time when W is an initializer). float16/bfloat16 compute in float32; float32 stays float32.
+Weights are rearranged by :func:`prepare_conv_weight`, once at load time when W is a constant (the
+kernel's ``prepare``: an ONNX initializer, an ncnn weight, an MDF constant). float16/bfloat16 compute in
+float32; float32 stays float32.
 """
 
 from __future__ import annotations
@@ -467,7 +468,34 @@ def _depthwise_rows(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations, m: 
     return y.reshape(N, g, mg, m, G, Qw)
 
 
-@op("onnx:Conv-1")
+def prepare_conv(constants: tuple, attrs: dict):
+    """Load time, when W is a constant float tensor: its GEMM-ready layout, computed once, and a constant
+    B of W's dtype folded into the GEMM. Returns the step ``(x, w, b=None) -> y``, or None (W not known,
+    or not a weight the fast paths take: the kernel then reports the problem when the node runs)."""
+    w = constants[1] if len(constants) > 1 else None
+    if not isinstance(w, np.ndarray) or w.dtype.kind != "f" or w.ndim < 3:
+        return None
+    geo = {a: v for a, v in attrs.items() if a != "group"}
+    group = attrs.get("group", 1)
+    try:
+        cw = prepare_conv_weight(w, group, geo.get("strides", ()), geo.get("dilations", ()))
+    except KernelError:
+        return None
+    b0 = constants[2] if len(constants) > 2 else None
+    if isinstance(b0, np.ndarray) and b0.dtype == w.dtype:
+        cw.fold_bias(b0)  # a constant bias rides in the GEMM (conv_forward checks it is this array)
+    wdt = w.dtype
+
+    def conv_prepared(x, w_, b=None):
+        if x.dtype != wdt:  # a dtype mismatch: the plain kernel decides
+            return conv(x, w_, b, **attrs)
+        y = conv_forward(x, cw, b, **geo)
+        return y if y.dtype == wdt else y.astype(wdt)
+
+    return conv_prepared
+
+
+@op("onnx:Conv-1", prepare=prepare_conv)
 def conv(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1, kernel_shape=(), pads=(), strides=()):
     """Y[n, m] = B[m] + sum_{c in group(m), k} W[m, c, k] * Xpad[n, c, o * strides + k * dilations].
 

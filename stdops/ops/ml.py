@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..limits import check_elements
-from ._registry import op
+from ._registry import from_attributes, op
 
 
 def _as_array(x) -> np.ndarray:
@@ -198,7 +198,7 @@ def label_encoder_prepare(
     return LabelTable(karr, varr, dflt, out_dtype)
 
 
-@op("onnx-ml:LabelEncoder-2")
+@op("onnx-ml:LabelEncoder-2", prepare=from_attributes(label_encoder_prepare))
 def label_encoder(
     X,
     /,

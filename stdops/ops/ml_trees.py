@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KernelError
-from ._registry import op
+from ._registry import from_attributes, op
 from .dtypes import compute_dtype
 from .ml import _as_array
 from .ml_linear import post_transform_scores
@@ -253,7 +253,7 @@ def tree_ensemble_prepare(
     )
 
 
-@op("onnx-ml:TreeEnsemble-5")
+@op("onnx-ml:TreeEnsemble-5", prepare=from_attributes(tree_ensemble_prepare))
 def tree_ensemble(
     X,
     /,

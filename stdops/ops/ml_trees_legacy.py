@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KernelError
-from ._registry import op
+from ._registry import from_attributes, op
 from .ml import _as_array
 from .ml_linear import TRANSFORMS, _enum, post_transform_scores
 from .ml_trees import AGGREGATES, EQ, GT, GTE, LEQ, LT, MEMBER, NEQ, Forest
@@ -210,7 +210,13 @@ def _legacy_scores(forest: Forest, X) -> np.ndarray:
     return post_transform_scores(forest.scores(x).astype(np.float32), forest.transform)
 
 
-@op("onnx-ml:TreeEnsembleRegressor-1")
+def _regressor_step(**attrs):
+    """The TreeEnsembleRegressor step on the forest built once from the attributes."""
+    forest = tree_ensemble_regressor_prepare(**attrs)
+    return lambda X: _legacy_scores(forest, X)
+
+
+@op("onnx-ml:TreeEnsembleRegressor-1", prepare=from_attributes(_regressor_step))
 def tree_ensemble_regressor(
     X,
     /,
@@ -358,7 +364,7 @@ def tree_ensemble_classifier_prepare(
     return LegacyClassifier(forest, labels, binary)
 
 
-@op("onnx-ml:TreeEnsembleClassifier-1")
+@op("onnx-ml:TreeEnsembleClassifier-1", prepare=from_attributes(tree_ensemble_classifier_prepare))
 def tree_ensemble_classifier(
     X,
     /,

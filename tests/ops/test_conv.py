@@ -139,13 +139,16 @@ def _one_node(op_type, inputs, initializers, attrs, opset=17):
     ],
 )
 def test_conv_prepared_weights_through_onnx(xs, ws, attrs, opset):
-    """The load-time adapter (W an initializer) computes what the kernel computes."""
+    """The kernel's load-time preparation (W an initializer) computes what the kernel computes: the two
+    sum in different orders, so the tolerance is float32 rounding scaled by the outputs' magnitude."""
     x = RNG.standard_normal(xs).astype(np.float32)
     w = RNG.standard_normal(ws).astype(np.float32)
     b = RNG.standard_normal(ws[0]).astype(np.float32)
     m = stdops.onnx.load(_one_node("Conv", [("X", x)], [("W", w), ("B", b)], attrs, opset))
+    assert m.plan.nodes[0].bound.prepared
     y = m.run({"X": x})["Y"]
-    np.testing.assert_allclose(y, conv(x, w, b, **attrs), rtol=1e-5, atol=1e-5)
+    ref = conv(x, w, b, **attrs)
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(ref).max())))
     y2 = m.run({"X": x})["Y"]  # a second run with the same prepared weight
     np.testing.assert_array_equal(y, y2)
 

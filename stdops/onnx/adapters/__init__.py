@@ -4,7 +4,6 @@ from . import (  # noqa: F401
     activation,
     attention,
     cast,
-    conv,
     elementwise,
     indexing,
     linalg,
