@@ -52,7 +52,63 @@ def mat_mul(A, B, /):
     return np.asarray(y if y.dtype == dt else y.astype(dt))
 
 
-@op("onnx:Gemm-7")
+def _gemm_scale(y: np.ndarray, alpha: float) -> np.ndarray:
+    if alpha == 1.0:
+        return y
+    if y.dtype.kind == "f":
+        y *= np.asarray(alpha, y.dtype)
+        return y
+    return (y * alpha).astype(y.dtype)
+
+
+def _gemm_c(C, beta: float, mn: tuple[int, int], wdt: np.dtype) -> np.ndarray:
+    """beta * C in the accumulation dtype, checked to broadcast to (M, N)."""
+    C = np.asarray(C)
+    try:
+        ok = np.broadcast_shapes(C.shape, mn) == mn
+    except ValueError:
+        ok = False
+    if not ok:
+        raise KernelError(f"Gemm: C of shape {C.shape} does not broadcast to {mn}")
+    c = widened(C)
+    if beta != 1.0:
+        c = c * np.asarray(beta, wdt) if wdt.kind == "f" else (c * beta).astype(wdt)
+    return c.astype(wdt, copy=False)
+
+
+def prepare_gemm(constants: tuple, attrs: dict):
+    """Load time, when B is a constant 2-D float tensor: B' (transposed when transB) laid out contiguous
+    in the accumulation dtype, once; a constant C of B's dtype scaled by beta once. Returns the step
+    ``(A, B, C=None) -> Y``, or None (B not known)."""
+    b = constants[1] if len(constants) > 1 else None
+    if not isinstance(b, np.ndarray) or b.ndim != 2 or not is_float(b.dtype):
+        return None
+    alpha, beta, transA = float(attrs["alpha"]), float(attrs["beta"]), attrs["transA"]
+    bp = np.ascontiguousarray(widened(b).T if attrs["transB"] else widened(b))
+    c0 = constants[2] if len(constants) > 2 else None
+    c_const = isinstance(c0, np.ndarray) and c0.dtype == b.dtype
+    cp = {}  # (M, N) -> beta * C, computed at the first run of each output shape
+    dt = b.dtype
+
+    def gemm_prepared(A, B, C=None):
+        A = np.asarray(A)
+        if A.dtype != dt or A.ndim != 2 or (C is not None and not c_const):
+            return gemm(A, B, C, **attrs)
+        a = widened(A).T if transA else widened(A)
+        if a.shape[1] != bp.shape[0]:
+            return gemm(A, B, C, **attrs)  # the kernel reports the mismatch
+        y = _gemm_scale(a @ bp, alpha)
+        if C is not None:
+            c = cp.get(y.shape)
+            if c is None:
+                c = cp[y.shape] = _gemm_c(C, beta, y.shape, y.dtype)
+            y += c
+        return y if y.dtype == dt else y.astype(dt)
+
+    return gemm_prepared
+
+
+@op("onnx:Gemm-7", prepare=prepare_gemm)
 def gemm(A, B, C=None, /, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     """Y = alpha * A' @ B' + beta * C, A' = A.T if transA, B' = B.T if transB.
 
@@ -67,26 +123,9 @@ def gemm(A, B, C=None, /, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     b = widened(B).T if transB else widened(B)
     if a.shape[1] != b.shape[0]:
         raise KernelError(f"Gemm: inner dimensions differ: A' {a.shape} x B' {b.shape}")
-    y = a @ b  # a fresh array: scaled and biased in place
-    wdt = y.dtype
-    if alpha != 1.0:
-        if wdt.kind == "f":
-            y *= np.asarray(alpha, wdt)
-        else:
-            y = (y * alpha).astype(wdt)
+    y = _gemm_scale(a @ b, alpha)  # a fresh array: scaled and biased in place
     if C is not None:
-        C = np.asarray(C)
-        mn = (a.shape[0], b.shape[1])
-        try:
-            ok = np.broadcast_shapes(C.shape, mn) == mn
-        except ValueError:
-            ok = False
-        if not ok:
-            raise KernelError(f"Gemm: C of shape {C.shape} does not broadcast to {mn}")
-        c = widened(C)
-        if beta != 1.0:
-            c = c * np.asarray(beta, wdt) if wdt.kind == "f" else (c * beta).astype(wdt)
-        y += c.astype(wdt, copy=False)
+        y += _gemm_c(C, beta, (a.shape[0], b.shape[1]), y.dtype)
     return y if y.dtype == dt else y.astype(dt)
 
 
