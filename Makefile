@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.installed
 EXTRAS  := test,plots,bench,distributed,dev
 LATEST  := .venv-latest
 
-.PHONY: run test lint test-latest constraints bench conformance clean
+.PHONY: run test lint test-latest constraints bench zoo conformance clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,9 +46,16 @@ constraints: $(STAMP)
 conformance: $(STAMP)
 	$(BIN)/python ../shared/tools/onnx_conformance.py --backend stdops.onnx:run --listed-only --quiet
 
+# The zoo (torchvision/timm networks with random weights, exported to ONNX and ncnn) in its own venv:
+# torch and pnnx never enter .venv. `make bench` runs without it too (built-in networks only).
+zoo:
+	$(PYTHON) scripts/make_zoo.py setup
+	.venv-zoo/bin/python scripts/make_zoo.py export
+
 bench: $(STAMP)
-	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/run.py
-	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_ncnn.py
+	$(BIN)/python benchmarks/bench_startup.py
+	-$(BIN)/python scripts/make_zoo.py verify
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_zoo.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_mdf.py
 
 clean:

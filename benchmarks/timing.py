@@ -1,23 +1,42 @@
-"""Timing shared by the benchmarks: two callables measured alternately, so both see the same machine load."""
+"""Timing shared by the benchmarks: callables measured alternately, so that all see the same machine load."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 
 
 def alternating(fa, fb, repeat: int, budget: float = 2.0) -> tuple[list[float], list[float]]:
     """Seconds per call of ``fa`` and ``fb`` (after two warm-up calls each), alternating, ``repeat`` rounds
     or until ``budget`` seconds have passed (at least 5 rounds)."""
-    for f in (fa, fb, fa, fb):
-        f()
-    ta: list[float] = []
-    tb: list[float] = []
+    ta, tb = alternating_many([fa, fb], repeat, budget)
+    return ta, tb
+
+
+def alternating_many(
+    fns: Sequence[Callable[[], object]],
+    repeat: int,
+    budget: float = 2.0,
+    before: Sequence[Callable[[], object] | None] | None = None,
+) -> list[list[float]]:
+    """Seconds per call of each of ``fns``, one call of each per round in turn (after two warm-up rounds),
+    ``repeat`` rounds or until ``budget`` seconds have passed (at least 5 rounds). ``before[i]``, when given,
+    runs untimed just before each call of ``fns[i]`` (e.g. to set a thread count)."""
+    before = list(before) if before is not None else [None] * len(fns)
+    for _ in range(2):
+        for f, b in zip(fns, before):
+            if b is not None:
+                b()
+            f()
+    times: list[list[float]] = [[] for _ in fns]
     t_end = time.perf_counter() + budget
     for _ in range(repeat):
-        for f, ts in ((fa, ta), (fb, tb)):
+        for f, b, ts in zip(fns, before, times):
+            if b is not None:
+                b()
             t0 = time.perf_counter()
             f()
             ts.append(time.perf_counter() - t0)
-        if time.perf_counter() > t_end and len(ta) >= 5:
+        if time.perf_counter() > t_end and len(times[0]) >= 5:
             break
-    return ta, tb
+    return times

@@ -27,6 +27,8 @@ class ValueDiff:
     max_abs: float  # nan when shapes or dtypes differ
     max_rel: float
     note: str = ""
+    #: the peer runtime failed on this value (refused the model, crashed): the note says how
+    peer_failed: bool = False
 
     def ok(self, atol: float, rtol: float) -> bool:
         return not self.note and self.max_abs <= atol + rtol * self._scale
@@ -99,14 +101,127 @@ def compare_onnx(path: str, feeds: dict[str, np.ndarray]) -> list[ValueDiff]:
     return out
 
 
-def compare_ncnn(param: str, bin_path: str | None, feeds: dict[str, np.ndarray], exact: bool = True) -> list[ValueDiff]:
-    """Every blob of the ncnn model: stdops vs the ncnn wheel (exact-fp32 options unless ``exact`` is False)."""
+#: the wheel's options for an exact fp32 run (packing, fp16/bf16, Winograd, sgemm off; one thread)
+EXACT_NCNN_OPTIONS = dict(
+    num_threads=1,
+    use_vulkan_compute=False,
+    use_packing_layout=False,
+    use_fp16_packed=False,
+    use_fp16_storage=False,
+    use_fp16_arithmetic=False,
+    use_bf16_packed=False,
+    use_bf16_storage=False,
+    use_winograd_convolution=False,
+    use_sgemm_convolution=False,
+)
+
+
+def _int_input_blobs(net) -> set[str]:
+    """Input blobs that reach an Embed layer (through Split / Noop): the wheel reads those blobs' bits as
+    int32 token ids, so they are fed as int32 Mats."""
+    source = {t: t for t in net.input_names}
+    for L in net.layers:
+        if L.type in ("Split", "Noop"):
+            for b, t in zip(L.decl.bottoms * len(L.decl.tops), L.decl.tops):
+                if b in source:
+                    source[t] = source[b]
+    return {source[L.decl.bottoms[0]] for L in net.layers if L.type == "Embed" and L.decl.bottoms[0] in source}
+
+
+def _wheel_blobs(param, bin_path, binary, feeds, names, options):
+    """(in a forked child) every named blob from the wheel: an array, or a string saying why not."""
+    import ncnn
+
+    net = ncnn.Net()
+    net.opt.lightmode = False  # keep every blob for extraction
+    for k, v in options.items():
+        setattr(net.opt, k, v)
+    if (net.load_param_bin(param) if binary else net.load_param(param)) != 0:
+        return "the wheel refused the .param"
+    if bin_path and net.load_model(bin_path) != 0:
+        return "the wheel refused the .bin"
+    ex = net.create_extractor()
+    keep = []
+    for key, x in feeds:
+        keep.append(x)  # ncnn.Mat(ndarray) is a view
+        if ex.input(key, ncnn.Mat(x).clone()) != 0:
+            return f"the wheel refused input {key!r}"
+    out: dict[str, Any] = {}
+    for name in names:
+        ret, m = ex.extract(int(name) if binary else name)
+        if ret != 0:
+            out[name] = f"the wheel failed (extract returned {ret})"
+            continue
+        if m.elempack != 1:
+            flat = ncnn.Mat()
+            ncnn.convert_packing(m, flat, 1)
+            m = flat
+        out[name] = np.array(m.numpy(), copy=True) if m.dims else np.zeros((0,), np.float32)
+    return out
+
+
+def _forked(fn, *args, timeout: float = 600.0):
+    """fn(*args) in a forked child: (result, None), or (None, why) when the child crashed or hung."""
+    import multiprocessing as mp
+    import traceback
+
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+
+    def run():
+        import faulthandler
+
+        faulthandler.disable()  # a segfault in the wheel is reported by the parent, not dumped here
+        try:
+            child.send(("ok", fn(*args)))
+        except BaseException:  # noqa: BLE001 - reported to the parent
+            child.send(("error", traceback.format_exc(limit=2)))
+        finally:
+            child.close()
+
+    proc = ctx.Process(target=run)
+    proc.start()
+    child.close()
     try:
-        import ncnn
+        if not parent.poll(timeout):
+            proc.kill()
+            return None, f"the wheel did not answer in {timeout:g}s"
+        status, payload = parent.recv()
+    except EOFError:
+        proc.join(5)
+        code = proc.exitcode
+        sig = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        return None, f"the wheel crashed ({sig})"
+    finally:
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+    if status != "ok":
+        return None, f"the wheel raised: {payload.strip().splitlines()[-1]}"
+    return payload, None
+
+
+def compare_ncnn(
+    param: str,
+    bin_path: str | None,
+    feeds: dict[str, np.ndarray],
+    exact: bool = True,
+    notes: list[str] | None = None,
+) -> list[ValueDiff]:
+    """Every blob of the ncnn model: stdops vs the ncnn wheel (exact-fp32 options unless ``exact`` is False).
+
+    The wheel runs in a forked process: where it refuses the model, fails a blob or crashes, those values
+    carry the wheel's failure as their note (``peer_failed``) instead of ending the comparison. A crash with
+    packing off (the exact options) is retried once with packing on; ``notes`` receives that and any other
+    remark on how the wheel ran. Inputs that feed an Embed layer go to the wheel as int32 (it reads token ids
+    as int32 bits)."""
+    try:
+        import ncnn  # noqa: F401
     except ImportError:
         raise StdopsError("comparing ncnn models needs the ncnn wheel (pip install ncnn)") from None
     from . import ncnn as sncnn
 
+    notes = notes if notes is not None else []
     net = sncnn.Net.load(param, bin_path)
     ours: dict[str, Any] = {}
     net.run(
@@ -114,41 +229,37 @@ def compare_ncnn(param: str, bin_path: str | None, feeds: dict[str, np.ndarray],
         outputs=list(net.blob_names[len(net.input_names) :]) or None,
         hook=lambda node, name, v: ours.__setitem__(name, v),
     )
-    theirs_net = ncnn.Net()
-    theirs_net.opt.lightmode = False  # keep every blob for extraction
-    if exact:
-        for k, v in dict(
-            num_threads=1,
-            use_vulkan_compute=False,
-            use_packing_layout=False,
-            use_fp16_packed=False,
-            use_fp16_storage=False,
-            use_fp16_arithmetic=False,
-            use_bf16_storage=False,
-            use_winograd_convolution=False,
-            use_sgemm_convolution=False,
-        ).items():
-            setattr(theirs_net.opt, k, v)
-    loaded = theirs_net.load_param_bin(param) if net.param_file.binary else theirs_net.load_param(param)
-    if loaded != 0:
-        raise StdopsError(f"{param}: the ncnn wheel refused the .param")
-    if net.bin_path and theirs_net.load_model(net.bin_path) != 0:
-        raise StdopsError(f"{net.bin_path}: the ncnn wheel refused the .bin")
-    producer = {t: (L.name, L.type) for L in net.layers for t in L.decl.tops}
-    ex = theirs_net.create_extractor()
+    binary = net.param_file.binary
+    int_inputs = _int_input_blobs(net)
+    wheel_feeds = []
     for k, x in feeds.items():
-        ex.input(int(k) if net.param_file.binary else k, ncnn.Mat(np.ascontiguousarray(x, dtype=np.float32)).clone())
+        a = np.asarray(x)
+        a = np.ascontiguousarray(a, dtype=np.int32 if k in int_inputs else np.float32)
+        wheel_feeds.append((int(k) if binary else k, a))
+    names = [n for n in net.blob_names if n in ours]  # file order is a topological order
+    options = dict(EXACT_NCNN_OPTIONS) if exact else {}
+    theirs, why = _forked(_wheel_blobs, param, net.bin_path, binary, wheel_feeds, names, options)
+    if theirs is None and exact and why and "crashed" in why:
+        notes.append(f"{why} with packing off; the values below are the wheel's with packing on")
+        theirs, why = _forked(
+            _wheel_blobs, param, net.bin_path, binary, wheel_feeds, names, {**options, "use_packing_layout": True}
+        )
+    if isinstance(theirs, str):
+        theirs, why = None, theirs
+    if why:
+        notes.append(why)
+    producer = {t: (L.name, L.type) for L in net.layers for t in L.decl.tops}
     out = []
-    for name in net.blob_names:  # file order is a topological order
-        if name not in ours:
-            continue
+    for name in names:
         v = ours[name]
-        ret, m = ex.extract(int(name) if net.param_file.binary else name)
         node, op = producer.get(name, ("?", "?"))
-        if ret != 0:
-            out.append(ValueDiff(node, op, name, np.shape(v), float("nan"), float("nan"), "the wheel failed"))
+        t = theirs.get(name) if theirs is not None else why
+        if isinstance(t, str) or t is None:
+            d = ValueDiff(node, op, name, np.shape(v), float("nan"), float("nan"), t or "the wheel failed")
+            d.peer_failed = True
+            out.append(d)
             continue
-        out.append(_diff(node, op, name, v, np.array(m.numpy(), copy=True)))
+        out.append(_diff(node, op, name, v, t))
     return out
 
 

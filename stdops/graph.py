@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .errors import InputError, ModelFormatError, OpError, ResourceLimitError, StdopsError
+from .ops._blas import serial as blas_serial
 
 #: slot 0 always holds None: an empty optional input reads it
 _EMPTY_SLOT = 0
@@ -211,7 +212,8 @@ class Plan:
         steps = self.schedule(want)
         token = _ACTIVE_HOOK.set(hook)
         try:
-            return self._run(steps, want, feeds, hook)
+            with blas_serial():  # BLAS threads only for the GEMMs that gain from them (ops/_blas.py)
+                return self._run(steps, want, feeds, hook)
         finally:
             _ACTIVE_HOOK.reset(token)
 

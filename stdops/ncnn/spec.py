@@ -176,13 +176,18 @@ def _convert(value: Any, kind: str, where: str, path: str | None, pid: int, name
         raise bad(f"expected a string, got {type(value).__name__}")
     # arrays
     if isinstance(value, np.ndarray):
+        if value.dtype in (np.float32, np.int32) and kind in ("ints", "floats"):
+            # a float32 / int32 array is 4-byte words, as a .param.bin holds them: the declaration types
+            # them (ncnn reads an int array's words as ints whatever was written)
+            return _convert(RawArray(np.ascontiguousarray(value).ravel().tobytes()), kind, where, path, pid, name)
         value = value.ravel().tolist()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = [value]  # a one-element array written as a scalar
     if not isinstance(value, (list, tuple)):
         raise bad(f"expected an array, got {type(value).__name__}")
     if kind == "ints":
-        if any(isinstance(v, float) and not float(v).is_integer() for v in value):
+        if any(isinstance(v, (float, np.floating)) for v in value):
+            # ncnn's text parser stores a float literal as float bits and the layer then refuses the array
             raise bad("a float element was given for an int array")
         return [_int32(int(v), bad) for v in value]
     return [_float32(v, bad) for v in value]

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .model import Model, ValueInfo  # noqa: F401
+if TYPE_CHECKING:
+    from .model import Model, ValueInfo  # noqa: F401  (re-exported lazily by __getattr__)
+
+
+def __getattr__(name: str) -> Any:
+    # the loader imports the onnx package and every kernel: only when a model is loaded (see proto.py)
+    if name in ("Model", "ValueInfo"):
+        from . import model
+
+        return getattr(model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load(model: Any) -> Model:
     """Load a path, bytes or ``onnx.ModelProto`` into a compiled :class:`Model`."""
+    from .model import Model
+
     return Model(model)
 
 
@@ -23,7 +35,7 @@ def run(model: Any, inputs: list) -> list:
     if _last is not None and _last[0] is model:
         m = _last[1]
     else:
-        m = Model(model)
+        m = load(model)
         _last = (model, m)
     names = [vi.name for vi in m.proto.graph.input]
     if len(inputs) > len(names):

@@ -8,13 +8,15 @@ Softmax, LogSoftmax, Mish).
 from __future__ import annotations
 
 import numpy as np
-import scipy.special
 
+from .._lazy import LazyModule
 from ..errors import KernelError
 from ._registry import op
 from .axes import norm_axis
 from .dtypes import as_array, compute_dtype, float_input, is_int, numeric_input, result
 from .elementwise import erf_float32
+
+_special = LazyModule("scipy.special")
 
 
 def _prep(x, opname: str) -> tuple[np.ndarray, np.dtype]:
@@ -236,7 +238,7 @@ def gelu(x, /, *, approximate="none"):
             y *= xc
         else:
             y = xc * t(1 / np.sqrt(2))
-            y = erf_float32(y) if y.dtype == np.float32 else scipy.special.erf(y)
+            y = erf_float32(y) if y.dtype == np.float32 else _special.erf(y)
             y += 1
             y *= t(0.5)
             y *= xc

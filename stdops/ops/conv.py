@@ -5,7 +5,8 @@ Conv runs through BLAS, picking per shape:
 
 - 1x1: a plain GEMM on the input itself (no copy at stride 1; a constant bias rides in the GEMM
   when copying X with a row of ones costs less than a pass over Y);
-- dense 3x3 stride-1 with >= 96 channels: Winograd F(2x2, 3x3) (16 GEMMs on transformed tiles);
+- dense 3x3 stride-1: Winograd F(4x4, 3x3) or F(2x2, 3x3), the tile chosen per shape (winograd.py;
+  small maps and few channels keep the direct sum);
 - one input channel per group (depthwise, with or without a channel multiplier): the taps of
   each channel gathered as contiguous runs and reduced by a small batched GEMM, in cache blocks,
   B riding in the GEMM as a row of ones; wide 2-D maps at row stride 1 compute 4 output rows per
@@ -24,6 +25,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..limits import check_elements
+from ._blas import matmul
 from ._registry import op
 from ._window import (
     FlatTaps,
@@ -39,6 +41,7 @@ from ._window import (
 )
 from .activation import swish
 from .dtypes import compute_dtype, float_input
+from .winograd import TILES, choose_tile
 
 
 class ConvWeight:
@@ -58,7 +61,8 @@ class ConvWeight:
         self.kernel = tuple(int(k) for k in w.shape[2:])
         if self.M % group:
             raise KernelError(f"W has {self.M} output channels, not divisible by group={group}")
-        self._mat = self._wino = None
+        self._mat = None
+        self._wino: dict = {}  # tile size -> transformed weights (see wino)
         self._dwrows = {}  # (m, strides, dilations) -> the depthwise row-block weights (see _dw_rows_weight)
         self.bias_src = self.matb = None  # a constant bias folded into the GEMM (see fold_bias)
         self.exact = exact  # integer-valued data: only paths that add exact products (no Winograd)
@@ -71,26 +75,27 @@ class ConvWeight:
             self._mat = np.ascontiguousarray(self.w.reshape(g, self.M // g, -1), dtype=self.dtype)
         return self._mat
 
-    @property
-    def wino(self) -> np.ndarray:
-        """(16, M, C): the Winograd F(2x2, 3x3) transform G g G^T of each 3x3 filter (group 1)."""
-        if self._wino is None:
-            u = _WG @ self.w.astype(np.float64) @ _WG.T  # (M, C, 4, 4)
-            self._wino = np.ascontiguousarray(u.transpose(2, 3, 0, 1).reshape(16, self.M, self.Cg), dtype=self.dtype)
-        return self._wino
+    def wino(self, m: int) -> np.ndarray:
+        """(n^2, M, C): the Winograd F(m x m, 3 x 3) transform G g G^T of each 3x3 filter (group 1),
+        computed once per tile size and kept."""
+        u = self._wino.get(m)
+        if u is None:
+            u = self._wino[m] = TILES[m].transform_weight(self.w, self.dtype)
+        return u
 
-    def winograd_ok(self, strides, dilations) -> bool:
-        """Whether F(2x2, 3x3) pays off: a dense 3x3 stride-1 2-D convolution with enough channels
-        that the GEMM savings exceed the transform passes."""
-        return (
-            not self.exact
-            and self.kernel == (3, 3)
-            and self.group == 1
-            and min(self.M, self.Cg) >= _WINO_MIN_CHANNELS
-            and tuple(strides) == (1, 1)
-            and tuple(dilations) == (1, 1)
-            and self.dtype.kind == "f"
-        )
+    def winograd_tile(self, strides, dilations, out) -> int:
+        """The Winograd output tile for this convolution at output size ``out`` (0: the direct sum):
+        dense 3x3 stride-1 2-D float convolutions only, the tile chosen per shape (winograd.choose_tile)."""
+        if (
+            self.exact
+            or self.kernel != (3, 3)
+            or self.group != 1
+            or tuple(strides) != (1, 1)
+            or tuple(dilations) != (1, 1)
+            or self.dtype.kind != "f"
+        ):
+            return 0
+        return choose_tile(self.M, self.Cg, out)
 
     def fold_bias(self, b: np.ndarray) -> ConvWeight:
         """Fold the constant bias ``b`` into the dense GEMM as an extra column (group 1): the im2col
@@ -102,61 +107,30 @@ class ConvWeight:
             self.matb = np.ascontiguousarray(np.concatenate([self.mat[0], b.astype(self.dtype).reshape(-1, 1)], axis=1))
         return self
 
-    def prepare(self, strides=(), dilations=()) -> ConvWeight:
-        """Compute now the GEMM layout :func:`conv_forward` uses (load-time precomputation). The
-        Winograd transform (16/9 of the weights' size) is computed at the first run whose output
-        is large enough to use it: small maps (7x7) keep the plain GEMM and never pay its memory."""
-        del strides, dilations
+    def prepare(self, strides=(), dilations=(), spatial=None, pads=(), auto_pad="NOTSET") -> ConvWeight:
+        """Compute now what :func:`conv_forward` will use (load-time precomputation): the GEMM layout,
+        and when the input's spatial size ``spatial`` is known, the Winograd transform its shape takes.
+        Without ``spatial`` the transform (4x the weights for F(4,3)) is computed at the first run of a
+        shape that uses it, once: layers on small maps keep the direct sum and never pay its memory."""
         _ = self.mat
+        if spatial is not None and len(spatial) == 2 and len(self.kernel) == 2:
+            st = ints(strides, 2, 1, "strides")
+            dl = ints(dilations, 2, 1, "dilations")
+            m = self.winograd_tile(st, dl, geometry(spatial, self.kernel, st, dl, pads, auto_pad).out)
+            if m:
+                self.wino(m)
         return self
 
 
-def prepare_conv_weight(w: np.ndarray, group: int = 1, strides=(), dilations=()) -> ConvWeight:
-    return ConvWeight(w, group).prepare(strides, dilations)
+def prepare_conv_weight(
+    w: np.ndarray, group: int = 1, strides=(), dilations=(), spatial=None, pads=(), auto_pad="NOTSET"
+) -> ConvWeight:
+    """W rearranged once for :func:`conv_forward` (see ConvWeight.prepare for ``spatial``)."""
+    return ConvWeight(w, group).prepare(strides, dilations, spatial, pads, auto_pad)
 
 
-# Winograd F(2x2, 3x3): Y = A^T [(G g G^T) * (B^T d B)] A on 4x4 input tiles with stride 2
-_WG = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
-_WBT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
-_WAT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
-_WINO_IN = {dt: np.kron(_WBT, _WBT).astype(dt) for dt in (np.float32, np.float64)}  # (16, 16)
-_WINO_OUT = {dt: np.kron(_WAT, _WAT).astype(dt) for dt in (np.float32, np.float64)}  # (4, 16)
-_WINO_MIN_CHANNELS = 96
-_WINO_MIN_OUTPUTS = 100  # output positions: at 7x7 the transforms cost what they save
 _FLAT_IM2COL = True
 _DW_BLOCK = 1 << 18  # elements of the depthwise column block (1 MiB of float32)
-
-
-def _winograd_3x3(xc: np.ndarray, cw: ConvWeight, geo) -> np.ndarray:
-    """3x3 stride-1 convolution by Winograd F(2x2, 3x3): the input and output transforms are small
-    GEMMs over all tiles at once, the products 16 GEMMs (M, C) @ (C, tiles)."""
-    N, C, H, W = xc.shape
-    M, dt = cw.M, cw.dtype
-    oh, ow = geo.out
-    TH, TW = -(-oh // 2), -(-ow // 2)
-    T = TH * TW
-    bt, bw = geo.begin
-    U = cw.wino
-    bin_, bout = _WINO_IN[dt.type], _WINO_OUT[dt.type]
-    xp = np.zeros((C, 2 * TH + 2, 2 * TW + 2), dt)
-    D = np.empty((16, C, TH, TW), dt)
-    y = np.empty((N, M, TH, 2, TW, 2), dt)
-    hh, ww = min(H, 2 * TH + 2 - bt), min(W, 2 * TW + 2 - bw)
-    for n in range(N):
-        xp[:, bt : bt + hh, bw : bw + ww] = xc[n, :, :hh, :ww]
-        for i in range(4):
-            for j in range(4):
-                np.copyto(D[4 * i + j], xp[:, i : i + 2 * TH : 2, j : j + 2 * TW : 2])
-        V = np.matmul(bin_, D.reshape(16, C * T)).reshape(16, C, T)
-        Mm = np.matmul(U, V)  # (16, M, T)
-        Y4 = np.matmul(bout, Mm.reshape(16, M * T))  # (4, M*T)
-        for r in range(2):
-            for c in range(2):
-                y[n, :, :, r, :, c] = Y4[2 * r + c].reshape(M, TH, TW)
-    y = y.reshape(N, M, 2 * TH, 2 * TW)
-    if 2 * TH != oh or 2 * TW != ow:
-        y = np.ascontiguousarray(y[:, :, :oh, :ow])
-    return y
 
 
 def conv_forward(
@@ -209,8 +183,8 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
 
     if Cg == 1 and g > 1:  # depthwise (and depthwise with a channel multiplier): taps
         return _depthwise(xc, cw, geo, strides, dilations, b, clip)  # B in the GEMM, clip in the crop
-    elif cw.winograd_ok(strides, dilations) and P >= _WINO_MIN_OUTPUTS:
-        y = _winograd_3x3(xc, cw, geo)
+    elif n == 2 and (wt := cw.winograd_tile(strides, dilations, out)):
+        y = TILES[wt].conv(xc, cw.wino(wt), geo.begin, out)
     elif all(k == 1 for k in kernel):  # 1x1: a plain GEMM on the (strided) input
         xs = pad_input(xc, geo.begin, geo.end)
         if any(s != 1 for s in strides):
@@ -221,15 +195,15 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
             xb = np.empty((N, C + 1, P), dt)
             np.copyto(xb[:, :C].reshape(xs.shape), xs)
             xb[:, C] = 1
-            y = np.matmul(cw.matb, xb[0] if N == 1 else xb)
+            y = matmul(cw.matb, xb[0] if N == 1 else xb)
             return y.reshape((N, M) + out)
         if not xs.flags.c_contiguous:
             xs = np.ascontiguousarray(xs)
         wm = cw.mat
         if g == 1:
-            y = np.matmul(wm[0], xs.reshape(N, C, P))
+            y = matmul(wm[0], xs.reshape(N, C, P))
         else:
-            y = np.matmul(wm, xs.reshape(N, g, Cg, P))
+            y = matmul(wm, xs.reshape(N, g, Cg, P))
         y = y.reshape((N, M) + out)
     else:  # im2col + one GEMM per group (and sample)
         kp = prod(kernel)
@@ -257,9 +231,9 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
                     np.copyto(c4[:, :, t], ft.run(t).reshape(N, C, L))
             if fold:
                 cols[:, K] = 1
-                y = np.matmul(cw.matb, cols)
+                y = matmul(cw.matb, cols)
             else:
-                y = np.matmul(wm, cols.reshape(N, g, Cg * kp, L))
+                y = matmul(wm, cols.reshape(N, g, Cg * kp, L))
             y = ft.crop(y, (N, M))
         else:
             xp = pad_input(xc, geo.begin, geo.end)
@@ -267,11 +241,11 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
             np.copyto(cols[:, :K].reshape((N, C) + kernel + out), windows(xp, kernel, strides, dilations, out))
             if fold:
                 cols[:, K] = 1
-                y = np.matmul(cw.matb, cols[0] if N == 1 else cols)
+                y = matmul(cw.matb, cols[0] if N == 1 else cols)
             elif g == 1:
-                y = np.matmul(wm[0], cols[0] if N == 1 else cols)
+                y = matmul(wm[0], cols[0] if N == 1 else cols)
             else:
-                y = np.matmul(wm, cols.reshape(N, g, Cg * kp, P))
+                y = matmul(wm, cols.reshape(N, g, Cg * kp, P))
             y = y.reshape((N, M) + out)
         if fold:
             return y
@@ -356,7 +330,7 @@ def _dw_reduce(runs, wall, NG, rows, K, L, bias, dt):
         c1 = min(NG, c0 + block)
         cb = cols[: c1 - c0]
         runs(cb[:, :K], c0, c1)
-        np.matmul(wall[c0:c1], cb, out=y[c0:c1])
+        matmul(wall[c0:c1], cb, out=y[c0:c1])
     return y
 
 

@@ -1,4 +1,4 @@
-"""Box detection kernels: NonMaxSuppression."""
+"""Box detection kernels: NonMaxSuppression (the greedy loop itself is the shared kernel in nms.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
+from .nms import finite_edges, greedy_nms
 
 
 def _scalar(v, what: str, default, dtype):
@@ -32,24 +33,25 @@ def box_corners(boxes: np.ndarray, center_point_box: int) -> tuple[np.ndarray, .
     raise KernelError(f"NonMaxSuppression: center_point_box must be 0 or 1, got {center_point_box}")
 
 
-def _iou_exceeds(c, i: int, rest: np.ndarray, threshold) -> np.ndarray:
-    """IoU(box i, boxes rest) > threshold, vectorized; boxes without positive intersection or
-    area never exceed it."""
+def _onnx_suppression(c, iou_t):
+    """suppresses(i, j) for corners ``c`` (in priority order): IoU(box i, box j) > iou_t, vectorized over
+    broadcast index arrays; boxes without positive intersection or area never exceed it."""
     ymin, xmin, ymax, xmax = c
-    iy0 = np.maximum(ymin[i], ymin[rest])
-    ix0 = np.maximum(xmin[i], xmin[rest])
-    iy1 = np.minimum(ymax[i], ymax[rest])
-    ix1 = np.minimum(xmax[i], xmax[rest])
-    ih, iw = iy1 - iy0, ix1 - ix0
-    pos = (ih > 0) & (iw > 0)
-    inter = np.where(pos, ih * iw, 0)
-    a_i = (ymax[i] - ymin[i]) * (xmax[i] - xmin[i])
-    a_r = (ymax[rest] - ymin[rest]) * (xmax[rest] - xmin[rest])
-    union = a_i + a_r - inter
-    ok = pos & (inter > 0) & (a_i > 0) & (a_r > 0) & (union > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        iou = inter / np.where(ok, union, 1)
-    return ok & (iou > threshold)
+    area = (ymax - ymin) * (xmax - xmin)
+
+    def suppresses(i, j):
+        ih = np.minimum(ymax[i], ymax[j]) - np.maximum(ymin[i], ymin[j])
+        iw = np.minimum(xmax[i], xmax[j]) - np.maximum(xmin[i], xmin[j])
+        pos = (ih > 0) & (iw > 0)
+        inter = np.where(pos, ih * iw, 0)
+        a_i, a_j = area[i], area[j]
+        union = a_i + a_j - inter
+        ok = pos & (inter > 0) & (a_i > 0) & (a_j > 0) & (union > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            iou = inter / np.where(ok, union, 1)
+        return ok & (iou > iou_t)
+
+    return suppresses
 
 
 @op("onnx:NonMaxSuppression-10")
@@ -89,22 +91,18 @@ def non_max_suppression(
             if cand.size == 0:
                 continue
             order = cand[np.lexsort((cand, -s[cand].astype(np.float64)))]
-            alive = np.ones(order.size, dtype=bool)
-            picked = []
-            pos = 0
-            while len(picked) < max_out:
-                nxt = np.flatnonzero(alive[pos:])
-                if nxt.size == 0:
-                    break
-                pos += int(nxt[0])
-                i = int(order[pos])
-                picked.append(i)
-                alive[pos] = False
-                rest = pos + 1 + np.flatnonzero(alive[pos + 1 :])
-                if rest.size:
-                    alive[rest[_iou_exceeds(corners, i, order[rest], iou_t)]] = False
-            if picked:
-                sel = np.empty((len(picked), 3), dtype=np.int64)
+            oc = tuple(a[order] for a in corners)  # corners in priority order
+            # a box suppresses only boxes it overlaps (positive intersection): the sweep applies
+            keep = greedy_nms(
+                (oc[0], oc[1]),
+                (oc[2], oc[3]),
+                _onnx_suppression(oc, iou_t),
+                limit=max_out,
+                overlap_only=finite_edges(*oc),
+            )
+            picked = order[keep]
+            if picked.size:
+                sel = np.empty((picked.size, 3), dtype=np.int64)
                 sel[:, 0], sel[:, 1], sel[:, 2] = b, c, picked
                 out.append(sel)
     if not out:

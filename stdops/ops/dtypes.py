@@ -1,8 +1,9 @@
 """The dtype policy of every kernel (docs/kernels.md, "Numerics"), written once.
 
 - A *float* is float16, float32, float64 or an ml_dtypes float (bfloat16, the float8 family, float6,
-  float4): :func:`is_float`. An *int* is a NumPy integer (:func:`is_int`); the ml_dtypes sub-byte
-  integers (int4, uint4, int2, uint2) are :func:`is_sub_byte_int` (only casts and quantization take them).
+  float4): :func:`is_float` (the type tables are :mod:`stdops.ops.lowp`'s, imported on first use). An
+  *int* is a NumPy integer (:func:`is_int`); the ml_dtypes sub-byte integers (int4, uint4, int2, uint2)
+  are :func:`is_sub_byte_int` (only casts and quantization take them).
 - A formula of more than one correctly rounded step is evaluated in :func:`compute_dtype`: float64 in
   float64, everything else in float32 (then rounded once to the output's type). Sums and products that
   keep an integer dtype accumulate on :func:`widened` (only the narrow floats become float32).
@@ -16,6 +17,7 @@ import functools
 import numpy as np
 
 from ..errors import KernelError
+from .lowp import is_low_precision, types
 
 #: the float types NumPy computes in natively
 NUMPY_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
@@ -27,14 +29,8 @@ def float_kind(dt: np.dtype) -> str:
     dt = np.dtype(dt)
     if dt in NUMPY_FLOATS:
         return "f"
-    if dt.kind in "fV":
-        try:
-            import ml_dtypes
-
-            ml_dtypes.finfo(dt)
-            return "m"
-        except Exception:  # noqa: BLE001 - not an ml_dtypes float
-            return ""
+    if is_low_precision(dt) and dt in types().floats:
+        return "m"
     return ""
 
 
@@ -46,19 +42,10 @@ def is_int(dt: np.dtype) -> bool:
     return np.dtype(dt).kind in "iu"
 
 
-@functools.cache
 def is_sub_byte_int(dt: np.dtype) -> bool:
     """int4, uint4, int2, uint2 (ml_dtypes, one element per byte)."""
     dt = np.dtype(dt)
-    if dt.kind != "V":
-        return False
-    import ml_dtypes
-
-    try:
-        ml_dtypes.iinfo(dt)
-        return True
-    except Exception:  # noqa: BLE001 - not an ml_dtypes integer
-        return False
+    return is_low_precision(dt) and dt in types().ints
 
 
 def compute_dtype(dt: np.dtype) -> np.dtype:

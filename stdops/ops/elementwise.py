@@ -10,11 +10,13 @@ correctly rounded ufunc, then cast back.
 from __future__ import annotations
 
 import numpy as np
-import scipy.special
 
+from .._lazy import LazyModule
 from ..errors import KernelError
 from ._registry import op
 from .dtypes import as_array, float_input, float_kind, is_float, is_int, numeric_input, result
+
+_special = LazyModule("scipy.special")
 
 # --------------------------------------------------------------------------- helpers
 
@@ -223,7 +225,7 @@ def erf(input, /):  # noqa: A002 - the ONNX input name
     """
     x = numeric_input(input, "Erf")
     if x.dtype == np.float64 or not is_float(x.dtype):
-        return result(scipy.special.erf(x.astype(np.float64, copy=False)), x.dtype)
+        return result(_special.erf(x.astype(np.float64, copy=False)), x.dtype)
     return result(erf_float32(x.astype(np.float32, copy=False)), x.dtype)
 
 
@@ -275,7 +277,7 @@ def _erf_block(a: np.ndarray, out: np.ndarray, y: np.ndarray, q: np.ndarray) -> 
 def erf_float32(x: np.ndarray) -> np.ndarray:
     """erf of a float32 array (float32 result, within 3.04 ulp; NaN -> NaN, +-inf -> +-1, -0 -> -0)."""
     if x.size < _ERF_MIN_SIZE:
-        return result(scipy.special.erf(x), np.float32)
+        return result(_special.erf(x), np.float32)
     out = np.empty(x.shape, np.float32)
     np.clip(x, -_ERF_CLIP, _ERF_CLIP, out=out)  # any strides in; NaN stays NaN
     of = out.reshape(-1)

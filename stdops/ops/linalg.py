@@ -11,6 +11,7 @@ import functools
 import numpy as np
 
 from ..errors import KernelError
+from ._blas import matmul
 from ._registry import op
 from .dtypes import compute_dtype, is_float, widened
 
@@ -36,7 +37,7 @@ def _matmul(a: np.ndarray, b: np.ndarray, name: str = "MatMul") -> np.ndarray:
         np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
         raise KernelError(f"{name}: batch dimensions do not broadcast: {a.shape} x {b.shape}") from None
-    return np.matmul(a, b)
+    return matmul(a, b)
 
 
 @op("onnx:MatMul-1")
@@ -97,7 +98,7 @@ def prepare_gemm(constants: tuple, attrs: dict):
         a = widened(A).T if transA else widened(A)
         if a.shape[1] != bp.shape[0]:
             return gemm(A, B, C, **attrs)  # the kernel reports the mismatch
-        y = _gemm_scale(a @ bp, alpha)
+        y = _gemm_scale(matmul(a, bp), alpha)
         if C is not None:
             c = cp.get(y.shape)
             if c is None:
@@ -123,7 +124,7 @@ def gemm(A, B, C=None, /, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     b = widened(B).T if transB else widened(B)
     if a.shape[1] != b.shape[0]:
         raise KernelError(f"Gemm: inner dimensions differ: A' {a.shape} x B' {b.shape}")
-    y = _gemm_scale(a @ b, alpha)  # a fresh array: scaled and biased in place
+    y = _gemm_scale(matmul(a, b), alpha)  # a fresh array: scaled and biased in place
     if C is not None:
         y += _gemm_c(C, beta, (a.shape[0], b.shape[1]), y.dtype)
     return y if y.dtype == dt else y.astype(dt)

@@ -14,18 +14,10 @@ from ..errors import KernelError
 from ._registry import op
 from .axes import norm_axis
 from .dtypes import compute_dtype, is_float
+from .lowp import types
 
-try:  # ml_dtypes provides bfloat16 (a runtime dependency, but stay importable without it)
-    import ml_dtypes as _mld
-
-    _BF16 = np.dtype(_mld.bfloat16)
-except ImportError:  # pragma: no cover
-    _BF16 = None
-
-#: TensorProto data type enum -> numpy dtype, for the stash_type attribute
+#: TensorProto data type enum -> numpy dtype, for the stash_type attribute (16, bfloat16, in _stash_dtype)
 _STASH = {1: np.dtype(np.float32), 10: np.dtype(np.float16), 11: np.dtype(np.float64)}
-if _BF16 is not None:
-    _STASH[16] = _BF16
 
 
 def _check_float(x: np.ndarray, what: str, opname: str) -> np.ndarray:
@@ -38,7 +30,7 @@ def _check_float(x: np.ndarray, what: str, opname: str) -> np.ndarray:
 def _stash_dtype(stash_type: int, opname: str) -> tuple[np.dtype, np.dtype]:
     """(dtype of the stashed statistics, dtype the arithmetic runs in) for a stash_type enum."""
     try:
-        st = _STASH[int(stash_type)]
+        st = types().bfloat16 if int(stash_type) == 16 else _STASH[int(stash_type)]
     except (KeyError, TypeError, ValueError):
         raise KernelError(
             f"{opname}: unsupported stash_type {stash_type!r} (1 float, 10 float16, 11 double, 16 bfloat16)"

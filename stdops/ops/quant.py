@@ -11,42 +11,48 @@ from __future__ import annotations
 
 import functools
 
-import ml_dtypes
 import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
 from ._window import check_rank, prod
+from .cast import to_float8, to_int, to_saturating_small_float
 from .conv import ConvWeight, conv_forward
+from .lowp import is_low_precision, types
 
-_INT_QTYPES = tuple(
-    np.dtype(t)
-    for t in (np.uint8, np.int8, np.uint16, np.int16, ml_dtypes.uint4, ml_dtypes.int4, ml_dtypes.uint2, ml_dtypes.int2)
-)
-_FLOAT8 = tuple(
-    np.dtype(t)
-    for t in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz)
-)
-_SMALL_FLOATS = tuple(np.dtype(t) for t in (ml_dtypes.float4_e2m1fn, ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn))
-_ARITH_FLOATS = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, ml_dtypes.bfloat16))
+_NP_INT_QTYPES = frozenset(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16))
+_NP_ARITH_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
 
 @functools.cache
 def int_range(dt: np.dtype) -> tuple[int, int]:
     """(min, max) of an integer dtype, NumPy or ml_dtypes."""
     dt = np.dtype(dt)
-    info = np.iinfo(dt) if dt.kind in "iu" else ml_dtypes.iinfo(dt)
-    return int(info.min), int(info.max)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return int(info.min), int(info.max)
+    return types().iinfo(dt)
 
 
 def _is_int_type(dt: np.dtype) -> bool:
-    return np.dtype(dt) in _INT_QTYPES or np.dtype(dt).kind in "iu"
+    dt = np.dtype(dt)
+    return dt.kind in "iu" or dt in _NP_INT_QTYPES or (is_low_precision(dt) and dt in types().ints)
+
+
+def _is_float8(dt: np.dtype) -> bool:
+    return is_low_precision(dt) and dt in types().float8
+
+
+def _is_small_float(dt: np.dtype) -> bool:
+    """float4 E2M1 and the float6 types: no Inf/NaN codes."""
+    t = types()
+    return is_low_precision(dt) and dt in t.floats and dt not in t.float8 and dt not in (t.bfloat16, t.e8m0)
 
 
 def _arith_dtype(dt) -> np.dtype:
     """The dtype a division/multiplication 'in the precision of dt' runs in."""
     dt = np.dtype(dt)
-    return dt if dt in _ARITH_FLOATS else np.dtype(np.float32)
+    return dt if dt in _NP_ARITH_FLOATS or (is_low_precision(dt) and dt == types().bfloat16) else np.dtype(np.float32)
 
 
 def _as_dtype(d, what: str):
@@ -102,16 +108,16 @@ def _same_shape(zp: np.ndarray, scale: np.ndarray) -> bool:
 
 
 def saturate_to(v: np.ndarray, dt: np.dtype, saturate: int = 1) -> np.ndarray:
-    """Convert float values (already rounded for integer types) to quantized type ``dt``."""
+    """Convert float values (already rounded for integer types) to quantized type ``dt``: integers clip to
+    the type's range (NaN -> 0), float8 follows Cast's saturate rule, float4/float6 saturate."""
     dt = np.dtype(dt)
     if _is_int_type(dt):
         lo, hi = int_range(dt)
-        return np.clip(v, lo, hi).astype(dt)
+        return to_int(np.clip(v, lo, hi), dt)
     v = np.asarray(v, dtype=np.float32)
-    if dt in _FLOAT8 and not saturate:
-        return v.astype(dt)
-    mx = float(ml_dtypes.finfo(dt).max)
-    return np.clip(v, -mx, mx).astype(dt)
+    if _is_float8(dt):
+        return to_float8(v, dt, saturate)
+    return to_saturating_small_float(v, dt)
 
 
 @op("onnx:QuantizeLinear-10")
@@ -133,7 +139,7 @@ def quantize_linear(x, y_scale, y_zero_point=None, /, *, axis=1, block_size=0, o
             )
         odt = y_zero_point.dtype
     odt = odt or np.dtype(np.uint8)
-    if not (_is_int_type(odt) or odt in _FLOAT8 or odt in _SMALL_FLOATS):
+    if not (_is_int_type(odt) or _is_float8(odt) or _is_small_float(odt)):
         raise KernelError(f"QuantizeLinear: {odt} is not a quantized type")
     if y_zero_point is not None and not _same_shape(y_zero_point, y_scale):
         raise KernelError(
@@ -166,7 +172,7 @@ def dequantize_linear(x, x_scale, x_zero_point=None, /, *, axis=1, block_size=0,
     x = np.asarray(x)
     x_scale = np.asarray(x_scale)
     odt = _as_dtype(output_dtype, "DequantizeLinear output_dtype") or x_scale.dtype
-    if odt not in _ARITH_FLOATS:
+    if odt not in _NP_ARITH_FLOATS and not (is_low_precision(odt) and odt == types().bfloat16):
         raise KernelError(
             f"DequantizeLinear: output dtype {odt} is not float16/32/64 or bfloat16 "
             f"(set output_dtype when x_scale is float8e8m0)"

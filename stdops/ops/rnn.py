@@ -28,11 +28,13 @@ import dataclasses
 from collections.abc import Callable
 
 import numpy as np
-from scipy import special as _sp
 
+from .._lazy import LazyModule
 from ..errors import KernelError
 from ._registry import op
 from .dtypes import compute_dtype, is_float
+
+_sp = LazyModule("scipy.special")
 
 # --------------------------------------------------------------------------- activations
 

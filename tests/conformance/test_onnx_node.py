@@ -7,10 +7,11 @@ ratchet: the number passing can only grow). ``test_pass_count_ratchet`` states t
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from .expected_failures import EXPECTED_FAILURES, MIN_PASSING
-from .onnx_cases import assert_same, is_random, node_cases, ops_of, to_numpy
+from .onnx_cases import assert_same, is_random, node_cases, ops_of, spec_undefined, to_numpy
 
 onnx = pytest.importorskip("onnx")
 
@@ -33,7 +34,8 @@ def test_node_case(name):
 
     case = node_cases()[name]
     model = stdops.onnx.load(case.model)
-    shape_only = is_random(name, ops_of(case.model.graph))
+    ops = ops_of(case.model.graph)
+    shape_only = is_random(name, ops)
     in_names = [vi.name for vi in case.model.graph.input]
     for k, (inputs, expected) in enumerate(case.data_sets):
         feeds = dict(zip(in_names, [to_numpy(x) for x in inputs]))
@@ -41,7 +43,11 @@ def test_node_case(name):
         actual = [out[n] for n in model.output_names]
         assert len(actual) == len(expected)
         for i, (e, a) in enumerate(zip(expected, actual)):
-            assert_same(to_numpy(e), a, f"data set {k} output {i}", shape_only)
+            e = to_numpy(e)
+            undefined = spec_undefined(ops, [to_numpy(x) for x in inputs], e) if i == 0 else None
+            if undefined is not None and undefined.any() and np.shape(a) == e.shape:
+                a = np.where(undefined, e, a).astype(e.dtype)  # not compared: the spec leaves them undefined
+            assert_same(e, a, f"data set {k} output {i}", shape_only)
 
 
 def test_pass_count_ratchet():

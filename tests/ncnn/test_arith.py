@@ -11,7 +11,7 @@ import stdops.ncnn as sn
 from stdops.errors import KernelError, ModelFormatError
 from stdops.ncnn.layers.arith import BINARY_NAMES, UNARY_NAMES, ncnn_broadcast_shapes
 
-from . import wheel
+from . import quirks, wheel
 from .test_activation import SHAPES, compare, needs_wheel, ours, rand_shape, wheel_batch
 
 # --------------------------------------------------------------------------- UnaryOp
@@ -141,6 +141,23 @@ def test_binaryop_broadcasting(op_type):
         a, b = _binary_inputs(rng, name, shape, (1,))
         cases.append(("BinaryOp", {0: op_type, 1: 1, 2: float(b[0])}, [], [a]))
     assert compare(cases, atol=1e-4, rtol=1e-4) >= 20
+
+
+def test_fmod_and_floor_divide_follow_c_at_whole_quotients():
+    """ncnn's reference binaryop.cpp computes fmodf(x, y) and floorf(x / y): fmod(0.75, 0.75) = 0 and
+    floor_divide(0.75, 0.75) = 1 (C99 7.12.10.1: fmod is exact). The wheel's x86 SIMD path computes
+    x - trunc(x / y) * y with a fast-math division estimate, which on some CPUs (AVX512 ones here) lands
+    below 1 and gives 0.75 and 0 for the elements it vectorizes; the tail elements go through fmodf and
+    give 0. stdops follows the C rule; the differential tests compare the wheel away from whole
+    quotients only (tests/ncnn/quirks.py)."""
+    x = np.full(37, 0.75, np.float32)
+    assert not sn.run_layer("BinaryOp", {0: 12}, [], [x, x])[0].any()
+    assert (sn.run_layer("BinaryOp", {0: 15}, [], [x, x])[0] == 1).all()
+    assert not sn.run_layer("BinaryOp", {0: 13, 1: 1, 2: 0.75}, [], [x])[0].any()
+    assert not quirks.binaryop_mask({0: 12}, [x, x]).any()
+    if wheel.available():  # the wheel's scalar tail (C fmodf) agrees on every CPU: the last element
+        theirs = wheel.wheel_run("BinaryOp", {0: 12}, [], [x, x])[0]
+        assert theirs[-1] == 0.0 and set(np.unique(theirs)) <= {0.0, 0.75}
 
 
 def test_ncnn_broadcast_shapes():

@@ -11,6 +11,8 @@ import pytest
 
 import stdops.ncnn as sn
 
+from .test_networks import REL, relative_error
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 NAMES = sorted(d for d in os.listdir(FIXTURES) if os.path.exists(os.path.join(FIXTURES, d, "blobs.json")))
 
@@ -28,6 +30,9 @@ def test_fixture_matches_the_wheel(name):
         expected = np.load(os.path.join(folder, f"out{k}.npy"))
         assert out[n].shape == expected.shape
         np.testing.assert_allclose(out[n], expected, atol=1e-4, rtol=1e-4, err_msg=f"{name}: {n}")
+        err = relative_error(out[n], expected)
+        print(f"{name} {n}: max relative error vs the wheel {err:.2e}")
+        assert err <= REL
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -20,7 +20,7 @@ import numpy as np
 
 from stdops.ncnn.modelbin import ModelBinWriter
 from stdops.ncnn.param import LayerDecl, ParamFile, write_binary
-from stdops.ncnn.spec import LAYERS, resolve_params
+from stdops.ncnn.spec import LAYERS, RawArray, resolve_params
 
 EXACT_OPTIONS = dict(
     num_threads=1,
@@ -65,6 +65,8 @@ def typed_params(type_name: str, params: dict[int, Any]) -> dict[int, Any]:
         k = kinds.get(pid)
         if k == "float":
             v = float(v)
+        elif k in ("floats", "ints") and isinstance(v, np.ndarray) and v.dtype in (np.float32, np.int32):
+            v = RawArray(np.ascontiguousarray(v).ravel().tobytes())  # words, as our reader takes them
         elif k == "floats":
             v = [float(x) for x in np.asarray(v).ravel()]
         elif k == "ints":
@@ -241,14 +243,24 @@ def wheel_run(
 
 
 def assert_close(
-    ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray], atol: float = 1e-4, rtol: float = 1e-4, what: str = ""
+    ours: Sequence[np.ndarray],
+    theirs: Sequence[np.ndarray],
+    atol: float = 1e-4,
+    rtol: float = 1e-4,
+    what: str = "",
+    masks: Sequence[np.ndarray | None] | None = None,
 ) -> None:
-    """Shapes equal (ncnn layout) and values within atol + rtol*|theirs| (a relative bound for large values)."""
+    """Shapes equal (ncnn layout) and values within atol + rtol*|theirs| (a relative bound for large values).
+    ``masks[k]``: compare output k only where True (where the wheel is deterministic, tests/ncnn/quirks.py)."""
     assert len(ours) == len(theirs), f"{what}: {len(ours)} outputs vs the wheel's {len(theirs)}"
     for k, (a, b) in enumerate(zip(ours, theirs)):
         a = np.asarray(a)
         b = np.asarray(b)
         assert a.shape == b.shape, f"{what} output {k}: shape {a.shape} vs the wheel's {b.shape}"
+        m = masks[k] if masks is not None and k < len(masks) else None
+        if m is not None:
+            m = np.broadcast_to(m, a.shape)
+            a, b = a[m], b[m]
         np.testing.assert_allclose(
             a.astype(np.float64),
             b.astype(np.float64),

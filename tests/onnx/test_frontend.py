@@ -216,7 +216,7 @@ def test_cli_run_info_ops_demo(tmp_path):
     p.write_bytes(_chain().SerializeToString())
     np.save(tmp_path / "x.npy", X)
     out = tmp_path / "out"
-    r = _cli("run", str(p), "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", str(out))
+    r = _cli("run", str(p), "--input", f"x={tmp_path / 'x.npy'}", "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert "(2, 3)" in r.stdout and "float32" in r.stdout
     np.testing.assert_array_equal(np.load(out / "n.npy"), -X)

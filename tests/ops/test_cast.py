@@ -220,7 +220,8 @@ def test_numeric_casts(src, dst):
         vals += [0.5, 2.75, -3.25]
     if src is np.bool_:
         vals = [0, 1]
-    x = np.array(vals, np.float64).astype(src)
+    with np.errstate(over="ignore"):  # 2**64 etc. overflow float16 to inf, one more case of the rule
+        x = np.array(vals, np.float64).astype(src)
     x64 = x.astype(np.float64)
     dk = np.dtype(dst)
     if dk.kind == "b":
@@ -390,3 +391,49 @@ def test_onnx_cast_saturate_and_bitcast():
     assert got.dtype == ml_dtypes.float8_e4m3fn and np.isnan(got[0].astype(np.float32))
     got = _run(helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT32), x, 26, TensorProto.INT32)
     np.testing.assert_array_equal(got, x.view(np.int32))
+
+
+@pytest.mark.parametrize(
+    "dt",
+    [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+    + [ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2],
+)
+@pytest.mark.parametrize("src", [np.float64, np.float32, np.float16])
+def test_float_to_int_out_of_range_rule(dt, src):
+    """Our rule where the ONNX spec leaves float -> int overflow undefined (stdops/ops/cast.py): truncate
+    toward zero, keep the low bits in two's complement; NaN and +-Inf give 0. Checked with Python integers."""
+    vals = [np.nan, np.inf, -np.inf, 1e10, -1e10, 2.0**63, -(2.0**63), 2.0**64 + 2**12, 300.7, -129.9, 65504.0, -7.5]
+    with np.errstate(over="ignore"):  # 2**64 etc. overflow float16 to inf, one more case of the rule
+        x = np.array(vals, np.float64).astype(src)
+    dt = np.dtype(dt)
+    bits = {np.dtype(ml_dtypes.int4): 4, np.dtype(ml_dtypes.uint4): 4}.get(dt) or (
+        2 if dt in (np.dtype(ml_dtypes.int2), np.dtype(ml_dtypes.uint2)) else dt.itemsize * 8
+    )
+    signed = dt.kind == "i" or dt in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.int2))
+    want = []
+    for v in x.astype(np.float64):
+        if not np.isfinite(v):
+            want.append(0)
+            continue
+        m = int(v) % (1 << bits)  # int() truncates toward zero; Python's % is the exact residue
+        want.append(m - (1 << bits) if signed and m >= 1 << (bits - 1) else m)
+    with np.errstate(invalid="ignore"):
+        got = C.cast(x, to=dt)
+    assert got.dtype == dt
+    assert [int(g) for g in got.astype(np.int64 if signed or bits < 64 else np.uint64)] == want
+
+
+@pytest.mark.parametrize("name", list(F8))
+def test_float8_overflow_without_saturate_follows_the_table(name):
+    """The no-saturate table, decided by us (not the conversion library): past max + half an ulp is NaN
+    (E5M2: +-Inf); a tie at exactly that point goes to the even code."""
+    dt, eb, mb, bias, kind = F8[name]
+    x = np.array([1e6, -1e6, np.inf, -np.inf, np.nan, 0.5, -0.0], np.float32)
+    got = C.cast(x, to=dt, saturate=0).astype(np.float64)
+    want = _f8_ref(x, name, saturate=False).astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(got[ok], want[ok])
+    sat = C.cast(x, to=dt, saturate=1).astype(np.float64)
+    mx = float(ml_dtypes.finfo(dt).max)
+    np.testing.assert_array_equal(sat[:4], [mx, -mx, mx, -mx])

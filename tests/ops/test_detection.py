@@ -114,3 +114,85 @@ def test_nms_bad_thresholds():
         non_max_suppression(b, s, np.array([1, 2], np.int64))
     with pytest.raises(KernelError):
         non_max_suppression(b, s, np.array([1], np.int64), np.array([1.5], np.float32))
+
+
+# ----------------------------------------------------------------------------- the blocked kernel
+def _random_boxes(rng, n, classes=1, spread=10.0):
+    """[y1, x1, y2, x2] boxes; with classes > 1 each class offset apart, as exporters write batched NMS."""
+    p = rng.uniform(0, spread, (n, 2))
+    size = rng.uniform(0.5, spread / 3, (n, 2))
+    boxes = np.concatenate([p, p + size], -1)
+    boxes += (rng.integers(0, classes, n) * 2 * spread)[:, None]
+    return boxes.astype(np.float32)
+
+
+@pytest.mark.parametrize("block,rounds,pairs", [(8, 2, 64), (3, 1, 7), (256, 12, 1 << 20)])
+def test_nms_blocks_match_reference(block, rounds, pairs, monkeypatch):
+    """Small blocks, few fixpoint rounds and tiny pair batches reach every branch of the blocked kernel."""
+    import stdops.ops.nms as nms
+
+    monkeypatch.setattr(nms, "_BLOCK", block)
+    monkeypatch.setattr(nms, "_ROUNDS", rounds)
+    monkeypatch.setattr(nms, "_PAIRS", pairs)
+    rng = np.random.default_rng(block)
+    for classes, max_out, iou_t in ((1, 200, 0.3), (4, 7, 0.5), (3, 200, 0.0)):
+        boxes = _random_boxes(rng, 60, classes)[None]
+        scores = rng.uniform(0, 1, (1, 2, 60)).astype(np.float32)
+        got = non_max_suppression(boxes, scores, np.array([max_out]), np.array([iou_t], np.float32))
+        np.testing.assert_array_equal(got, nms_ref(boxes, scores, max_out, np.float32(iou_t), None, 0))
+
+
+def test_nms_suppression_chain(monkeypatch):
+    """Boxes each overlapping the next (IoU 0.6 > 0.5): greedy keeps every other one, which needs one
+    fixpoint round per link; past _ROUNDS the row-by-row pass finishes the block."""
+    import stdops.ops.nms as nms
+
+    monkeypatch.setattr(nms, "_ROUNDS", 3)
+    n = 40
+    x = np.arange(n, dtype=np.float32) * 0.25
+    boxes = np.stack([np.zeros(n), x, np.ones(n), x + 1], -1).astype(np.float32)[None]
+    scores = np.linspace(1, 0.5, n, dtype=np.float32)[None, None]
+    got = non_max_suppression(boxes, scores, np.array([n]), np.array([0.5], np.float32))
+    np.testing.assert_array_equal(got, nms_ref(boxes, scores, n, np.float32(0.5), None, 0))
+    assert got.shape[0] < n
+
+
+def test_nms_sweep_equals_dense():
+    """The sweep over one axis finds every suppressing pair the dense test finds."""
+    from stdops.ops.detection import _onnx_suppression
+    from stdops.ops.nms import greedy_nms
+
+    rng = np.random.default_rng(3)
+    c = tuple(np.ascontiguousarray(a) for a in _random_boxes(rng, 700, classes=5).T)
+    for t in (0.0, 0.3, 0.7):
+        sup = _onnx_suppression(c, np.float32(t))
+        a = greedy_nms((c[0], c[1]), (c[2], c[3]), sup, overlap_only=True)
+        b = greedy_nms((c[0], c[1]), (c[2], c[3]), sup, overlap_only=False)
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(greedy_nms((c[0], c[1]), (c[2], c[3]), sup, limit=5), a[:5])
+
+
+def test_nms_many_boxes_against_onnxruntime():
+    """A detector-sized call (4000 boxes in 20 offset classes, one NMS) against onnxruntime."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(11)
+    boxes = _random_boxes(rng, 4000, classes=20)[None]
+    scores = rng.uniform(0, 1, (1, 1, 4000)).astype(np.float32)
+    args = (np.array([100000], np.int64), np.array([0.45], np.float32), np.array([0.05], np.float32))
+    names = ["boxes", "scores", "max", "iou", "score"]
+    node = helper.make_node("NonMaxSuppression", names, ["sel"])
+    types = [TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64, TensorProto.FLOAT, TensorProto.FLOAT]
+    g = helper.make_graph(
+        [node],
+        "nms",
+        [helper.make_tensor_value_info(n, t, None) for n, t in zip(names, types)],
+        [helper.make_tensor_value_info("sel", TensorProto.INT64, None)],
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, dict(zip(names, (boxes, scores, *args))))[0]
+    got = non_max_suppression(boxes, scores, *args)
+    assert 100 < got.shape[0] < 4000
+    np.testing.assert_array_equal(got, want)

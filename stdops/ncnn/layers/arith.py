@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import ml_dtypes
 import numpy as np
 
 from ...errors import KernelError
 from ...limits import check_elements
 from ...ops import OPS
+from ...ops.lowp import types
 from ..spec import P, W, layer
 
 _F32 = np.float32
@@ -158,16 +158,28 @@ def ncnn_broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[tuple
 
 
 def ncnn_binary(fn: Callable, a: np.ndarray, b: np.ndarray, what: str = "BinaryOp") -> np.ndarray:
-    """fn(A, B) with ncnn's broadcasting: expand the lower-rank operand (see ncnn_broadcast_shapes),
-    then every axis must match or be 1 in one operand."""
-    sa, sb = ncnn_broadcast_shapes(a.shape, b.shape)
+    """fn(A, B) with ncnn's broadcasting: expand the lower-rank operand (see ncnn_broadcast_shapes); the
+    output takes the larger size of every axis. Along w (the last axis) the sizes must match or one be 1.
+    Along the outer axes (h, d, c) ncnn reads row / depth / channel ``min(i, size - 1)`` of each operand
+    (binaryop.cpp's broadcast loop): a size-1 axis broadcasts, and a shorter one repeats its last entry."""
+    shape_a, shape_b = a.shape, b.shape
+    sa, sb = ncnn_broadcast_shapes(shape_a, shape_b)
+    a, b = a.reshape(sa), b.reshape(sb)
+    last = len(sa) - 1
     for i, (m, n) in enumerate(zip(sa, sb)):
-        if m != n and m != 1 and n != 1:
+        if m == n or m == 1 or n == 1:
+            continue
+        if i == last:
             raise KernelError(
-                f"{what}: blob shapes {a.shape} and {b.shape} do not broadcast "
-                f"(ncnn aligns them as {sa} and {sb}; axis {i}: {m} vs {n})"
+                f"{what}: blob shapes {shape_a} and {shape_b} do not broadcast "
+                f"(ncnn aligns them as {sa} and {sb}; w: {m} vs {n})"
             )
-    return fn(a.reshape(sa), b.reshape(sb))
+        out = max(m, n)
+        if m < out:
+            a = np.take(a, np.minimum(np.arange(out), m - 1), axis=i)
+        else:
+            b = np.take(b, np.minimum(np.arange(out), n - 1), axis=i)
+    return fn(a, b)
 
 
 @layer("BinaryOp", params=[P(0, "op_type", 0), P(1, "with_scalar", 0), P(2, "b", 0.0)], inputs=None)
@@ -247,10 +259,13 @@ def eltwise(p, w):
 
 
 def _along_axis0(v: np.ndarray, x: np.ndarray, what: str) -> np.ndarray:
-    """v (one value per element of x's axis 0) shaped to broadcast against x."""
-    if v.size != x.shape[0]:
-        raise KernelError(f"{what}: {v.size} values for a blob of shape {x.shape} (axis 0 has {x.shape[0]})")
-    return v.reshape((v.size,) + (1,) * (x.ndim - 1))
+    """v (one value per element of x's axis 0) shaped to broadcast against x. ncnn reads entry i for
+    row / channel i (scale.cpp, bias.cpp), so data covering more than axis 0 (the whole blob, h * w, ...)
+    uses its first entries; fewer entries than axis 0 would be read past their end: refused."""
+    n = x.shape[0]
+    if v.size < n:
+        raise KernelError(f"{what}: {v.size} values for a blob of shape {x.shape} (axis 0 has {n})")
+    return v[:n].reshape((n,) + (1,) * (x.ndim - 1))
 
 
 def _count(n: int, what: str) -> int:
@@ -332,7 +347,12 @@ def batchnorm(p, w):
 
 # --------------------------------------------------------------------------- Cast, Packing
 
-CAST_TYPES = {1: np.dtype(np.float32), 2: np.dtype(np.float16), 3: np.dtype(np.int8), 4: np.dtype(ml_dtypes.bfloat16)}
+
+def cast_type(code: int) -> np.dtype:
+    """ncnn Cast's type codes: 1 float32, 2 float16, 3 int8, 4 bfloat16 (imported lazily: see ops/lowp.py)."""
+    if code == 4:
+        return types().bfloat16
+    return {1: np.dtype(np.float32), 2: np.dtype(np.float16), 3: np.dtype(np.int8)}[code]
 
 
 def _to_int8(x: np.ndarray) -> np.ndarray:
@@ -355,7 +375,7 @@ def cast(p, w):
             raise ValueError(f"Cast {name}={t} is not one of 0 (auto), 1 fp32, 2 fp16, 3 int8, 4 bf16")
     if p.type_to == 0 or p.type_from == p.type_to:
         return lambda x: x
-    to = CAST_TYPES[p.type_to]
+    to = cast_type(p.type_to)
     conv = _fn("cast")
     if p.type_to == 3:
         return _to_int8

@@ -206,15 +206,18 @@ def _pad_const(x: np.ndarray, begin, end, value) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- convolution
 def _geometry(p, nd: int, depthwise: bool, type_name: str):
-    """(num_output, group, kernel, strides, dilations) of a (de)convolution, checked."""
+    """(num_output, group, kernel, strides, dilations) of a (de)convolution, checked. With
+    dynamic_weight=1, num_output and the kernel come from the weight blob at run time (ncnn reads them
+    from its shape), so their params (often 0) are not checked here."""
     M = int(p.num_output)
     g = int(getattr(p, "group", 1)) if depthwise else 1
     kernel = _spatial(p, "kernel", nd)
     strides = _spatial(p, "stride", nd)
     dilations = _spatial(p, "dilation", nd)
-    if M <= 0 or g <= 0 or M % g:
+    dynamic = bool(getattr(p, "dynamic_weight", 0))
+    if g <= 0 or (not dynamic and (M <= 0 or M % g)):
         raise KernelError(f"{type_name}: num_output {M} must be a positive multiple of group {g}")
-    if min(kernel) <= 0 or min(strides) <= 0 or min(dilations) <= 0:
+    if (not dynamic and min(kernel) <= 0) or min(strides) <= 0 or min(dilations) <= 0:
         raise KernelError(f"{type_name}: kernel {kernel}, stride {strides} and dilation {dilations} must be >= 1")
     return M, g, kernel, strides, dilations
 

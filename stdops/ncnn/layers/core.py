@@ -7,8 +7,9 @@ from ..spec import P, layer
 
 @layer("Input", params=[P(0, "w", 0), P(1, "h", 0), P(11, "d", 0), P(2, "c", 0)], inputs=0, outputs=None)
 def input_layer(p, w):
-    """Declares input blobs (its tops); the shape params are hints. Not executed."""
-    return None
+    """Declares input blobs (its tops); the shape params are hints. In a net its tops are the fed blobs;
+    run alone (as ncnn's Input::forward_inplace) it passes its blob through."""
+    return lambda *xs: xs[0] if len(xs) == 1 else tuple(xs)
 
 
 @layer("Split", outputs=None)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...limits import check_elements
 from ...ops import OPS
+from ...ops.nms import finite_edges, greedy_nms
 from ..spec import P, layer
 
 _F32 = np.float32
@@ -34,30 +35,25 @@ def _nms(boxes: np.ndarray, thr: float, zero_union_overlaps: bool = True) -> np.
     if n == 0:
         return np.zeros((0,), np.int64)
     b = boxes.astype(_F32)
-    area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    x0, y0, x1, y1 = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+    area = (x1 - x0) * (y1 - y0)
     thr = _F32(thr)
-    alive = np.ones(n, bool)
-    picked = []
-    for i in range(n):  # a loop over boxes; each step tests the candidate against every kept box at once
-        if not alive[i]:
-            continue
-        picked.append(i)
-        rest = np.flatnonzero(alive[i + 1 :]) + i + 1
-        if rest.size == 0:
-            break
-        o = b[rest]
-        disjoint = (o[:, 0] > b[i, 2]) | (o[:, 2] < b[i, 0]) | (o[:, 1] > b[i, 3]) | (o[:, 3] < b[i, 1])
-        iw = np.minimum(o[:, 2], b[i, 2]) - np.maximum(o[:, 0], b[i, 0])
-        ih = np.minimum(o[:, 3], b[i, 3]) - np.maximum(o[:, 1], b[i, 1])
+
+    def suppresses(i, j):  # kept box i removes box j
+        disjoint = (x0[j] > x1[i]) | (x1[j] < x0[i]) | (y0[j] > y1[i]) | (y1[j] < y0[i])
+        iw = np.minimum(x1[j], x1[i]) - np.maximum(x0[j], x0[i])
+        ih = np.minimum(y1[j], y1[i]) - np.maximum(y0[j], y0[i])
         inter = np.where(disjoint, _F32(0), iw * ih)
-        union = area[rest] + area[i] - inter
+        union = area[j] + area[i] - inter
         if zero_union_overlaps:
             with np.errstate(divide="ignore", invalid="ignore"):
-                drop = (inter / union > thr) | (union == 0)
-        else:
-            drop = inter > thr * union
-        alive[rest[drop]] = False
-    return np.asarray(picked, np.int64)
+                return (inter / union > thr) | (union == 0)
+        return inter > thr * union
+
+    # disjoint boxes (inter 0) never suppress each other when every area is positive and thr >= 0:
+    # the shared kernel then tests only boxes whose edges meet
+    sweep = bool(thr >= 0) and bool((area > 0).all()) and finite_edges(x0, y0, x1, y1)
+    return greedy_nms((x0, y0), (x1, y1), suppresses, overlap_only=sweep)
 
 
 def _round_away(v):

@@ -13,12 +13,13 @@ quantization of x and h, int32 dot products): no shared kernel computes that, so
 from __future__ import annotations
 
 import numpy as np
-from scipy import special as _sp
 
+from ..._lazy import LazyModule
 from ...ops import OPS
 from ..spec import P, Ref, W, layer
 
 _F32 = np.float32
+_sp = LazyModule("scipy.special")
 
 _RNN_PARAMS = [P(0, "num_output", 0), P(1, "weight_data_size", 0), P(2, "direction", 0), P(8, "int8_scale_term", 0)]
 

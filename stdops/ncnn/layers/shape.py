@@ -294,11 +294,9 @@ def reshape(p, w):
     ``shape_expr`` (listed as w, h, d, c); 0 copies the bottom's dim of the same name, -1 takes the rest
     (1d: 0 and -1 both flatten, as ncnn's x86 layer does).
     The legacy ``permute`` flag (3) is ignored, as in current ncnn."""
-    if p.input_batch_axis != 233 or p.output_batch_axis != 233:
-        raise ValueError(
-            "Reshape with batch axes (params 12/13) needs batched blobs, which ncnn layouts here do not have"
-        )
     ex = _expr.parse(p.shape_expr) if p.shape_expr else None
+    if p.input_batch_axis != 233 or p.output_batch_axis != 233:
+        return _batch_axis_reshape(p, ex)
     if ex is not None:
         ndim = ex.n_items
         if ex.n_blobs > p.n_bottoms:
@@ -369,6 +367,69 @@ def reshape(p, w):
             shape = [oc, od, oh, ow]
         if any(s <= 0 for s in shape) or int(np.prod(shape)) != total:
             raise KernelError(f"Reshape: cannot reshape a blob of shape {x.shape} ({total} elements) to {tuple(shape)}")
+        return _reshape(x, np.array(shape, np.int64))
+
+    return run
+
+
+def _batch_axis_reshape(p, ex):
+    """Reshape with batch axes (params 12 / 13, as pnnx writes after a global pooling): ncnn's
+    reshape.cpp inserts the batch (n) at ``input_batch_axis`` of the logical input shape (negative: from
+    the back), reads the target (``shape_expr`` items listed innermost first, or w/h/d/c) outermost first
+    with 0 copying the logical input's dim at the same place and -1 the rest, and drops
+    ``output_batch_axis`` from it (that dim becomes the output's n). Blobs here have n = 1, so a batch
+    axis is a dim of 1, and the output's batch dim must come out as 1."""
+    ia, oa = int(p.input_batch_axis), int(p.output_batch_axis)
+    if ex is None:  # the rank as ncnn's load_param counts it: the first -233 of w, h, c, d ends it
+        ndim = 0 if p.w == -233 else 1 if p.h == -233 else 2 if p.c == -233 else 3 if p.d == -233 else 4
+        target_raw = {0: [], 1: [p.w], 2: [p.h, p.w], 3: [p.c, p.h, p.w], 4: [p.c, p.d, p.h, p.w]}[ndim]
+        if not target_raw:
+            raise ValueError("Reshape with batch axes gives no output shape (w, h, d, c all -233)")
+    elif ex.n_blobs > p.n_bottoms:
+        raise ValueError(f"Reshape shape_expr reads {ex.n_blobs} bottoms, the layer has {p.n_bottoms}")
+    if (ex is None or ex.n_blobs <= 1) and p.n_bottoms != 1:
+        raise ValueError(f"Reshape with these params takes 1 bottom (as ncnn), the layer has {p.n_bottoms}")
+
+    def run(x, *others):
+        _rank(x, "Reshape")
+        logical = list(x.shape)
+        a = ia + x.ndim + 1 if ia < 0 else ia
+        if a != 233:
+            if not 0 <= a <= x.ndim:
+                raise KernelError(f"Reshape: input_batch_axis {ia} is out of range for a {x.ndim}d bottom")
+            logical.insert(a, 1)
+        target = list(reversed(ex.eval([x, *others]))) if ex is not None else list(target_raw)
+        if not 1 <= len(target) <= 5:
+            raise KernelError(f"Reshape: {len(target)} output dims (1 to 5 with the batch axis)")
+        o = oa + len(target) if oa < 0 else oa
+        if o != 233 and not 0 <= o < len(target):
+            raise KernelError(f"Reshape: output_batch_axis {oa} is out of range for {len(target)} output dims")
+        shape, rest = [], None
+        for i, t in enumerate(target):
+            if t == 0:
+                if i >= len(logical):
+                    raise KernelError(f"Reshape: 0 at output dim {i} has no input dim to copy ({x.shape})")
+                t = logical[i]
+            if t == -1:
+                if rest is not None:
+                    raise KernelError("Reshape: more than one -1 in the target shape")
+                rest = i
+            elif t <= 0:
+                raise KernelError(f"Reshape: target dim {t} at {i}")
+            shape.append(t)
+        known = int(np.prod([t for i, t in enumerate(shape) if i != rest]))
+        if rest is not None:
+            if known == 0 or x.size % known:
+                raise KernelError(f"Reshape: cannot infer -1 for {x.size} elements and target {target}")
+            shape[rest] = x.size // known
+        if int(np.prod(shape)) != x.size:
+            raise KernelError(f"Reshape: cannot reshape a blob of shape {x.shape} to {tuple(shape)} (batch axes)")
+        if o != 233:
+            if shape[o] != 1:
+                raise KernelError(f"Reshape: the output batch dim is {shape[o]}; blobs here carry a batch of 1")
+            del shape[o]
+        if not 1 <= len(shape) <= 4:
+            raise KernelError(f"Reshape: {len(shape)} physical output dims (1 to 4)")
         return _reshape(x, np.array(shape, np.int64))
 
     return run

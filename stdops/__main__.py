@@ -1,0 +1,5 @@
+"""python -m stdops: the same as the `stdops` console script."""
+
+from .cli import main
+
+raise SystemExit(main())
