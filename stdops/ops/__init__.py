@@ -33,6 +33,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     reduce,  # Reduce*, ArgMax/ArgMin, CumSum
     resize,  # Resize, Upsample
     rnn,  # RNN, GRU, LSTM
+    rnn_cell,  # the recurrent cells the ONNX ops and the ncnn layers run on
     roi,  # MaxRoiPool, RoiAlign
     sequence,  # sequences and optionals
     shape,  # reshapes, transposes, concat/split/slice

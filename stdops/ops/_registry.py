@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 _EMPTY = inspect.Parameter.empty
@@ -51,6 +51,7 @@ class OpDef:
     module: str
     prepare: Prepare | None = None  # load-time preparation (see the module docstring)
     variadic_name: str | None = None  # the name of the *inputs parameter
+    kernels: tuple[str, ...] = ()  # the kernels this one runs on (a cell, an activation): uses flow to them
 
     @property
     def doc(self) -> str:
@@ -120,9 +121,12 @@ def _parse_spec(spec: str) -> tuple[str, int | None]:
     return spec, None
 
 
-def op(*specs: str, name: str | None = None, prepare: Prepare | None = None) -> Callable[[Callable], Callable]:
-    """Register a kernel under one or more spec strings, with its load-time ``prepare`` if it has one.
-    Returns the function unchanged."""
+def op(
+    *specs: str, name: str | None = None, prepare: Prepare | None = None, kernels: Sequence[Callable] = ()
+) -> Callable[[Callable], Callable]:
+    """Register a kernel under its spec strings (none for a kernel only other kernels and front ends run
+    on, such as the recurrent cells), with its load-time ``prepare`` if it has one and the ``kernels`` it
+    runs on. Returns the function unchanged."""
 
     def register(fn: Callable) -> Callable:
         key = name or fn.__name__
@@ -131,8 +135,19 @@ def op(*specs: str, name: str | None = None, prepare: Prepare | None = None) -> 
         if not fn.__doc__:
             raise ValueError(f"kernel {key!r} needs a docstring with its formula and shape/dtype rule")
         inputs, optional, variadic, attrs = _signature(fn)
+        runs_on = tuple(kernel_of(k).name for k in kernels)
         d = OpDef(
-            key, fn, tuple(specs), inputs, optional, variadic is not None, attrs, fn.__module__, prepare, variadic
+            key,
+            fn,
+            tuple(specs),
+            inputs,
+            optional,
+            variadic is not None,
+            attrs,
+            fn.__module__,
+            prepare,
+            variadic,
+            runs_on,
         )
         for s in specs:
             head, ver = _parse_spec(s)
@@ -178,14 +193,30 @@ def record_use(kernel: OpDef | Callable | str, front_end: str, what: str) -> Non
     _USES.setdefault(d.name, {}).setdefault(front_end, set()).add(what)
 
 
-def uses(kernel: OpDef | Callable | str) -> dict[str, list[str]]:
-    """front end -> what of it reaches the kernel: its own spec strings (``onnx-ml:Binarizer-1`` counts
-    for the ONNX front end) and the recorded uses."""
-    d = kernel_of(kernel)
+def _direct_uses(d: OpDef) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for s in d.specs:
         prefix, _, what = s.partition(":")
         out.setdefault("onnx" if prefix.startswith("onnx") else prefix, set()).add(what)
     for fe, whats in _USES.get(d.name, {}).items():
         out.setdefault(fe, set()).update(whats)
+    return out
+
+
+def uses(kernel: OpDef | Callable | str) -> dict[str, list[str]]:
+    """front end -> what of it reaches the kernel: its own spec strings (``onnx-ml:Binarizer-1`` counts
+    for the ONNX front end), the recorded uses, and the uses of every kernel that runs on it."""
+    d = kernel_of(kernel)
+    out: dict[str, set[str]] = {}
+    users = {d.name}
+    frontier = [d.name]
+    while frontier:  # the kernels that run on d, directly or through others
+        name = frontier.pop()
+        for k in OPS.values():
+            if name in k.kernels and k.name not in users:
+                users.add(k.name)
+                frontier.append(k.name)
+    for name in users:
+        for fe, whats in _direct_uses(OPS[name]).items():
+            out.setdefault(fe, set()).update(whats)
     return {fe: sorted(w) for fe, w in sorted(out.items())}

@@ -143,17 +143,15 @@ def shrink(input, /, *, bias=0.0, lambd=0.5):  # noqa: A002 - the ONNX input nam
 # --------------------------------------------------------------------------- sigmoids
 
 
+def sigmoid_into(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """1 / (1 + exp(-x)) in x's float dtype, into ``out`` when given: scipy's logistic ufunc, which
+    never overflows (it takes exp of -|x| only). The one sigmoid of stdops: the Sigmoid, Swish and
+    SwiGLU kernels, the recurrent cells and the ncnn layers all compute it here."""
+    return _special.expit(x, out=out)
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)) without overflow: exp is only taken of -|x|."""
-    # exp(min(x, 0)) / (1 + exp(-|x|)): 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below
-    d = result(np.abs(x))
-    np.negative(d, out=d)
-    np.exp(d, out=d)
-    d += 1
-    y = result(np.minimum(x, 0))
-    np.exp(y, out=y)
-    y /= d
-    return y
+    return result(sigmoid_into(x))
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:
