@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
+from .activation import softmax
 from .dtypes import compute_dtype, float_input, is_float
 
 
@@ -172,11 +173,10 @@ def attention(
         )
     mx = sm.max(axis=-1, keepdims=True)
     dead = ~np.isfinite(mx) & (mx < 0)
-    with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(sm - np.where(dead, 0, mx))
-    e = np.where(dead, 0, e)
-    den = e.sum(axis=-1, keepdims=True)
-    probs = e / np.where(den == 0, 1, den)
+    if dead.any():
+        probs = np.where(dead, sm.dtype.type(0), softmax(np.where(dead, sm.dtype.type(0), sm), axis=-1))
+    else:
+        probs = softmax(sm, axis=-1)
     if softmax_precision is not None:
         probs = probs.astype(np.dtype(softmax_precision))
     probs = probs.astype(wt)

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
+from .activation import log_softmax
 from .dtypes import compute_dtype, is_float
 
 _REDUCTIONS = ("none", "sum", "mean")
@@ -83,7 +84,6 @@ def softmax_cross_entropy_loss(scores, labels, weights=None, /, *, ignore_index=
     x, dt = _work(scores, "SoftmaxCrossEntropyLoss")
     if x.ndim < 2:
         raise KernelError(f"SoftmaxCrossEntropyLoss: scores must have shape [N, C, d1, ...], got {x.shape}")
-    z = x - x.max(axis=1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    logp = log_softmax(x, axis=1)
     out = _nll(logp, labels, weights, ignore_index, reduction, "SoftmaxCrossEntropyLoss")
     return out.astype(dt, copy=False), logp.astype(dt, copy=False)

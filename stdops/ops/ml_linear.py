@@ -10,21 +10,12 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
+from .activation import sigmoid, softmax
 from .ml import _floats, _numeric_2d
 
 # --------------------------------------------------------------------------- post transforms (shared with ml_trees)
 
 TRANSFORMS = {"NONE": 0, "SOFTMAX": 1, "LOGISTIC": 2, "SOFTMAX_ZERO": 3, "PROBIT": 4}
-
-
-def _logistic(v: np.ndarray) -> np.ndarray:
-    e = np.exp(-np.abs(v))
-    return np.where(v >= 0, 1 / (1 + e), e / (1 + e))
-
-
-def _softmax_rows(v: np.ndarray) -> np.ndarray:
-    e = np.exp(v - v.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 def _softmax_zero_rows(v: np.ndarray) -> np.ndarray:
@@ -43,9 +34,9 @@ def post_transform_scores(v: np.ndarray, transform: int) -> np.ndarray:
         if t == 0:
             return v
         if t == 1:
-            return _softmax_rows(v)
+            return softmax(v, axis=-1)
         if t == 2:
-            return _logistic(v)
+            return sigmoid(v)
         if t == 3:
             return _softmax_zero_rows(v)
         if t == 4:
@@ -312,7 +303,7 @@ def svm_classifier(
     if pa.size and V > 0:
         if pa.size != dec.shape[1] or pb.size != pa.size:
             raise KernelError(f"SVMClassifier: prob_a and prob_b need {dec.shape[1]} values each")
-        pair = np.clip(1 - _logistic(dec * pa + pb), 1e-7, 1 - 1e-7)
+        pair = np.clip(1 - sigmoid(dec * pa + pb), 1e-7, 1 - 1e-7)
         rr = np.zeros((N, E, E))
         iu, ju = np.triu_indices(E, 1)
         rr[:, iu, ju] = pair
