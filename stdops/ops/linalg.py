@@ -79,8 +79,8 @@ def _gemm_c(C, beta: float, mn: tuple[int, int], wdt: np.dtype) -> np.ndarray:
 
 def prepare_gemm(constants: tuple, attrs: dict):
     """Load time, when B is a constant 2-D float tensor: B' (transposed when transB) laid out contiguous
-    in the accumulation dtype, once; a constant C of B's dtype scaled by beta once. Returns the step
-    ``(A, B, C=None) -> Y``, or None (B not known)."""
+    in the accumulation dtype, once; a constant C of B's dtype scaled by beta once (a C known only at run
+    time is scaled per call). Returns the step ``(A, B, C=None) -> Y``, or None (B not known)."""
     b = constants[1] if len(constants) > 1 else None
     if not isinstance(b, np.ndarray) or b.ndim != 2 or not is_float(b.dtype):
         return None
@@ -93,16 +93,18 @@ def prepare_gemm(constants: tuple, attrs: dict):
 
     def gemm_prepared(A, B, C=None):
         A = np.asarray(A)
-        if A.dtype != dt or A.ndim != 2 or (C is not None and not c_const):
+        if A.dtype != dt or A.ndim != 2:
             return gemm(A, B, C, **attrs)
         a = widened(A).T if transA else widened(A)
         if a.shape[1] != bp.shape[0]:
             return gemm(A, B, C, **attrs)  # the kernel reports the mismatch
         y = _gemm_scale(matmul(a, bp), alpha)
         if C is not None:
-            c = cp.get(y.shape)
+            c = cp.get(y.shape) if c_const else None
             if c is None:
-                c = cp[y.shape] = _gemm_c(C, beta, y.shape, y.dtype)
+                c = _gemm_c(C, beta, y.shape, y.dtype)
+                if c_const:
+                    cp[y.shape] = c
             y += c
         return y if y.dtype == dt else y.astype(dt)
 

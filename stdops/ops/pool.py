@@ -210,9 +210,24 @@ def max_pool(x, /, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape
     )
 
 
-def max_pool_values(x, /, **attrs):
-    """MaxPool's first output only (what a node without the Indices output needs)."""
-    return _max_pool(x, False, **attrs)
+@op()
+def max_pool_values(
+    x, /, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape, pads=(), storage_order=0, strides=()
+):
+    """Y of MaxPool without its Indices output (what a MaxPool node that does not ask for them, and
+    ncnn's max Pooling, run on): Y[n, c, o] = max_k Xpad[n, c, o * strides + k * dilations], shapes and
+    attributes as MaxPool's; storage_order only matters for the indices. Y has X's dtype."""
+    return _max_pool(
+        x,
+        False,
+        auto_pad=auto_pad,
+        ceil_mode=ceil_mode,
+        dilations=dilations,
+        kernel_shape=kernel_shape,
+        pads=pads,
+        storage_order=storage_order,
+        strides=strides,
+    )
 
 
 def _axis_counts(n, in_sp, kernel, strides, dilations, geo, include_pad):

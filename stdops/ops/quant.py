@@ -279,28 +279,47 @@ def _zero_point(zp, what, m=None, per_channel=False):
     )
 
 
-def _integer_accumulate(x, w, x_zero_point, w_zero_point, *, group, kernel_shape, strides, dilations, pads, auto_pad):
+class IntegerWeight:
+    """W - w_zero_point of an integer convolution as exact float32 (and, on demand, float64) weights,
+    built once (at load time when W is a constant: the kernels' prepare)."""
+
+    def __init__(self, w, w_zero_point, group):
+        _int_check(w, "w")
+        m = w.shape[0] if w.ndim else 0
+        wz = _zero_point(w_zero_point, "w_zero_point", m, per_channel=True)
+        wf = w.astype(np.float32)
+        if wz is not None:
+            wf -= (wz.reshape(wz.shape + (1,) * (w.ndim - 1)) if wz.ndim else wz).astype(np.float32)
+        self.wf, self.group = wf, group
+        self.k = prod(w.shape[1:])
+        self.wmax = float(np.abs(wf).max(initial=0))
+        self._cw: dict = {}
+
+    def conv_weight(self, dt) -> ConvWeight:
+        cw = self._cw.get(np.dtype(dt))
+        if cw is None:
+            cw = self._cw[np.dtype(dt)] = ConvWeight(self.wf.astype(dt), self.group, exact=True)
+        return cw
+
+
+def _integer_accumulate(
+    x, w, x_zero_point, w_zero_point, *, group, kernel_shape, strides, dilations, pads, auto_pad, iw=None
+):
     """sum (x - x_zero_point) * (w - w_zero_point) as exact integers held in floats: float32 (twice
-    as fast through BLAS) when every partial sum provably stays below 2**24, else float64."""
+    as fast through BLAS) when every partial sum provably stays below 2**24, else float64. ``iw``: the
+    weights already prepared."""
     _int_check(x, "x")
-    _int_check(w, "w")
     check_rank(x)
-    m = w.shape[0] if w.ndim else 0
+    iw = iw or IntegerWeight(w, w_zero_point, group)
     xz = _zero_point(x_zero_point, "x_zero_point")
-    wz = _zero_point(w_zero_point, "w_zero_point", m, per_channel=True)
     xf = x.astype(np.float32)
     if xz is not None:
         xf -= np.float32(xz)
-    wf = w.astype(np.float32)
-    if wz is not None:
-        wf -= (wz.reshape(wz.shape + (1,) * (w.ndim - 1)) if wz.ndim else wz).astype(np.float32)
-    k = prod(w.shape[1:])
-    bound = k * float(np.abs(xf).max(initial=0)) * float(np.abs(wf).max(initial=0))
-    if bound >= 2.0**24:
-        xf, wf = xf.astype(np.float64), wf.astype(np.float64)
+    bound = iw.k * float(np.abs(xf).max(initial=0)) * iw.wmax
+    dt = np.float64 if bound >= 2.0**24 else np.float32
     y = conv_forward(
-        xf,
-        ConvWeight(wf, group, exact=True),
+        xf.astype(dt, copy=False),
+        iw.conv_weight(dt),
         None,
         kernel_shape=kernel_shape,
         strides=strides,
@@ -311,7 +330,29 @@ def _integer_accumulate(x, w, x_zero_point, w_zero_point, *, group, kernel_shape
     return y.astype(np.float64, copy=False)
 
 
-@op("onnx:ConvInteger-10")
+def prepare_conv_integer(constants: tuple, attrs: dict):
+    """Load time, when W (and w_zero_point, if the node has one) is a constant: W - w_zero_point laid out
+    once for the exact float GEMMs. Returns the step, or None."""
+    w = constants[1] if len(constants) > 1 else None
+    if not isinstance(w, np.ndarray) or w.dtype not in (np.int8, np.uint8) or w.ndim < 3:
+        return None
+    wz = constants[3] if len(constants) > 3 else None
+    try:
+        iw = IntegerWeight(w, wz, attrs["group"])
+    except KernelError:
+        return None
+    geo = {a: v for a, v in attrs.items() if a != "group"}
+
+    def conv_integer_prepared(x, w_, x_zero_point=None, w_zero_point=None):
+        if w_zero_point is not wz:  # a zero point known only at run time: the plain kernel
+            return conv_integer(x, w_, x_zero_point, w_zero_point, **attrs)
+        acc = _integer_accumulate(x, w_, x_zero_point, None, group=attrs["group"], iw=iw, **geo)
+        return acc.astype(np.int32)
+
+    return conv_integer_prepared
+
+
+@op("onnx:ConvInteger-10", prepare=prepare_conv_integer)
 def conv_integer(
     x,
     w,

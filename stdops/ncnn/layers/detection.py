@@ -13,16 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...limits import check_elements
-from ...ops import OPS
+from ...ops import activation, roi
 from ...ops.nms import finite_edges, greedy_nms
 from ..spec import P, layer
 
 _F32 = np.float32
 _EMPTY = np.zeros((0,), _F32)
-
-
-def _sigmoid(x):
-    return (_F32(1) / (_F32(1) + np.exp(-x))).astype(_F32)
 
 
 def _nms(boxes: np.ndarray, thr: float, zero_union_overlaps: bool = True) -> np.ndarray:
@@ -91,6 +87,8 @@ def _detections(labels, scores, boxes) -> np.ndarray:
         P(8, "variance3", 0.2),
     ],
     inputs=3,
+    ncnn_only="SSD box decoding (center-size offsets scaled by the variances, exp of the size offsets) and "
+    "ncnn's greedy NMS, whose IoU differs from NonMaxSuppression's for degenerate boxes",
 )
 def detection_output(p, w):
     """SSD decoding: priors (centre/size) moved by location * variance, per class (1..num_class-1) the
@@ -173,6 +171,8 @@ def detection_output(p, w):
         P(15, "center_mmdetection", 0),
     ],
     inputs=None,
+    ncnn_only="SSD prior boxes (ncnn's min/max sizes, square roots of the aspect ratios, flips, steps, clipping): "
+    "no ONNX operator makes priors",
 )
 def prior_box(p, w):
     """SSD prior boxes for every feature-map cell (caffe style: [2, 4 * cells * priors] with the variances
@@ -291,6 +291,8 @@ def _anchors(base_size: int) -> np.ndarray:
     ],
     inputs=3,
     outputs=None,
+    ncnn_only="Faster R-CNN proposals: ncnn's anchors (square roots of the ratios, C rounding), exp box "
+    "decoding and greedy NMS",
 )
 def proposal(p, w):
     """RPN proposals: anchors shifted over the score map, moved by the bbox deltas, clipped to the image
@@ -350,6 +352,8 @@ def proposal(p, w):
     ],
     inputs=None,
     outputs=None,
+    kernels=(activation.softmax, activation.sigmoid),
+    ncnn_only="YOLOv2 region decoding on ncnn's anchors (exp of the size offsets) and ncnn's greedy NMS",
 )
 def yolo_detection_output(p, w):
     """YOLOv2 region decoding over every bottom: per box anchor the class scores are softmaxed, confidence =
@@ -359,7 +363,7 @@ def yolo_detection_output(p, w):
     biases = np.asarray(p.biases, _F32)
     if biases.size < 2 * nb:
         raise ValueError(f"YoloDetectionOutput needs {2 * nb} biases, got {biases.size}")
-    softmax = OPS["softmax"].fn
+    softmax = activation.softmax
 
     def step(*bottoms):
         labels, scores, boxes = [], [], []
@@ -377,15 +381,15 @@ def yolo_detection_output(p, w):
             gy = np.arange(h, dtype=_F32)[None, :, None]
             bw_ = biases[0 : 2 * nb : 2][:, None, None]
             bh_ = biases[1 : 2 * nb : 2][:, None, None]
-            cx = (gx + _sigmoid(t[:, 0])) / _F32(wd)
-            cy = (gy + _sigmoid(t[:, 1])) / _F32(h)
+            cx = (gx + activation.sigmoid(t[:, 0])) / _F32(wd)
+            cy = (gy + activation.sigmoid(t[:, 1])) / _F32(h)
             bw = np.exp(t[:, 2]) * bw_ / _F32(wd)
             bh = np.exp(t[:, 3]) * bh_ / _F32(h)
             best = np.argmax(cls, axis=1)
             best_score = np.max(cls, axis=1)
             best_score = np.where(best_score > 0, best_score, _F32(0))
             best = np.where(np.max(cls, axis=1) > 0, best, 0)
-            conf = _sigmoid(t[:, 4]) * best_score
+            conf = activation.sigmoid(t[:, 4]) * best_score
             sel = conf >= _F32(p.confidence_threshold)  # [box, h, w], in ncnn's box-major order
             labels.append(best[sel])
             scores.append(conf[sel])
@@ -422,6 +426,9 @@ def yolo_detection_output(p, w):
         P(6, "anchors_scale", [], kind="floats"),
     ],
     inputs=None,
+    kernels=(activation.sigmoid,),
+    ncnn_only="YOLOv3 decoding: ncnn's confidence 1 / (1 + e^-obj (1 + e^-cls)), exp of the size offsets, "
+    "ncnn's greedy NMS",
 )
 def yolov3_detection_output(p, w):
     """YOLOv3 decoding over every bottom b (anchors mask[b * num_box + k], network size anchors_scale[b] *
@@ -459,8 +466,8 @@ def yolov3_detection_output(p, w):
             conf = _F32(1) / (_F32(1) + np.exp(-t[:, 4]) * (_F32(1) + np.exp(-best_score)))
             gx = np.arange(wd, dtype=_F32)[None, None, :]
             gy = np.arange(h, dtype=_F32)[None, :, None]
-            cx = (gx + _sigmoid(t[:, 0])) / _F32(wd)
-            cy = (gy + _sigmoid(t[:, 1])) / _F32(h)
+            cx = (gx + activation.sigmoid(t[:, 0])) / _F32(wd)
+            cy = (gy + activation.sigmoid(t[:, 1])) / _F32(h)
             bw = np.exp(t[:, 2]) * bw_ / net_w
             bh = np.exp(t[:, 3]) * bh_ / net_h
             sel = conf >= _F32(p.confidence_threshold)
@@ -493,12 +500,17 @@ def _roi(roi: np.ndarray) -> np.ndarray:
     return r[:4]
 
 
-@layer("ROIPooling", params=[P(0, "pooled_width", 0), P(1, "pooled_height", 0), P(2, "spatial_scale", 1.0)], inputs=2)
+@layer(
+    "ROIPooling",
+    params=[P(0, "pooled_width", 0), P(1, "pooled_height", 0), P(2, "spatial_scale", 1.0)],
+    inputs=2,
+    kernels=(roi.max_roi_pool,),
+)
 def roi_pooling(p, w):
     """Max over each of pooled_height x pooled_width bins of the roi [x1, y1, x2, y2] (corners rounded after
     scaling by spatial_scale, at least 1x1), bins [floor(i * size / n), ceil((i + 1) * size / n)) from the
     corner clipped to the blob; an empty bin is 0 (ncnn's source, = the MaxRoiPool kernel)."""
-    pool = OPS["max_roi_pool"].fn
+    pool = roi.max_roi_pool
     if p.pooled_height <= 0 or p.pooled_width <= 0:
         raise ValueError(f"pooled size must be positive, got {p.pooled_height} x {p.pooled_width}")
     shape = (p.pooled_height, p.pooled_width)
@@ -521,6 +533,7 @@ def roi_pooling(p, w):
         P(5, "version", 0),
     ],
     inputs=2,
+    kernels=(roi.roi_align,),
 )
 def roi_align(p, w):
     """Average of bilinear samples per bin. version 1 (detectron2): the RoiAlign kernel (aligned: half-pixel
@@ -533,7 +546,7 @@ def roi_align(p, w):
     if p.version not in (0, 1):
         raise ValueError(f"version must be 0 or 1, got {p.version}")
     if p.version == 1:
-        kern = OPS["roi_align"].fn
+        kern = roi.roi_align
         mode = "half_pixel" if p.aligned else "output_half_pixel"
 
         def v1(x, roi):
@@ -612,6 +625,7 @@ def _bilinear(x: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
     "PSROIPooling",
     params=[P(0, "pooled_width", 7), P(1, "pooled_height", 7), P(2, "spatial_scale", 0.0625), P(3, "output_dim", 0)],
     inputs=2,
+    ncnn_only="position-sensitive RoI average pooling (R-FCN): no ONNX operator pools position-sensitive score maps",
 )
 def psroi_pooling(p, w):
     """Position-sensitive ROI pooling: output channel q, bin (i, j) is the mean over that bin of input

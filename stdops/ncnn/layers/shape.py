@@ -12,20 +12,21 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import KernelError
-from ...ops import OPS
+from ...ops import shape as shapes
+from ...ops import shape_pad
 from .. import expr as _expr
 from ..spec import P, layer
 
-_concat = OPS["concat"].fn
-_split = OPS["split"].fn
-_slice = OPS["slice_"].fn
-_reshape = OPS["reshape"].fn
-_transpose = OPS["transpose"].fn
-_squeeze = OPS["squeeze"].fn
-_unsqueeze = OPS["unsqueeze"].fn
-_tile = OPS["tile"].fn
-_d2s = OPS["depth_to_space"].fn
-_s2d = OPS["space_to_depth"].fn
+_concat = shapes.concat
+_split = shapes.split
+_slice = shapes.slice_
+_reshape = shapes.reshape
+_transpose = shapes.transpose
+_squeeze = shapes.squeeze
+_unsqueeze = shapes.unsqueeze
+_tile = shapes.tile
+_d2s = shape_pad.depth_to_space
+_s2d = shape_pad.space_to_depth
 
 #: ncnn dim name -> numpy axis, per rank
 _AXIS_OF = {1: {"w": 0}, 2: {"h": 0, "w": 1}, 3: {"c": 0, "h": 1, "w": 2}, 4: {"c": 0, "d": 1, "h": 2, "w": 3}}
@@ -72,7 +73,7 @@ def _crop(x: np.ndarray, offsets: dict[str, int], outs: dict[str, int], what: st
 
 
 # ----------------------------------------------------------------------------------------- Concat
-@layer("Concat", params=[P(0, "axis", 0)], inputs=None)
+@layer("Concat", params=[P(0, "axis", 0)], inputs=None, kernels=(shapes.concat,))
 def concat(p, w):
     """y = the bottoms joined along ``axis`` (negative counts from the back); same rank bottoms."""
     axis = p.axis
@@ -94,7 +95,12 @@ def concat(p, w):
 
 
 # ------------------------------------------------------------------------------------------ Slice
-@layer("Slice", params=[P(0, "slices", (), "ints"), P(1, "axis", 0), P(2, "indices", (), "ints")], outputs=None)
+@layer(
+    "Slice",
+    params=[P(0, "slices", (), "ints"), P(1, "axis", 0), P(2, "indices", (), "ints")],
+    outputs=None,
+    kernels=(shapes.split,),
+)
 def slice_layer(p, w):
     """Split the bottom along ``axis`` into n_tops parts: sizes from ``slices`` (-233 = an equal share of
     what is left), or cut points from ``indices`` (negative count from the end; the last part takes the
@@ -194,7 +200,7 @@ def _numpy_window(shape, starts, ends, axes, what):
     return offs, outs
 
 
-@layer("Crop", params=CROP_PARAMS, inputs=None)
+@layer("Crop", params=CROP_PARAMS, inputs=None, kernels=(shapes.slice_,))
 def crop(p, w):
     """y = a window of the bottom. Forms, as ncnn picks them:
     - ``starts_expr``/``ends_expr`` (+ ``axes_expr``): numpy-style window from expressions over the bottoms;
@@ -287,6 +293,7 @@ def crop(p, w):
         P(13, "output_batch_axis", 233),
     ],
     inputs=None,
+    kernels=(shapes.reshape,),
 )
 def reshape(p, w):
     """y = the bottom's elements (row-major, ncnn layout) with shape w / (h, w) / (c, h, w) / (c, d, h, w).
@@ -435,7 +442,7 @@ def _batch_axis_reshape(p, ex):
     return run
 
 
-@layer("Flatten")
+@layer("Flatten", kernels=(shapes.reshape,))
 def flatten(p, w):
     """y = the bottom's elements as a 1d blob (row-major over c, d, h, w)."""
     return lambda x: _reshape(x, np.array([-1], np.int64))
@@ -477,7 +484,7 @@ def _perm_of(order: str) -> list[int]:
     return [amap[ch] for ch in reversed(order)]
 
 
-@layer("Permute", params=[P(0, "order_type", 0)])
+@layer("Permute", params=[P(0, "order_type", 0)], kernels=(shapes.transpose,))
 def permute(p, w):
     """y = the bottom with its dims reordered: order_type 0..1 for 2d (wh, hw), 0..5 for 3d
     (whc hwc wch cwh hcw chw) and 0..23 for 4d (whdc ... cdhw), each naming the sources of the output's
@@ -514,6 +521,7 @@ def permute(p, w):
         P(2, "squeeze_c", 0),
         P(3, "axes", (), "ints"),
     ],
+    kernels=(shapes.squeeze,),
 )
 def squeeze(p, w):
     """y = the bottom without the size-1 dims named by ``axes`` (numpy axes, negative from the back) or,
@@ -540,7 +548,7 @@ def squeeze(p, w):
     return run
 
 
-@layer("ExpandDims", params=[P(3, "axes", (), "ints")])
+@layer("ExpandDims", params=[P(3, "axes", (), "ints")], kernels=(shapes.unsqueeze,))
 def expand_dims(p, w):
     """y = the bottom with size-1 dims inserted at ``axes`` (positions in the output, negative from its
     back); at most 4 dims out."""
@@ -562,7 +570,7 @@ def expand_dims(p, w):
 
 
 # ------------------------------------------------------------------------------------- Tile / Flip
-@layer("Tile", params=[P(0, "axis", 0), P(1, "tiles", 1), P(2, "repeats", (), "ints")])
+@layer("Tile", params=[P(0, "axis", 0), P(1, "tiles", 1), P(2, "repeats", (), "ints")], kernels=(shapes.tile,))
 def tile(p, w):
     """y = the bottom repeated: ``tiles`` times along ``axis`` (0..3; an axis the bottom lacks repeats
     nothing, a 1d bottom repeats along w), or numpy-style with ``repeats`` (aligned to the trailing dims;
@@ -595,7 +603,7 @@ def tile(p, w):
     return run
 
 
-@layer("Flip", params=[P(0, "axes", (), "ints")])
+@layer("Flip", params=[P(0, "axes", (), "ints")], kernels=(shapes.slice_,))
 def flip(p, w):
     """y = the bottom reversed along ``axes`` (negative from the back); a 1d bottom flips along w."""
     axes = list(p.axes)
@@ -625,7 +633,7 @@ def flip(p, w):
 
 
 # -------------------------------------------------------------------- PixelShuffle / Reorg / Shuffle
-@layer("PixelShuffle", params=[P(0, "upscale_factor", 1), P(1, "mode", 0)])
+@layer("PixelShuffle", params=[P(0, "upscale_factor", 1), P(1, "mode", 0)], kernels=(shape_pad.depth_to_space,))
 def pixel_shuffle(p, w):
     """depth_to_space on a 3d bottom: (c, h, w) -> (c / r^2, h r, w r); input channel of output (oc, sh, sw)
     is oc r^2 + sh r + sw (mode 0) or (sh r + sw) oc_count + oc (mode 1)."""
@@ -646,7 +654,7 @@ def pixel_shuffle(p, w):
     return run
 
 
-@layer("Reorg", params=[P(0, "stride", 1), P(1, "mode", 0)])
+@layer("Reorg", params=[P(0, "stride", 1), P(1, "mode", 0)], kernels=(shape_pad.space_to_depth,))
 def reorg(p, w):
     """space_to_depth on a 3d bottom: (c, h, w) -> (c s^2, h / s, w / s); output channel of input
     (c, sh, sw) is c s^2 + sh s + sw (mode 0) or (sh s + sw) c_count + c (mode 1)."""
@@ -667,7 +675,7 @@ def reorg(p, w):
     return run
 
 
-@layer("ShuffleChannel", params=[P(0, "group", 1), P(1, "reverse", 0)])
+@layer("ShuffleChannel", params=[P(0, "group", 1), P(1, "reverse", 0)], kernels=(shapes.reshape, shapes.transpose))
 def shuffle_channel(p, w):
     """Channel shuffle: channels viewed as (g, c / g) are transposed to (c / g, g), with g = group, or
     g = c / group when ``reverse``."""
@@ -701,6 +709,7 @@ def shuffle_channel(p, w):
         P(11, "axes", (), "ints"),
     ],
     inputs=2,
+    ncnn_only="writes a blob into a region of another: ONNX has no slice assignment (ScatterND would need every index)",
 )
 def copy_to(p, w):
     """y = self (bottom 0) with src (bottom 1, same rank) written at the offsets: w/h/d/c offsets, or
@@ -742,7 +751,7 @@ def copy_to(p, w):
     return run
 
 
-@layer("DeepCopy")
+@layer("DeepCopy", ncnn_only="graph plumbing, no computation: a copy of its blob (Identity does not copy)")
 def deep_copy(p, w):
     """y = a copy of the bottom."""
     return lambda x: np.array(x, copy=True)
