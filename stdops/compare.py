@@ -33,6 +33,15 @@ class ValueDiff:
     def ok(self, atol: float, rtol: float) -> bool:
         return not self.note and self.max_abs <= atol + rtol * self._scale
 
+    @property
+    def rel_err(self) -> float:
+        """One relative error for the whole value: max|ours - theirs| / max|theirs| (nan when not comparable)."""
+        if self.note:
+            return float("nan")
+        if self._scale > 0:
+            return self.max_abs / self._scale
+        return 0.0 if self.max_abs == 0 else float("inf")
+
     _scale: float = 0.0
 
 

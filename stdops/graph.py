@@ -8,7 +8,9 @@ already bound, then compiles them once into a :class:`Plan`:
 - an intermediate is released right after its last use, so peak memory follows liveness;
 - asking for a subset of outputs runs only the steps they need (ncnn's Extractor semantics);
   the schedule for each requested set is computed once and cached;
-- a ``hook(node, output_name, value)`` sees every value as it is produced (``stdops compare``, ``--dump``).
+- a ``hook(node, output_name, value)`` sees every value as it is produced (``stdops compare``, ``--dump``);
+- inside ``with timing(callback):`` every step of the outermost plan reports the clock around its kernel
+  (``stdops profile``); a run outside such a block pays nothing for it.
 
 Conventions for values: a tensor is an ``np.ndarray``; a sequence is a ``list``; an empty optional is
 ``None``. A kernel returns a single value, or a ``tuple`` holding every output of the op.
@@ -16,9 +18,11 @@ Conventions for values: a tensor is an ``np.ndarray``; a sequence is a ``list``;
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from .errors import InputError, ModelFormatError, OpError, ResourceLimitError, StdopsError
@@ -32,6 +36,27 @@ Hook = Callable[[str, str, Any], None]
 #: the hook of the run in progress, so that steps running subgraphs (If, Loop, Scan) can show their
 #: inner values too (see ``subgraph_hook``)
 _ACTIVE_HOOK: contextvars.ContextVar[Hook | None] = contextvars.ContextVar("stdops_hook", default=None)
+
+
+#: ``timer(node, start, end, inputs, result)``: the perf_counter readings around one step's kernel
+StepTimer = Callable[["Node", float, float, list, Any], None]
+
+#: the step timer of the runs in progress (see ``timing``); the outermost plan takes it, so that steps of
+#: subgraphs (If, Loop, Scan bodies) count as part of the node that runs them, never twice
+_STEP_TIMER: contextvars.ContextVar[StepTimer | None] = contextvars.ContextVar("stdops_step_timer", default=None)
+
+
+@contextlib.contextmanager
+def timing(timer: StepTimer) -> Iterator[None]:
+    """Within the block, each plan run calls ``timer(node, start, end, inputs, result)`` after every step, with
+    ``time.perf_counter()`` read before the step gathers its inputs and right after its kernel returns (the
+    hook and slot releases are outside the interval). ``inputs`` and ``result`` are the step's values (to size
+    them, not to keep them)."""
+    token = _STEP_TIMER.set(timer)
+    try:
+        yield
+    finally:
+        _STEP_TIMER.reset(token)
 
 
 def subgraph_hook(prefix: str) -> Hook | None:
@@ -210,14 +235,25 @@ class Plan:
         requested values by name."""
         want = self.output_names if outputs is None else list(outputs)
         steps = self.schedule(want)
+        timer = _STEP_TIMER.get()
         token = _ACTIVE_HOOK.set(hook)
+        timer_token = _STEP_TIMER.set(None) if timer is not None else None  # inner plans: not timed again
         try:
             with blas_serial():  # BLAS threads only for the GEMMs that gain from them (ops/_blas.py)
-                return self._run(steps, want, feeds, hook)
+                return self._run(steps, want, feeds, hook, timer)
         finally:
             _ACTIVE_HOOK.reset(token)
+            if timer_token is not None:
+                _STEP_TIMER.reset(timer_token)
 
-    def _run(self, steps: list[_Step], want: list[str], feeds: dict[str, Any], hook: Hook | None) -> dict[str, Any]:
+    def _run(
+        self,
+        steps: list[_Step],
+        want: list[str],
+        feeds: dict[str, Any],
+        hook: Hook | None,
+        timer: StepTimer | None = None,
+    ) -> dict[str, Any]:
         vals = list(self._template)
         for name, s in self._needed_inputs[tuple(want)]:
             if name in feeds:
@@ -226,7 +262,13 @@ class Plan:
                 raise InputError(f"{self.path or 'model'}: missing input {name!r}")
         for step in steps:
             try:
-                res = step.fn(*[vals[i] for i in step.ins])
+                if timer is None:
+                    res = step.fn(*[vals[i] for i in step.ins])
+                else:
+                    start = time.perf_counter()  # gathering the inputs is part of the step's cost
+                    args = [vals[i] for i in step.ins]
+                    res = step.fn(*args)
+                    end = time.perf_counter()
             except (ResourceLimitError, ModelFormatError) as e:
                 err = self._located(e, step.node)
                 if err is e:
@@ -236,6 +278,9 @@ class Plan:
                 raise
             except Exception as e:  # noqa: BLE001 - a kernel's complaint becomes the node's error
                 raise OpError(step.node.name, step.node.op, e, self.path) from e
+            if timer is not None:
+                timer(step.node, start, end, args, res)
+                del args  # the inputs' slots may be released below
             outs = step.outs
             if type(res) is tuple:
                 if len(res) < len(outs):

@@ -27,6 +27,7 @@ _APPLIES = {
     "--duration": ("mdf",),
     "--dt": ("mdf",),
     "--seed": ("mdf",),
+    "--profile": ("onnx", "ncnn"),
 }
 
 
@@ -54,6 +55,11 @@ def register(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--duration", type=nonnegative_float, help="MDF: simulated time to run")
     p.add_argument("--dt", type=positive_float, help="MDF: time step (> 0)")
     p.add_argument("--seed", type=int, help="MDF: random seed")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="ONNX / ncnn: time every node of the run and print the slowest (stdops profile for more)",
+    )
     p.set_defaults(func=main)
     return p
 
@@ -106,7 +112,14 @@ def main(a: argparse.Namespace) -> int:
     kind = model_kind(a.model)
     not_for(
         kind,
-        {"WEIGHTS": a.weights, "--dump": a.dump, "--duration": a.duration, "--dt": a.dt, "--seed": a.seed},
+        {
+            "WEIGHTS": a.weights,
+            "--dump": a.dump,
+            "--duration": a.duration,
+            "--dt": a.dt,
+            "--seed": a.seed,
+            "--profile": a.profile,
+        },
         _APPLIES,
     )
     # every path is checked before any work starts
@@ -126,16 +139,39 @@ def main(a: argparse.Namespace) -> int:
         output_file(out, "--output", (".npz",)) if str(out).lower().endswith(".npz") else output_folder(out, "--output")
     if a.dump is not None:
         output_folder(a.dump, "--dump")
+        if a.profile:
+            raise UsageError("--profile times a run without hooks: it does not go with --dump")
     feeds = parse_inputs(a.input)
     m = load_model(a.model, a.weights)
-    hook = _dump_hook(a.dump) if a.dump is not None else None
-    result = m.run(feeds, hook=hook)
+    if a.profile:
+        result = _profiled_run(m, feeds)
+    else:
+        hook = _dump_hook(a.dump) if a.dump is not None else None
+        result = m.run(feeds, hook=hook)
     print_outputs(result)
     if a.dump is not None:
         print(f"saved every intermediate value to {a.dump}")
     if out is not None:
         _save(result, out)
     return 0
+
+
+#: nodes --profile lists
+PROFILE_TOP = 10
+
+
+def _profiled_run(m: Any, feeds: dict) -> dict:
+    """One run with every node timed; prints the slowest nodes and returns the outputs."""
+    from ..tools import profile as prof
+
+    p = prof.profile(m, feeds, runs=1, warmup=0)
+    print_table(
+        f"slowest {min(PROFILE_TOP, len(p.nodes))} of {len(p.nodes)} nodes (one run)",
+        prof.COLUMNS,
+        prof.table_rows(p, PROFILE_TOP),
+    )
+    print(prof.summary_line(p))
+    return p.outputs
 
 
 def _dump_hook(folder: Path):
