@@ -125,3 +125,31 @@ def test_float32_stays_float32(name):
     x = np.linspace(0.1, 2.0, 12, dtype=np.float32).reshape(3, 4)
     y = OPS[name].fn(x)
     assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == x.shape
+
+
+def _ops_output(capsys, **kw) -> str:
+    import argparse
+
+    from stdops.cli import ops as ops_command
+
+    ops_command.main(argparse.Namespace(**{"front_end": None, "layer": None, **kw}))
+    return capsys.readouterr().out
+
+
+def test_stdops_ops_shows_every_front_end_of_a_kernel(capsys):
+    out = _ops_output(capsys)
+    rows = {line.split()[0]: line for line in out.splitlines()[3:] if line.strip()}
+    assert "Conv-1" in rows["conv"] and "Convolution" in rows["conv"] and "ConvolutionDepthWise" in rows["conv"]
+    assert "ReduceSum-1,13" in rows["reduce_sum"] and "Reduction" in rows["reduce_sum"]  # an adapter and a spec
+    assert rows["linear"].split()[-1] == "linear"  # an MDF standard function
+    assert "LSTM" in rows["lstm_cell"]  # reached through the LSTM kernel and the ncnn layer
+    assert "bound by two or more front ends" in out
+
+
+def test_stdops_ops_ncnn_lists_the_kernels_of_each_layer(capsys):
+    out = _ops_output(capsys, front_end="ncnn")
+    rows = {line.split()[0]: line for line in out.splitlines()[3:] if line.strip()}
+    assert "gemm" in rows["InnerProduct"].split() and "mat_mul_integer" in rows["InnerProduct"].split()
+    assert "(ncnn's own" in rows["PriorBox"]
+    out = _ops_output(capsys, layer="PriorBox")
+    assert "ncnn's own math: SSD prior boxes" in out

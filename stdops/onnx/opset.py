@@ -140,9 +140,23 @@ def onnx_dtype(code: int, ctx: BindContext | None = None) -> np.dtype:
         raise ModelFormatError(None, None, msg) from None
 
 
+_COMPLETE = False
+
+
+def _complete() -> None:
+    """Register the adapters (version adapters, control flow, Gradient) before the table is read: the
+    table is whole whoever asks (the loader, MDF, ``stdops ops``)."""
+    global _COMPLETE
+    if not _COMPLETE:
+        from . import adapters, control, gradient  # noqa: F401  (they register into ADAPTERS)
+
+        _COMPLETE = True
+
+
 def resolve(domain: str, op_type: str, opset: int) -> tuple[int, OpDef | None, Adapter | None]:
     """The table entry for ``op_type`` at the model's ``opset``: (since, kernel, adapter).
     Raises UnsupportedOp when no entry has a version <= opset."""
+    _complete()
     key = f"{domain_prefix(domain)}:{op_type}"
     kernels = _registry.SPEC_INDEX.get(key, {})
     versions = {v for v in kernels if v is not None and v <= opset}
@@ -227,6 +241,7 @@ def select(op_type: str, opset: int, domain: str = "") -> OnnxOp:
 
 def newest_opset(domain: str = "") -> int:
     """The newest version of ``domain`` that any entry of the table names."""
+    _complete()
     prefix = domain_prefix(domain) + ":"
     versions = [v for key, vs in _registry.SPEC_INDEX.items() if key.startswith(prefix) for v in vs if v is not None]
     versions += [v for (key, v) in ADAPTERS if key.startswith(prefix)]
@@ -235,6 +250,7 @@ def newest_opset(domain: str = "") -> int:
 
 def bound_ops() -> dict[str, list[int]]:
     """Every ONNX op type the table binds (``prefix:Op``) and its versions."""
+    _complete()
     out: dict[str, set[int]] = {}
     for key, versions in _registry.SPEC_INDEX.items():
         if key.startswith("onnx"):
