@@ -45,13 +45,14 @@ class _State:
 
 
 def _default_opset(model: Model | None) -> int:
-    import onnx.defs
+    """The model's onnx_opset_version, else the newest opset the ONNX binding table knows."""
+    from ..onnx.opset import newest_opset
 
     v = getattr(model, "onnx_opset_version", None) if model is not None else None
     try:
-        return int(v) if v is not None else int(onnx.defs.onnx_opset_version())
+        return int(v) if v is not None else newest_opset()
     except (TypeError, ValueError):
-        return int(onnx.defs.onnx_opset_version())
+        return newest_opset()
 
 
 class _InPort:

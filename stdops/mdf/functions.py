@@ -17,9 +17,11 @@ ACT-R                 see :mod:`stdops.mdf.actr`
 
 A function's ``args`` are evaluated in order (a later arg sees the earlier ones); an argument that
 ``args`` does not give is read from the node's port/parameter/function of that name, else takes the
-function's default. ``onnx::Op`` calls the stdops kernel bound by :mod:`stdops.onnx.opset`:
-named arguments are mapped onto the ONNX input order, attributes come from ``args`` or same-named
-node parameters, several outputs come back as a tuple (``name[0]``).
+function's default. ``onnx::Op`` calls the stdops kernel the ONNX binding table selects
+(:func:`stdops.onnx.opset.select`, its public selector; no ONNX schema is read): named arguments are
+mapped onto the kernel's inputs (ONNX's names, regardless of case), attributes come from ``args`` or
+same-named node parameters, load-time constants reach the kernel's ``prepare`` through the one binder,
+several outputs come back as a tuple (``name[0]``).
 """
 
 from __future__ import annotations
@@ -150,9 +152,11 @@ def compile_call(
 ) -> tuple[Callable, set[str]]:
     """-> (fn(scope) -> value, the node ids it reads)."""
     steps, local, names = compile_args(args, known, owner, where, ctx.path)
-    for k, c in steps:
+    for (k, c), expr in zip(steps, (args or {}).values()):
         if c.const:
             ctx.constants[k] = c.value
+        elif isinstance(expr, str) and known.get(expr.strip()) in ctx.constants:
+            ctx.constants[k] = ctx.constants[known[expr.strip()]]  # the name of a load-time constant
     if name.startswith("onnx::"):
         impl, more = _compile_onnx(name[6:], args or {}, known, local, owner, where, ctx)
         names |= more
@@ -230,54 +234,45 @@ def _compile_standard(
 
 
 # ---------------------------------------------------------------------------------------------
-# ONNX operators
-
-#: element-wise ops used only when no stdops kernel binds them yet (numpy formulas)
-_FALLBACK_UNARY = {
-    "Sin": np.sin,
-    "Cos": np.cos,
-    "Tan": np.tan,
-    "Asin": np.arcsin,
-    "Acos": np.arccos,
-    "Atan": np.arctan,
-    "Sinh": np.sinh,
-    "Cosh": np.cosh,
-    "Asinh": np.arcsinh,
-    "Acosh": np.arccosh,
-    "Atanh": np.arctanh,
-}
+# ONNX operators, through the ONNX front end's public selector (stdops.onnx.opset.select): its
+# input and attribute names are the kernel's (ONNX's, matched regardless of case), its bind the one
+# binder; no schema is read.
 
 
-def _onnx_schema(op: str, opset: int, where: str, path: str | None):
-    import onnx.defs
+def _find(name: str, table: Mapping[str, Any]) -> str | None:
+    """The key of ``table`` that names ``name`` (exactly, else regardless of case)."""
+    if name in table:
+        return name
+    low = name.lower()
+    return next((k for k in table if k.lower() == low), None)
 
-    try:
-        return onnx.defs.get_schema(op, opset, "")
-    except Exception:  # noqa: BLE001 - onnx raises SchemaError
-        raise UnsupportedOp("", op, opset, where, path) from None
 
-
-def _convert_attr(value: Any, atype: Any) -> Any:
-    import onnx.defs
-
-    T = onnx.defs.OpSchema.AttrType
-    if value is None:
-        return None
-    if atype == T.INT:
-        return int(np.asarray(value).reshape(-1)[0]) if not isinstance(value, (int, np.integer)) else int(value)
-    if atype == T.FLOAT:
-        return float(np.asarray(value).reshape(-1)[0])
-    if atype == T.STRING:
-        return value.decode() if isinstance(value, bytes) else str(value)
-    if atype == T.INTS:
-        return tuple(int(v) for v in np.asarray(value).reshape(-1))
-    if atype == T.FLOATS:
-        return tuple(float(v) for v in np.asarray(value).reshape(-1))
-    if atype == T.STRINGS:
-        return tuple(str(v) for v in np.asarray(value).reshape(-1))
-    if atype == T.TENSOR:
-        return np.asarray(value)
-    return value
+def _attr_value(value: Any, default: Any) -> Any:
+    """An MDF value as the attribute a kernel takes, typed by the attribute's default (int, float, str,
+    tuple), else by the value (a 0-d number a scalar, a vector a tuple, a matrix a tensor)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode()
+    a = np.asarray(value)
+    if isinstance(default, bool) or isinstance(default, int):
+        return int(a.reshape(-1)[0])
+    if isinstance(default, float):
+        return float(a.reshape(-1)[0])
+    if isinstance(default, str):
+        return str(value)
+    if a.dtype.kind in "OUS":
+        return tuple(str(v) for v in a.reshape(-1)) if a.ndim else str(a.reshape(()).item())
+    if isinstance(default, tuple) or a.ndim == 1:
+        flat = a.reshape(-1)
+        ints = flat.dtype.kind in "iub" or (flat.dtype.kind == "f" and np.all(flat == np.round(flat)))
+        if isinstance(default, tuple) and default and isinstance(default[0], float):
+            ints = False
+        return tuple(int(v) for v in flat) if ints else tuple(float(v) for v in flat)
+    if a.ndim == 0:
+        v = a.item()
+        return int(v) if a.dtype.kind in "iub" else v
+    return a  # a TENSOR attribute
 
 
 def _as_input(v: Any, like: np.dtype | None) -> Any:
@@ -310,61 +305,48 @@ def _compile_onnx(
     where: str,
     ctx: CallContext,
 ) -> tuple[Callable, set[str]]:
-    from ..onnx.opset import BindContext, resolve
+    from ..onnx.opset import select
 
-    schema = _onnx_schema(op, ctx.opset, where, ctx.path)
-    in_names = [i.name for i in schema.inputs]
-    variadic = bool(schema.inputs) and schema.inputs[-1].option.name == "Variadic"
-    attr_types = {k: a.type for k, a in schema.attributes.items()}
     names: set[str] = set()
 
     def source(n: str) -> Hashable | None:
-        if n in args:
-            return local[n]
-        if n in known:
-            names.add(n)
-            return known[n]
+        a = _find(n, args)
+        if a is not None:
+            return local[a]
+        k = _find(n, known)
+        if k is not None:
+            names.add(k)
+            return known[k]
         return None
 
     if op in ("Loop",) and ctx.compile_subgraph is not None:
         return _compile_loop(args, known, local, where, ctx, source, names)
-
+    try:
+        entry = select(op, ctx.opset)
+    except UnsupportedOp:
+        raise UnsupportedOp("", op, ctx.opset, where, ctx.path) from None
+    in_names = list(entry.input_names)
+    variadic = entry.variadic
     input_keys = [source(n) for n in in_names]
     while input_keys and input_keys[-1] is None:
         input_keys.pop()
-    attr_keys = {a: source(a) for a in attr_types}
+    defaults = entry.attributes
+    used = {a for a in (_find(n, args) for n in in_names) if a is not None}
+    attr_keys = {a: source(a) for a in defaults}
     attr_keys = {a: k for a, k in attr_keys.items() if k is not None}
-
-    try:
-        since, kernel, adapt = resolve("", op, ctx.opset)
-    except UnsupportedOp:
-        if op in _FALLBACK_UNARY and len(input_keys) == 1:
-            f, k0 = _FALLBACK_UNARY[op], input_keys[0]
-            return (lambda s: _to_float64(f(np.asarray(s[k0])))), names
-        raise UnsupportedOp("", op, ctx.opset, where, ctx.path) from None
-
-    n_out = len(schema.outputs)
+    for a in args:  # named in args but neither an input nor an attribute of the kernel: the binder says so
+        if a not in used and a not in attr_keys and _find(a, dict.fromkeys(in_names)) is None:
+            attr_keys[a] = local[a]
 
     def bind(attr_values: dict) -> Callable:
-        attrs = {a: _convert_attr(v, attr_types[a]) for a, v in attr_values.items() if v is not None}
-        bctx = BindContext(
-            op_type=op,
-            domain="",
-            opset=ctx.opset,
-            since=since,
-            node_name=owner,
-            path=ctx.path,
-            attrs=attrs,
-            n_inputs=len(input_keys),
-            input_present=[k is not None for k in input_keys],
-            n_outputs=n_out,
-            kernel=kernel,
-            constants=[None] * len(input_keys),
-            opsets={"": ctx.opset},
-        )
-        return adapt(bctx) if adapt is not None else bctx.bind()
+        attrs = {a: _attr_value(v, defaults.get(a)) for a, v in attr_values.items() if v is not None}
+        consts = [None if k is None else ctx.constants.get(k) for k in input_keys]
+        try:
+            return entry.bind(attrs, consts, n_inputs=len(input_keys), name=owner, path=ctx.path)
+        except StdopsError as e:
+            raise ValidationError(ctx.path, f"{where}.function", f"onnx::{op}: {e}") from None
 
-    # attributes fixed at load time are bound once; others on each call
+    # attributes fixed at load time are bound once (and the constant inputs prepared); others on each call
     fixed = None
     if all(k in ctx.constants for k in attr_keys.values()):
         fixed = bind({a: ctx.constants[k] for a, k in attr_keys.items()})

@@ -27,9 +27,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from onnx import helper
 
+from .._lazy import LazyModule
 from .opset import BindContext, adapter
+
+helper = LazyModule("onnx.helper")  # the onnx package only when a Gradient node is built
 
 #: rule(ins, outs, gouts, need) -> one gradient (or None) per input; shapes may still be broadcast
 Backward = Callable[[list, list, list, list], list]
