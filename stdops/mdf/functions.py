@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import StdopsError, UnsupportedOp, ValidationError
+from ..ops.bind import bind
 from ..ops.cognitive import actr
 from ..ops.cognitive.ddm import drift_diffusion_integrator
 from ..ops.mdf_standard import SCALED, MatMul, Relu, exponential, linear, logistic
@@ -205,7 +206,7 @@ def _compile_standard(
             else:
                 raise ValidationError(ctx.path, f"{where}.args", f"{std.name}: missing argument {a!r}")
             kw_names.append(a)
-    fn = std.fn
+    fn = bind(std.fn).fn  # the kernel through the one binder (MDF's standard functions take no attributes)
     consts = {i: k[1] for i, k in enumerate(keys) if isinstance(k, tuple) and len(k) == 2 and k[0] == "const"}
     if std.needs_rng:
         state = ctx.state
