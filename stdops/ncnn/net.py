@@ -87,6 +87,7 @@ def _node(decl: _param.LayerDecl, lay: Layer) -> Node:
     bottoms, tops = list(decl.bottoms), list(decl.tops)
     if isinstance(lay.fn, Bound):
         return Node(decl.name, decl.type, lay.fn.fn, bottoms, tops, decl.where, lay.fn, kernels)
+    assert lay.fn is not None  # built above
     return Node(decl.name, decl.type, lay.fn, bottoms, tops, decl.where, kernels=kernels)
 
 

@@ -159,7 +159,7 @@ def _extremum(x, y, g, need):
 
 _SIMPLE["Max"] = _SIMPLE["Min"] = _extremum
 for _op, _fn in _SIMPLE.items():
-    RULES[_op] = lambda a, opset, _fn=_fn: _fn
+    RULES[_op] = lambda a, opset, _fn=_fn: _fn  # type: ignore[misc]
 
 
 @rule("Pow")
@@ -613,5 +613,5 @@ def _gradient(ctx: BindContext):
             result.append(np.zeros_like(xv) if gx is None else np.array(gx, dtype=xv.dtype))
         return tuple(result)
 
-    run_gradient.outer_inputs = outer
+    run_gradient.outer_inputs = outer  # type: ignore[attr-defined]  # read by the graph builder
     return run_gradient

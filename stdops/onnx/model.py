@@ -206,7 +206,7 @@ class GraphBuilder:
             prefix = f"{n.name or n.op_type}#{self._n_inlined}"
             yield from self._expanded(
                 list(inline(n, body, prefix, where, self.path)),
-                body_opsets,
+                body_opsets or opsets,
                 f"{where} function {body.name!r}",
                 depth + 1,
             )
@@ -257,7 +257,7 @@ class GraphBuilder:
             n_outputs=len(n.output),
             kernel=kernel,
             constants=[constants.get(i) if i else None for i in n.input],
-            compile_graph=lambda g, _known=frozenset(known): self.compile(
+            compile_graph=lambda g, _known=frozenset(known): self.compile(  # type: ignore[misc]
                 g, outer=sorted(_known), graph_where=f"{where} subgraph"
             ),
             opsets=opsets,

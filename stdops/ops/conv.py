@@ -61,10 +61,11 @@ class ConvWeight:
         self.kernel = tuple(int(k) for k in w.shape[2:])
         if self.M % group:
             raise KernelError(f"W has {self.M} output channels, not divisible by group={group}")
-        self._mat = None
+        self._mat: np.ndarray | None = None
         self._wino: dict = {}  # tile size -> transformed weights (see wino)
-        self._dwrows = {}  # (m, strides, dilations) -> the depthwise row-block weights (see _dw_rows_weight)
-        self.bias_src = self.matb = None  # a constant bias folded into the GEMM (see fold_bias)
+        self._dwrows: dict = {}  # (m, strides, dilations) -> the depthwise row-block weights (see _dw_rows_weight)
+        self.bias_src: np.ndarray | None = None  # a constant bias
+        self.matb: np.ndarray | None = None  # the GEMM weights with it folded into the GEMM (see fold_bias)
         self.exact = exact  # integer-valued data: only paths that add exact products (no Winograd)
 
     @property
@@ -347,7 +348,7 @@ def _depthwise(xc: np.ndarray, cw: ConvWeight, geo, strides, dilations, b=None, 
     g, mg, kernel, dt = cw.group, cw.M // cw.group, cw.kernel, cw.dtype
     M, out, NG = g * mg, geo.out, N * g
     rows = _dw_rows_plan(xc.shape, geo, kernel, strides)
-    yr = None if rows is None else _depthwise_rows(xc, cw, geo, strides, dilations, *rows, b)
+    yr = None if rows is None else _depthwise_rows(xc, cw, geo, strides, dilations, rows[0], rows[1], b)
     if yr is not None:
         m = rows[0]
         yr = yr[..., : out[1]]  # (N, g, mg, m, G, OW)

@@ -88,7 +88,7 @@ def prepare_gemm(constants: tuple, attrs: dict):
     bp = np.ascontiguousarray(widened(b).T if attrs["transB"] else widened(b))
     c0 = constants[2] if len(constants) > 2 else None
     c_const = isinstance(c0, np.ndarray) and c0.dtype == b.dtype
-    cp = {}  # (M, N) -> beta * C, computed at the first run of each output shape
+    cp: dict = {}  # (M, N) -> beta * C, computed at the first run of each output shape
     dt = b.dtype
 
     def gemm_prepared(A, B, C=None):

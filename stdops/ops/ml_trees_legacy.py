@@ -361,7 +361,7 @@ def tree_ensemble_classifier_prepare(
     binary = 0
     if E == 2 and len(used) == 1:
         binary = 2 if used == {1} else 1  # which column carries the score
-    return LegacyClassifier(forest, labels, binary)
+    return LegacyClassifier(forest, labels, binary)  # type: ignore[arg-type]  # 0, 1 or 2: which column
 
 
 @op("onnx-ml:TreeEnsembleClassifier-1", prepare=from_attributes(tree_ensemble_classifier_prepare))

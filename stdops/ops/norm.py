@@ -17,7 +17,7 @@ from .dtypes import compute_dtype, is_float
 from .lowp import types
 
 #: TensorProto data type enum -> numpy dtype, for the stash_type attribute (16, bfloat16, in _stash_dtype)
-_STASH = {1: np.dtype(np.float32), 10: np.dtype(np.float16), 11: np.dtype(np.float64)}
+_STASH: dict[int, np.dtype] = {1: np.dtype(np.float32), 10: np.dtype(np.float16), 11: np.dtype(np.float64)}
 
 
 def _check_float(x: np.ndarray, what: str, opname: str) -> np.ndarray:

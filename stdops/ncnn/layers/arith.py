@@ -405,7 +405,8 @@ def cast_type(code: int) -> np.dtype:
     """ncnn Cast's type codes: 1 float32, 2 float16, 3 int8, 4 bfloat16 (imported lazily: see ops/lowp.py)."""
     if code == 4:
         return types().bfloat16
-    return {1: np.dtype(np.float32), 2: np.dtype(np.float16), 3: np.dtype(np.int8)}[code]
+    codes: dict[int, np.dtype] = {1: np.dtype(np.float32), 2: np.dtype(np.float16), 3: np.dtype(np.int8)}
+    return codes[code]
 
 
 def _to_int8(x: np.ndarray) -> np.ndarray:

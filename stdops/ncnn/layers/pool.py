@@ -92,9 +92,11 @@ def _adaptive(x: np.ndarray, out: tuple[int, ...], is_max: bool) -> np.ndarray:
         starts.append(s)
         ends.append(e)
         lens.append(int((e - s).max()))
-    y = None
+    y: np.ndarray | None = None
+    ok: np.ndarray | None = None
     for tap in itertools.product(*[range(L) for L in lens]):
-        idx, ok = [], None
+        idx = []
+        ok = None
         for ax, t in enumerate(tap):
             pos = starts[ax] + t
             valid = pos < ends[ax]
@@ -107,8 +109,9 @@ def _adaptive(x: np.ndarray, out: tuple[int, ...], is_max: bool) -> np.ndarray:
         if is_max:
             y = vals.copy() if y is None else np.maximum(y, vals)
         else:
-            vals = np.where(ok, vals, np.float32(0))
+            vals = np.where(ok, vals, np.float32(0))  # type: ignore[arg-type]  # ok is set by the first axis
             y = vals.astype(np.float32) if y is None else y + vals
+    assert y is not None  # at least one tap
     if not is_max:
         for ax in range(nd):  # ncnn divides by each window length in turn
             shape = [1] * nd

@@ -18,12 +18,13 @@ import numpy as np
 
 from ...errors import KernelError
 from ...limits import check_elements
-from ...ops import conv_transpose, grid_sample, indexing, resize, shape_pad
+from ...ops import conv_transpose, indexing, resize, shape_pad
+from ...ops import grid_sample as sampling
 from ...ops import shape as shapes
 from .. import expr as _expr
 from ..spec import P, Ref, layer
 
-_grid_sample = grid_sample.grid_sample
+_grid_sample = sampling.grid_sample
 _col2im = conv_transpose.col2im
 _pad = shape_pad.pad
 _expand = shapes.expand
@@ -205,7 +206,7 @@ def _nearest_sample(x: np.ndarray, g: np.ndarray, pad: str, ac: int) -> np.ndarr
     "GridSample",
     params=[P(0, "sample_type", 1), P(1, "padding_mode", 1), P(2, "align_corner", 0), P(3, "permute_fusion", 0)],
     inputs=2,
-    kernels=(grid_sample.grid_sample, shapes.transpose),
+    kernels=(sampling.grid_sample, shapes.transpose),
 )
 def grid_sample(p, w):
     """y[c, o] = sample(x[c], grid[o]) for a 3d bottom (c, h, w) with grid (oh, ow, 2) — or (2, oh, ow)
