@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.installed
 EXTRAS  := test,plots,bench,distributed,dev
 LATEST  := .venv-latest
 
-.PHONY: run test lint test-latest constraints bench zoo conformance clean
+.PHONY: run test lint test-latest constraints bench zoo conformance fuzz fuzz-ncnn clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,12 @@ constraints: $(STAMP)
 conformance: $(STAMP)
 	$(BIN)/python ../shared/tools/onnx_conformance.py --backend stdops.onnx:run --listed-only --quiet
 
+# Not in CI: the ncnn param-space fuzzer against the wheel, >= 200 cases per layer, a seed of the run's own
+SEED  ?= $(shell date +%s)
+CASES ?= 200
+fuzz-ncnn: $(STAMP)
+	$(BIN)/python -m tests.ncnn.fuzz --seed $(SEED) --cases $(CASES)
+
 # The zoo (torchvision/timm networks with random weights, exported to ONNX and ncnn) in its own venv:
 # torch and pnnx never enter .venv. `make bench` runs without it too (built-in networks only).
 zoo:
@@ -58,6 +64,13 @@ bench: $(STAMP)
 	-$(BIN)/python scripts/make_zoo.py verify
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_zoo.py
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python benchmarks/bench_mdf.py
+
+# Not in CI: the hostile-file suite's generators for SECONDS seconds from seed SEED (tests/hostile/fuzz.py;
+# SEED defaults to the time, as for fuzz-ncnn, and is printed first); prints files per format, crashes, hangs,
+# non-StdopsError exceptions and peak memory; fails on any misbehaviour.
+SECONDS ?= 600
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.hostile.fuzz --seconds $(SECONDS) --seed $(SEED)
 
 clean:
 	rm -rf $(VENV) $(LATEST) build *.egg-info

@@ -273,7 +273,9 @@ def compare_ncnn(
 
 
 def first_disagreement(diffs: list[ValueDiff], atol: float, rtol: float) -> ValueDiff | None:
+    """The first value outside tolerance; a value the peer failed to produce (``peer_failed``) is the
+    peer's failure, not a disagreement, and is skipped."""
     for d in diffs:
-        if not d.ok(atol, rtol):
+        if not d.peer_failed and not d.ok(atol, rtol):
             return d
     return None

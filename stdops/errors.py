@@ -64,3 +64,8 @@ class KernelError(ValueError):
 
 class ResourceLimitError(StdopsError):
     """An operation would allocate more than the configured limit (see stdops.limits)."""
+
+
+class SharedStateError(StdopsError):
+    """An object that belongs to one thread at a time (an MDF ``Simulation``: it holds the run's state) was
+    used by a second thread while the first was using it. A loaded model can be shared; a simulation cannot."""

@@ -191,3 +191,27 @@ def test_compare_exit_status_and_full_names(tmp_path, x_npy):
     r = stdops("compare", str(q), "-i", f"x={x_npy}")
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert "first disagreement: node 'noise_source'" in r.stdout
+
+
+def test_limit_flags(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    shape = numpy_helper.from_array(np.array([1000], np.int64), "shape")
+    g = helper.make_graph(
+        [helper.make_node("ConstantOfShape", ["shape"], ["y"], name="fill"), helper.make_node("Abs", ["x"], ["z"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z")],
+        [shape],
+    )
+    p = tmp_path / "fill.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), p)
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones(2, np.float32))
+    assert stdops("run", str(p), "-i", f"x={x}").returncode == 0
+    line = one_line_exit_2(stdops("run", str(p), "-i", f"x={x}", "--max-elements", "100"), "fill")
+    assert "1000" in line and "100" in line
+    assert stdops("run", str(p), "-i", f"x={x}", "--max-elements", "1K").returncode == 0  # 1024 >= 1000
+    one_line_exit_2(stdops("run", str(p), "--max-elements", "lots"), "--max-elements", "expected a count")
+    one_line_exit_2(stdops("ops", "--max-elements", "5"), "unknown option --max-elements")

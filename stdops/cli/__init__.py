@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import StdopsError
 from . import compare, demo, info, ops, plot, profile, reduce, run
-from ._base import Parser, UsageError, add_debug, did_you_mean
+from ._base import Parser, UsageError, add_debug, add_limits, apply_limits, did_you_mean
 
 #: subcommand modules, in the order `stdops --help` lists them; each has HELP, register(sub) and main(args)
 COMMANDS = (run, info, compare, reduce, profile, plot, ops, demo)
@@ -40,7 +40,10 @@ def build_parser() -> Parser:
     add_debug(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for module in COMMANDS:
-        add_debug(module.register(sub))
+        p = module.register(sub)
+        add_debug(p)
+        if getattr(module, "LOADS_MODELS", True):
+            add_limits(p)
     return parser
 
 
@@ -84,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..perf import tune_allocator
 
         tune_allocator()
+        apply_limits(a)
         return int(a.func(a) or 0)
     except StdopsError as e:
         if debug:
@@ -93,5 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `stdops ops | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except SystemExit as e:  # --help and --version exit 0 through argparse
         return int(e.code or 0) if isinstance(e.code, int) or e.code is None else 2

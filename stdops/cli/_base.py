@@ -44,6 +44,48 @@ def add_debug(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors")
 
 
+#: the resource limits a user may raise or lower from the command line (stdops.limits; STDOPS_* variables)
+LIMIT_OPTIONS = {
+    "--max-elements": ("max_elements", "elements in one value (default 2**31)"),
+    "--max-bytes": ("max_bytes", "bytes in one value, strings counted by size (default 2G)"),
+    "--max-loop-iterations": ("max_loop_iterations", "Loop/Scan iterations in a run, across nesting (default 1M)"),
+    "--max-graph-nodes": ("max_graph_nodes", "nodes in a loaded graph, functions expanded (default 1M)"),
+    "--max-work": ("max_work", "operations an MDF evaluation may perform (default 2**30)"),
+}
+
+
+def size(text: str) -> int:
+    """A positive count with an optional K/M/G/T suffix (powers of 1024) or a power like 2**31."""
+    t = text.strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(t[-1:], 1)
+    body = t[:-1] if scale > 1 else t
+    try:
+        if "**" in body:
+            base, _, exp = body.partition("**")
+            v = int(base) ** int(exp) if len(exp) <= 3 else -1
+        else:
+            v = int(float(body)) if body.replace(".", "", 1).isdigit() else int(body)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a count like 1000000, 4G or 2**31, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return v * scale
+
+
+def add_limits(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("resource limits (stdops.limits; also STDOPS_MAX_* environment variables)")
+    for flag, (_, what) in LIMIT_OPTIONS.items():
+        g.add_argument(flag, type=size, default=argparse.SUPPRESS, metavar="N", help=what)
+
+
+def apply_limits(a: argparse.Namespace) -> None:
+    from .. import limits
+
+    given = {key: getattr(a, key) for key, _ in LIMIT_OPTIONS.values() if hasattr(a, key)}
+    if given:
+        limits.configure(**given)
+
+
 # --------------------------------------------------------------------------- values checked up front
 def positive_float(text: str) -> float:
     try:

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..errors import StdopsError
 from ._base import UsageError, existing_file, nonnegative_float, output_file, parse_inputs, positive_int, print_table
 
 HELP = "every intermediate value vs onnxruntime / the ncnn wheel / another run; exit 1 on a disagreement"
@@ -131,6 +132,11 @@ def main(a: argparse.Namespace) -> int:
         marks=[not d.ok(a.atol, a.rtol) for d in shown],
     )
     print(f"rule: {RULE}; atol {a.atol:g}, rtol {a.rtol:g}")
+    failed = [d for d in diffs if d.peer_failed]
+    if failed and len(failed) == len(diffs):
+        raise StdopsError(f"{a.model}: the peer produced no value to compare ({failed[0].note})")
+    if failed:
+        print(f"the peer failed on {len(failed)} of {len(diffs)} values (reason in the table): not disagreements")
     if a.output is not None:
         print(f"wrote the report to {a.output}")
     if first is None:

@@ -8,6 +8,7 @@ from typing import Any
 from ._base import print_table
 from .run import print_outputs
 
+LOADS_MODELS = False  # no --max-* limits
 HELP = "run the bundled examples: XOR as ONNX and as ncnn, an MDF oscillator"
 
 

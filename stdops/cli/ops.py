@@ -7,6 +7,7 @@ from typing import Any
 
 from ._base import UsageError, did_you_mean, print_table
 
+LOADS_MODELS = False  # no --max-* limits
 HELP = "every kernel and the front ends that bind it; the ncnn layer reference"
 FRONT_ENDS = ("onnx", "onnx-ml", "onnx-training", "onnx-preview", "ncnn", "mdf")
 

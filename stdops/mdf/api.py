@@ -3,14 +3,17 @@ values, with CSV / NPZ export and a plot)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..errors import StdopsError
+from .. import limits
+from ..errors import InputError, ResourceLimitError, SharedStateError, StdopsError
 from .engine import _make_ctx, _State, build_graph
 from .functions import STANDARD
 from .schema import Graph, Model
@@ -116,6 +119,11 @@ class Simulation:
     ``evaluate(time_increment=None, inputs=None)`` runs one trial (the scheduler's
     environment state update); ``run(duration, dt)`` steps time and returns a :class:`Trajectory`.
     ``seed`` seeds the generator used by drift_diffusion_integrator and ACT-R conflict resolution.
+
+    A Simulation holds the state of its run, so it is one thread's at a time: a call from a second thread
+    while one is running raises :class:`~stdops.errors.SharedStateError` (give each thread its own
+    Simulation; they may share the loaded model). Each evaluation has its own resource budget
+    (:mod:`stdops.limits`).
     """
 
     def __init__(self, model: Any, graph: str | None = None, seed: Any = None):
@@ -128,9 +136,43 @@ class Simulation:
         self.model = model
         self.graph = model.graph(graph)
         self._state = _State(seed)
-        self._engine = build_graph(self.graph, _make_ctx(model, self._state))
+        self._lock = threading.Lock()
+        self._holder: int | None = None
+        with limits.budget("load"):
+            self._engine = build_graph(self.graph, _make_ctx(model, self._state))
         self.time = 0.0
         self.n_evaluations = 0
+
+    @contextlib.contextmanager
+    def _exclusive(self, what: str):
+        """Run ``what`` holding the simulation: a second thread (or a re-entrant call) is refused clearly."""
+        if not self._lock.acquire(blocking=False):
+            me = threading.get_ident()
+            if self._holder == me:
+                raise SharedStateError(f"Simulation.{what}: called while this thread is already running it")
+            raise SharedStateError(
+                f"Simulation.{what}: this Simulation is being run by another thread; a Simulation is one "
+                "thread's at a time (give each thread its own Simulation of the shared model)"
+            )
+        self._holder = threading.get_ident()
+        try:
+            yield
+        except (ResourceLimitError, InputError) as e:
+            raise self._naming_file(e) from None
+        except StdopsError as e:
+            if type(e) is not StdopsError:
+                raise
+            raise self._naming_file(e) from None
+        finally:
+            self._holder = None
+            self._lock.release()
+
+    def _naming_file(self, e: StdopsError) -> StdopsError:
+        """``e`` with the model's file in front, if it does not name it (a scheduler or limit error)."""
+        path = getattr(self.model, "path", None) or getattr(self.model, "_path", None)
+        if not path or str(path) in str(e):
+            return e
+        return type(e)(f"{path}: graphs.{self.graph.id}: {e}")
 
     @property
     def rng(self) -> np.random.Generator:
@@ -138,11 +180,12 @@ class Simulation:
 
     def evaluate(self, time_increment: Any = None, inputs: dict | None = None) -> dict:
         """One trial; ``inputs`` keyed by input-port id or ``"node.port"``. Returns ``outputs``."""
-        self._engine.evaluate(time_increment, inputs)
-        self.n_evaluations += 1
-        if time_increment is not None:
-            self.time += time_increment
-        return self.outputs
+        with self._exclusive("evaluate"), limits.budget("evaluation"):
+            self._engine.evaluate(time_increment, inputs)
+            self.n_evaluations += 1
+            if time_increment is not None:
+                self.time += time_increment
+            return self.outputs
 
     @property
     def outputs(self) -> dict[str, dict[str, Any]]:
@@ -177,6 +220,10 @@ class Simulation:
     ) -> Trajectory:
         """evaluate() at t=0, then evaluate(time_increment=dt) while t <= duration (t accumulates
         dt as a float, like the reference's examples). ``progress(i, n)`` is called as it goes."""
+        with self._exclusive("run"):
+            return self._run(duration, dt, inputs, progress)
+
+    def _run(self, duration: float, dt: float, inputs: dict | None, progress) -> Trajectory:
         if dt is None or not dt > 0:
             raise StdopsError(f"run: dt must be positive, got {dt!r}")
         if duration is None or duration < 0:
@@ -188,7 +235,8 @@ class Simulation:
         i = 0
         first = True
         while t <= duration:
-            self._engine.evaluate(None if first else dt, inputs)
+            with limits.budget("evaluation"):
+                self._engine.evaluate(None if first else dt, inputs)
             self.n_evaluations += 1
             first = False
             times.append(t)

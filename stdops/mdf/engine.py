@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, StdopsError, ValidationError
+from .. import limits
+from ..errors import InputError, ResourceLimitError, StdopsError, ValidationError
 from . import conditions as cond_mod
 from .expr import compile_value, constant_value
 from .functions import STANDARD, CallContext, compile_call
@@ -70,9 +71,13 @@ class _InPort:
             self.default = c.value
         else:
             self.default = None
+        try:  # a shape is the model's word: bounded before anything is allocated for it
+            limits.check_array(self.shape, np.float64, "input port")
+        except ResourceLimitError as e:
+            raise ValidationError(path, f"{where}.shape", str(e)) from None
         self.zeros = np.full(self.shape, 0.0)
         # before the first evaluation an unconnected port holds integer zeros unless typed float
-        self.first_zero = np.full(self.shape, 0.0 if port.type and "float" in port.type else 0)
+        self.first_zero = self.zeros if port.type and "float" in port.type else np.zeros(self.shape, np.int64)
         self.last = None
         self.reset()
 
@@ -100,7 +105,7 @@ class _InPort:
 
 
 class _Param:
-    __slots__ = ("id", "key", "value", "call", "td", "dflt", "conds", "stateful", "curr", "static")
+    __slots__ = ("id", "key", "value", "call", "td", "dflt", "conds", "stateful", "curr", "static", "once", "fresh")
 
     def __init__(self, pid: str):
         self.id = pid
@@ -110,19 +115,30 @@ class _Param:
         self.stateful = False
         self.curr: Any = None
         self.static = False
+        #: how a plain value's first evaluation is shared with its update, so that it is computed once per
+        #: step: "skip" (nothing reads it before the update), "reuse" (what it reads cannot change before
+        #: the update), None (it reads functions / parameters that can: evaluated again at the update)
+        self.once: str | None = None
+        self.fresh = False
 
     def current(self, s: dict) -> Any:
         if self.curr is None:
             if self.value is not None or self.dflt is not None:
                 if self.stateful:
                     return self.dflt.fn(s) if self.dflt is not None else DEFAULT_INIT_VALUE
+                if self.once == "skip":
+                    return None
                 s[self.key] = DEFAULT_INIT_VALUE
                 self.curr = self.value.fn(s)
+                self.fresh = self.once == "reuse"
         return self.curr
 
     def update(self, s: dict, dt: Any) -> Any:
         if self.value is not None:
-            v = self.value.fn(s)
+            if self.fresh:  # computed by current() in this step, from values that have not changed since
+                v, self.fresh = self.curr, False
+            else:
+                v = self.value.fn(s)
         elif self.call is not None:
             v = self.call(s)
         elif self.td is not None:
@@ -193,6 +209,7 @@ class NodeEngine:
 
         # functions, ordered so that each comes after the functions it reads
         compiled = []
+        all_reads: set = set()  # every id the functions read
         for f in node.functions.values():
             fw = f"{where}.functions.{f.id}"
             fname = str(f.function) if f.function is not None else None
@@ -209,6 +226,7 @@ class NodeEngine:
             else:
                 raise ValidationError(path, fw, "a function needs 'function' or 'value'")
             compiled.append((f.id, fn, {n for n in names if n in node.functions and n != f.id}, fw))
+            all_reads.update(names)
         self.functions: list[tuple[str, Callable]] = []
         ready = set(base_known)
         queue = list(compiled)
@@ -242,6 +260,24 @@ class NodeEngine:
         for p in self.params:
             if p.static:
                 self.scope[p.key] = p.curr
+        self._share_first_evaluations(node, all_reads)
+
+    def _share_first_evaluations(self, node: Node, function_reads: set) -> None:
+        """Decide, per plain-valued parameter, how its first-trial value is computed once (see _Param.once)."""
+        readers = set(function_reads)
+        opaque = False
+        for p in self.params:
+            opaque |= p.call is not None  # a function-valued parameter: what it reads is not known here
+            for c in (p.value, p.td, p.dflt, *[x for pair in p.conds for x in pair]):
+                if c is not None:
+                    readers |= c.names  # a condition reads its own parameter's current value
+        stable = set(node.input_ports) | {p.id for p in self.params if p.static}
+        for p in self.params:
+            if p.value is not None and not p.stateful and not p.static:
+                if p.id not in readers and not opaque:
+                    p.once = "skip"
+                elif p.value.names <= stable:
+                    p.once = "reuse"
 
     def _compile_param(self, p: Parameter, known: dict, pw: str, ctx: CallContext) -> _Param:
         path = ctx.path
@@ -412,7 +448,14 @@ class GraphEngine:
                     f"{self.ctx.path + ': ' if self.ctx.path else ''}no input port {key!r} in graph "
                     f"{self.graph.id!r} (give a port id or 'node.port')"
                 )
-            v = constant_value(value) if isinstance(value, list) else value
+            # the caller's arrays are copied: nothing a model computes can write into them
+            v = (
+                constant_value(value)
+                if isinstance(value, list)
+                else np.array(value, copy=True)
+                if isinstance(value, np.ndarray)
+                else value
+            )
             for port in hits:
                 port.set(v)
 

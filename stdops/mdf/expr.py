@@ -23,7 +23,6 @@ strings.
 from __future__ import annotations
 
 import ast
-import math
 import operator
 import re
 from collections.abc import Callable, Hashable, Mapping
@@ -31,148 +30,35 @@ from typing import Any
 
 import numpy as np
 
-from .. import limits
-from ..errors import StdopsError, ValidationError
+from ..errors import ResourceLimitError, StdopsError, ValidationError
+from .safe_ops import (  # noqa: F401  (re-exported: the whitelist is part of this module's interface)
+    BINOPS,
+    BUILTIN_WHITELIST,
+    COMPARISONS,
+    IN_PLACE_KEYWORDS,
+    MATH_WHITELIST,
+    NUMPY_WHITELIST,
+    ExprError,
+    _check_result,
+    _positional_limit,
+    index,
+)
 
 Scope = dict
 Fn = Callable[[Scope], Any]
 
 
-class ExprError(StdopsError):
-    """An expression that is refused or cannot be compiled (message only; the caller adds where)."""
-
-
 # ---------------------------------------------------------------------------------------------
-# The whitelist
+# The whitelist and its guards live in safe_ops; the operators by AST node type
 
-
-def _checked_alloc(fn: Callable, shape_arg: int = 0) -> Callable:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        shape = args[shape_arg] if len(args) > shape_arg else kwargs.get("shape")
-        if shape is not None:
-            dims = np.atleast_1d(np.asarray(shape)).astype(np.int64).tolist()
-            limits.check_elements(dims, f"numpy.{fn.__name__}")
-        return fn(*args, **kwargs)
-
-    wrapper.__name__ = fn.__name__
-    return wrapper
-
-
-def _checked_size(fn: Callable) -> Callable:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        n = args[0] if args else kwargs.get("N", 0)
-        m = args[1] if len(args) > 1 and args[1] is not None else n
-        limits.check_elements([int(n), int(m)], f"numpy.{fn.__name__}")
-        return fn(*args, **kwargs)
-
-    wrapper.__name__ = fn.__name__
-    return wrapper
-
-
-_NUMPY_NAMES = """
-abs absolute add all allclose any arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin
-around array asarray atleast_1d atleast_2d bool_ cbrt ceil clip concatenate copysign cos cosh cumprod
-cumsum deg2rad degrees diag divide dot e equal exp exp2 expm1 fabs float32 float64 floor floor_divide
-fmax fmin fmod greater greater_equal heaviside hypot inf int32 int64 isclose isfinite isinf isnan
-less less_equal log log10 log1p log2 logaddexp logical_and logical_not logical_or logical_xor
-matmul max maximum mean median min minimum mod multiply nan nanmax nanmin negative not_equal outer
-pi positive power prod rad2deg radians reciprocal remainder reshape rint round sign sin sinc sinh size
-shape sort sqrt square squeeze stack std subtract sum take tan tanh tensordot trace transpose
-true_divide trunc var vstack hstack where float16 uint8 int8 int16 uint16 uint32 uint64 ndim
-""".split()
-
-NUMPY_WHITELIST: dict[str, Any] = {n: getattr(np, n) for n in _NUMPY_NAMES if hasattr(np, n)}
-for _n in ("zeros", "ones", "empty"):
-    NUMPY_WHITELIST[_n] = _checked_alloc(getattr(np, _n))
-NUMPY_WHITELIST["full"] = _checked_alloc(np.full)
-NUMPY_WHITELIST["eye"] = _checked_size(np.eye)
-NUMPY_WHITELIST["identity"] = _checked_size(np.identity)
-for _n in ("zeros_like", "ones_like", "full_like", "copy"):
-    NUMPY_WHITELIST[_n] = getattr(np, _n)
-
-# math's integer combinatorics run for as long as their arguments ask (math.factorial(10**8) takes
-# minutes): a model file must not be able to hang us, and no standard function needs them.
-_MATH_REFUSED = {"factorial", "comb", "perm"}
-MATH_WHITELIST: dict[str, Any] = {
-    n: getattr(math, n) for n in dir(math) if not n.startswith("_") and n not in _MATH_REFUSED
+_BINOPS: dict[type, Callable] = {getattr(ast, name): fn for name, fn in BINOPS.items()}
+_UNARY: dict[type, Callable] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Invert: operator.invert,
+    ast.Not: None,
 }
-
-
-def _product_shape(kind: str, a: Any, b: Any, axes: Any = 2) -> tuple:
-    """Output shape of a product of ``a`` and ``b`` (outer / matmul / dot / tensordot), computed before
-    numpy allocates it, so an expression cannot request more than the allocation limit."""
-    a, b = np.asarray(a), np.asarray(b)
-    if kind == "outer":
-        return (a.size, b.size)
-    if a.ndim == 0 or b.ndim == 0:
-        return a.shape if b.ndim == 0 else b.shape
-    if kind == "matmul":
-        ash = a.shape if a.ndim > 1 else (1,) + a.shape
-        bsh = b.shape if b.ndim > 1 else b.shape + (1,)
-        try:
-            batch = np.broadcast_shapes(ash[:-2], bsh[:-2])
-        except ValueError:
-            return ()  # numpy itself will refuse the shapes
-        return tuple(batch) + (ash[-2], bsh[-1])
-    if kind == "dot":
-        return a.shape[:-1] + (b.shape[:-2] + b.shape[-1:] if b.ndim > 1 else ())
-    if isinstance(axes, int):
-        return a.shape[: a.ndim - axes] + b.shape[axes:]
-    ax_a, ax_b = (np.atleast_1d(x).tolist() for x in axes)
-    ax_a = {x % a.ndim for x in ax_a}
-    ax_b = {x % b.ndim for x in ax_b}
-    return tuple(d for i, d in enumerate(a.shape) if i not in ax_a) + tuple(
-        d for i, d in enumerate(b.shape) if i not in ax_b
-    )
-
-
-def _checked_product(fn: Callable, kind: str) -> Callable:
-    def wrapper(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
-        axes = args[0] if args else kwargs.get("axes", 2)
-        limits.check_elements(_product_shape(kind, a, b, axes), f"numpy.{getattr(fn, '__name__', kind)}")
-        return fn(a, b, *args, **kwargs)
-
-    wrapper.__name__ = getattr(fn, "__name__", kind)
-    return wrapper
-
-
-def _checked_diag(v: Any, k: int = 0) -> Any:
-    a = np.asarray(v)
-    k = int(k)
-    if a.ndim == 1:
-        n = a.size + abs(k)
-        limits.check_elements((n, n), "numpy.diag")
-    elif a.ndim == 2:  # an offset beyond the matrix gives an empty diagonal (numpy crashes on INT_MIN)
-        k = min(max(k, -a.shape[0]), a.shape[1])
-    return np.diag(a, k)
-
-
-for _n, _kind in (("outer", "outer"), ("matmul", "matmul"), ("dot", "dot"), ("tensordot", "tensordot")):
-    NUMPY_WHITELIST[_n] = _checked_product(getattr(np, _n), _kind)
-NUMPY_WHITELIST["diag"] = _checked_diag
-
-
-def _safe_pow(a: Any, b: Any, m: Any = None) -> Any:
-    if m is not None:
-        return pow(a, b, m)
-    return _pow(a, b)
-
-
-BUILTIN_WHITELIST: dict[str, Any] = {
-    "abs": abs,
-    "min": min,
-    "max": max,
-    "round": round,
-    "int": int,
-    "float": float,
-    "bool": bool,
-    "sum": sum,
-    "len": len,
-    "pow": _safe_pow,
-    "True": True,
-    "False": False,
-    "None": None,
-}
+_CMP: dict[type, Callable] = {getattr(ast, name): fn for name, fn in COMPARISONS.items()}
 
 #: modules an expression may take attributes of
 MODULES = {"math": MATH_WHITELIST, "numpy": NUMPY_WHITELIST, "np": NUMPY_WHITELIST}
@@ -197,65 +83,6 @@ NUMPY_ALIASES = (
     "maximum",
     "minimum",
 )
-
-_MAX_INT_BITS = 1 << 16
-_MAX_SEQ = 10_000_000
-
-
-def _pow(a: Any, b: Any) -> Any:
-    if type(a) is int and type(b) is int and b > 0 and a not in (0, 1, -1):
-        if b * max(a.bit_length(), 1) > _MAX_INT_BITS:
-            raise ExprError(f"integer power {a} ** {b} is too large")
-    return a**b
-
-
-def _lshift(a: Any, b: Any) -> Any:
-    if type(a) is int and type(b) is int and b > _MAX_INT_BITS:
-        raise ExprError(f"shift {a} << {b} is too large")
-    return a << b
-
-
-def _mul(a: Any, b: Any) -> Any:
-    if isinstance(a, (str, list, tuple, bytes)) and type(b) is int and len(a) * b > _MAX_SEQ:
-        raise ExprError("sequence repetition too large")
-    if isinstance(b, (str, list, tuple, bytes)) and type(a) is int and len(b) * a > _MAX_SEQ:
-        raise ExprError("sequence repetition too large")
-    return a * b
-
-
-_BINOPS: dict[type, Callable] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: _mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: _pow,
-    ast.MatMult: _checked_product(operator.matmul, "matmul"),
-    ast.BitAnd: operator.and_,
-    ast.BitOr: operator.or_,
-    ast.BitXor: operator.xor,
-    ast.LShift: _lshift,
-    ast.RShift: operator.rshift,
-}
-_UNARY: dict[type, Callable] = {
-    ast.USub: operator.neg,
-    ast.UAdd: operator.pos,
-    ast.Invert: operator.invert,
-    ast.Not: None,
-}
-_CMP: dict[type, Callable] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-}
 
 
 def _truth(v: Any) -> Any:
@@ -306,14 +133,19 @@ class Compiled:
 
 def constant_value(value: Any) -> Any:
     """A literal model value as the engine uses it: lists become arrays (ragged lists and lists of
-    mappings stay as they are read: arrays of objects)."""
+    mappings stay as they are read: arrays of objects). Integers beyond 64 bits in a list are refused
+    (numpy would keep them as Python ints and compute on them without bound)."""
     if isinstance(value, list):
         try:
-            return np.array(value)
+            arr = np.array(value)
         except ValueError:
             arr = np.empty(len(value), dtype=object)
             arr[:] = value
-            return arr
+        except OverflowError:
+            raise ExprError("an integer beyond 64 bits in a list (refused)") from None
+        return _check_result(arr, "list") if arr.dtype == object else arr
+    if type(value) is int:
+        _check_result(value, "integer")
     if isinstance(value, tuple):
         return tuple(value)
     return value
@@ -352,7 +184,7 @@ def referenced_names(text: str) -> set[str]:
         return set()
     try:
         tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
+    except (SyntaxError, MemoryError, RecursionError, ValueError):
         return {text}
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
@@ -369,7 +201,10 @@ def compile_value(
     if not isinstance(value, str):
         if isinstance(value, dict):
             return Compiled(lambda s, v=value: v, frozenset(), True, value, value)
-        v = constant_value(value)
+        try:
+            v = constant_value(value)
+        except StdopsError as e:
+            raise ValidationError(path, where or "(value)", str(e)) from None
         return Compiled(lambda s, v=v: v, frozenset(), True, v, value)
     if value in known:
         key = known[value]
@@ -383,15 +218,34 @@ def compile_value(
         if allow_strings:
             return Compiled(lambda s, v=value: v, frozenset(), True, value, value)
         raise ValidationError(path, where or "(expression)", f"{e}: {value!r}") from None
-    if not names:
+    fn = _located(fn, where or "(expression)", path)
+    if not names:  # constant folding at load: every operation is bounded by stdops.limits (safe_ops)
         try:
             v = fn({})
         except StdopsError as e:
-            raise ValidationError(path, where or "(expression)", f"{e}: {value!r}") from None
+            raise ValidationError(path, where or "(expression)", f"{getattr(e, 'detail', e)}: {value!r}") from None
         except Exception:  # noqa: BLE001 - evaluated at run time then, where it will raise again
             return Compiled(fn, frozenset(), False, None, value)
         return Compiled(lambda s, v=v: v, frozenset(), True, v, value)
     return Compiled(fn, frozenset(names), False, None, value)
+
+
+def _located(fn: Fn, where: str, path: str | None) -> Fn:
+    """``fn`` whose refusals (a limit, a refused value) name the file and the field of the expression."""
+    loc = f"{path}: {where}" if path else where
+
+    def run(s: Scope) -> Any:
+        try:
+            return fn(s)
+        except (ResourceLimitError, ExprError) as e:
+            if getattr(e, "located", False):
+                raise
+            err = type(e)(f"{loc}: {e}")
+            err.located = True  # type: ignore[attr-defined]
+            err.detail = str(e)  # type: ignore[attr-defined]
+            raise err from None
+
+    return run
 
 
 def compile_expression(text: str, known: Mapping[str, Hashable]) -> tuple[Fn, set[str]]:
@@ -404,6 +258,8 @@ def compile_expression(text: str, known: Mapping[str, Hashable]) -> tuple[Fn, se
         tree = ast.parse(src, mode="eval")
     except SyntaxError as e:
         raise ExprError(f"not a valid expression ({e.msg})") from None
+    except (MemoryError, RecursionError):  # CPython's parser gives up on deep nesting this way
+        raise ExprError("expression nested too deeply to parse") from None
     names: set[str] = set()
     c = _Compiler(known, mapping, names)
     return c.visit(tree.body), names
@@ -431,6 +287,7 @@ class _Compiler:
         v = node.value
         if not isinstance(v, (int, float, complex, str, bool, type(None))):
             raise ExprError(f"constant {v!r} is not allowed")
+        _check_result(v, "literal")
         return lambda s: v
 
     def _name_value(self, ident: str) -> tuple[bool, Any]:
@@ -563,7 +420,7 @@ class _Compiler:
     def v_Subscript(self, node: ast.Subscript) -> Fn:
         base = self.visit(node.value)
         idx = self.visit(node.slice)
-        return lambda s: base(s)[idx(s)]
+        return lambda s: index(base(s), idx(s))
 
     def v_Slice(self, node: ast.Slice) -> Fn:
         lo = self.visit(node.lower) if node.lower is not None else (lambda s: None)
@@ -592,6 +449,14 @@ class _Compiler:
         for k in node.keywords:
             if k.arg is None:
                 raise ExprError("** arguments are not allowed")
+            if k.arg in IN_PLACE_KEYWORDS:
+                raise ExprError(f"{k.arg}= writes into an argument: not allowed in an MDF expression")
+        limit = _positional_limit(target)
+        if limit is not None and len(node.args) > limit:
+            raise ExprError(
+                f"{ast.unparse(node.func)} takes at most {limit} positional argument(s) here "
+                "(a further one would be an output it writes into)"
+            )
         args = [self.visit(a) for a in node.args]
         kws = [(k.arg, self.visit(k.value)) for k in node.keywords]
         if not kws:

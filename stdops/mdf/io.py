@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from typing import Any
 
 import numpy as np
 
+from .. import limits
 from ..errors import ModelFormatError, StdopsError, ValidationError
 from .schema import MdfBase, Model
 
@@ -53,35 +55,58 @@ def parse_text(text: str, path: str | None = None, fmt: str | None = None) -> An
                 raise ModelFormatError(path, f"line {e.lineno} column {e.colno}", f"malformed JSON: {e.msg}") from None
         except RecursionError:
             raise ModelFormatError(path, None, "JSON nested too deeply") from None
+        except ValueError as e:  # an integer beyond Python's int-from-text bound (4300 digits)
+            raise ModelFormatError(path, _long_number_at(text), f"a number that cannot be read: {e}") from None
     import yaml
 
     try:
         data = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a SafeLoader subclass
-        if _expanded_size(data, {}) > MAX_EXPANDED_NODES:
-            raise ModelFormatError(path, None, f"YAML aliases expand to more than {MAX_EXPANDED_NODES} values")
-        return data
     except RecursionError:
         raise ModelFormatError(path, None, "YAML nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark is not None else None
         raise ModelFormatError(path, where, f"malformed YAML: {getattr(e, 'problem', None) or e}") from None
+    except Exception as e:  # noqa: BLE001 - a tag the text does not fit (!!int abc, !!timestamp x), a huge int
+        raise ModelFormatError(
+            path, _long_number_at(text), f"a YAML value cannot be read: {type(e).__name__}: {e}"
+        ) from None
+    cap = limits.get().max_yaml_nodes
+    if _expanded_size(data, {}, path) > cap:
+        raise ModelFormatError(
+            path,
+            None,
+            f"YAML aliases expand to more than {cap} values (raise the limit with "
+            f"stdops.limits.configure(max_yaml_nodes=...) or {limits.ENV['max_yaml_nodes']})",
+        )
+    return data
+
+
+def _long_number_at(text: str) -> str | None:
+    """'line L column C' of the first run of more than 4300 digits (what Python refuses to read), if any."""
+    m = re.search(r"\d{4301}", text)
+    if m is None:
+        return None
+    line = text.count("\n", 0, m.start()) + 1
+    return f"line {line} column {m.start() - (text.rfind(chr(10), 0, m.start()) + 1) + 1}"
 
 
 MAX_YAML_ALIASES = 1000
-MAX_EXPANDED_NODES = 50_000_000
 
 
-def _expanded_size(obj, memo: dict) -> int:
-    """How many values ``obj`` holds once every alias is expanded (linear time via memo)."""
+def _expanded_size(obj, memo: dict, path: str | None = None) -> int:
+    """How many values ``obj`` holds once every alias is expanded (linear time via memo; a value that
+    contains itself, ``&a [*a]``, is refused: it would expand for ever)."""
     if not isinstance(obj, (list, dict)):
         return 1
     k = id(obj)
     if k in memo:
+        if memo[k] is None:
+            raise ModelFormatError(path, None, "a YAML alias refers to a value that contains it (a cycle)")
         return memo[k]
-    memo[k] = 1  # a self-referencing alias: counted once
+    memo[k] = None  # on the path being measured
     items = obj.values() if isinstance(obj, dict) else obj
-    n = 1 + sum(_expanded_size(v, memo) for v in items)
+    n = 1 + sum(_expanded_size(v, memo, path) for v in items)
     memo[k] = n
     return n
 
@@ -143,7 +168,7 @@ def model_from_data(data: Any, path: str | None = None, *, warn: bool = True) ->
         raise ValidationError(path, where or "(model)", f"{err.get('msg')}{more}") from None
     except (ValueError, TypeError, AttributeError) as e:
         raise ValidationError(path, "(model)", f"{type(e).__name__}: {e}") from None
-    except RecursionError:
+    except (RecursionError, MemoryError):  # a validator's parser giving up on deep nesting
         raise ModelFormatError(path, None, "model nested too deeply") from None
     model._path = path
     if warn:
@@ -182,21 +207,23 @@ def load(path: Any, *, check: bool = True) -> Model:
     p = os.fspath(path)
     if not os.path.exists(p):
         raise ModelFormatError(p, None, "no such file")
-    data = parse_text(_read_text(p), p)
-    model = model_from_data(data, p)
-    if check:
-        from .engine import check_model
+    with limits.budget("load"):
+        data = parse_text(_read_text(p), p)
+        model = model_from_data(data, p)
+        if check:
+            from .engine import check_model
 
-        check_model(model)
+            check_model(model)
     return model
 
 
 def loads(text: str, fmt: str = "json", *, check: bool = True) -> Model:
-    model = model_from_data(parse_text(text, None, fmt))
-    if check:
-        from .engine import check_model
+    with limits.budget("load"):
+        model = model_from_data(parse_text(text, None, fmt))
+        if check:
+            from .engine import check_model
 
-        check_model(model)
+            check_model(model)
     return model
 
 

@@ -58,7 +58,7 @@ def _shape(v: Any) -> Any:
     if isinstance(v, str):
         try:
             v = ast.literal_eval(v.strip())  # a literal, never code: "(1,)" / "[2, 3]" / "3"
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):  # the last two: nesting too deep to parse
             raise ValueError(f"shape {v!r} is not a tuple of integers") from None
     if isinstance(v, int) and not isinstance(v, bool):
         if v < 0:

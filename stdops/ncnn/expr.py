@@ -218,6 +218,11 @@ def _literal(tok: str):
     return vf
 
 
+#: how deep operators may nest in one expression (real ones nest a few levels; ncnn's own evaluator uses a
+#: stack, ours recursion: bounded here so a hostile .param cannot exhaust the interpreter's stack)
+MAX_DEPTH = 100
+
+
 class Expr:
     """A parsed ncnn list expression: ``n_blobs`` bottoms referenced, ``n_items`` values produced."""
 
@@ -228,6 +233,7 @@ class Expr:
             raise ValueError(f"expression {text!r}: cannot tokenize")
         self._toks = toks
         self._pos = 0
+        self._depth = 0
         self.n_blobs = 0
         if not toks:
             self.items: list[Callable] = []
@@ -265,7 +271,11 @@ class Expr:
             if t not in OPS:
                 raise ValueError(f"expression {self.text!r}: unknown operator {t!r}")
             arity, fn = OPS[t]
+            self._depth += 1
+            if self._depth > MAX_DEPTH:  # the parser and the closures it builds recurse once per level
+                raise ValueError(f"expression {self.text[:60]!r}...: operators nested deeper than {MAX_DEPTH}")
             args = self._list()
+            self._depth -= 1
             if self._take() != ")":
                 raise ValueError(f"expression {self.text!r}: missing ')'")
             if len(args) != arity:

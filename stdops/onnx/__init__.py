@@ -17,11 +17,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def load(model: Any) -> Model:
-    """Load a path, bytes or ``onnx.ModelProto`` into a compiled :class:`Model`."""
+def load(model: Any, base_dir: Any = None) -> Model:
+    """Load a path, bytes or ``onnx.ModelProto`` into a compiled :class:`Model`. External tensor data is
+    read from the model file's folder; a model given as bytes or a proto reads it from ``base_dir``
+    (without one, such a model with external data is refused)."""
     from .model import Model
 
-    return Model(model)
+    return Model(model, base_dir=base_dir)
 
 
 _last: tuple[Any, Model] | None = None

@@ -101,15 +101,17 @@ def _loop(ctx: BindContext):
         env = dict(zip(outer, rest[n_state:]))
         max_trip = None if m is None else int(np.asarray(m).reshape(-1)[0])
         go = True if cond is None else bool(np.asarray(cond).reshape(-1)[0])
-        cap = limits.max_loop_iterations()
+        budget = limits.current()  # the run's: iterations add up across nested loops
+        cap = budget.limits.max_loop_iterations
         scans: list[list] = [[] for _ in range(n_scan)]
         i = 0
         while go and (max_trip is None or i < max_trip):
             if i >= cap:
                 raise ResourceLimitError(
                     f"Loop ran {cap} iterations without stopping (raise the limit with "
-                    f"stdops.limits.set_max_loop_iterations)"
+                    f"stdops.limits.configure(max_loop_iterations=...) or {limits.ENV['max_loop_iterations']})"
                 )
+            budget.charge_loop(1, "Loop")
             feeds = {b_in[0]: np.array(i, np.int64), b_in[1]: np.array(go)}
             feeds.update(zip(b_in[2:], state))
             feeds.update(env)
@@ -164,7 +166,9 @@ def _scan(ctx: BindContext):
             raise KernelError(f"Scan inputs have different sequence lengths {sorted(lengths)}")
         n = lengths.pop() if lengths else 0
         outs: list[list[Any]] = [[] for _ in range(n_scan_out)]
+        budget = limits.current()
         for t in range(n):
+            budget.charge_loop(1, "Scan")
             feeds = dict(zip(b_in[:n_state], state))
             for name, x, ax, d in zip(b_in[n_state:], xs, axes, in_dirs):
                 feeds[name] = np.take(x, n - 1 - t if d else t, axis=ax)
@@ -215,11 +219,15 @@ def _scan_8(ctx: BindContext):
         lens = np.full(batch, full, np.int64) if seq_lens is None else np.asarray(seq_lens).reshape(-1)
         final: list[list] = [[] for _ in range(n_state)]
         scans: list[list] = [[] for _ in range(n_scan_out)]
+        budget = limits.current()
         for b in range(batch):
             state = [s[b] for s in states]
             n = int(lens[b])
+            if not 0 <= n <= full:
+                raise KernelError(f"Scan: sequence_lens[{b}] = {n} is outside [0, {full}]")
             steps: list[list] = [[] for _ in range(n_scan_out)]
             for t in range(n):
+                budget.charge_loop(1, "Scan")
                 feeds = dict(zip(b_in[:n_state], state))
                 for name, x, d in zip(b_in[n_state:], xs, dirs):
                     feeds[name] = x[b, n - 1 - t if d else t]
@@ -272,7 +280,9 @@ def _sequence_map(ctx: BindContext):
             if isinstance(e, list) and len(e) != len(seq):
                 raise KernelError(f"SequenceMap: sequences of lengths {len(seq)} and {len(e)}")
         results: list[list] = [[] for _ in body.output_names]
+        budget = limits.current()
         for i, item in enumerate(seq):
+            budget.charge_loop(1, "SequenceMap")
             feeds = {body.input_names[0]: item}
             for name, e in zip(body.input_names[1:], extra):
                 feeds[name] = e[i] if isinstance(e, list) else e

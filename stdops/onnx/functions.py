@@ -15,7 +15,9 @@ import onnx
 
 from ..errors import ModelFormatError
 
-#: how deep functions may call functions (a recursive definition is a model error, not a hang)
+#: how deep functions may call functions (a recursive definition is a model error, not a hang): the
+#: default of ``stdops.limits.Limits.max_function_depth``; the number of nodes inlining may create is
+#: bounded by ``max_graph_nodes``, charged per node as the bodies are expanded
 MAX_DEPTH = 32
 
 

@@ -6,9 +6,12 @@ Constant nodes, adapters' precomputation. A run validates the feeds and calls th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import math
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +24,7 @@ from ..errors import InputError, ModelFormatError, ResourceLimitError, StdopsErr
 from ..graph import Hook, Node, Plan
 from ..ops.bind import Bound
 from . import adapters, control, gradient  # noqa: F401  (version adapters, If/Loop/Scan, Gradient)
-from .functions import MAX_DEPTH, function_opsets, inline, schema_function
+from .functions import function_opsets, inline, schema_function
 from .opset import BindContext, onnx_dtype, resolve
 
 _A = onnx.AttributeProto
@@ -63,8 +66,9 @@ def _value_info(vi: onnx.ValueInfoProto, path: str | None = None, where: str = "
     return ValueInfo(vi.name, kind, None, None)
 
 
-def convert_attribute(a: onnx.AttributeProto, where: str, path: str | None) -> Any:
-    """AttributeProto -> a Python value (see docs/kernels.md for the mapping)."""
+def convert_attribute(a: onnx.AttributeProto, where: str, path: str | None, base_dir: str | None = None) -> Any:
+    """AttributeProto -> a Python value (see docs/kernels.md for the mapping). A tensor's external data is
+    read from ``base_dir`` (the model's folder) only."""
     t = a.type
     try:
         if t == _A.FLOAT:
@@ -74,7 +78,7 @@ def convert_attribute(a: onnx.AttributeProto, where: str, path: str | None) -> A
         if t == _A.STRING:
             return a.s.decode("utf-8")
         if t == _A.TENSOR:
-            return numpy_helper.to_array(a.t)
+            return _tensor(a.t, f"{where} attribute {a.name!r}", path, base_dir)
         if t == _A.GRAPH:
             return a.g
         if t == _A.FLOATS:
@@ -84,7 +88,7 @@ def convert_attribute(a: onnx.AttributeProto, where: str, path: str | None) -> A
         if t == _A.STRINGS:
             return tuple(s.decode("utf-8") for s in a.strings)
         if t == _A.TENSORS:
-            return tuple(numpy_helper.to_array(x) for x in a.tensors)
+            return tuple(_tensor(x, f"{where} attribute {a.name!r}", path, base_dir) for x in a.tensors)
         if t == _A.GRAPHS:
             return tuple(a.graphs)
         if t == _A.TYPE_PROTO:
@@ -92,7 +96,7 @@ def convert_attribute(a: onnx.AttributeProto, where: str, path: str | None) -> A
         if t == _A.TYPE_PROTOS:
             return tuple(a.type_protos)
         if t == _A.SPARSE_TENSOR:
-            return a.sparse_tensor
+            return _inline_sparse(a.sparse_tensor, f"{where} attribute {a.name!r}", path, base_dir)
     except StdopsError:
         raise
     except Exception as e:  # noqa: BLE001 - corrupt tensor data, bad utf-8, ...
@@ -118,7 +122,8 @@ def _tensor(t: onnx.TensorProto, where: str, path: str | None, base_dir: str | N
     if any(d < 0 for d in dims):
         raise ModelFormatError(path, where, f"negative dimension in dims {tuple(dims)}")
     n = math.prod(dims)
-    if n > limits.max_elements() and t.data_location != onnx.TensorProto.EXTERNAL and n > _held_elements(t):
+    external = t.data_location == onnx.TensorProto.EXTERNAL
+    if n > limits.max_elements() and not external and n > _held_elements(t):
         raise ModelFormatError(
             path,
             where,
@@ -126,15 +131,131 @@ def _tensor(t: onnx.TensorProto, where: str, path: str | None, base_dir: str | N
             f"at most {_held_elements(t)} (corrupt dims or truncated data)",
         )
     try:
-        limits.check_elements(dims, where)
+        limits.check_elements(dims, where, _itemsize(t.data_type))
     except ResourceLimitError as e:
         raise ResourceLimitError(f"{path}: {e}" if path else str(e)) from None
+    if external:
+        t = _with_external_data(t, where, path, base_dir)
     try:
-        return numpy_helper.to_array(t, base_dir or "")
+        return numpy_helper.to_array(t)
     except StdopsError:
         raise
-    except Exception as e:  # noqa: BLE001 - size mismatch, missing external file, ...
+    except Exception as e:  # noqa: BLE001 - size mismatch, bad data type, ...
         raise ModelFormatError(path, where, f"cannot read tensor data: {e}") from None
+
+
+#: bits per element of the packed (sub-byte) element types
+_PACKED_BITS = {
+    getattr(onnx.TensorProto, n): b
+    for n, b in (("INT4", 4), ("UINT4", 4), ("FLOAT4E2M1", 4), ("INT2", 2), ("UINT2", 2))
+    if hasattr(onnx.TensorProto, n)
+}
+
+
+def _itemsize(data_type: int) -> int | None:
+    """Bytes per element of a TensorProto data type (1 for packed types; None when unknown)."""
+    if data_type in _PACKED_BITS:
+        return 1
+    try:
+        return onnx.helper.tensor_dtype_to_np_dtype(data_type).itemsize
+    except Exception:  # noqa: BLE001 - an unknown type: numpy_helper will refuse it
+        return None
+
+
+def _data_bytes(t: onnx.TensorProto, n: int) -> int | None:
+    """The bytes of raw data a tensor of ``n`` elements holds (None: a type that has no raw form)."""
+    if t.data_type == onnx.TensorProto.STRING:
+        return None
+    bits = _PACKED_BITS.get(t.data_type)
+    if bits is not None:
+        return (n * bits + 7) // 8
+    size = _itemsize(t.data_type)
+    return None if size is None else n * size
+
+
+def _external_file(location: str, base_dir: str, where: str, path: str | None) -> str:
+    """The file an external-data ``location`` names, refused unless it is inside ``base_dir`` (the model's
+    folder): no absolute path, no '..', no symbolic link that leads out (ONNX IR, "External tensor data":
+    the location is relative to the model file)."""
+    if not location or "\0" in location:
+        raise ModelFormatError(path, where, f"external data location {location!r} is not a file name")
+    parts = location.replace("\\", "/").split("/")
+    if os.path.isabs(location) or location.startswith(("/", "\\")) or os.path.splitdrive(location)[0]:
+        raise ModelFormatError(path, where, f"external data location {location!r} is absolute: refused")
+    if ".." in parts:
+        raise ModelFormatError(path, where, f"external data location {location!r} leaves the model's folder: refused")
+    root = os.path.realpath(base_dir)
+    full = os.path.realpath(os.path.join(root, *[p for p in parts if p]))
+    if os.path.commonpath([full, root]) != root:
+        raise ModelFormatError(
+            path, where, f"external data location {location!r} leads outside the model's folder (a link?): refused"
+        )
+    if not os.path.isfile(full):
+        raise ModelFormatError(path, where, f"external data file {location!r} does not exist in {base_dir}")
+    return full
+
+
+def _with_external_data(t: onnx.TensorProto, where: str, path: str | None, base_dir: str | None) -> onnx.TensorProto:
+    """A copy of ``t`` holding its external data as raw bytes, read from the model's folder only, after
+    checking offset and length against the file's size and the tensor's dims."""
+    if base_dir is None:
+        raise ModelFormatError(
+            path,
+            where,
+            "the tensor's data is in an external file, and the model was given as bytes or a ModelProto: "
+            "pass base_dir= (the folder that holds the model's data files)",
+        )
+    info = {e.key: e.value for e in t.external_data}
+    try:
+        offset = int(info.get("offset", "0") or 0)
+        length = int(info["length"]) if info.get("length") not in (None, "") else None
+    except ValueError:
+        raise ModelFormatError(path, where, f"external data offset/length {info} are not integers") from None
+    if offset < 0 or (length is not None and length < 0):
+        raise ModelFormatError(path, where, f"external data offset {offset} / length {length} is negative")
+    n = math.prod(int(d) for d in t.dims)
+    need = _data_bytes(t, n)
+    if need is None:
+        raise ModelFormatError(path, where, f"a tensor of data type {t.data_type} cannot have external data")
+    if length is not None and length != need:
+        raise ModelFormatError(
+            path, where, f"external data length {length} does not match dims {tuple(t.dims)} ({need} bytes)"
+        )
+    full = _external_file(info.get("location", ""), base_dir, where, path)
+    size = os.path.getsize(full)
+    if offset + need > size:
+        raise ModelFormatError(
+            path,
+            where,
+            f"external data needs bytes {offset}..{offset + need} of {info.get('location')!r}, "
+            f"which holds {size} bytes",
+        )
+    try:
+        with open(full, "rb") as f:
+            f.seek(offset)
+            data = f.read(need)
+    except OSError as e:
+        raise ModelFormatError(path, where, f"cannot read external data: {e.strerror or e}") from None
+    if len(data) != need:
+        raise ModelFormatError(path, where, f"external data file {info.get('location')!r} ended early")
+    out = onnx.TensorProto()
+    out.CopyFrom(t)
+    del out.external_data[:]
+    out.data_location = onnx.TensorProto.DEFAULT
+    out.raw_data = data
+    return out
+
+
+def _inline_sparse(sp: onnx.SparseTensorProto, where: str, path: str | None, base_dir: str | None):
+    """A sparse tensor whose values / indices in external files are read (safely) into a copy."""
+    if sp.values.data_location != onnx.TensorProto.EXTERNAL and sp.indices.data_location != onnx.TensorProto.EXTERNAL:
+        return sp
+    out = onnx.SparseTensorProto()
+    out.CopyFrom(sp)
+    for part in (out.values, out.indices):
+        if part.data_location == onnx.TensorProto.EXTERNAL:
+            part.CopyFrom(_with_external_data(part, where, path, base_dir))
+    return out
 
 
 class GraphBuilder:
@@ -152,7 +273,8 @@ class GraphBuilder:
         self.base_dir = base_dir
         self.functions = functions or {}
 
-    def compile(self, g: onnx.GraphProto, outer: Sequence[str] = (), graph_where: str = "graph") -> Plan:
+    def compile(self, g: onnx.GraphProto, outer: Any = frozenset(), graph_where: str = "graph") -> Plan:
+        """``outer``: the names visible from the enclosing graphs (a container; membership is all it needs)."""
         constants: dict[str, Any] = {}
         for t in g.initializer:
             constants[t.name] = _tensor(t, f"initializer {t.name!r}", self.path, self.base_dir)
@@ -161,22 +283,27 @@ class GraphBuilder:
                 self.path, f"sparse initializer {st.values.name!r}", "sparse initializers are not supported"
             )
         input_names = [vi.name for vi in g.input]
-        known = set(constants) | set(input_names) | set(outer)
+        local = set(constants) | set(input_names)
+        known = _Scope(local, outer)
         nodes: list[Node] = []
         used_names: set[str] = set()
         earlier: list[onnx.NodeProto] = []
+        budget = limits.current()
         for n, opsets, where, _depth in self._expanded(g.node, self.opsets, graph_where):
+            budget.charge_nodes(1, f"{self.path or 'model'}: {where}")
             name = n.name or f"{n.op_type}_{len(used_names)}"
             if name in used_names:
                 name = f"{name}_{len(used_names)}"
             used_names.add(name)
-            node = self._node(n, name, where, constants, known, opsets, earlier)
+            node = self._node(n, name, where, constants, known, opsets, _Prefix(earlier))
             earlier.append(n)
             known.update(o for o in n.output if o)
             if node is not None:  # None: a Constant, folded into the constants
                 nodes.append(node)
-        graph_outputs = {vi.name for vi in g.output}
-        free = [nm for nm in outer if nm in graph_outputs or any(nm in nd.inputs for nd in nodes)]
+        # the enclosing graphs' values this graph reads (its nodes' inputs, implicit ones included, and its
+        # outputs): found from this graph's own names, never by scanning the enclosing scope
+        read = {i for nd in nodes for i in nd.inputs if i} | {vi.name for vi in g.output}
+        free = sorted(nm for nm in read if nm not in local and nm in outer)
         return Plan(nodes, input_names, [vi.name for vi in g.output], constants, self.path, outer=free)
 
     def _expanded(self, nodes, opsets: dict[str, int], graph_where: str, depth: int = 0):
@@ -198,10 +325,21 @@ class GraphBuilder:
             if body is None:
                 yield n, opsets, where, depth
                 continue
-            if depth >= MAX_DEPTH:
+            max_depth = limits.get().max_function_depth
+            if depth >= max_depth:
                 raise ModelFormatError(
-                    self.path, where, f"functions nested deeper than {MAX_DEPTH} (a recursive function?)"
+                    self.path,
+                    where,
+                    f"functions nested deeper than {max_depth} (a recursive function? raise the limit with "
+                    f"stdops.limits.configure(max_function_depth=...) or {limits.ENV['max_function_depth']})",
                 )
+            if local is not None:  # refuse a call whose expansion cannot fit before creating any of it
+                size = self._function_size((n.domain, n.op_type), where, depth)
+                budget = limits.current()
+                if budget.graph_nodes + size > budget.limits.max_graph_nodes:
+                    budget.charge_nodes(
+                        size, f"{self.path or 'model'}: {where} (function {body.name!r} expands to {size} nodes)"
+                    )
             self._n_inlined = getattr(self, "_n_inlined", 0) + 1
             prefix = f"{n.name or n.op_type}#{self._n_inlined}"
             yield from self._expanded(
@@ -211,15 +349,39 @@ class GraphBuilder:
                 depth + 1,
             )
 
+    def _function_size(self, key: tuple[str, str], where: str, depth: int) -> int:
+        """How many nodes a call of the model-local function ``key`` expands to (calls of other local functions
+        expanded, memoized: linear in the functions' size even when the expansion is exponential)."""
+        memo = self.__dict__.setdefault("_sizes", {})
+        if key in memo:
+            if memo[key] is None:  # on the stack: a recursive function
+                raise ModelFormatError(self.path, where, f"function {key[1]!r} is recursive (it calls itself)")
+            return memo[key]
+        max_depth = limits.get().max_function_depth
+        if depth >= max_depth:
+            raise ModelFormatError(
+                self.path,
+                where,
+                f"functions nested deeper than {max_depth} (a recursive function? raise the "
+                f"limit with stdops.limits.configure(max_function_depth=...) or {limits.ENV['max_function_depth']})",
+            )
+        memo[key] = None
+        total = 0
+        for m in self.functions[key].node:
+            sub = (m.domain, m.op_type)
+            total += self._function_size(sub, where, depth + 1) if sub in self.functions else 1
+        memo[key] = total
+        return total
+
     def _node(
         self,
         n: onnx.NodeProto,
         name: str,
         where: str,
         constants: dict[str, Any],
-        known: set[str],
+        known: _Scope,
         opsets: dict[str, int],
-        earlier: list | None = None,
+        earlier: Sequence[onnx.NodeProto] = (),
     ) -> Node | None:
         domain = n.domain
         dkey = "" if domain in ("", "ai.onnx") else domain
@@ -238,7 +400,7 @@ class GraphBuilder:
                 raise ModelFormatError(
                     self.path, where, f"attribute {a.name!r} refers to a function attribute outside a function body"
                 )
-            attrs[a.name] = convert_attribute(a, where, self.path)
+            attrs[a.name] = convert_attribute(a, where, self.path, self.base_dir)
         for i in n.input:
             if i and i not in known:
                 raise ModelFormatError(
@@ -257,12 +419,12 @@ class GraphBuilder:
             n_outputs=len(n.output),
             kernel=kernel,
             constants=[constants.get(i) if i else None for i in n.input],
-            compile_graph=lambda g, _known=frozenset(known): self.compile(  # type: ignore[misc]
-                g, outer=sorted(_known), graph_where=f"{where} subgraph"
-            ),
+            # the subgraph sees the names known now: adapters compile subgraphs while binding, before
+            # ``known`` grows (copying it per node instead made a load quadratic in the node count)
+            compile_graph=lambda g: self.compile(g, outer=known, graph_where=f"{where} subgraph"),
             opsets=opsets,
             output_present=[bool(o) for o in n.output],
-            earlier_nodes=list(earlier or ()),
+            earlier_nodes=earlier,  # type: ignore[arg-type]  # a read-only prefix view, not a copy
         )
         try:
             fn: Callable = adapt(ctx) if adapt is not None else ctx.bind()
@@ -279,6 +441,8 @@ class GraphBuilder:
         if implicit:
             inputs += list(implicit)
         if n.op_type == "Constant" and dkey == "" and not n.input:
+            if len(n.output) != 1 or not n.output[0]:
+                raise ModelFormatError(self.path, where, f"a Constant has one output, this one has {len(n.output)}")
             try:
                 value = fn()
             except Exception as e:  # noqa: BLE001
@@ -289,6 +453,68 @@ class GraphBuilder:
             return Node(name, n.op_type, fn.fn, inputs, list(n.output), where, fn, (fn.kernel.name,))
         kernels = (kernel.name,) if kernel is not None else ()
         return Node(name, n.op_type, fn, inputs, list(n.output), where, kernels=kernels)
+
+
+_gc_lock = threading.Lock()
+_gc_state = {"depth": 0, "was_enabled": False}
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic collector paused while a graph compiles: a load allocates O(nodes) objects that all
+    stay alive, and the collector's full passes over them made a 100k-node load superlinear. Nested and
+    concurrent loads share one pause (the collector resumes when the last one ends)."""
+    with _gc_lock:
+        if _gc_state["depth"] == 0:
+            _gc_state["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _gc_state["depth"] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_state["depth"] -= 1
+            if _gc_state["depth"] == 0 and _gc_state["was_enabled"]:
+                gc.enable()
+
+
+class _Scope:
+    """The names visible in a graph: its own (``local``, growing as nodes are added) and its enclosing
+    graphs' (``outer``), without copying the enclosing scope for each subgraph."""
+
+    __slots__ = ("local", "outer")
+
+    def __init__(self, local: set, outer: Any):
+        self.local, self.outer = local, outer
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.local or name in self.outer
+
+    def update(self, names) -> None:
+        self.local.update(names)
+
+
+class _Prefix(Sequence):
+    """The first ``len(items)`` nodes of a growing list, as they are now: what BindContext.earlier_nodes holds
+    (a view, so binding node k costs O(1), not O(k))."""
+
+    __slots__ = ("_items", "_n")
+
+    def __init__(self, items: list):
+        self._items, self._n = items, len(items)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return self._items[: self._n][i]
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        return self._items[i % self._n]
+
+    def __iter__(self):
+        return iter(self._items[: self._n])
 
 
 def _read_model(source: Any) -> tuple[onnx.ModelProto, str | None]:
@@ -318,20 +544,20 @@ def _read_model(source: Any) -> tuple[onnx.ModelProto, str | None]:
         raise ModelFormatError(
             path, None, "not a valid ONNX model (no graph or no opset_import; truncated or not an .onnx file)"
         )
-    if path is not None and any(t.data_location == onnx.TensorProto.EXTERNAL for t in m.graph.initializer):
-        try:
-            from onnx.external_data_helper import load_external_data_for_model
-
-            load_external_data_for_model(m, os.path.dirname(os.path.abspath(path)))
-        except Exception as e:  # noqa: BLE001
-            raise ModelFormatError(path, "external data", str(e)) from None
     return m, path
 
 
 class Model:
-    """A loaded ONNX model: ``run(feeds, outputs)`` -> {name: value}."""
+    """A loaded ONNX model: ``run(feeds, outputs)`` -> {name: value}.
 
-    def __init__(self, source: Any):
+    ``base_dir``: the folder external tensor data is read from. A model loaded from a file reads it from
+    the file's own folder (never from elsewhere); a model given as bytes or a ModelProto has no folder,
+    so one with external data needs ``base_dir``.
+
+    A loaded model may be run from several threads at once: ``run`` keeps its values per call.
+    """
+
+    def __init__(self, source: Any, base_dir: str | os.PathLike | None = None):
         proto, path = _read_model(source)
         self.proto = proto
         self.path = path
@@ -345,8 +571,14 @@ class Model:
         self.inputs: list[ValueInfo] = [self._input_info[vi.name] for vi in g.input if vi.name not in init_names]
         self.outputs: list[ValueInfo] = [_value_info(vi, path, "graph output") for vi in g.output]
         functions = {(f.domain, f.name): f for f in proto.functions}
-        base_dir = os.path.dirname(os.path.abspath(path)) if path else None
-        self.plan = GraphBuilder(self.opsets, path, base_dir, functions).compile(g)
+        if base_dir is not None:
+            base_dir = os.fspath(base_dir)
+            if not os.path.isdir(base_dir):
+                raise ModelFormatError(path, None, f"base_dir {base_dir!r} is not a folder")
+        elif path:
+            base_dir = os.path.dirname(os.path.abspath(path))
+        with limits.budget("load"), _collector_paused():
+            self.plan = GraphBuilder(self.opsets, path, base_dir, functions).compile(g)
 
     # ------------------------------------------------------------------ info
     @property
@@ -405,7 +637,8 @@ class Model:
         missing = [n for n in self.input_names if n not in checked]
         if missing:
             raise InputError(f"{self.path or 'model'}: missing input(s) {', '.join(map(repr, missing))}")
-        return self.plan.run(checked, outputs, hook)
+        with limits.budget("run"):
+            return self.plan.run(checked, outputs, hook)
 
 
 def _dims(shape: tuple) -> str:

@@ -176,6 +176,11 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
     out = geo.out
     P = prod(out)
     dt = cw.dtype
+    # pads and dilations are the model's word: the output and the padded input every path below allocates
+    # are bounded first (stdops.limits)
+    item = np.dtype(dt).itemsize
+    check_elements((N, C, *(d + lo + hi for d, lo, hi in zip(x.shape[2:], geo.begin, geo.end))), "padded input", item)
+    check_elements((N, M, *out), "Conv output", item)
     xc = x if x.dtype == dt else x.astype(dt)
     if b is not None:
         b = np.asarray(b)

@@ -2,15 +2,17 @@
 
 String tensors are numpy ``object`` arrays of ``str`` (``bytes`` elements and numpy ``U``/``S`` arrays
 are accepted and decoded as UTF-8). String outputs are ``object`` arrays of ``str``. Per-string work
-goes through ``np.frompyfunc`` (there is no vectorized string kernel to call).
+goes through ``np.frompyfunc`` (there is no vectorized string kernel to call). Ops that build strings check
+the characters they would build against ``stdops.limits`` (max_bytes) before building them; regular
+expressions run on RE2 (``google-re2``), whose matching time is linear in the input: no pattern can make a
+match backtrack for ever.
 """
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
+from .. import limits
 from ..errors import KernelError
 from ._registry import op
 
@@ -22,6 +24,18 @@ def _to_str(s) -> str:
 
 
 _to_str_v = np.frompyfunc(_to_str, 1, 1)
+_len_v = np.frompyfunc(len, 1, 1)
+
+
+def _chars(a: np.ndarray) -> np.ndarray:
+    """The length of each string of an object array of str, as int64."""
+    if a.size == 0:
+        return np.zeros(a.shape, np.int64)
+    return np.asarray(_len_v(a), dtype=np.int64).reshape(a.shape)
+
+
+#: bytes a Python str costs beside its characters (object header, hash, length), for the byte limit
+_STR_OVERHEAD = 56
 
 
 def _strings(x, what: str) -> np.ndarray:
@@ -203,6 +217,11 @@ def string_concat(X, Y, /):
         raise KernelError(f"StringConcat: shapes {x.shape} and {y.shape} do not broadcast") from None
     if 0 in shape:
         return np.empty(shape, object)
+    limits.check_array(shape, object, "StringConcat output")
+    n_chars = int(np.sum(np.broadcast_to(_chars(x), shape), dtype=np.int64)) + int(
+        np.sum(np.broadcast_to(_chars(y), shape), dtype=np.int64)
+    )
+    limits.check_bytes(n_chars + _STR_OVERHEAD * int(np.prod(shape)), "StringConcat output")
     return _obj(_concat(x, y)).reshape(shape)
 
 
@@ -220,9 +239,15 @@ def string_split(X, /, *, delimiter="", maxsplit=None):
     if ms < -1:
         raise KernelError(f"StringSplit maxsplit must be >= 0, got {ms}")
     flat = x.reshape(-1)
+    # the pieces hold the input's characters once; each costs a str object: bound their number first
+    # (at most one piece per character, plus one, per element)
+    limits.check_bytes(
+        int(_chars(flat).sum()) + _STR_OVERHEAD * (int(_chars(flat).sum()) + flat.size), "StringSplit output"
+    )
     parts = [s.split(sep, ms) for s in flat]  # one str.split per element: no per-character work
     lens = np.array([len(p) for p in parts], np.int64)
     width = int(lens.max()) if lens.size else 0
+    limits.check_array((flat.size, width), object, "StringSplit output")
     y = np.full((flat.size, width), "", object)
     if flat.size and width:
         r = np.repeat(np.arange(flat.size), lens)
@@ -235,14 +260,27 @@ def string_split(X, /, *, delimiter="", maxsplit=None):
 def regex_full_match(X, /, *, pattern=""):
     """Y = (X fully matches the regular expression ``pattern``), elementwise. Bool, shape of X.
 
-    ``pattern`` uses Python ``re`` syntax, which covers RE2's common syntax.
+    ``pattern`` uses RE2 syntax (the ONNX spec's): matched by RE2 itself, in time linear in each input;
+    a pattern RE2 refuses (backreferences, lookaround, a program above RE2's memory bound) is a KernelError.
     """
-    try:
-        rx = re.compile(_to_str(pattern))
-    except re.error as e:
-        raise KernelError(f"RegexFullMatch: invalid pattern {pattern!r}: {e}") from None
+    rx = compile_re2(pattern, "RegexFullMatch")
     x = _strings(X, "RegexFullMatch input")
     if x.size == 0:
         return np.zeros(x.shape, np.bool_)
     match = np.frompyfunc(lambda s: rx.fullmatch(s) is not None, 1, 1)
     return np.asarray(match(x), dtype=np.bool_).reshape(x.shape)
+
+
+def compile_re2(pattern, what: str):
+    """A compiled RE2 pattern (UTF-8, errors not logged), or a KernelError naming ``what``."""
+    import re2
+
+    opts = re2.Options()
+    opts.log_errors = False
+    try:
+        return re2.compile(_to_str(pattern), opts)
+    except re2.error as e:
+        msg = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise KernelError(f"{what}: invalid RE2 pattern {pattern!r}: {msg}") from None
+    except (TypeError, ValueError, UnicodeDecodeError) as e:
+        raise KernelError(f"{what}: invalid pattern {pattern!r}: {e}") from None

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import ValueDiff, _diff
+from ..compare import ValueDiff, _diff, first_disagreement
 from ..errors import StdopsError
 from . import runtimes
 
@@ -51,7 +51,7 @@ class Report:
 
     @property
     def first(self) -> ValueDiff | None:
-        return next((d for d in self.diffs if not d.ok(self.atol, self.rtol)), None)
+        return first_disagreement(self.diffs, self.atol, self.rtol)
 
     def to_json(self, inputs: dict[str, Any], made_up: list[str]) -> dict:
         def num(v: float) -> float | str | None:

@@ -37,23 +37,23 @@ def binaryop_mask(params: dict, inputs: Sequence[np.ndarray]) -> np.ndarray | No
     op = int(params.get(0, 0))
     if op not in _FLOORING and op not in _ROUNDING:
         return None
-    from stdops.ncnn.layers.arith import ncnn_broadcast_shapes
+    from stdops.ncnn.layers.arith import ncnn_binary
 
     a = np.asarray(inputs[0], np.float64)
-    if int(params.get(1, 0)):
-        b = np.full((1,), float(params.get(2, 0.0)))
-        sa, sb = a.shape, (1,) * a.ndim
-    else:
-        b = np.asarray(inputs[1], np.float64)
-        sa, sb = ncnn_broadcast_shapes(a.shape, b.shape)
-    a, b = np.broadcast_arrays(a.reshape(sa), b.reshape(sb))
+    b = np.full((1,), float(params.get(2, 0.0))) if int(params.get(1, 0)) else np.asarray(inputs[1], np.float64)
     reverse = _FLOORING.get(op, _ROUNDING.get(op))
-    x, y = (b, a) if reverse else (a, b)
-    with np.errstate(all="ignore"):
-        q = x / y
-    step = np.floor(q) if op in _FLOORING else np.floor(q) + 0.5
-    near = np.minimum(np.abs(q - step), np.abs(q - step - 1.0)) <= _Q_REL * np.maximum(1.0, np.abs(q))
-    return ~near | ~np.isfinite(q)
+
+    def deterministic(u, v):
+        x, y = (v, u) if reverse else (u, v)
+        with np.errstate(all="ignore"):
+            q = x / y
+        step = np.floor(q) if op in _FLOORING else np.floor(q) + 0.5
+        near = np.minimum(np.abs(q - step), np.abs(q - step - 1.0)) <= _Q_REL * np.maximum(1.0, np.abs(q))
+        return ~near | ~np.isfinite(q)
+
+    if int(params.get(1, 0)):
+        return deterministic(a, b.reshape((1,) * a.ndim))
+    return ncnn_binary(deterministic, a, b)  # the operands as ncnn aligns them
 
 
 def roipooling_mask(params: dict, roi: np.ndarray, channels: int) -> np.ndarray:

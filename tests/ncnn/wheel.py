@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from stdops.ncnn.modelbin import ModelBinWriter
-from stdops.ncnn.param import LayerDecl, ParamFile, write_binary
+from stdops.ncnn.param import LayerDecl, ParamFile, write_binary, write_text
 from stdops.ncnn.spec import LAYERS, RawArray, resolve_params
 
 EXACT_OPTIONS = dict(
@@ -39,6 +39,9 @@ EXACT_OPTIONS = dict(
     use_sgemm_convolution=False,
 )
 
+
+#: silence the wheel's own log lines (stderr of the forked child): the fuzzer provokes many refusals
+QUIET = False
 
 #: layer type -> cases run through the wheel in this process (the differential suite's count)
 COUNTS: collections.Counter = collections.Counter()
@@ -81,7 +84,7 @@ def typed_params(type_name: str, params: dict[int, Any]) -> dict[int, Any]:
 Case = tuple
 
 
-def _batch_files(cases: Sequence[Case]) -> tuple[bytes, bytes, list[list[int]], list[list[int]]]:
+def _batch_files(cases: Sequence[Case], text: bool = False) -> tuple[bytes, bytes, list[list[int]], list[list[int]]]:
     layers, mb = [], ModelBinWriter()
     ins, outs = [], []
     nblob = 0
@@ -96,6 +99,15 @@ def _batch_files(cases: Sequence[Case]) -> tuple[bytes, bytes, list[list[int]], 
         nblob += len(inputs)
         bo = list(range(nblob, nblob + n_out))
         nblob += n_out
+        if type_name == "Input":  # the Input layers themselves, with these params, feed and give the blobs
+            for b in bi:
+                layers.append(
+                    LayerDecl("Input", f"op{k}_{b}", [], [str(b)], typed_params(type_name, params), len(layers))
+                )
+            nblob -= n_out
+            ins.append(bi)
+            outs.append(bi)
+            continue
         for b in bi:
             layers.append(LayerDecl("Input", f"in{b}", [], [str(b)], {}, len(layers)))
         layers.append(
@@ -113,15 +125,25 @@ def _batch_files(cases: Sequence[Case]) -> tuple[bytes, bytes, list[list[int]], 
             mb.write(a, wd.tagged, "int8" if a.dtype == np.int8 else "fp32")
         ins.append(bi)
         outs.append(bo)
+    if text:  # the wheel parses the literals itself (int for float, arrays): our writer's text
+        pf = ParamFile(layers, nblob, None, False)
+        return write_text(pf).encode(), mb.getvalue(), ins, outs
     return write_binary(ParamFile(layers, nblob, None, True)), mb.getvalue(), ins, outs
 
 
 def _batch_child(conn, pbin, mbin, inputs, ins, outs, unpack, options) -> None:
+    import faulthandler
+
+    faulthandler.disable()  # a crash is reported by the parent as an OracleError
+    if QUIET:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
     try:
         import ncnn
 
+        text = not pbin.startswith(b"\xdd\x85\x76\x00")  # binary magic 7767517, little-endian
         with tempfile.TemporaryDirectory() as d:
-            pp, mp_ = os.path.join(d, "m.param.bin"), os.path.join(d, "m.bin")
+            pp, mp_ = os.path.join(d, "m.param" if text else "m.param.bin"), os.path.join(d, "m.bin")
             with open(pp, "wb") as f:
                 f.write(pbin)
             with open(mp_, "wb") as f:
@@ -129,8 +151,8 @@ def _batch_child(conn, pbin, mbin, inputs, ins, outs, unpack, options) -> None:
             net = ncnn.Net()
             for k, v in options.items():
                 setattr(net.opt, k, v)
-            if net.load_param_bin(pp) != 0:
-                raise RuntimeError("ncnn refused the .param.bin")
+            if (net.load_param(pp) if text else net.load_param_bin(pp)) != 0:
+                raise RuntimeError("ncnn refused the .param")
             if net.load_model(mp_) != 0:
                 raise RuntimeError("ncnn refused the .bin")
             results = []
@@ -138,11 +160,11 @@ def _batch_child(conn, pbin, mbin, inputs, ins, outs, unpack, options) -> None:
                 ex = net.create_extractor()
                 mats = [ncnn.Mat(np.ascontiguousarray(x, dtype=np.float32)).clone() for x in xs]
                 for b, m in zip(bi, mats):
-                    if ex.input(b, m) != 0:
+                    if ex.input(str(b) if text else b, m) != 0:
                         raise RuntimeError(f"input {b} refused")
                 res = []
                 for b in bo:
-                    ret, m = ex.extract(b)
+                    ret, m = ex.extract(str(b) if text else b)
                     if ret != 0:
                         res.append(RuntimeError(f"extract returned {ret}"))
                         continue
@@ -188,11 +210,16 @@ def _run_in_child(
 
 
 def wheel_batch(
-    cases: Sequence[Case], timeout: float = 120.0, unpack: bool = False, options: dict | None = None
+    cases: Sequence[Case],
+    timeout: float = 120.0,
+    unpack: bool = False,
+    options: dict | None = None,
+    text: bool = False,
 ) -> list[list[Any]]:
     """The wheel's outputs for every case (a list per case; an Exception where an extract failed), from one
-    forked process. Every case is counted in COUNTS under its layer type."""
-    pbin, mbin, ins, outs = _batch_files(cases)
+    forked process; ``text``: the layers go to the wheel as a text .param (else binary). Every case is
+    counted in COUNTS under its layer type."""
+    pbin, mbin, ins, outs = _batch_files(cases, text)
     payload = _run_in_child(
         pbin, mbin, [[np.asarray(x) for x in c[3]] for c in cases], ins, outs, unpack, options, timeout
     )

@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import KernelError
+from ...limits import check_elements
 from ...ops import shape as shapes
 from ...ops import shape_pad
 from ..spec import P, layer
-from .shape import _AXIS_OF, _INT_MIN, _rank, _reshape, _slice, _transpose
+from .shape import _AXIS_OF, _INT_MIN, _ncnn_dims, _rank, _reshape, _slice, _transpose
 
 _squeeze = shapes.squeeze
 _unsqueeze = shapes.unsqueeze
@@ -146,34 +147,43 @@ def expand_dims(p, w):
 @layer("Tile", params=[P(0, "axis", 0), P(1, "tiles", 1), P(2, "repeats", (), "ints")], kernels=(shapes.tile,))
 def tile(p, w):
     """y = the bottom repeated: ``tiles`` times along ``axis`` (0..3; an axis the bottom lacks repeats
-    nothing, a 1d bottom repeats along w), or numpy-style with ``repeats`` (aligned to the trailing dims;
-    more repeats than dims add leading dims)."""
+    nothing, a 1d bottom repeats along w), or with ``repeats`` by ncnn's dim names (tile.cpp): 1 value
+    w; 2 h, w; 3 d, h, w of a 4d bottom, else c, h, w; 4 c, d, h, w. The output has max(rank, count) dims,
+    each ncnn dim (c, d, h, w; 1 where the bottom lacks it) times its repeat: a 3d (c, h, w) bottom with
+    4 repeats gives (c rc, rd, h rh, w rw)."""
     reps_param, axis, tiles = list(p.repeats), p.axis, p.tiles
     if len(reps_param) > 4:
         raise ValueError(f"Tile: {len(reps_param)} repeats, at most 4")
-    if tiles < 1 or any(t < 1 for t in reps_param):
+    if tiles < 1 or any(r < 1 for r in reps_param):
         raise ValueError(f"Tile: repeat counts must be >= 1 (tiles {tiles}, repeats {reps_param})")
     if not 0 <= axis <= 3:
         raise ValueError(f"Tile axis {axis} is not one of 0..3 (as in ncnn, negative axes are refused)")
+    n = len(reps_param)
 
     def run(x):
         r = _rank(x, "Tile")
-        if reps_param:
-            out = max(r, len(reps_param))
-            reps = [1] * (out - len(reps_param)) + reps_param
-            if out > r:
-                x = x.reshape((1,) * (out - r) + x.shape)
-        else:
-            reps = [1] * r
-            if r == 1:
-                reps[0] = tiles
-            elif 0 <= axis < r:
-                reps[axis] = tiles
-        if all(t == 1 for t in reps):
+        rep = dict(c=1, d=1, h=1, w=1)
+        if n:
+            names = {1: "w", 2: "hw", 3: "dhw" if r == 4 else "chw", 4: "cdhw"}[n]
+            rep.update(zip(names, reps_param))
+        elif r == 1:
+            rep["w"] = tiles
+        elif axis < r:
+            rep[_NAMES_OF_RANK[r][axis]] = tiles
+        out = max(r, n)
+        if all(v == 1 for v in rep.values()) and out == r:
             return x
-        return _tile(x, np.array(reps, np.int64))
+        dims = _ncnn_dims(x.shape)
+        check_elements([dims[k] * rep[k] for k in "cdhw"], "Tile output")
+        x4 = x.reshape(dims["c"], dims["d"], dims["h"], dims["w"])
+        y = _tile(x4, np.array([rep["c"], rep["d"], rep["h"], rep["w"]], np.int64))
+        keep = {1: (3,), 2: (2, 3), 3: (0, 2, 3), 4: (0, 1, 2, 3)}[out]
+        return y.reshape(tuple(y.shape[i] for i in keep))
 
     return run
+
+
+_NAMES_OF_RANK = {1: "w", 2: "hw", 3: "chw", 4: "cdhw"}
 
 
 @layer("Flip", params=[P(0, "axes", (), "ints")], kernels=(shapes.slice_,))

@@ -30,12 +30,15 @@ def _trailing_axes(x: np.ndarray, affine_size: int) -> int:
 
 
 def _affine_like(vec: np.ndarray | None, x: np.ndarray, k: int) -> np.ndarray:
+    """gamma / beta shaped as one normalized part. ncnn reads entry j for element j of the part
+    (layernorm.cpp), so an affine_size beyond the part (c*h*w of a 3d blob) uses its first entries."""
     shape = x.shape[x.ndim - k :]
     if vec is None:
         return np.ones(shape, _F32)
-    if vec.size != int(np.prod(shape)):
+    n = int(np.prod(shape))
+    if vec.size < n:
         raise ValueError(f"affine_size {vec.size} does not fit a normalized part of shape {shape}")
-    return vec.reshape(shape)
+    return vec[:n].reshape(shape)
 
 
 @layer(

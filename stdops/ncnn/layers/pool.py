@@ -160,11 +160,13 @@ def _build_pool(p, nd: int, type_name: str):
             raise KernelError(f"{type_name}: adaptive output size {list(outs)} must be >= 1 (or -233: keep)")
 
         def run_adaptive(x):
-            x = check(x)
-            o = tuple(n if v == -233 else v for n, v in zip(x.shape[1:], outs))
-            if o == x.shape[1:]:
-                return x
-            return _adaptive(x, o, is_max)
+            xc = check(x)
+            o = tuple(n if v == -233 else v for n, v in zip(xc.shape[1:], outs))
+            if o == xc.shape[1:]:
+                # Pooling passes the bottom itself through (in its own rank); Pooling1D and Pooling3D
+                # always write a new (h, w) / (c, d, h, w) blob (pooling1d.cpp, pooling3d.cpp)
+                return x if nd == 2 else xc.copy()
+            return _adaptive(xc, o, is_max)
 
         return run_adaptive
 
@@ -223,8 +225,9 @@ def _build_pool(p, nd: int, type_name: str):
         region = []
         for ax in range(nd):
             full = xp.shape[1 + ax]
-            if pb[ax] + pe[ax] >= full:
-                raise KernelError(f"{type_name}: pads {pb[ax]} + {pe[ax]} leave nothing of the padded input {full}")
+            if pb[ax] + pe[ax] >= full:  # no tap is counted: every window is 0 / 0 (pooling.cpp)
+                out = [(xp.shape[1 + a] - kernel[a]) // strides[a] + 1 for a in range(nd)]
+                return np.full([xp.shape[0], *out], np.nan, np.float32)
             region.append(slice(pb[ax], full - pe[ax]))
         inner = xp[(slice(None),) + tuple(region)]
         return avg(inner[None], kernel_shape=kernel, strides=strides, pads=list(pb) + list(pe), count_include_pad=0)[0]

@@ -23,6 +23,7 @@ from ...ops import grid_sample as sampling
 from ...ops import shape as shapes
 from .. import expr as _expr
 from ..spec import P, Ref, layer
+from .conv import crop_negative, same_pads
 
 _grid_sample = sampling.grid_sample
 _col2im = conv_transpose.col2im
@@ -311,13 +312,12 @@ def unfold(p, w):
         c, h, w_ = x.shape
         if same is None:
             t, b, l, r = p.pad_top, p.pad_bottom, p.pad_left, p.pad_right
-        else:
-            wpad = max(ekw + (w_ - 1) // sw * sw - w_, 0)
-            hpad = max(ekh + (h - 1) // sh * sh - h, 0)
-            if same == "upper":
-                t, b, l, r = hpad // 2, hpad - hpad // 2, wpad // 2, wpad - wpad // 2
-            else:
-                t, b, l, r = hpad - hpad // 2, hpad // 2, wpad - wpad // 2, wpad // 2
+        else:  # ncnn's SAME split (conv.same_pads); a negative total on one axis crops it (copy_make_border)
+            totals = [ekh + (h - 1) // sh * sh - h, ekw + (w_ - 1) // sw * sw - w_]
+            be = same_pads(totals, same)
+            t = b = l = r = 0
+            if be is not None:
+                x, (t, l), (b, r) = crop_negative(x, *be)
         if t or b or l or r:
             x = _pad(x, np.array([0, t, l, 0, b, r], np.int64), np.asarray(pv, x.dtype))
         H, W = x.shape[1:]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import KernelError
 from ...ops import linalg, rnn_cell
 from ...ops import rnn as recurrent
 from ..spec import P, Ref, W, layer
@@ -144,6 +145,8 @@ def lstm(p, w):
     bc = w["bias_c"].reshape(D, 4, H)
     whc = w["weight_hc"].reshape(D, 4 * H, O)
     whr = w["weight_hr"].reshape(D, O, H) if proj else None
+    if whr is not None and whr.dtype == np.int8:  # lstm.cpp uses the projection as fp32, int8 mode or not
+        raise KernelError("LSTM: weight_hr is stored as int8; ncnn reads the projection as fp32 data")
     int8 = bool(p.int8_scale_term)
     order = [0, 2, 1, 3]  # ONNX i o f c from ncnn I F O G
 
