@@ -76,6 +76,14 @@ def _state_out(state: np.ndarray, like: np.ndarray | None) -> np.ndarray:
     return state.reshape(like.shape) if like is not None else state
 
 
+def _directions(p, D: int, run_dir, x: np.ndarray, *states: np.ndarray) -> tuple:
+    """``run_dir(x, d, *states of direction d, reverse)`` for every direction: (y [T, D * n] with the
+    directions side by side, each final state stacked [D, n])."""
+    outs = [run_dir(x, d, *(s[d] for s in states), p.direction == 1 or d == 1) for d in range(D)]
+    y = np.concatenate([o[0] for o in outs], axis=1)
+    return (y, *(np.stack([o[k] for o in outs]) for k in range(1, len(outs[0]))))
+
+
 def _check_x(x: np.ndarray, size: int, name: str) -> np.ndarray:
     if x.ndim != 2 or x.shape[1] != size:
         raise ValueError(f"{name} takes a 2d blob [T, {size}], got shape {x.shape}")
@@ -210,10 +218,7 @@ def lstm(p, w):
         if not int8 and not proj:
             y, yh, yc = run_all(x, h0, c0)
         else:
-            outs = [run_dir(x, d, h0[d], c0[d], (p.direction == 1) or d == 1) for d in range(D)]
-            y = np.concatenate([o[0] for o in outs], axis=1)
-            yh = np.stack([o[1] for o in outs])
-            yc = np.stack([o[2] for o in outs])
+            y, yh, yc = _directions(p, D, run_dir, x, h0, c0)
         if p.n_tops >= 3:
             return y, _state_out(yh, hb), _state_out(yc, cb)
         return y
@@ -273,9 +278,7 @@ def gru(p, w):
         hb = bottoms[1] if len(bottoms) >= 2 else None
         h0 = _state(hb, D, H, "GRU hidden")
         if int8:
-            outs = [run_dir(x, d, h0[d], (p.direction == 1) or d == 1) for d in range(D)]
-            y = np.concatenate([o[0] for o in outs], axis=1)
-            yh = np.stack([o[1] for o in outs])
+            y, yh = _directions(p, D, run_dir, x, h0)
         else:
             y, yh = recurrent.gru(
                 x[:, None, :],
@@ -339,9 +342,7 @@ def rnn(p, w):
         hb = bottoms[1] if len(bottoms) >= 2 else None
         h0 = _state(hb, D, H, "RNN hidden")
         if int8:
-            outs = [run_dir(x, d, h0[d], (p.direction == 1) or d == 1) for d in range(D)]
-            y = np.concatenate([o[0] for o in outs], axis=1)
-            yh = np.stack([o[1] for o in outs])
+            y, yh = _directions(p, D, run_dir, x, h0)
         else:
             y, yh = recurrent.rnn(x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :], hidden_size=H, direction=direction)
             y, yh = y.reshape(x.shape[0], D * H), yh[:, 0]
