@@ -5,7 +5,7 @@ PYTHON  ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
-EXTRAS  := test,plots,bench,distributed,dev
+EXTRAS  := test,plots,bench,distributed,dev,fast
 LATEST  := .venv-latest
 
 .PHONY: run test lint test-latest constraints bench zoo conformance fuzz fuzz-ncnn clean

@@ -156,7 +156,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--reference", action="store_true", help="also time onnx.reference")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-fast", action="store_true", help="the NumPy kernels only (no numba)")
     args = ap.parse_args()
+    if args.no_fast:
+        from stdops.ops import _fast
+
+        _fast.set_enabled(False)
 
     import onnxruntime as ort
     from threadpoolctl import threadpool_info, threadpool_limits

@@ -6,9 +6,13 @@ default options) on every ncnn network, at 1 and 2 threads; each pair timed alte
 
 Rows: the zoo's torchvision/timm networks (zoo/manifest.json), the networks built in benchmarks/models.py
 (ONNX) and the ResNet-style ncnn test fixture at 224x224. Prints the BLAS kernel in use and the machine's
-float32 GEMM rate first. Per row, one round calls stdops and the peer at each thread count in turn, so every
-column of a row saw the same machine load: ratio@t = stdops / peer at t threads (lower is better for
-stdops), 2thr/1thr = stdops at 2 threads / stdops at 1 thread (<= 1: the second thread does not hurt).
+float32 GEMM rate first. Per row and thread count, stdops and the peer are called alternately (a phase per
+thread count, so that a peer's spinning pool threads slow only their own pair), and a last phase alternates
+stdops at 1 and at 2 threads: ratio@t = stdops / peer at t threads (lower is better for stdops), 2thr/1thr =
+stdops at 2 threads / stdops at 1 thread (<= 1: the second thread does not hurt). Times are the fastest call
+of the alternating rounds (``--stat median`` for medians): on a shared machine the least disturbed one; at
+1 thread they are the calling thread's CPU time (every runtime computes in the calling thread then), at 2
+threads wall time.
 """
 
 from __future__ import annotations
@@ -125,15 +129,33 @@ HEADER = (
 )
 
 
-def _print_row(fmt, name, threads_list, times, diff) -> dict:
-    """times: [ours@t, peer@t for t in threads_list] lists of seconds."""
-    med = [1e3 * statistics.median(t) for t in times]
+STAT = {"min": min, "median": statistics.median}
+
+
+def _measure(fns, before, threads_list, repeat, budget, stat) -> list[float]:
+    """Milliseconds [ours@t, peer@t for t in threads_list] + [ours at the last count, measured against ours at
+    the first]: each thread count's pair alternating in a phase of its own (a peer's spinning pool threads
+    then only slow the pair they belong to), and stdops at both counts alternating in a last phase."""
+    k = len(threads_list)
+    out = []
+    for i in range(k):
+        # one thread: every runtime computes in the calling thread, whose CPU time excludes the other processes'
+        clock = time.thread_time if threads_list[i] == 1 else time.perf_counter
+        ts = alternating_many(fns[2 * i : 2 * i + 2], repeat, budget / (k + 1), before[2 * i : 2 * i + 2], clock)
+        out += [1e3 * STAT[stat](t) for t in ts]
+    if k > 1:
+        ts = alternating_many([fns[0], fns[-2]], repeat, budget / (k + 1), [before[0], before[-2]])
+        out += [1e3 * STAT[stat](t) for t in ts]
+    return out
+
+
+def _print_row(fmt, name, threads_list, ms, diff) -> dict:
     cells, ratios = "", {}
     for i, t in enumerate(threads_list):
-        o, p = med[2 * i], med[2 * i + 1]
+        o, p = ms[2 * i], ms[2 * i + 1]
         ratios[t] = o / p
         cells += f"{o:>11.2f}{p:>10.2f}{o / p:>8.2f}x"
-    scale = f"{med[2] / med[0]:>10.2f}x" if len(threads_list) > 1 else f"{'':>11}"
+    scale = f"{ms[-1] / ms[-2]:>10.2f}x" if len(threads_list) > 1 else f"{'':>11}"
     print(f"{fmt:<5}{name:<22}{cells}{scale}{diff:>11.2e}", flush=True)
     return ratios
 
@@ -145,7 +167,7 @@ def _blas_setter():
     return lambda n: ctl.limit(limits=n)
 
 
-def bench_onnx(cases, threads_list, repeat, budget) -> dict:
+def bench_onnx(cases, threads_list, repeat, budget, stat="min") -> dict:
     import onnxruntime as ort
 
     import stdops.onnx
@@ -169,12 +191,12 @@ def bench_onnx(cases, threads_list, repeat, budget) -> dict:
             sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
             fns += [lambda: ours.run(feeds), lambda sess=sess: sess.run(None, feeds)]
             before += [lambda t=threads: set_blas(t), None]
-        times = alternating_many(fns, repeat, budget, before)
-        ratios[name] = _print_row("onnx", name, threads_list, times, _diff(y, fns[1]()[0]))
+        ms = _measure(fns, before, threads_list, repeat, budget, stat)
+        ratios[name] = _print_row("onnx", name, threads_list, ms, _diff(y, fns[1]()[0]))
     return ratios
 
 
-def bench_ncnn(cases, threads_list, repeat, budget) -> dict:
+def bench_ncnn(cases, threads_list, repeat, budget, stat="min") -> dict:
     import ncnn
 
     import stdops.ncnn as sn
@@ -206,8 +228,8 @@ def bench_ncnn(cases, threads_list, repeat, budget) -> dict:
 
             fns += [lambda: ours.run(feeds), wheel]
             before += [lambda t=threads: set_blas(t), None]
-        times = alternating_many(fns, repeat, budget, before)
-        ratios[name] = _print_row("ncnn", name, threads_list, times, _diff(y, np.array(fns[1]().numpy())))
+        ms = _measure(fns, before, threads_list, repeat, budget, stat)
+        ratios[name] = _print_row("ncnn", name, threads_list, ms, _diff(y, np.array(fns[1]().numpy())))
     return ratios
 
 
@@ -218,7 +240,13 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--formats", default="onnx,ncnn")
     ap.add_argument("--repeat", type=int, default=30)
-    ap.add_argument("--budget", type=float, default=6.0, help="seconds per row (at least 5 alternating rounds)")
+    ap.add_argument("--budget", type=float, default=9.0, help="seconds per row (at least 5 rounds per phase)")
+    ap.add_argument(
+        "--stat",
+        choices=sorted(STAT),
+        default="min",
+        help="per-call statistic (default min: on a shared machine the fastest round is the least disturbed)",
+    )
     args = ap.parse_args(argv)
     names = {m for m in args.models.split(",") if m}
     threads_list = [int(t) for t in args.threads.split(",") if t]
@@ -236,7 +264,7 @@ def main(argv=None) -> int:
     print(HEADER)
     formats = set(args.formats.split(","))
     if "onnx" in formats:
-        bench_onnx(onnx_cases(args.zoo, names), threads_list, args.repeat, args.budget)
+        bench_onnx(onnx_cases(args.zoo, names), threads_list, args.repeat, args.budget, args.stat)
     if "ncnn" in formats:
         try:
             import ncnn
@@ -245,7 +273,7 @@ def main(argv=None) -> int:
         except ImportError:
             print("# ncnn wheel not installed: ncnn rows skipped")
         else:
-            bench_ncnn(ncnn_cases(args.zoo, names), threads_list, args.repeat, args.budget)
+            bench_ncnn(ncnn_cases(args.zoo, names), threads_list, args.repeat, args.budget, args.stat)
     print("ratio = stdops time / peer time (onnx: onnxruntime; ncnn: the ncnn wheel); < 1 means stdops is faster")
     return 0
 

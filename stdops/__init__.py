@@ -24,6 +24,15 @@ def model_kind(path: Any) -> str:
     return "onnx"
 
 
+def __getattr__(name: str) -> Any:
+    """``stdops.convert(src, dst, ...)``: the converters, imported on first use (the package is callable)."""
+    if name == "convert":
+        from . import convert
+
+        return convert
+    raise AttributeError(f"module 'stdops' has no attribute {name!r}")
+
+
 def load(path: Any):
     """Load a model file, choosing the front end by its type: .onnx (ONNX), .param / .param.bin (ncnn,
     with the .bin beside it), .json / .yaml (MDF)."""

@@ -23,11 +23,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import StdopsError
-from . import compare, demo, info, ops, plot, profile, reduce, run
+from . import compare, convert, demo, info, ops, plot, profile, reduce, run
 from ._base import Parser, UsageError, add_debug, add_limits, apply_limits, did_you_mean
 
 #: subcommand modules, in the order `stdops --help` lists them; each has HELP, register(sub) and main(args)
-COMMANDS = (run, info, compare, reduce, profile, plot, ops, demo)
+COMMANDS = (run, info, compare, convert, reduce, profile, plot, ops, demo)
 
 
 def build_parser() -> Parser:

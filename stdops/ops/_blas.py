@@ -8,9 +8,10 @@ longer on 2 threads than on 1, an LSTM step's GEMVs 13x. So, inside :func:`seria
 it), BLAS runs on one thread and :func:`matmul` decides per call:
 
 - below ``_PAR_MIN_FLOPS`` a GEMM stays on one thread (the split never pays there);
-- above, per size class (a power of two of flops), it measures both thread counts in turn and then runs
-  the faster, re-measuring the slower one at intervals that double while it keeps losing (so a loaded
-  machine pays the exploration rarely, and a machine that becomes quiet is noticed).
+- above, per size class (a power of two of flops), it measures one thread and the caller's count in turn
+  (twice each), and runs the faster (the caller's count only when 25% faster), re-measuring the slower
+  one at intervals that grow while it keeps losing, with its loss (so a loaded machine, where two
+  threads can be 1000x slower, pays the exploration rarely, and a machine that becomes quiet is noticed).
 
 OpenBLAS's results may differ in the last bits between thread counts (its one-thread small-matrix
 kernels), so a GEMM of a size class being re-measured can round differently from the run before; with
@@ -32,7 +33,9 @@ from typing import Any
 import numpy as np
 
 _PAR_MIN_FLOPS = 1 << 23  # 8.4 MFLOP: below, one thread always
-_RETRY_MIN, _RETRY_MAX = 8, 4096  # calls before re-measuring the slower thread count (doubling)
+_RETRY_MIN, _RETRY_MAX = 8, 1 << 20  # calls before re-measuring the slower thread count (growing)
+_MARGIN = 0.75  # the caller's thread count must be this much faster per flop to be chosen
+_FIRST = 4  # calls of a size class that measure both counts in turn before choosing
 
 _SET_NAMES = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads")
 _GET_NAMES = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads")
@@ -114,14 +117,13 @@ def matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
     st = _classes.get(key)
     if st is None:
         st = _classes[key] = [0.0, 0.0, 0, 0, _RETRY_MIN]
-    rate1, rate2, calls = st[0], st[1], st[2]
-    if not rate2:
-        par = True  # measure each thread count once first
-    elif not rate1:
-        par = False
+    rate1, rate2, calls, nxt, interval = st
+    explore = calls < _FIRST or calls >= nxt
+    if calls < _FIRST:
+        par = bool(calls & 1)  # one thread and the caller's count in turn, twice each
     else:
-        par = rate2 < rate1
-        if calls >= st[3]:  # time to re-measure the slower one
+        par = rate2 < _MARGIN * rate1
+        if calls >= nxt:  # time to re-measure the slower one
             par = not par
     put = _API[1]
     if par:
@@ -135,10 +137,15 @@ def matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
             put(1)
     i = 1 if par else 0
     st[i] = dt if not st[i] else 0.7 * st[i] + 0.3 * dt
-    if calls >= st[3] and rate1 and rate2:
-        # a re-measurement: while the slower count keeps losing, wait twice as long for the next one
-        lost = (st[1] < st[0]) != par
-        st[4] = min(_RETRY_MAX, st[4] * 2) if lost else _RETRY_MIN
-        st[3] = calls + st[4]
+    if explore and calls >= _FIRST - 1:
+        # the count just measured lost: re-measure it after twice the interval, and at least 20 x its loss
+        # (a loaded machine can make two threads 1000x slower: exploring then costs under 5% of the calls)
+        lost = (st[1] < _MARGIN * st[0]) != par
+        if lost:
+            loss = (st[1] / st[0]) if par else (st[0] / st[1])
+            interval = min(_RETRY_MAX, max(2 * interval, int(20 * loss)))
+        else:
+            interval = _RETRY_MIN
+        st[3], st[4] = calls + interval, interval
     st[2] = calls + 1
     return y

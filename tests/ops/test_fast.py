@@ -1,0 +1,107 @@
+"""The compiled kernels (stdops/ops/_fast.py, the optional ``fast`` extra) against their NumPy references:
+the same kernel entry points with the compiled path turned off."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stdops.ops import _fast
+from stdops.ops.conv import conv_forward, prepare_conv_weight
+
+pytestmark = pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed")
+
+RNG = np.random.default_rng(23)
+
+# x shape, group, multiplier, kernel, strides, dilations, pads, clip
+DEPTHWISE = [
+    ((1, 6, 10, 9), 6, 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), None),
+    ((2, 4, 9, 8), 4, 2, (3, 3), (2, 3), (1, 1), (0, 1, 2, 0), (0.0, None)),
+    ((1, 5, 11, 10), 5, 1, (3, 2), (1, 1), (2, 3), (2, 0, 1, 1), (None, 0.5)),
+    ((1, 8, 15, 17), 8, 1, (5, 5), (2, 2), (1, 1), (2, 2, 2, 2), (0.0, 6.0)),
+    ((1, 3, 7, 7), 3, 3, (7, 7), (1, 1), (1, 1), (3, 3, 3, 3), None),
+    ((2, 16, 28, 28), 16, 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (0.0, 6.0)),
+    ((1, 4, 4, 5), 4, 1, (1, 1), (3, 2), (1, 1), (0, 0, 0, 0), None),
+    ((1, 2, 6, 6), 2, 1, (3, 3), (1, 1), (1, 1), (0, 0, 0, 0), None),  # no padding
+]
+
+
+@pytest.fixture
+def compiled():
+    prev = _fast.set_enabled(True)
+    yield
+    _fast.set_enabled(prev)
+
+
+@pytest.mark.parametrize("xs,g,mult,k,s,d,pads,clip", DEPTHWISE)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bias", [False, True])
+def test_depthwise_compiled_matches_numpy(xs, g, mult, k, s, d, pads, clip, dtype, bias, compiled):
+    x = RNG.standard_normal(xs).astype(dtype)
+    w = RNG.standard_normal((g * mult, 1) + k).astype(dtype)
+    b = RNG.standard_normal(g * mult).astype(dtype) if bias else None
+    cw = prepare_conv_weight(w, g, s, d)
+    kw = dict(strides=s, dilations=d, pads=pads, clip=clip)
+    y_fast = conv_forward(x, cw, b, **kw)
+    _fast.set_enabled(False)
+    y_ref = conv_forward(x, prepare_conv_weight(w, g, s, d), b, **kw)
+    assert y_fast.dtype == y_ref.dtype and y_fast.shape == y_ref.shape
+    absb = None if b is None else np.abs(b)
+    bound = conv_forward(np.abs(x), prepare_conv_weight(np.abs(w), g, s, d), absb, strides=s, dilations=d, pads=pads)
+    tol = 1e-6 if dtype == np.float32 else 1e-14  # the two add the same terms in different orders
+    assert np.all(np.abs(y_fast - y_ref) <= tol * np.abs(bound) + 1e-30)
+
+
+def test_depthwise_compiled_non_finite(compiled):
+    """inf/NaN inputs and weights: padding taps count as 0 * w (0 * inf is NaN), as in the NumPy path."""
+    x = RNG.standard_normal((1, 3, 6, 7)).astype(np.float32)
+    x[0, 0, 2, 3], x[0, 1, 0, 0] = np.inf, np.nan
+    w = RNG.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    w[2, 0, 0, 0] = np.inf
+    kw = dict(pads=(1, 1, 1, 1), clip=(0.0, 6.0))
+    y_fast = conv_forward(x, prepare_conv_weight(w, 3), None, **kw)
+    _fast.set_enabled(False)
+    with np.errstate(invalid="ignore"):  # the NumPy path's GEMM meets the NaN and inf on purpose
+        y_ref = conv_forward(x, prepare_conv_weight(w, 3), None, **kw)
+    np.testing.assert_array_equal(np.isnan(y_fast), np.isnan(y_ref))
+    np.testing.assert_allclose(y_fast, y_ref, rtol=1e-6, atol=1e-6)
+
+
+def test_depthwise_compiled_does_not_modify_inputs(compiled):
+    x = RNG.standard_normal((1, 4, 8, 8)).astype(np.float32)
+    w = RNG.standard_normal((4, 1, 3, 3)).astype(np.float32)
+    xc, wc = x.copy(), w.copy()
+    conv_forward(x, prepare_conv_weight(w, 4), None, pads=(1, 1, 1, 1), clip=(0.0, 1.0))
+    np.testing.assert_array_equal(x, xc)
+    np.testing.assert_array_equal(w, wc)
+
+
+WINOGRAD = [
+    ((1, 16, 28, 28), 24, (1, 1, 1, 1), None),
+    ((2, 8, 13, 11), 5, (1, 1, 1, 1), (0.0, None)),  # partial tiles on both axes, batch 2
+    ((1, 3, 9, 10), 4, (0, 2, 1, 0), (None, 0.25)),  # asymmetric padding
+    ((1, 4, 6, 7), 3, (0, 0, 0, 0), (0.0, 6.0)),  # no padding
+    ((1, 6, 5, 4), 2, (2, 1, 2, 1), None),  # more padding than a tile's overlap
+]
+
+
+@pytest.mark.parametrize("xs,M,pads,clip", WINOGRAD)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bias", [False, True])
+def test_winograd_compiled_matches_numpy(xs, M, pads, clip, dtype, bias, compiled, monkeypatch):
+    """F(4x4, 3x3) with the compiled transforms against winograd.Tile.conv (NumPy), both forced."""
+    import stdops.ops.conv as conv_mod
+
+    monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: 4)
+    x = RNG.standard_normal(xs).astype(dtype)
+    w = RNG.standard_normal((M, xs[1], 3, 3)).astype(dtype)
+    b = RNG.standard_normal(M).astype(dtype) if bias else None
+    kw = dict(pads=pads, clip=clip)
+    y_fast = conv_forward(x, prepare_conv_weight(w), b, **kw)
+    _fast.set_enabled(False)
+    y_ref = conv_forward(x, prepare_conv_weight(w), b, **kw)
+    assert y_fast.dtype == y_ref.dtype and y_fast.shape == y_ref.shape
+    absb = None if b is None else np.abs(b)
+    bound = conv_forward(np.abs(x), prepare_conv_weight(np.abs(w)), absb, pads=pads)
+    tol = 1e-5 if dtype == np.float32 else 1e-13  # the transforms' sums in another order
+    assert np.all(np.abs(y_fast - y_ref) <= tol * bound + 1e-30)
