@@ -24,6 +24,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check stdops tests benchmarks scripts
 	$(BIN)/ruff format --check stdops tests benchmarks scripts
+	$(BIN)/mypy
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -n 2 tests

@@ -69,7 +69,14 @@ def subgraph_hook(prefix: str) -> Hook | None:
 
 @dataclasses.dataclass
 class Node:
-    """One operation of a model, with its kernel bound."""
+    """One operation of a model, with its kernel bound.
+
+    ``bound`` is the :class:`~stdops.ops.bind.Bound` behind ``fn`` when the step is exactly one kernel
+    called on the node's inputs in order (``fn is bound.fn``): its kernel, attributes and constant inputs
+    are then what a graph pass reads and rewrites (:meth:`rebound`). It is None for steps that do more
+    (control flow, version adapters that reorder inputs, ncnn layout conversions); ``kernels`` still names
+    the kernels such a step runs on.
+    """
 
     name: str  # unique within the graph (front ends invent one when the file has none)
     op: str  # what the user calls it: "Conv", "Convolution", ...
@@ -77,6 +84,19 @@ class Node:
     inputs: list[str]  # value names; "" = empty optional input
     outputs: list[str]  # value names; "" = an output the model does not use
     where: str = ""  # where it is in the file (line of a .param, node index), for messages
+    bound: Any = None  # stdops.ops.bind.Bound | None (see above)
+    kernels: tuple[str, ...] = ()  # the kernels the step runs on (names in stdops.ops.OPS)
+
+    def rebound(self, bound: Any, inputs: Sequence[str] | None = None) -> Node:
+        """This node running another Bound (a graph pass's rewrite): the same name, outputs and place,
+        ``inputs`` (default: the same) in the new kernel's order."""
+        return dataclasses.replace(
+            self,
+            fn=bound.fn,
+            bound=bound,
+            inputs=list(self.inputs if inputs is None else inputs),
+            kernels=(bound.kernel.name,),
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -120,7 +120,7 @@ def sweep(
     }
     if kind == "mdf":
         attrs.update(root_seed=plan.root_seed, seeds=plan.seeds, seeding=SEEDING)
-        if duration is not None:
+        if duration is not None and dt is not None:  # the plan refused a duration without a dt
             attrs.update(duration=float(duration), dt=float(dt))
     store = ResultStore(plan, attrs)
     if resume and out is not None and out.exists():

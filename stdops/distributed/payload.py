@@ -193,7 +193,7 @@ def run_mdf(model: Any, config: RunConfig, j: int) -> tuple[dict[str, np.ndarray
     from ..mdf import Simulation
 
     sim = Simulation(model, seed=np.random.SeedSequence(config.root_seed, spawn_key=(j,)))
-    if config.duration is None:
+    if config.duration is None or config.dt is None:  # the plan gives a duration only with a dt
         sim.evaluate()
         outs = {f"{n}.{p}": v for n, ports in sim.outputs.items() for p, v in ports.items()}
         return _arrays(outs, model.path), None

@@ -69,7 +69,9 @@ class ResultStore:
         if self.first_job is None:
             self.first_job = j
             self.times = times
-        elif (times is None) != (self.times is None) or (times is not None and not np.array_equal(times, self.times)):
+        elif (times is None) != ((held := self.times) is None) or (
+            times is not None and held is not None and not np.array_equal(times, held)
+        ):
             raise SweepError(f"job {j} ({self.describe(j)}) ran over other times than job {self.first_job}")
         for port, a in values.items():
             name = self.variable_name(port)

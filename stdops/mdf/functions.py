@@ -17,9 +17,11 @@ ACT-R                 see :mod:`stdops.mdf.actr`
 
 A function's ``args`` are evaluated in order (a later arg sees the earlier ones); an argument that
 ``args`` does not give is read from the node's port/parameter/function of that name, else takes the
-function's default. ``onnx::Op`` calls the stdops kernel bound by :mod:`stdops.onnx.opset`:
-named arguments are mapped onto the ONNX input order, attributes come from ``args`` or same-named
-node parameters, several outputs come back as a tuple (``name[0]``).
+function's default. ``onnx::Op`` calls the stdops kernel the ONNX binding table selects
+(:func:`stdops.onnx.opset.select`, its public selector; no ONNX schema is read): named arguments are
+mapped onto the kernel's inputs (ONNX's names, regardless of case), attributes come from ``args`` or
+same-named node parameters, load-time constants reach the kernel's ``prepare`` through the one binder,
+several outputs come back as a tuple (``name[0]``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StdopsError, UnsupportedOp, ValidationError
+from ..ops.bind import bind
 from ..ops.cognitive import actr
 from ..ops.cognitive import psyneulink as pnl
 from ..ops.cognitive.ddm import drift_diffusion_integrator
@@ -151,16 +154,22 @@ def compile_args(
     where: str,
     path: str | None,
     strings: set[str] = frozenset(),
+    maybe_strings: set[str] = frozenset(),
 ) -> tuple[list[tuple[Hashable, Compiled]], dict[str, Hashable], set[str]]:
     """Compile ``args`` in order; each arg is stored in the scope under a private key that later
     args (and the function body) see by the arg's name. An arg named in ``strings`` whose value is a
-    string that names nothing is that string."""
+    string that names nothing is that string; one in ``maybe_strings``, when it does not compile either."""
     steps: list[tuple[Hashable, Compiled]] = []
     local = dict(known)
     names: set[str] = set()
     for a, expr in (args or {}).items():
         if a in strings and isinstance(expr, str) and expr not in local:
             c = string_constant(expr)
+        elif a in maybe_strings and isinstance(expr, str) and expr not in local:
+            try:
+                c = compile_value(expr, local, where=f"{where}.args.{a}", path=path)
+            except StdopsError:  # not an expression: the string itself (Einsum's "ij,jk->ik")
+                c = string_constant(expr)
         else:
             c = compile_value(expr, local, where=f"{where}.args.{a}", path=path)
         key = ("arg", owner, a)
@@ -182,13 +191,16 @@ def compile_call(
     if name.startswith("onnx:") and not name.startswith("onnx::"):
         name = "onnx::" + name[5:]  # modeci-mdf's Keras interface writes "onnx:Transpose"
     strings: set[str] = set()
+    maybe_strings: set[str] = set()
     if name.startswith("onnx::") and args:
         args = {a: _quoted_ids(v, known) for a, v in args.items()}
-        strings = onnx_string_attributes(name, ctx.opset)
-    steps, local, names = compile_args(args, known, owner, where, ctx.path, strings)
-    for k, c in steps:
+        strings, maybe_strings = onnx_string_attributes(name, ctx.opset)
+    steps, local, names = compile_args(args, known, owner, where, ctx.path, strings, maybe_strings)
+    for (k, c), expr in zip(steps, (args or {}).values()):
         if c.const:
             ctx.constants[k] = c.value
+        elif isinstance(expr, str) and known.get(expr.strip()) in ctx.constants:
+            ctx.constants[k] = ctx.constants[known[expr.strip()]]  # the name of a load-time constant
     if name.startswith("onnx::"):
         impl, more = _compile_onnx(name[6:], args or {}, known, local, owner, where, ctx)
         names |= more
@@ -235,19 +247,25 @@ def _quoted_ids(value: Any, known: Mapping[str, Hashable]) -> Any:
     return value
 
 
-def onnx_string_attributes(name: str, opset: int) -> set[str]:
-    """The STRING / STRINGS attributes of ``onnx::Op`` (``mode`` of Pad, ``auto_pad``, ...): a value
-    written for one of them is a string, not a name."""
-    import onnx.defs
+def onnx_string_attributes(name: str, opset: int) -> tuple[set[str], set[str]]:
+    """The attributes of ``onnx::Op`` whose value may be a plain string rather than an expression: those
+    whose default is a string (``mode`` of Pad, ``auto_pad``: a written value that names nothing is that
+    string), and the required ones with no default to tell (Einsum's ``equation``: a string when it does
+    not compile as an expression). Read from the kernel the ONNX binding table selects, not a schema."""
+    from ..onnx.opset import select
+    from ..ops._registry import REQUIRED
 
     if not name.startswith("onnx::"):
-        return set()
+        return set(), set()
     try:
-        schema = onnx.defs.get_schema(name[6:], opset, "")
-    except Exception:  # noqa: BLE001 - an unknown op is reported when the call is compiled
-        return set()
-    T = onnx.defs.OpSchema.AttrType
-    return {k for k, a in schema.attributes.items() if a.type in (T.STRING, T.STRINGS)}
+        entry = select(name[6:], opset)
+    except UnsupportedOp:  # reported when the call is compiled
+        return set(), set()
+    attrs = entry.attributes
+    definite = {
+        a for a, d in attrs.items() if isinstance(d, str) or (isinstance(d, tuple) and d and isinstance(d[0], str))
+    }
+    return definite, {a for a, d in attrs.items() if d is REQUIRED}
 
 
 def _compile_standard(
@@ -275,7 +293,7 @@ def _compile_standard(
             else:
                 raise ValidationError(ctx.path, f"{where}.args", f"{std.name}: missing argument {a!r}")
             kw_names.append(a)
-    fn = std.fn
+    fn = bind(std.fn).fn  # the kernel through the one binder (MDF's standard functions take no attributes)
     consts = {i: k[1] for i, k in enumerate(keys) if isinstance(k, tuple) and len(k) == 2 and k[0] == "const"}
     if std.needs_rng:
         state = ctx.state
@@ -322,36 +340,40 @@ _FALLBACK_UNARY = {
 }
 
 
-def _onnx_schema(op: str, opset: int, where: str, path: str | None):
-    import onnx.defs
+def _find(name: str, table: Mapping[str, Any]) -> str | None:
+    """The key of ``table`` that names ``name`` (exactly, else regardless of case)."""
+    if name in table:
+        return name
+    low = name.lower()
+    return next((k for k in table if k.lower() == low), None)
 
-    try:
-        return onnx.defs.get_schema(op, opset, "")
-    except Exception:  # noqa: BLE001 - onnx raises SchemaError
-        raise UnsupportedOp("", op, opset, where, path) from None
 
-
-def _convert_attr(value: Any, atype: Any) -> Any:
-    import onnx.defs
-
-    T = onnx.defs.OpSchema.AttrType
-    if value is None:
-        return None
-    if atype == T.INT:
-        return int(np.asarray(value).reshape(-1)[0]) if not isinstance(value, (int, np.integer)) else int(value)
-    if atype == T.FLOAT:
-        return float(np.asarray(value).reshape(-1)[0])
-    if atype == T.STRING:
-        return value.decode() if isinstance(value, bytes) else str(value)
-    if atype == T.INTS:
-        return tuple(int(v) for v in np.asarray(value).reshape(-1))
-    if atype == T.FLOATS:
-        return tuple(float(v) for v in np.asarray(value).reshape(-1))
-    if atype == T.STRINGS:
-        return tuple(str(v) for v in np.asarray(value).reshape(-1))
-    if atype == T.TENSOR:
-        return np.asarray(value)
-    return value
+def _attr_value(value: Any, default: Any) -> Any:
+    """An MDF value as the attribute a kernel takes, typed by the attribute's default (int, float, str,
+    tuple), else by the value (a 0-d number a scalar, a vector a tuple, a matrix a tensor)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode()
+    a = np.asarray(value)
+    if isinstance(default, bool) or isinstance(default, int):
+        return int(a.reshape(-1)[0])
+    if isinstance(default, float):
+        return float(a.reshape(-1)[0])
+    if isinstance(default, str):
+        return str(value)
+    if a.dtype.kind in "OUS":
+        return tuple(str(v) for v in a.reshape(-1)) if a.ndim else str(a.reshape(()).item())
+    if isinstance(default, tuple) or a.ndim == 1:
+        flat = a.reshape(-1)
+        ints = flat.dtype.kind in "iub" or (flat.dtype.kind == "f" and np.all(flat == np.round(flat)))
+        if isinstance(default, tuple) and default and isinstance(default[0], float):
+            ints = False
+        return tuple(int(v) for v in flat) if ints else tuple(float(v) for v in flat)
+    if a.ndim == 0:
+        v = a.item()
+        return int(v) if a.dtype.kind in "iub" else v
+    return a  # a TENSOR attribute
 
 
 def _reconcile(v: Any) -> Any:
@@ -390,6 +412,13 @@ def _to_float64(r: Any) -> Any:
     return r
 
 
+#: ONNX inputs whose type constraint is an integer tensor (axes, shapes, indices, counts): a Python integer
+#: written for one stays an integer instead of taking the float type of the call's other inputs
+_INTEGER_INPUTS = frozenset(
+    {"axes", "shape", "indices", "repeats", "pads", "split", "k", "starts", "ends", "steps", "sizes", "M", "depth"}
+)
+
+
 def _compile_onnx(
     op: str,
     args: Mapping[str, Any],
@@ -399,94 +428,88 @@ def _compile_onnx(
     where: str,
     ctx: CallContext,
 ) -> tuple[Callable, set[str]]:
-    from ..onnx import adapters  # noqa: F401 - registers the version adapters (Cast's `to`, ...) with resolve
-    from ..onnx.opset import BindContext, resolve
+    from ..onnx.opset import select
 
-    schema = _onnx_schema(op, ctx.opset, where, ctx.path)
-    in_names = [i.name for i in schema.inputs]
-    type_strs = [i.type_str for i in schema.inputs]
-    variadic = bool(schema.inputs) and schema.inputs[-1].option.name == "Variadic"
-    attr_types = {k: a.type for k, a in schema.attributes.items()}
     names: set[str] = set()
 
     def source(n: str) -> Hashable | None:
-        if n in args:
-            return local[n]
-        if n in known:
-            names.add(n)
-            return known[n]
+        a = _find(n, args)
+        if a is not None:
+            return local[a]
+        k = _find(n, known)
+        if k is not None:
+            names.add(k)
+            return known[k]
         return None
 
     if op in ("Loop", "If") and ctx.compile_subgraph is not None:
         from .control import compile_if, compile_loop
 
         return (compile_loop if op == "Loop" else compile_if)(args, local, where, ctx, source, names)
-
+    try:
+        entry = select(op, ctx.opset)
+    except UnsupportedOp:
+        if op in _FALLBACK_UNARY and len(args) == 1:
+            f, k0 = _FALLBACK_UNARY[op], local[next(iter(args))]
+            return (lambda s: _to_float64(f(np.asarray(s[k0])))), names
+        raise UnsupportedOp("", op, ctx.opset, where, ctx.path) from None
+    in_names = list(entry.input_names)
+    variadic = entry.variadic
     input_keys = [source(n) for n in in_names]
     while input_keys and input_keys[-1] is None:
         input_keys.pop()
-    attr_keys = {a: source(a) for a in attr_types}
+    defaults = entry.attributes
+    used = {a for a in (_find(n, args) for n in in_names) if a is not None}
+    attr_keys = {a: source(a) for a in defaults}
     attr_keys = {a: k for a, k in attr_keys.items() if k is not None}
+    for a in args:  # named in args but neither an input nor an attribute of the kernel: the binder says so
+        if a not in used and a not in attr_keys and _find(a, dict.fromkeys(in_names)) is None:
+            attr_keys[a] = local[a]
 
-    try:
-        since, kernel, adapt = resolve("", op, ctx.opset)
-    except UnsupportedOp:
-        if op in _FALLBACK_UNARY and len(input_keys) == 1:
-            f, k0 = _FALLBACK_UNARY[op], input_keys[0]
-            return (lambda s: _to_float64(f(np.asarray(s[k0])))), names
-        raise UnsupportedOp("", op, ctx.opset, where, ctx.path) from None
-
-    # outputs the node reads: ``fid[i]`` in its expressions, else the ones the schema requires (MaxPool's
-    # Indices, Dropout's mask are not computed when nothing reads them)
-    required = sum(1 for o in schema.outputs if o.option.name != "Optional")
+    # outputs: as many as the node reads (``fid[i]``), else one (MaxPool's Indices and Dropout's mask are not
+    # computed when nothing reads them); a kernel that splits into the node's output count (it takes
+    # ``n_outputs``: Split) gets the count its split sizes give
     indexed = owner in ctx.output_counts  # the node reads ``owner[i]``: the call gives a tuple (as the reference)
-    n_out = max(ctx.output_counts.get(owner, 0), required, 1)
-    if schema.outputs and schema.outputs[-1].option.name == "Variadic" and not indexed:
+    n_out = max(ctx.output_counts.get(owner, 0), 1)
+    if "n_outputs" in defaults and not indexed:
         split_key = attr_keys.get("split")
         if split_key is None and "split" in in_names and in_names.index("split") < len(input_keys):
             split_key = input_keys[in_names.index("split")]
         split = ctx.constants.get(split_key) if split_key is not None else None
-        n_out = len(np.atleast_1d(split)) if split is not None else len(schema.outputs)
-    output_present = [True] * n_out
+        n_out = len(np.atleast_1d(split)) if split is not None else 1
+    int_positions = {i for i, n in enumerate(in_names) if n in _INTEGER_INPUTS}
 
-    def bind(attr_values: dict) -> Callable:
-        attrs = {a: _convert_attr(v, attr_types[a]) for a, v in attr_values.items() if v is not None}
-        bctx = BindContext(
-            op_type=op,
-            domain="",
-            opset=ctx.opset,
-            since=since,
-            node_name=owner,
-            path=ctx.path,
-            attrs=attrs,
-            n_inputs=len(input_keys),
-            input_present=[k is not None for k in input_keys],
-            n_outputs=n_out,
-            output_present=output_present,
-            kernel=kernel,
-            constants=[None] * len(input_keys),
-            opsets={"": ctx.opset},
-        )
-        return adapt(bctx) if adapt is not None else bctx.bind()
+    # load-time constant inputs, reconciled once: the same objects reach ``prepare`` and every call (the
+    # binder's prepared step runs while its inputs are the objects it was prepared for)
+    const_inputs = {
+        i: _reconcile(ctx.constants[k])
+        for i, k in enumerate(input_keys)
+        if k in ctx.constants and not (variadic and i == len(in_names) - 1)  # a list may stand for the variadic rest
+    }
 
-    # attributes fixed at load time are bound once; others on each call
+    def bind_call(attr_values: dict) -> Callable:
+        attrs = {a: _attr_value(v, defaults.get(a)) for a, v in attr_values.items() if v is not None}
+        consts = [const_inputs.get(i) for i in range(len(input_keys))]
+        try:
+            return entry.bind(attrs, consts, n_inputs=len(input_keys), n_outputs=n_out, name=owner, path=ctx.path)
+        except StdopsError as e:
+            raise ValidationError(ctx.path, f"{where}.function", f"onnx::{op}: {e}") from None
+
+    # attributes fixed at load time are bound once (and the constant inputs prepared); others on each call
     fixed = None
     if all(k in ctx.constants for k in attr_keys.values()):
-        fixed = bind({a: ctx.constants[k] for a, k in attr_keys.items()})
+        fixed = bind_call({a: ctx.constants[k] for a, k in attr_keys.items()})
 
     def call(s: dict) -> Any:
         vals = [None if k is None else s[k] for k in input_keys]
         if variadic and len(vals) == len(in_names) and isinstance(vals[-1], (list, tuple)):
-            vals = vals[:-1] + list(vals[-1])
-        vals = [_reconcile(v) for v in vals]
-        # a Python integer takes the float type of the inputs that share its type constraint (Mul(x, 2));
-        # an input of another constraint (ReduceSum's int64 axes) stays an integer
-        tss = [type_strs[min(i, len(type_strs) - 1)] for i in range(len(vals))] if type_strs else []
-        like = next(
-            ((v.dtype, t) for v, t in zip(vals, tss) if isinstance(v, np.ndarray) and v.dtype.kind == "f"), None
-        )
+            vals = vals[:-1] + list(vals[-1])  # a variadic input written as one list
+        vals = [const_inputs[i] if i in const_inputs else _reconcile(v) for i, v in enumerate(vals)]
+        # a Python integer takes the float type of the call's float inputs (Mul(x, 2)); an integer input
+        # (ReduceSum's axes) stays an integer
+        like = next((v.dtype for v in vals if isinstance(v, np.ndarray) and v.dtype.kind == "f"), None)
         if like is not None:
-            vals = [_as_input(v, like[0]) if t == like[1] else v for v, t in zip(vals, tss)]
+            vals = [v if i in int_positions else _as_input(v, like) for i, v in enumerate(vals)]
         for i, v in enumerate(vals):
             if isinstance(v, tuple):
                 name = in_names[min(i, len(in_names) - 1)]
@@ -494,7 +517,7 @@ def _compile_onnx(
                     f"{ctx.path + ': ' if ctx.path else ''}{where}: onnx::{op}: input {name!r} "
                     f"is a tuple of {len(v)} values (an output port that reads a multi-output call without [i]?)"
                 )
-        fn = fixed if fixed is not None else bind({a: s[k] for a, k in attr_keys.items()})
+        fn = fixed if fixed is not None else bind_call({a: s[k] for a, k in attr_keys.items()})
         try:
             r = fn(*vals)
         except StdopsError:

@@ -7,7 +7,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..ops import OPS
+from ..ops.activation import hard_sigmoid, leaky_relu, mish, relu, sigmoid
+from ..ops.elementwise import clip, mul
+
+#: the kernels a fused activation runs on (a layer with activation_type declares them)
+FUSED = (relu, leaky_relu, clip, sigmoid, mish, hard_sigmoid, mul)
 
 
 def fused_activation(activation_type: int, params: Sequence[float]) -> Callable[[np.ndarray], np.ndarray] | None:
@@ -18,22 +22,22 @@ def fused_activation(activation_type: int, params: Sequence[float]) -> Callable[
     if t == 0:
         return None
     if t == 1:
-        return OPS["relu"].fn
+        return relu
     if t == 2:
         slope = p[0] if p else 0.0
-        return lambda x: OPS["leaky_relu"].fn(x, alpha=slope)
+        return lambda x: leaky_relu(x, alpha=slope)
     if t == 3:
         lo = np.array(p[0] if len(p) > 0 else -np.inf, np.float32)
         hi = np.array(p[1] if len(p) > 1 else np.inf, np.float32)
-        return lambda x: OPS["clip"].fn(x, lo, hi)
+        return lambda x: clip(x, lo, hi)
     if t == 4:
-        return OPS["sigmoid"].fn
+        return sigmoid
     if t == 5:
-        return OPS["mish"].fn
+        return mish
     if t == 6:
-        alpha = np.float32(p[0] if len(p) > 0 else 0.2)
-        beta = np.float32(p[1] if len(p) > 1 else 0.5)
-        return lambda x: x * OPS["hard_sigmoid"].fn(x, alpha=float(alpha), beta=float(beta))
+        alpha = float(np.float32(p[0] if len(p) > 0 else 0.2))
+        beta = float(np.float32(p[1] if len(p) > 1 else 0.5))
+        return lambda x: mul(x, hard_sigmoid(x, alpha=alpha, beta=beta))
     raise ValueError(f"activation_type {t} is not one of 0..6")
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import InputError, ModelFormatError, ResourceLimitError, StdopsError, UnsupportedOp
 from ..graph import Hook, Node, Plan
+from ..ops.bind import Bound
 from . import layers as _layers  # noqa: F401  (registers every layer declaration)
 from . import param as _param
 from .modelbin import ModelBinReader
@@ -79,6 +80,17 @@ def build_layer(decl: _param.LayerDecl, reader: ModelBinReader, path: str | None
     return Layer(decl, spec, params, weights, fn)
 
 
+def _node(decl: _param.LayerDecl, lay: Layer) -> Node:
+    """The plan node of a layer: its step, and the Bound behind it when the step is one kernel on the
+    layer's blobs (an activation layer), so that graph passes see ncnn nodes as ONNX ones."""
+    kernels = lay.spec.kernels if lay.spec is not None else ()
+    bottoms, tops = list(decl.bottoms), list(decl.tops)
+    if isinstance(lay.fn, Bound):
+        return Node(decl.name, decl.type, lay.fn.fn, bottoms, tops, decl.where, lay.fn, kernels)
+    assert lay.fn is not None  # built above
+    return Node(decl.name, decl.type, lay.fn, bottoms, tops, decl.where, kernels=kernels)
+
+
 def _located(e: StdopsError, path: str | None, where: str) -> StdopsError:
     """An error an adapter raised (a limit, a helper's format complaint) with the file and layer added
     unless it already names the file."""
@@ -122,7 +134,7 @@ class Net:
                 continue
             lay = build_layer(decl, reader, self.path)
             self.layers.append(lay)
-            nodes.append(Node(decl.name, decl.type, lay.fn, list(decl.bottoms), list(decl.tops), decl.where))
+            nodes.append(_node(decl, lay))
         if bin_data is not None:
             reader.finish()
         self.weight_storage = dict(reader.storage)

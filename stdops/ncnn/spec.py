@@ -11,6 +11,12 @@ weights in load order, and the adapter that builds a step from them (DESIGN.md, 
 
 A param's type comes from its default (int, float, str) or is given: ``kind="ints"`` / ``"floats"`` for
 arrays. ``Ref("kernel_w")`` makes a default follow another param's resolved value.
+
+A layer declares the kernels it runs on, ``@layer("InnerProduct", kernels=(gemm, *FUSED), ...)``: the
+registry records them (``stdops ops`` prints, per kernel, the ncnn layers bound to it, and ``stdops ops
+-f ncnn`` the kernels of each layer), and tests/ncnn/test_declarations.py checks the declaration against
+the code. Math that no kernel implements (ncnn's own int8 rounding, its detection decoders) is written in
+the layer, which then says why with ``ncnn_only="..."``.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelFormatError
+from ..ops._registry import kernel_of, record_use
 
 KINDS = ("int", "float", "str", "ints", "floats")
 
@@ -90,6 +97,8 @@ class LayerSpec:
     n_inputs: int | None  # None: any number
     n_outputs: int | None
     doc: str
+    kernels: tuple[str, ...] = ()  # the kernels the layer runs on (names in stdops.ops.OPS)
+    ncnn_only: str | None = None  # why part of the layer's math is its own (no kernel computes it)
 
 
 #: ncnn layer type name -> declaration
@@ -102,8 +111,11 @@ def layer(
     weights: Callable[[Any], Sequence[W]] | None = None,
     inputs: int | None = 1,
     outputs: int | None = 1,
+    kernels: Sequence[Callable] = (),
+    ncnn_only: str | None = None,
 ) -> Callable:
-    """Register an ncnn layer adapter (see the module docstring)."""
+    """Register an ncnn layer adapter (see the module docstring): its params, weights, bottom/top counts,
+    the kernels it runs on, and ``ncnn_only``, the reason for the math it computes itself."""
 
     def register(build: Callable) -> Callable:
         if type_name in LAYERS:
@@ -116,9 +128,20 @@ def layer(
             k = p.resolved_kind(by_name)
             if k not in KINDS:
                 raise ValueError(f"ncnn layer {type_name}: param {p.name} has unknown kind {k}")
+        names = tuple(dict.fromkeys(kernel_of(k).name for k in kernels))
         LAYERS[type_name] = LayerSpec(
-            type_name, tuple(params), weights or (lambda p: ()), build, inputs, outputs, (build.__doc__ or "").strip()
+            type_name,
+            tuple(params),
+            weights or (lambda p: ()),
+            build,
+            inputs,
+            outputs,
+            (build.__doc__ or "").strip(),
+            names,
+            ncnn_only,
         )
+        for k in names:
+            record_use(k, "ncnn", type_name)
         return build
 
     return register

@@ -29,7 +29,7 @@ def schema_function(domain: str, op_type: str, opset: int) -> onnx.FunctionProto
         s = onnx.defs.get_schema(op_type, opset, domain)
     except Exception:  # noqa: BLE001 - no such schema
         return None
-    if not s.has_function:
+    if not s.has_function:  # type: ignore[attr-defined]  # onnx's stubs lack it
         return None
     try:
         body = s.get_function_with_opset_version(opset) if hasattr(s, "get_function_with_opset_version") else None

@@ -10,13 +10,17 @@ The table is built from two sources:
 
 For a node, the entry chosen is the one with the newest version <= the model's opset for that
 domain; at equal versions an adapter wins (it wraps the kernel). Attributes are converted once,
-at load time; a step then is one call of a prepared callable.
+at load time, and the kernel is bound through the one binder (:func:`stdops.ops.bind.bind`); a step
+then is one call of a prepared callable.
+
+Other front ends reach an ONNX operator through :func:`select` (MDF's ``onnx::Op`` functions): the
+table entry for an opset, with the kernel's input and attribute names and a ``bind`` that needs
+nothing of this module's internals.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +29,7 @@ import numpy as np
 from ..errors import ModelFormatError, UnsupportedOp
 from ..ops import _registry
 from ..ops._registry import REQUIRED, OpDef
+from ..ops.bind import Bound, bind
 
 #: ONNX domain -> the spec prefix kernels register under
 DOMAIN_PREFIX = {
@@ -72,20 +77,18 @@ class BindContext:
     def constant(self, i: int) -> Any:
         return self.constants[i] if i < len(self.constants) else None
 
-    def bind(self, kernel: OpDef | None = None, **overrides: Any) -> Callable:
-        """The kernel with this node's attributes bound: unknown attributes and missing required
-        ones are a ModelFormatError naming the node."""
+    def bind(self, kernel: OpDef | None = None, constants: list[Any] | None = None, **overrides: Any) -> Bound:
+        """The kernel (default: the table's) bound through the one binder with this node's attributes
+        (and ``overrides``) and the load-time values of its inputs (default: the node's own, which
+        fits when the step is called with the node's inputs in order). Unknown attributes and missing
+        required ones are a ModelFormatError naming the node."""
         k = kernel or self.kernel
         if k is None:
             raise UnsupportedOp(self.domain, self.op_type, self.opset, self.where, self.path)
-        attrs = {**self.attrs, **overrides}
-        unknown = sorted(set(attrs) - set(k.attrs))
-        if unknown:
-            raise self.error(f"unknown attribute(s) {', '.join(unknown)} (accepted: {', '.join(k.attrs) or 'none'})")
-        missing = [a for a, d in k.attrs.items() if d is REQUIRED and a not in attrs]
-        if missing:
-            raise self.error(f"missing required attribute(s) {', '.join(missing)}")
-        return functools.partial(k.fn, **attrs) if attrs else k.fn
+        try:
+            return bind(k, {**self.attrs, **overrides}, self.constants if constants is None else constants)
+        except ModelFormatError as e:
+            raise self.error(e.detail) from None
 
     def dtype_attr(self, name: str, default: Any = REQUIRED) -> Any:
         """Convert an attribute holding a TensorProto data type enum to a numpy dtype, in place."""
@@ -112,6 +115,11 @@ def adapter(op_type: str, *versions: int, domain: str = "") -> Callable[[Adapter
             if key in ADAPTERS:
                 raise ValueError(f"adapter for {key} registered twice")
             ADAPTERS[key] = fn
+            kernels = _registry.SPEC_INDEX.get(key[0], {})
+            newest = [kv for kv in kernels if kv is not None]
+            kernel = kernels.get(v) or (kernels[max(newest)] if newest else None)
+            if kernel is not None:  # the kernel this version binds to (see resolve)
+                _registry.record_use(kernel, "onnx", f"{op_type}-{v}")
         return fn
 
     return register
@@ -132,9 +140,23 @@ def onnx_dtype(code: int, ctx: BindContext | None = None) -> np.dtype:
         raise ModelFormatError(None, None, msg) from None
 
 
+_COMPLETE = False
+
+
+def _complete() -> None:
+    """Register the adapters (version adapters, control flow, Gradient) before the table is read: the
+    table is whole whoever asks (the loader, MDF, ``stdops ops``)."""
+    global _COMPLETE
+    if not _COMPLETE:
+        from . import adapters, control, gradient  # noqa: F401  (they register into ADAPTERS)
+
+        _COMPLETE = True
+
+
 def resolve(domain: str, op_type: str, opset: int) -> tuple[int, OpDef | None, Adapter | None]:
     """The table entry for ``op_type`` at the model's ``opset``: (since, kernel, adapter).
     Raises UnsupportedOp when no entry has a version <= opset."""
+    _complete()
     key = f"{domain_prefix(domain)}:{op_type}"
     kernels = _registry.SPEC_INDEX.get(key, {})
     versions = {v for v in kernels if v is not None and v <= opset}
@@ -149,8 +171,86 @@ def resolve(domain: str, op_type: str, opset: int) -> tuple[int, OpDef | None, A
     return since, kernel, ADAPTERS.get((key, since))
 
 
+@dataclasses.dataclass(frozen=True)
+class OnnxOp:
+    """The binding-table entry of one ONNX operator at one opset, for front ends other than ONNX's
+    (MDF's ``onnx::Op``): the kernel's input and attribute names, and :meth:`bind`."""
+
+    domain: str
+    op_type: str
+    opset: int
+    since: int
+    kernel: OpDef | None
+    adapter: Adapter | None
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The inputs in ONNX order (the kernel's parameter names; a variadic input last)."""
+        if self.kernel is None:
+            return ()
+        k = self.kernel
+        return k.inputs + ((k.variadic_name,) if k.variadic_name else ())
+
+    @property
+    def variadic(self) -> bool:
+        return bool(self.kernel and self.kernel.variadic)
+
+    @property
+    def attributes(self) -> dict[str, Any]:
+        """Attribute name -> default (REQUIRED when the spec has none)."""
+        return dict(self.kernel.attrs) if self.kernel is not None else {}
+
+    def bind(
+        self,
+        attrs: dict[str, Any],
+        constants: list[Any] | None = None,
+        *,
+        n_inputs: int,
+        n_outputs: int = 1,
+        name: str = "",
+        path: str | None = None,
+    ) -> Callable:
+        """The step for a call with ``n_inputs`` inputs (trailing absent ones left out) and the given
+        attributes; ``constants``: the load-time value of each input, None where unknown."""
+        consts = list(constants) if constants is not None else [None] * n_inputs
+        ctx = BindContext(
+            op_type=self.op_type,
+            domain=self.domain,
+            opset=self.opset,
+            since=self.since,
+            node_name=name or self.op_type,
+            path=path,
+            attrs=dict(attrs),
+            n_inputs=n_inputs,
+            input_present=[True] * n_inputs,
+            n_outputs=n_outputs,
+            kernel=self.kernel,
+            constants=consts,
+            opsets={self.domain: self.opset},
+            output_present=[True] * n_outputs,
+        )
+        return self.adapter(ctx) if self.adapter is not None else ctx.bind()
+
+
+def select(op_type: str, opset: int, domain: str = "") -> OnnxOp:
+    """The table entry an ONNX node ``op_type`` of ``domain`` would bind to at ``opset``.
+    Raises UnsupportedOp when there is none."""
+    since, kernel, adapt = resolve(domain, op_type, opset)
+    return OnnxOp(domain, op_type, opset, since, kernel, adapt)
+
+
+def newest_opset(domain: str = "") -> int:
+    """The newest version of ``domain`` that any entry of the table names."""
+    _complete()
+    prefix = domain_prefix(domain) + ":"
+    versions = [v for key, vs in _registry.SPEC_INDEX.items() if key.startswith(prefix) for v in vs if v is not None]
+    versions += [v for (key, v) in ADAPTERS if key.startswith(prefix)]
+    return max(versions, default=1)
+
+
 def bound_ops() -> dict[str, list[int]]:
     """Every ONNX op type the table binds (``prefix:Op``) and its versions."""
+    _complete()
     out: dict[str, set[int]] = {}
     for key, versions in _registry.SPEC_INDEX.items():
         if key.startswith("onnx"):

@@ -28,6 +28,7 @@ import ctypes
 import glob
 import os
 import time
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ def _find_openblas():
     return None
 
 
-_API = None  # resolved on first use
+_API: Any = None  # resolved on first use: (get, set) or False
 _limit = 0  # the caller's thread count while inside serial(); 0 outside
 _depth = 0
 # size class -> [seconds per flop on 1 thread, on the limit, calls, call of the next re-measurement, interval]

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..limits import check_elements
+from .dtypes import is_float
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -143,18 +144,8 @@ def windows(xp: np.ndarray, kernel, strides, dilations, out) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(xp, shape, strides_, writeable=False)
 
 
-def compute_dtype(dt: np.dtype) -> np.dtype:
-    """The dtype arithmetic runs in: float32 for float16/bfloat16, else the dtype itself."""
-    dt = np.dtype(dt)
-    if dt == np.float32 or dt == np.float64:
-        return dt
-    if dt.kind == "f" or dt.kind == "V" or dt.name in ("bfloat16",):
-        return np.dtype(np.float32)
-    return dt
-
-
 def check_float(x: np.ndarray, what: str) -> None:
-    if not (x.dtype.kind == "f" or x.dtype.name == "bfloat16"):
+    if not is_float(x.dtype):
         raise KernelError(f"{what} must be a float tensor, got {x.dtype}")
 
 

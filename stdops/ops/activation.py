@@ -1,4 +1,4 @@
-"""Activation kernels: Relu family, sigmoids, softplus, GELU/Mish/Swish, Softmax family.
+"""Activation kernels: Relu family, sigmoids, softplus, GELU/Mish/Swish/SwiGLU, Softmax family.
 
 Formulas are evaluated in the input's float type (float16, bfloat16 and float8 in float32, then
 cast back) and written so that no intermediate overflows for large |x| (Sigmoid, Softplus,
@@ -12,7 +12,9 @@ import numpy as np
 from .._lazy import LazyModule
 from ..errors import KernelError
 from ._registry import op
-from .elementwise import as_array, compute_dtype, erf_float32, float_input, is_int, numeric_input, result
+from .axes import norm_axis
+from .dtypes import as_array, compute_dtype, float_input, is_int, numeric_input, result
+from .elementwise import erf_float32
 
 _special = LazyModule("scipy.special")
 
@@ -22,13 +24,6 @@ def _prep(x, opname: str) -> tuple[np.ndarray, np.dtype]:
     x = float_input(x, opname)
     cd = compute_dtype(x.dtype)
     return (x if x.dtype == cd else x.astype(cd)), x.dtype
-
-
-def _axis(axis: int, ndim: int, opname: str) -> int:
-    a = int(axis)
-    if not -max(ndim, 1) <= a < max(ndim, 1):
-        raise KernelError(f"{opname}: axis {axis} is out of range for a tensor of rank {ndim}")
-    return a % max(ndim, 1)
 
 
 # --------------------------------------------------------------------------- ReLU family
@@ -148,17 +143,15 @@ def shrink(input, /, *, bias=0.0, lambd=0.5):  # noqa: A002 - the ONNX input nam
 # --------------------------------------------------------------------------- sigmoids
 
 
+def sigmoid_into(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """1 / (1 + exp(-x)) in x's float dtype, into ``out`` when given: scipy's logistic ufunc, which
+    never overflows (it takes exp of -|x| only). The one sigmoid of stdops: the Sigmoid, Swish and
+    SwiGLU kernels, the recurrent cells and the ncnn layers all compute it here."""
+    return _special.expit(x, out=out)
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)) without overflow: exp is only taken of -|x|."""
-    # exp(min(x, 0)) / (1 + exp(-|x|)): 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below
-    d = result(np.abs(x))
-    np.negative(d, out=d)
-    np.exp(d, out=d)
-    d += 1
-    y = result(np.minimum(x, 0))
-    np.exp(y, out=y)
-    y /= d
-    return y
+    return result(sigmoid_into(x))
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:
@@ -283,7 +276,7 @@ def softmax(input, /, *, axis=-1):  # noqa: A002 - the ONNX input name
     xc, dt = _prep(input, "Softmax")
     if xc.ndim == 0:
         raise KernelError("Softmax: input must have rank >= 1")
-    a = _axis(axis, xc.ndim, "Softmax")
+    a = norm_axis(axis, xc.ndim, "Softmax: axis")
     with np.errstate(all="ignore"):
         e = xc - np.max(xc, axis=a, keepdims=True)
         np.exp(e, out=e)
@@ -300,7 +293,7 @@ def log_softmax(input, /, *, axis=-1):  # noqa: A002 - the ONNX input name
     xc, dt = _prep(input, "LogSoftmax")
     if xc.ndim == 0:
         raise KernelError("LogSoftmax: input must have rank >= 1")
-    a = _axis(axis, xc.ndim, "LogSoftmax")
+    a = norm_axis(axis, xc.ndim, "LogSoftmax: axis")
     with np.errstate(all="ignore"):
         s = xc - np.max(xc, axis=a, keepdims=True)
         s -= np.log(np.sum(np.exp(s), axis=a, keepdims=True))
@@ -316,9 +309,29 @@ def hardmax(input, /, *, axis=-1):  # noqa: A002 - the ONNX input name
     x = float_input(input, "Hardmax")
     if x.ndim == 0:
         raise KernelError("Hardmax: input must have rank >= 1")
-    a = _axis(axis, x.ndim, "Hardmax")
+    a = norm_axis(axis, x.ndim, "Hardmax: axis")
     y = np.zeros(x.shape, x.dtype)
     if x.size:
         idx = np.argmax(x, axis=a, keepdims=True)
         np.put_along_axis(y, idx, x.dtype.type(1), axis=a)
     return y
+
+
+# --------------------------------------------------------------------------- SwiGLU
+
+
+@op("onnx:SwiGLU-28")
+def swi_glu(A, B, /, *, alpha=1.0):
+    """Y = Swish_alpha(A) * B = A * sigmoid(alpha * A) * B.
+
+    A and B have identical shapes (no broadcasting) and the same float dtype; Y has that shape
+    and dtype.
+    """
+    a, b = float_input(A, "SwiGLU", "A"), float_input(B, "SwiGLU", "B")
+    if a.shape != b.shape:
+        raise KernelError(f"SwiGLU: A {a.shape} and B {b.shape} must have identical shapes")
+    if a.dtype != b.dtype:
+        raise KernelError(f"SwiGLU: A ({a.dtype}) and B ({b.dtype}) must have the same dtype")
+    wt = compute_dtype(a.dtype)
+    y = swish(a.astype(wt, copy=False), alpha=alpha) * b.astype(wt, copy=False)
+    return np.asarray(y).astype(a.dtype, copy=False)

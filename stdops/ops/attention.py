@@ -1,4 +1,5 @@
-"""Attention kernels: Attention (scaled dot-product, MHA/GQA/MQA, KV cache) and RotaryEmbedding."""
+"""Attention kernels: Attention (scaled dot-product, MHA/GQA/MQA, KV cache), RotaryEmbedding and
+LinearAttention (the linear / gated / delta-rule recurrences)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,8 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
-
-
-def _is_float(dt) -> bool:
-    """float16/32/64 and the ml_dtypes floats (bfloat16, float8...)."""
-    dt = np.dtype(dt)
-    return dt.kind == "f" or (dt.kind == "V" and ("float" in dt.name))
-
-
-def _work_dtype(dt: np.dtype) -> np.dtype:
-    """float32/float64 compute in their own type; float16/bfloat16 compute in float32."""
-    return np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
+from .activation import softmax
+from .dtypes import compute_dtype, float_input, is_float
 
 
 def _heads(x: np.ndarray, n: int | None, what: str) -> np.ndarray:
@@ -68,7 +60,7 @@ def attention(
     """
     q0, k0, v0 = np.asarray(Q), np.asarray(K), np.asarray(V)
     dt = q0.dtype
-    if not _is_float(dt):
+    if not is_float(dt):
         raise KernelError(f"Attention inputs must be float tensors, got {dt}")
     three_d = q0.ndim == 3
     q = _heads(q0, q_num_heads, "Q")
@@ -101,7 +93,7 @@ def attention(
     present_key, present_value = k, v
     total = k.shape[2]
 
-    wt = _work_dtype(dt)
+    wt = compute_dtype(dt)
     sc = 1.0 / np.sqrt(d) if scale is None else float(scale)
     root = np.sqrt(np.asarray(sc, np.float64)) if sc >= 0 else None
     group = hq // hkv
@@ -181,11 +173,10 @@ def attention(
         )
     mx = sm.max(axis=-1, keepdims=True)
     dead = ~np.isfinite(mx) & (mx < 0)
-    with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(sm - np.where(dead, 0, mx))
-    e = np.where(dead, 0, e)
-    den = e.sum(axis=-1, keepdims=True)
-    probs = e / np.where(den == 0, 1, den)
+    if dead.any():
+        probs = np.where(dead, sm.dtype.type(0), softmax(np.where(dead, sm.dtype.type(0), sm), axis=-1))
+    else:
+        probs = softmax(sm, axis=-1)
     if softmax_precision is not None:
         probs = probs.astype(np.dtype(softmax_precision))
     probs = probs.astype(wt)
@@ -253,7 +244,7 @@ def rotary_embedding(
         )
     if cos.shape[-1] != r // 2:
         raise KernelError(f"RotaryEmbedding: cache last dim {cos.shape[-1]} != rotary_embedding_dim/2 = {r // 2}")
-    wt = _work_dtype(dt)
+    wt = compute_dtype(dt)
     c = cos.astype(wt)[:, :, None, :]
     s = sin.astype(wt)[:, :, None, :]
     rot = xb[..., :r].astype(wt)
@@ -271,3 +262,107 @@ def rotary_embedding(
     if x.ndim == 4:
         return np.ascontiguousarray(out.transpose(0, 2, 1, 3))
     return out.reshape(x.shape)
+
+
+_RULES = ("linear", "gated", "delta", "gated_delta")
+
+
+@op("onnx:LinearAttention-27")
+def linear_attention(
+    query,
+    key,
+    value,
+    past_state=None,
+    decay=None,
+    beta=None,
+    /,
+    *,
+    chunk_size=64,
+    kv_num_heads,
+    q_num_heads,
+    scale=0.0,
+    update_rule="gated_delta",
+):
+    """Per KV head, for t = 1..T: S_t = G_t S_{t-1} + U_t, o_t = scale * q_t^T S_t, with G_t =
+    exp(decay_t) for "gated"/"gated_delta" (else 1) and U_t = k_t (x) v_t ("linear", "gated") or
+    beta_t * k_t (x) (v_t - (G_t S_{t-1})^T k_t) ("delta", "gated_delta").
+
+    query (B, T, Hq*dk), key (B, T, Hkv*dk), value (B, T, Hkv*dv); Hq a multiple of Hkv, query
+    head h reads KV head h // (Hq/Hkv). past_state (B, Hkv, dk, dv) (zeros when absent); decay
+    (B, T, Hkv*dk) per key dimension or (B, T, Hkv) per head (log-space); beta (B, T, Hkv) or
+    (B, T, 1). scale 0 means 1/sqrt(dk). Outputs: output (B, T, Hq*dv) in query's dtype and
+    present_state (B, Hkv, dk, dv) in past_state's dtype (query's when absent). chunk_size is a
+    performance hint only.
+    """
+    name = "LinearAttention"
+    q, k, v = float_input(query, name, "query"), float_input(key, name, "key"), float_input(value, name, "value")
+    rule = str(update_rule)
+    if rule not in _RULES:
+        raise KernelError(f"{name}: update_rule must be one of {', '.join(_RULES)}, got {update_rule!r}")
+    hq, hkv = int(q_num_heads), int(kv_num_heads)
+    if hq <= 0 or hkv <= 0 or hq % hkv:
+        raise KernelError(f"{name}: q_num_heads ({hq}) must be a positive multiple of kv_num_heads ({hkv})")
+    if q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
+        raise KernelError(f"{name}: query, key and value must be 3-D (B, T, H*D), got {q.shape}, {k.shape}, {v.shape}")
+    B, T = q.shape[:2]
+    if k.shape[:2] != (B, T) or v.shape[:2] != (B, T):
+        raise KernelError(f"{name}: query {q.shape}, key {k.shape} and value {v.shape} differ in (B, T)")
+    if q.shape[2] % hq or v.shape[2] % hkv:
+        raise KernelError(
+            f"{name}: hidden sizes {q.shape[2]} / {v.shape[2]} are not divisible by the head counts {hq} / {hkv}"
+        )
+    dk, dv = q.shape[2] // hq, v.shape[2] // hkv
+    if k.shape[2] != hkv * dk:
+        raise KernelError(f"{name}: key hidden size {k.shape[2]} must be kv_num_heads * d_k = {hkv * dk}")
+    group = hq // hkv
+    wt = compute_dtype(q.dtype)
+    qh = q.astype(wt, copy=False).reshape(B, T, hkv, group, dk)
+    kh = k.astype(wt, copy=False).reshape(B, T, hkv, dk)
+    vh = v.astype(wt, copy=False).reshape(B, T, hkv, dv)
+
+    if past_state is None:
+        S = np.zeros((B, hkv, dk, dv), wt)
+        state_dtype = q.dtype
+    else:
+        ps = float_input(past_state, name, "past_state")
+        if ps.shape != (B, hkv, dk, dv):
+            raise KernelError(f"{name}: past_state must have shape {(B, hkv, dk, dv)}, got {ps.shape}")
+        S = ps.astype(wt)  # a copy: the input is never modified
+        state_dtype = ps.dtype
+
+    gated = rule in ("gated", "gated_delta")
+    delta = rule in ("delta", "gated_delta")
+    g = None
+    if gated:
+        if decay is None:
+            raise KernelError(f"{name}: update_rule {rule!r} needs the decay input")
+        d = float_input(decay, name, "decay")
+        if d.shape == (B, T, hkv * dk):
+            g = np.exp(d.astype(wt).reshape(B, T, hkv, dk, 1))
+        elif d.shape == (B, T, hkv):
+            g = np.exp(d.astype(wt).reshape(B, T, hkv, 1, 1))
+        else:
+            raise KernelError(f"{name}: decay must have shape {(B, T, hkv * dk)} or {(B, T, hkv)}, got {d.shape}")
+    bt = None
+    if delta:
+        if beta is None:
+            raise KernelError(f"{name}: update_rule {rule!r} needs the beta input")
+        bb = float_input(beta, name, "beta")
+        if bb.shape not in ((B, T, hkv), (B, T, 1)):
+            raise KernelError(f"{name}: beta must have shape {(B, T, hkv)} or {(B, T, 1)}, got {bb.shape}")
+        bt = bb.astype(wt).reshape(B, T, bb.shape[2], 1, 1)
+
+    sc = float(scale) if scale else 1.0 / np.sqrt(dk)
+    out = np.empty((B, T, hkv, group, dv), wt)
+    for t in range(T):  # the recurrence runs over time steps, vectorized over batch and heads
+        if g is not None:
+            S = S * g[:, t]
+        kt = kh[:, t, :, :, None]  # (B, Hkv, dk, 1)
+        if delta:
+            pred = np.matmul(kh[:, t, :, None, :], S)  # (B, Hkv, 1, dv) = S^T k
+            S = S + bt[:, t] * (kt * (vh[:, t, :, None, :] - pred))
+        else:
+            S = S + kt * vh[:, t, :, None, :]
+        out[:, t] = np.matmul(qh[:, t], S)  # (B, Hkv, group, dv)
+    out *= wt.type(sc)
+    return out.reshape(B, T, hq * dv).astype(q.dtype, copy=False), S.astype(state_dtype, copy=False)

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
+from .dtypes import is_float, is_int, is_sub_byte_int
 from .lowp import is_low_precision, types
 
 _ROUND_MODES = ("up", "down", "nearest")
@@ -53,19 +54,15 @@ def _is_string(dt: np.dtype) -> bool:
     return dt.kind in "OUS"
 
 
-def _is_float(dt: np.dtype) -> bool:
-    return dt.kind == "f" or (is_low_precision(dt) and dt in types().floats)
-
-
 def _is_int(dt: np.dtype) -> bool:
-    return dt.kind in "iu" or (is_low_precision(dt) and dt in types().ints)
+    return is_int(dt) or is_sub_byte_int(dt)
 
 
 # ----------------------------------------------------------------------------- strings
 def _to_string(x: np.ndarray) -> np.ndarray:
     """Numbers -> their shortest round-trip text; NaN, INF, -INF for the special values; bool -> 1/0."""
     dt = x.dtype
-    if _is_float(dt):
+    if is_float(dt):
         v = x if dt in _NP_FLOATS else x.astype(np.float32)
         s = v.astype(str).astype(object)
         nan, inf = np.isnan(v), np.isinf(v)
@@ -158,7 +155,7 @@ def to_int(x: np.ndarray, dt: np.dtype) -> np.ndarray:
     bits, signed = _int_width(dt)
     store = np.dtype(np.int8 if signed else np.uint8) if is_low_precision(dt) else dt
     src = x.dtype
-    if _is_float(src):
+    if is_float(src):
         f = x.astype(np.float64)  # exact for every float source type
         lo, hi = (-(2.0 ** (bits - 1)), 2.0 ** (bits - 1)) if signed else (0.0, 2.0**bits)
         if f.size == 0 or (np.isfinite(f).all() and f.min() > lo - 1 and f.max() < hi):

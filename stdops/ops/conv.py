@@ -1,5 +1,5 @@
-"""Convolution kernels: Conv, ConvInteger, QLinearConv (ConvTranspose, Col2Im and DeformConv live in
-conv_transpose.py).
+"""Convolution kernels: Conv and CausalConvWithState (ConvTranspose, Col2Im and DeformConv live in
+conv_transpose.py, the integer ConvInteger and QLinearConv in quant.py).
 
 Conv runs through BLAS, picking per shape:
 
@@ -14,8 +14,9 @@ Conv runs through BLAS, picking per shape:
 - otherwise im2col (a strided window view of the padded input, copied once; wide images gather
   contiguous runs over stride phases instead) and ONE GEMM per group (and sample).
 
-Weights are rearranged by :func:`prepare_conv_weight` (the ONNX adapter calls it once at load
-time when W is an initializer). float16/bfloat16 compute in float32; float32 stays float32.
+Weights are rearranged by :func:`prepare_conv_weight`, once at load time when W is a constant (the
+kernel's ``prepare``: an ONNX initializer, an ncnn weight, an MDF constant). float16/bfloat16 compute in
+float32; float32 stays float32.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from ._window import (
     FlatTaps,
     check_float,
     check_rank,
-    compute_dtype,
     geometry,
     ints,
     pad_input,
@@ -39,7 +39,9 @@ from ._window import (
     tap_slices,
     windows,
 )
+from .activation import swish
 from .depthwise import bias_array, depthwise
+from .dtypes import compute_dtype, float_input
 from .winograd import TILES, choose_tile
 
 
@@ -60,10 +62,11 @@ class ConvWeight:
         self.kernel = tuple(int(k) for k in w.shape[2:])
         if self.M % group:
             raise KernelError(f"W has {self.M} output channels, not divisible by group={group}")
-        self._mat = None
+        self._mat: np.ndarray | None = None
         self._wino: dict = {}  # tile size -> transformed weights (see wino)
-        self._dwrows = {}  # (m, strides, dilations) -> the depthwise row-block weights (see _dw_rows_weight)
-        self.bias_src = self.matb = None  # a constant bias folded into the GEMM (see fold_bias)
+        self._dwrows: dict = {}  # (m, strides, dilations) -> the depthwise row-block weights (see _dw_rows_weight)
+        self.bias_src: np.ndarray | None = None  # a constant bias
+        self.matb: np.ndarray | None = None  # the GEMM weights with it folded into the GEMM (see fold_bias)
         self.exact = exact  # integer-valued data: only paths that add exact products (no Winograd)
 
     @property
@@ -267,7 +270,34 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
     return y
 
 
-@op("onnx:Conv-1")
+def prepare_conv(constants: tuple, attrs: dict):
+    """Load time, when W is a constant float tensor: its GEMM-ready layout, computed once, and a constant
+    B of W's dtype folded into the GEMM. Returns the step ``(x, w, b=None) -> y``, or None (W not known,
+    or not a weight the fast paths take: the kernel then reports the problem when the node runs)."""
+    w = constants[1] if len(constants) > 1 else None
+    if not isinstance(w, np.ndarray) or w.dtype.kind != "f" or w.ndim < 3:
+        return None
+    geo = {a: v for a, v in attrs.items() if a != "group"}
+    group = attrs.get("group", 1)
+    try:
+        cw = prepare_conv_weight(w, group, geo.get("strides", ()), geo.get("dilations", ()))
+    except KernelError:
+        return None
+    b0 = constants[2] if len(constants) > 2 else None
+    if isinstance(b0, np.ndarray) and b0.dtype == w.dtype:
+        cw.fold_bias(b0)  # a constant bias rides in the GEMM (conv_forward checks it is this array)
+    wdt = w.dtype
+
+    def conv_prepared(x, w_, b=None):
+        if x.dtype != wdt:  # a dtype mismatch: the plain kernel decides
+            return conv(x, w_, b, **attrs)
+        y = conv_forward(x, cw, b, **geo)
+        return y if y.dtype == wdt else y.astype(wdt)
+
+    return conv_prepared
+
+
+@op("onnx:Conv-1", prepare=prepare_conv)
 def conv(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1, kernel_shape=(), pads=(), strides=()):
     """Y[n, m] = B[m] + sum_{c in group(m), k} W[m, c, k] * Xpad[n, c, o * strides + k * dilations].
 
@@ -292,156 +322,48 @@ def conv(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1, kernel_sh
     return y if y.dtype == x.dtype else y.astype(x.dtype)
 
 
-def _int_check(t, what):
-    if t.dtype not in (np.int8, np.uint8):
-        raise KernelError(f"{what} must be int8 or uint8, got {t.dtype}")
+# --------------------------------------------------------------------------- CausalConvWithState
 
 
-def _zero_point(zp, what, m=None, per_channel=False):
-    if zp is None:
-        return None
-    zp = np.asarray(zp)
-    if zp.size == 1:
-        return zp.reshape(()).astype(np.float64)
-    if per_channel and zp.ndim == 1 and zp.shape[0] == m:
-        return zp.astype(np.float64)
-    raise KernelError(
-        f"{what} must be a scalar" + (f" or have shape ({m},)" if per_channel else "") + f", got shape {zp.shape}"
-    )
+@op("onnx:CausalConvWithState-27")
+def causal_conv_with_state(input, weight, bias=None, past_state=None, /, *, activation="none"):  # noqa: A002
+    """Y[b, c, t] = act(bias[c] + sum_j W[c, 0, j] * P[b, c, t + j]), P = concat(past_state or
+    zeros (B, C, k-1), input) along the last axis; present_state = the last k-1 positions of P.
 
-
-def _integer_accumulate(x, w, x_zero_point, w_zero_point, *, group, kernel_shape, strides, dilations, pads, auto_pad):
-    """sum (x - x_zero_point) * (w - w_zero_point) as exact integers held in floats: float32 (twice
-    as fast through BLAS) when every partial sum provably stays below 2**24, else float64."""
-    _int_check(x, "x")
-    _int_check(w, "w")
-    check_rank(x)
-    m = w.shape[0] if w.ndim else 0
-    xz = _zero_point(x_zero_point, "x_zero_point")
-    wz = _zero_point(w_zero_point, "w_zero_point", m, per_channel=True)
-    xf = x.astype(np.float32)
-    if xz is not None:
-        xf -= np.float32(xz)
-    wf = w.astype(np.float32)
-    if wz is not None:
-        wf -= (wz.reshape(wz.shape + (1,) * (w.ndim - 1)) if wz.ndim else wz).astype(np.float32)
-    k = prod(w.shape[1:])
-    bound = k * float(np.abs(xf).max(initial=0)) * float(np.abs(wf).max(initial=0))
-    if bound >= 2.0**24:
-        xf, wf = xf.astype(np.float64), wf.astype(np.float64)
-    y = conv_forward(
-        xf,
-        ConvWeight(wf, group, exact=True),
-        None,
-        kernel_shape=kernel_shape,
-        strides=strides,
-        dilations=dilations,
-        pads=pads,
-        auto_pad=auto_pad,
-    )
-    return y.astype(np.float64, copy=False)
-
-
-@op("onnx:ConvInteger-10")
-def conv_integer(
-    x,
-    w,
-    x_zero_point=None,
-    w_zero_point=None,
-    /,
-    *,
-    auto_pad="NOTSET",
-    dilations=(),
-    group=1,
-    kernel_shape=(),
-    pads=(),
-    strides=(),
-):
-    """y = Conv(x - x_zero_point, w - w_zero_point) in exact integer arithmetic (padding is x_zero_point).
-
-    x, w int8/uint8; x_zero_point a scalar; w_zero_point a scalar or one per output channel (M,).
-    y int32 (N, M, O1..On), shapes as Conv.
+    input (B, C, L), weight (C, 1, k), bias (C,), past_state (B, C, k-1); act is identity
+    ("none") or SiLU ("silu" / "swish"). Outputs: Y (B, C, L) and present_state (B, C, k-1),
+    the dtype of input.
     """
-    acc = _integer_accumulate(
-        x,
-        w,
-        x_zero_point,
-        w_zero_point,
-        group=group,
-        kernel_shape=kernel_shape,
-        strides=strides,
-        dilations=dilations,
-        pads=pads,
-        auto_pad=auto_pad,
-    )
-    return acc.astype(np.int32)
-
-
-@op("onnx:QLinearConv-10")
-def qlinear_conv(
-    x,
-    x_scale,
-    x_zero_point,
-    w,
-    w_scale,
-    w_zero_point,
-    y_scale,
-    y_zero_point,
-    b=None,
-    /,
-    *,
-    auto_pad="NOTSET",
-    dilations=(),
-    group=1,
-    kernel_shape=(),
-    pads=(),
-    strides=(),
-):
-    """y = saturate(round_half_even((Conv(x - x_zp, w - w_zp) + B) * x_scale * w_scale / y_scale) + y_zp).
-
-    x, w, y int8/uint8 (y has y_zero_point's dtype); w_scale/w_zero_point per tensor or per output
-    channel (M,); B int32 (M,) quantized with scale x_scale * w_scale. Shapes as Conv.
-    """
-    acc = _integer_accumulate(
-        x,
-        w,
-        x_zero_point,
-        w_zero_point,
-        group=group,
-        kernel_shape=kernel_shape,
-        strides=strides,
-        dilations=dilations,
-        pads=pads,
-        auto_pad=auto_pad,
-    )
-    M, n = acc.shape[1], acc.ndim - 2
-    if b is not None:
-        b = np.asarray(b)
-        if b.shape != (M,):
-            raise KernelError(f"B must have shape ({M},), got {b.shape}")
-        acc += b.astype(np.float64).reshape((M,) + (1,) * n)
-    xs = np.asarray(x_scale, np.float32)
-    ws = np.asarray(w_scale, np.float32)
-    ys = np.asarray(y_scale, np.float32)
-    if xs.size != 1 or ys.size != 1:
-        raise KernelError("x_scale and y_scale must be scalars")
-    if ws.size != 1 and ws.shape != (M,):
-        raise KernelError(f"w_scale must be a scalar or have shape ({M},), got {ws.shape}")
-    scale = (xs.reshape(()) * ws.reshape(-1)) / ys.reshape(())  # float32, as the scales are
-    scale = scale.reshape(-1, *(1,) * n) if scale.size > 1 else scale.reshape(())
-    r = acc * scale.astype(np.float64)
-    ydt = np.asarray(y_zero_point).dtype if y_zero_point is not None else x.dtype
-    if ydt not in (np.int8, np.uint8):
-        raise KernelError(f"y_zero_point must be int8 or uint8, got {ydt}")
-    if y_zero_point is not None:
-        yz = np.asarray(y_zero_point)
-        if yz.size != 1:
-            raise KernelError(f"y_zero_point must be a scalar, got shape {yz.shape}")
-        r += float(yz.reshape(()))
-    info = np.iinfo(ydt)
-    r = np.rint(r)
-    np.clip(r, info.min, info.max, out=r)
-    return r.astype(ydt)
-
-
-from . import conv_transpose  # noqa: E402,F401  (registers ConvTranspose, Col2Im, DeformConv)
+    x = float_input(input, "CausalConvWithState", "input")
+    w = float_input(weight, "CausalConvWithState", "weight")
+    if x.ndim != 3:
+        raise KernelError(f"CausalConvWithState: input must have shape (B, C, L), got {x.shape}")
+    B, C, L = x.shape
+    if w.ndim != 3 or w.shape[0] != C or w.shape[1] != 1 or w.shape[2] < 1:
+        raise KernelError(f"CausalConvWithState: weight must have shape ({C}, 1, k), got {w.shape}")
+    k = int(w.shape[2])
+    act = str(activation).lower()
+    if act not in ("none", "silu", "swish"):
+        raise KernelError(f"CausalConvWithState: activation must be 'none', 'silu' or 'swish', got {activation!r}")
+    wt = compute_dtype(x.dtype)
+    if past_state is None:
+        past = np.zeros((B, C, k - 1), wt)
+    else:
+        past = np.asarray(past_state)
+        if past.shape != (B, C, k - 1):
+            raise KernelError(f"CausalConvWithState: past_state must have shape {(B, C, k - 1)}, got {past.shape}")
+        past = past.astype(wt, copy=False)
+    padded = np.concatenate([past, x.astype(wt, copy=False)], axis=2)
+    b = None
+    if bias is not None:
+        b = np.asarray(bias)
+        if b.shape != (C,):
+            raise KernelError(f"CausalConvWithState: bias must have shape ({C},), got {b.shape}")
+    if L == 0:
+        y = np.zeros((B, C, 0), wt)
+    else:
+        y = conv_forward(padded, ConvWeight(w, C, wt), b)  # depthwise, no padding: length L
+    if act != "none":
+        y = swish(y)
+    present = padded[:, :, padded.shape[2] - (k - 1) :]
+    return y.astype(x.dtype, copy=False), np.ascontiguousarray(present).astype(x.dtype, copy=False)

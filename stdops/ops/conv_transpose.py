@@ -13,7 +13,8 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
-from ._window import AUTO_PADS, check_float, check_rank, compute_dtype, ints, pad_pairs, prod
+from ._window import AUTO_PADS, check_float, check_rank, ints, pad_pairs, prod
+from .dtypes import compute_dtype
 
 
 def _scatter_taps(cols: np.ndarray, full: tuple, kernel, strides, dilations, out) -> np.ndarray:

@@ -123,7 +123,7 @@ def depthwise(xc: np.ndarray, cw, geo, strides, dilations, b=None, clip=None) ->
         xc = np.ascontiguousarray(xc)
         return _fast.depthwise2d(xc, cw.dw_taps(), bias_array(b, dt), mg, strides, dilations, geo.begin, out, clip)
     rows = _dw_rows_plan(xc.shape, geo, kernel, strides)
-    yr = None if rows is None else _depthwise_rows(xc, cw, geo, strides, dilations, *rows, b)
+    yr = None if rows is None else _depthwise_rows(xc, cw, geo, strides, dilations, rows[0], rows[1], b)
     if yr is not None:
         m = rows[0]
         yr = yr[..., : out[1]]  # (N, g, mg, m, G, OW)

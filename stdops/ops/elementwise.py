@@ -9,72 +9,16 @@ correctly rounded ufunc, then cast back.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from .._lazy import LazyModule
 from ..errors import KernelError
 from ._registry import op
-from .lowp import is_low_precision, types
+from .dtypes import as_array, float_input, float_kind, is_float, is_int, numeric_input, result
 
 _special = LazyModule("scipy.special")
 
 # --------------------------------------------------------------------------- helpers
-
-
-@functools.cache
-def float_kind(dt: np.dtype) -> str:
-    """'f' for a NumPy float, 'm' for an ml_dtypes float (bfloat16, float8*, float4), '' otherwise."""
-    dt = np.dtype(dt)
-    if dt.kind == "f":
-        return "f"
-    if is_low_precision(dt) and dt in types().floats:
-        return "m"
-    return ""
-
-
-def is_float(dt: np.dtype) -> bool:
-    return bool(float_kind(dt))
-
-
-def is_int(dt: np.dtype) -> bool:
-    return np.dtype(dt).kind in "iu"
-
-
-def as_array(x) -> np.ndarray:
-    return x if isinstance(x, np.ndarray) else np.asarray(x)
-
-
-def result(r, dtype=None) -> np.ndarray:
-    """Wrap a NumPy scalar result as a 0-d array; cast to ``dtype`` when given (no copy if equal)."""
-    r = r if isinstance(r, np.ndarray) else np.asarray(r)
-    if dtype is not None and r.dtype != dtype:
-        r = r.astype(dtype)
-    return r
-
-
-def compute_dtype(dt: np.dtype) -> np.dtype:
-    """The dtype a multi-step float formula is evaluated in: float32 for float16/bfloat16/float8."""
-    dt = np.dtype(dt)
-    if dt == np.float64 or dt == np.float32:
-        return dt
-    return np.dtype(np.float32)
-
-
-def float_input(x, opname: str) -> np.ndarray:
-    """``x`` as an array, refusing non-float tensors (the op is defined on float types only)."""
-    x = as_array(x)
-    if not float_kind(x.dtype):
-        raise KernelError(f"{opname}: expects a floating-point tensor, got {x.dtype}")
-    return x
-
-
-def numeric_input(x, opname: str) -> np.ndarray:
-    x = as_array(x)
-    if not (float_kind(x.dtype) or x.dtype.kind in "iu"):
-        raise KernelError(f"{opname}: expects a numeric tensor, got {x.dtype}")
-    return x
 
 
 def binary_operands(a, b, opname: str) -> tuple[np.ndarray, np.ndarray]:
@@ -480,7 +424,3 @@ def _bound(v, dtype: np.dtype, what: str) -> np.ndarray:
     if v.size != 1:
         raise KernelError(f"Clip: {what} must be a scalar, got shape {v.shape}")
     return v.reshape(()).astype(dtype, copy=False)
-
-
-# comparisons, logic, bit operations and float tests live in their own module
-from . import logic  # noqa: E402,F401

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
+from .dtypes import compute_dtype
 
 _MODES = {"linear": "linear", "bilinear": "linear", "nearest": "nearest", "cubic": "cubic", "bicubic": "cubic"}
 _PADDING = ("zeros", "border", "reflection")
@@ -78,7 +79,7 @@ def grid_sample(x, grid, /, *, align_corners=0, mode="linear", padding_mode="zer
     if any(L == 0 for L in spatial):
         raise KernelError(f"GridSample: empty spatial input {x.shape}")
     g = grid.reshape(N, Q, r).astype(np.float64)
-    acc_dtype = np.float64 if x.dtype == np.float64 else np.float32
+    acc_dtype = compute_dtype(x.dtype)
 
     # per spatial axis: list of taps (index (N,Q), weight (N,Q) or None, valid (N,Q) or None)
     axes_taps = []
@@ -182,7 +183,7 @@ def affine_grid(theta, size, /, *, align_corners=0):
     if any(v < 0 for v in spatial):
         raise KernelError(f"AffineGrid: negative size {sz}")
     check_elements([sz[0], *spatial, r], "AffineGrid output")
-    cdt = np.float64 if theta.dtype == np.float64 else np.float32
+    cdt = compute_dtype(theta.dtype)
     # homogeneous points (..., r + 1) with component order (x, y[, z], 1): x is the last axis
     comps = []
     for d in reversed(range(r)):

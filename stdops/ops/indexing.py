@@ -14,19 +14,12 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
+from .axes import norm_axis
 
 _INT64_MAX = np.iinfo(np.int64).max
 
 
 # ----------------------------------------------------------------------------------------- helpers
-def _axis(axis, rank: int, what: str) -> int:
-    """Normalize ``axis`` into ``[0, rank)``."""
-    a = int(axis)
-    if not -rank <= a < rank:
-        raise KernelError(f"{what}: axis {a} out of range for a tensor of rank {rank}")
-    return a + rank if a < 0 else a
-
-
 def _int_indices(indices, what: str) -> np.ndarray:
     """``indices`` as an integer ndarray (any width), or KernelError."""
     a = np.asarray(indices)
@@ -91,7 +84,7 @@ def gather(data, indices, /, *, axis=0):
     data = np.asarray(data)
     if data.ndim < 1:
         raise KernelError("Gather: data must have rank >= 1")
-    ax = _axis(axis, data.ndim, "Gather")
+    ax = norm_axis(axis, data.ndim, "Gather: axis")
     idx = _wrap(_int_indices(indices, "Gather"), data.shape[ax], "Gather")
     out = np.take(data, idx.reshape(-1), axis=ax)
     return out.reshape(data.shape[:ax] + idx.shape + data.shape[ax + 1 :])
@@ -109,7 +102,7 @@ def gather_elements(data, indices, /, *, axis=0):
         raise KernelError(
             f"GatherElements: data (rank {data.ndim}) and indices (rank {idx.ndim}) must have the same rank >= 1"
         )
-    ax = _axis(axis, data.ndim, "GatherElements")
+    ax = norm_axis(axis, data.ndim, "GatherElements: axis")
     if any(i > d for k, (i, d) in enumerate(zip(idx.shape, data.shape)) if k != ax):
         raise KernelError(
             f"GatherElements: indices shape {idx.shape} exceeds data shape {data.shape} outside axis {ax}"
@@ -165,7 +158,7 @@ def scatter_elements(data, indices, updates, /, *, axis=0, reduction="none"):
         )
     if upd.shape != idx.shape:
         raise KernelError(f"ScatterElements: updates shape {upd.shape} differs from indices shape {idx.shape}")
-    ax = _axis(axis, data.ndim, "ScatterElements")
+    ax = norm_axis(axis, data.ndim, "ScatterElements: axis")
     if any(i > d for k, (i, d) in enumerate(zip(idx.shape, data.shape)) if k != ax):
         raise KernelError(
             f"ScatterElements: indices shape {idx.shape} exceeds data shape {data.shape} outside axis {ax}"
@@ -223,7 +216,7 @@ def tensor_scatter(past_cache, update, write_indices=None, /, *, axis=-2, mode="
         raise KernelError(
             f"TensorScatter: past_cache (rank {past.ndim}) and update (rank {upd.ndim}) must have the same rank >= 2"
         )
-    ax = _axis(axis, past.ndim, "TensorScatter")
+    ax = norm_axis(axis, past.ndim, "TensorScatter: axis")
     if ax == 0:
         raise KernelError("TensorScatter: axis cannot be the batch axis 0")
     if any(u != p for k, (u, p) in enumerate(zip(upd.shape, past.shape)) if k != ax):
@@ -333,7 +326,7 @@ def compress(input, condition, /, *, axis=None):  # noqa: A002 - ONNX input name
     else:
         if x.ndim < 1:
             raise KernelError("Compress: input must have rank >= 1 when axis is given")
-        ax = _axis(axis, x.ndim, "Compress")
+        ax = norm_axis(axis, x.ndim, "Compress: axis")
     n = x.shape[ax]
     if cond.size > n and cond[n:].any():
         raise KernelError(f"Compress: condition selects index >= {n}, past the axis of size {n}")
@@ -352,7 +345,7 @@ def top_k(X, K, /, *, axis=-1, largest=1, sorted=1):  # noqa: A002 - ONNX attrib
     x = np.asarray(X)
     if x.ndim < 1:
         raise KernelError("TopK: input must have rank >= 1")
-    ax = _axis(axis, x.ndim, "TopK")
+    ax = norm_axis(axis, x.ndim, "TopK: axis")
     kk = np.asarray(K)
     if kk.size != 1 or kk.dtype.kind not in "iu":
         raise KernelError(f"TopK: K must be one integer, got {kk.dtype} of shape {kk.shape}")
@@ -413,7 +406,7 @@ def unique(X, /, *, axis=None, sorted=1):  # noqa: A002 - ONNX attribute name
     else:
         if x.ndim < 1:
             raise KernelError("Unique: input must have rank >= 1 when axis is given")
-        take_axis = _axis(axis, x.ndim, "Unique")
+        take_axis = norm_axis(axis, x.ndim, "Unique: axis")
         moved = np.moveaxis(x, take_axis, 0)
         n = moved.shape[0]
         # value codes preserve order, so slices of codes sort like slices of values (any dtype)
@@ -441,8 +434,8 @@ def reverse_sequence(input, sequence_lens, /, *, batch_axis=1, time_axis=0):  # 
     x = np.asarray(input)
     if x.ndim < 2:
         raise KernelError(f"ReverseSequence: input must have rank >= 2, got {x.ndim}")
-    ba = _axis(batch_axis, x.ndim, "ReverseSequence")
-    ta = _axis(time_axis, x.ndim, "ReverseSequence")
+    ba = norm_axis(batch_axis, x.ndim, "ReverseSequence: batch_axis")
+    ta = norm_axis(time_axis, x.ndim, "ReverseSequence: time_axis")
     if ba == ta:
         raise KernelError("ReverseSequence: batch_axis and time_axis must differ")
     lens = _int_indices(sequence_lens, "ReverseSequence").reshape(-1).astype(np.int64)

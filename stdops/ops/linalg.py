@@ -13,12 +13,7 @@ import numpy as np
 from ..errors import KernelError
 from ._blas import matmul
 from ._registry import op
-
-_HALF = frozenset({"float16", "bfloat16"})
-
-
-def _work(x: np.ndarray) -> np.ndarray:
-    return x.astype(np.float32) if x.dtype.name in _HALF else x
+from .dtypes import compute_dtype, is_float, widened
 
 
 def _same_dtype(name: str, *xs: np.ndarray) -> np.dtype:
@@ -54,11 +49,69 @@ def mat_mul(A, B, /):
     """
     A, B = np.asarray(A), np.asarray(B)
     dt = _same_dtype("MatMul", A, B)
-    y = _matmul(_work(A), _work(B))
+    y = _matmul(widened(A), widened(B))
     return np.asarray(y if y.dtype == dt else y.astype(dt))
 
 
-@op("onnx:Gemm-7")
+def _gemm_scale(y: np.ndarray, alpha: float) -> np.ndarray:
+    if alpha == 1.0:
+        return y
+    if y.dtype.kind == "f":
+        y *= np.asarray(alpha, y.dtype)
+        return y
+    return (y * alpha).astype(y.dtype)
+
+
+def _gemm_c(C, beta: float, mn: tuple[int, int], wdt: np.dtype) -> np.ndarray:
+    """beta * C in the accumulation dtype, checked to broadcast to (M, N)."""
+    C = np.asarray(C)
+    try:
+        ok = np.broadcast_shapes(C.shape, mn) == mn
+    except ValueError:
+        ok = False
+    if not ok:
+        raise KernelError(f"Gemm: C of shape {C.shape} does not broadcast to {mn}")
+    c = widened(C)
+    if beta != 1.0:
+        c = c * np.asarray(beta, wdt) if wdt.kind == "f" else (c * beta).astype(wdt)
+    return c.astype(wdt, copy=False)
+
+
+def prepare_gemm(constants: tuple, attrs: dict):
+    """Load time, when B is a constant 2-D float tensor: B' (transposed when transB) laid out contiguous
+    in the accumulation dtype, once; a constant C of B's dtype scaled by beta once (a C known only at run
+    time is scaled per call). Returns the step ``(A, B, C=None) -> Y``, or None (B not known)."""
+    b = constants[1] if len(constants) > 1 else None
+    if not isinstance(b, np.ndarray) or b.ndim != 2 or not is_float(b.dtype):
+        return None
+    alpha, beta, transA = float(attrs["alpha"]), float(attrs["beta"]), attrs["transA"]
+    bp = np.ascontiguousarray(widened(b).T if attrs["transB"] else widened(b))
+    c0 = constants[2] if len(constants) > 2 else None
+    c_const = isinstance(c0, np.ndarray) and c0.dtype == b.dtype
+    cp: dict = {}  # (M, N) -> beta * C, computed at the first run of each output shape
+    dt = b.dtype
+
+    def gemm_prepared(A, B, C=None):
+        A = np.asarray(A)
+        if A.dtype != dt or A.ndim != 2:
+            return gemm(A, B, C, **attrs)
+        a = widened(A).T if transA else widened(A)
+        if a.shape[1] != bp.shape[0]:
+            return gemm(A, B, C, **attrs)  # the kernel reports the mismatch
+        y = _gemm_scale(matmul(a, bp), alpha)
+        if C is not None:
+            c = cp.get(y.shape) if c_const else None
+            if c is None:
+                c = _gemm_c(C, beta, y.shape, y.dtype)
+                if c_const:
+                    cp[y.shape] = c
+            y += c
+        return y if y.dtype == dt else y.astype(dt)
+
+    return gemm_prepared
+
+
+@op("onnx:Gemm-7", prepare=prepare_gemm)
 def gemm(A, B, C=None, /, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     """Y = alpha * A' @ B' + beta * C, A' = A.T if transA, B' = B.T if transB.
 
@@ -69,30 +122,13 @@ def gemm(A, B, C=None, /, *, alpha=1.0, beta=1.0, transA=0, transB=0):
     dt = _same_dtype("Gemm", A, B)
     if A.ndim != 2 or B.ndim != 2:
         raise KernelError(f"Gemm: A and B must be 2-D, got shapes {A.shape} and {B.shape}")
-    a = _work(A).T if transA else _work(A)
-    b = _work(B).T if transB else _work(B)
+    a = widened(A).T if transA else widened(A)
+    b = widened(B).T if transB else widened(B)
     if a.shape[1] != b.shape[0]:
         raise KernelError(f"Gemm: inner dimensions differ: A' {a.shape} x B' {b.shape}")
-    y = matmul(a, b)  # a fresh array: scaled and biased in place
-    wdt = y.dtype
-    if alpha != 1.0:
-        if wdt.kind == "f":
-            y *= np.asarray(alpha, wdt)
-        else:
-            y = (y * alpha).astype(wdt)
+    y = _gemm_scale(matmul(a, b), alpha)  # a fresh array: scaled and biased in place
     if C is not None:
-        C = np.asarray(C)
-        mn = (a.shape[0], b.shape[1])
-        try:
-            ok = np.broadcast_shapes(C.shape, mn) == mn
-        except ValueError:
-            ok = False
-        if not ok:
-            raise KernelError(f"Gemm: C of shape {C.shape} does not broadcast to {mn}")
-        c = _work(C)
-        if beta != 1.0:
-            c = c * np.asarray(beta, wdt) if wdt.kind == "f" else (c * beta).astype(wdt)
-        y += c.astype(wdt, copy=False)
+        y += _gemm_c(C, beta, (a.shape[0], b.shape[1]), y.dtype)
     return y if y.dtype == dt else y.astype(dt)
 
 
@@ -124,7 +160,7 @@ def einsum(*Inputs, equation):
     dt = _same_dtype("Einsum", *xs)
     eq = _einsum_operands(equation, len(xs))
     try:
-        ws = [_work(x) for x in xs]
+        ws = [widened(x) for x in xs]
         path = _einsum_path(eq, tuple(x.shape for x in ws)) if len(ws) > 1 else False
         y = np.einsum(eq, *ws, optimize=path)
     except ValueError as e:
@@ -142,9 +178,9 @@ def det(X, /):
     X = np.asarray(X)
     if X.ndim < 2 or X.shape[-1] != X.shape[-2]:
         raise KernelError(f"Det: input must be (*, M, M), got shape {X.shape}")
-    if X.dtype.kind not in "f" and X.dtype.name not in _HALF:
+    if not is_float(X.dtype):
         raise KernelError(f"Det: unsupported dtype {X.dtype}")
-    x = X if X.dtype in (np.float32, np.float64) else X.astype(np.float32)
+    x = X.astype(compute_dtype(X.dtype), copy=False)
     y = np.asarray(np.linalg.det(x))
     return y if y.dtype == X.dtype else y.astype(X.dtype)
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
-from .elementwise import as_array, binary_operands, float_input, is_int, result
+from .dtypes import as_array, float_input, is_int, result
+from .elementwise import binary_operands
 
 # --------------------------------------------------------------------------- float tests
 

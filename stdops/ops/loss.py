@@ -6,13 +6,8 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
-
-
-def _is_float(dt) -> bool:
-    """float16/32/64 and the ml_dtypes floats (bfloat16, float8...)."""
-    dt = np.dtype(dt)
-    return dt.kind == "f" or (dt.kind == "V" and ("float" in dt.name))
-
+from .activation import log_softmax
+from .dtypes import compute_dtype, is_float
 
 _REDUCTIONS = ("none", "sum", "mean")
 
@@ -57,10 +52,10 @@ def _nll(logp: np.ndarray, target, weight, ignore_index, reduction: str, what: s
 
 def _work(x, what: str) -> tuple[np.ndarray, np.dtype]:
     a = np.asarray(x)
-    if not _is_float(a.dtype):
+    if not is_float(a.dtype):
         raise KernelError(f"{what}: input must be a float tensor, got {a.dtype}")
     # float16/bfloat16 are computed in float32 and returned in their own type
-    work = a if a.dtype in (np.float32, np.float64) else a.astype(np.float32)
+    work = a.astype(compute_dtype(a.dtype), copy=False)
     return work, a.dtype
 
 
@@ -89,7 +84,6 @@ def softmax_cross_entropy_loss(scores, labels, weights=None, /, *, ignore_index=
     x, dt = _work(scores, "SoftmaxCrossEntropyLoss")
     if x.ndim < 2:
         raise KernelError(f"SoftmaxCrossEntropyLoss: scores must have shape [N, C, d1, ...], got {x.shape}")
-    z = x - x.max(axis=1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    logp = log_softmax(x, axis=1)
     out = _nll(logp, labels, weights, ignore_index, reduction, "SoftmaxCrossEntropyLoss")
     return out.astype(dt, copy=False), logp.astype(dt, copy=False)

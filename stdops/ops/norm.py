@@ -12,26 +12,19 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
-from .lowp import is_low_precision, types
+from .axes import norm_axis
+from .dtypes import compute_dtype, is_float
+from .lowp import types
 
 #: TensorProto data type enum -> numpy dtype, for the stash_type attribute (16, bfloat16, in _stash_dtype)
-_STASH = {1: np.dtype(np.float32), 10: np.dtype(np.float16), 11: np.dtype(np.float64)}
-
-
-def _is_float(dt: np.dtype) -> bool:
-    return np.issubdtype(dt, np.floating) or (is_low_precision(dt) and dt == types().bfloat16)
+_STASH: dict[int, np.dtype] = {1: np.dtype(np.float32), 10: np.dtype(np.float16), 11: np.dtype(np.float64)}
 
 
 def _check_float(x: np.ndarray, what: str, opname: str) -> np.ndarray:
     x = np.asarray(x)
-    if not _is_float(x.dtype):
+    if not is_float(x.dtype):
         raise KernelError(f"{opname}: {what} must be a floating-point tensor, got {x.dtype}")
     return x
-
-
-def _work_dtype(dt: np.dtype) -> np.dtype:
-    """The precision statistics are computed in: float64 for float64, float32 otherwise."""
-    return np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
 
 
 def _stash_dtype(stash_type: int, opname: str) -> tuple[np.dtype, np.dtype]:
@@ -44,13 +37,6 @@ def _stash_dtype(stash_type: int, opname: str) -> tuple[np.dtype, np.dtype]:
         ) from None
     # float16/bfloat16 stashes: compute in float32 and round the results to the stash type
     return st, (np.dtype(np.float64) if st == np.float64 else np.dtype(np.float32))
-
-
-def _norm_axis(axis: int, ndim: int, opname: str) -> int:
-    axis = int(axis)
-    if not -ndim <= axis < ndim:
-        raise KernelError(f"{opname}: axis {axis} out of range for a rank-{ndim} input")
-    return axis % ndim
 
 
 def _channel_param(p: np.ndarray, c: int, ndim: int, name: str, opname: str) -> np.ndarray:
@@ -90,7 +76,7 @@ def batch_normalization(X, scale, B, input_mean, input_var, /, *, epsilon=1e-5, 
     if X.ndim < 2:
         raise KernelError(f"{name}: X must have rank >= 2 (N, C, ...), got shape {X.shape}")
     c, nd = X.shape[1], X.ndim
-    wt = _work_dtype(X.dtype)
+    wt = compute_dtype(X.dtype)
     s = _channel_param(scale, c, nd, "scale", name).astype(wt, copy=False)
     b = _channel_param(B, c, nd, "B", name).astype(wt, copy=False)
     m_in = _channel_param(input_mean, c, nd, "input_mean", name)
@@ -131,7 +117,7 @@ def instance_normalization(input, scale, B, /, *, epsilon=1e-5):
     if x.ndim < 2:
         raise KernelError(f"{name}: input must have rank >= 2 (N, C, ...), got shape {x.shape}")
     c, nd = x.shape[1], x.ndim
-    wt = _work_dtype(x.dtype)
+    wt = compute_dtype(x.dtype)
     s = _channel_param(scale, c, nd, "scale", name).astype(wt, copy=False)
     b = _channel_param(B, c, nd, "B", name).astype(wt, copy=False)
     xw = x.astype(wt, copy=False)
@@ -160,7 +146,7 @@ def lrn(X, /, *, size, alpha=1e-4, beta=0.75, bias=1.0):
     if X.ndim < 2:
         raise KernelError(f"{name}: X must have rank >= 2 (N, C, ...), got shape {X.shape}")
     c = X.shape[1]
-    wt = _work_dtype(X.dtype)
+    wt = compute_dtype(X.dtype)
     xw = X.astype(wt, copy=False)
     sq = xw * xw
     pre = (size - 1) // 2
@@ -190,8 +176,8 @@ def lp_normalization(input, /, *, axis=-1, p=2):
         raise KernelError(f"{name}: p must be 1 or 2, got {p}")
     if x.ndim == 0:
         raise KernelError(f"{name}: input must have rank >= 1")
-    ax = _norm_axis(axis, x.ndim, name)
-    wt = _work_dtype(x.dtype)
+    ax = norm_axis(axis, x.ndim, f"{name}: axis")
+    wt = compute_dtype(x.dtype)
     xw = x.astype(wt, copy=False)
     if int(p) == 1:
         norm = np.sum(np.abs(xw), axis=ax, keepdims=True)
@@ -213,10 +199,10 @@ def mean_variance_normalization(X, /, *, axes=(0, 2, 3)):
     """
     name = "MeanVarianceNormalization"
     X = _check_float(X, "X", name)
-    ax = tuple(sorted({_norm_axis(a, X.ndim, name) for a in axes})) if X.ndim else ()
+    ax = tuple(sorted({norm_axis(a, X.ndim, f"{name}: axis") for a in axes})) if X.ndim else ()
     if X.ndim and len(ax) != len(tuple(axes)):
         raise KernelError(f"{name}: repeated axis in {tuple(axes)}")
-    wt = _work_dtype(X.dtype)
+    wt = compute_dtype(X.dtype)
     xw = X.astype(wt, copy=False)
     mean = xw.mean(axis=ax, keepdims=True)
     d = xw - mean
@@ -240,7 +226,7 @@ def layer_normalization(X, Scale, B=None, /, *, axis=-1, epsilon=1e-5, stash_typ
     X = _check_float(X, "X", name)
     if X.ndim == 0:
         raise KernelError(f"{name}: X must have rank >= 1")
-    ax = _norm_axis(axis, X.ndim, name)
+    ax = norm_axis(axis, X.ndim, f"{name}: axis")
     st, wt = _stash_dtype(stash_type, name)
     scale = _unidirectional(Scale, X.shape, "Scale", name)
     bias = None if B is None else _unidirectional(B, X.shape, "B", name)
@@ -313,7 +299,7 @@ def rms_normalization(X, scale, /, *, axis=-1, epsilon=1e-5, stash_type=1):
         raise KernelError(f"{name}: X must have rank >= 1")
     scale = _check_float(scale, "scale", name)
     scale = _unidirectional(scale, X.shape, "scale", name)
-    ax = _norm_axis(axis, X.ndim, name)
+    ax = norm_axis(axis, X.ndim, f"{name}: axis")
     st, wt = _stash_dtype(stash_type, name)
     axes = tuple(range(ax, X.ndim))
     xw = X.astype(wt, copy=False)

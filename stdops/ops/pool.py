@@ -13,7 +13,8 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
-from ._window import FlatTaps, check_float, check_rank, compute_dtype, geometry, ints, pad_pairs, prod
+from ._window import FlatTaps, check_float, check_rank, geometry, ints, pad_pairs, prod
+from .dtypes import compute_dtype
 
 
 def _setup(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
@@ -209,9 +210,24 @@ def max_pool(x, /, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape
     )
 
 
-def max_pool_values(x, /, **attrs):
-    """MaxPool's first output only (what a node without the Indices output needs)."""
-    return _max_pool(x, False, **attrs)
+@op()
+def max_pool_values(
+    x, /, *, auto_pad="NOTSET", ceil_mode=0, dilations=(), kernel_shape, pads=(), storage_order=0, strides=()
+):
+    """Y of MaxPool without its Indices output (what a MaxPool node that does not ask for them, and
+    ncnn's max Pooling, run on): Y[n, c, o] = max_k Xpad[n, c, o * strides + k * dilations], shapes and
+    attributes as MaxPool's; storage_order only matters for the indices. Y has X's dtype."""
+    return _max_pool(
+        x,
+        False,
+        auto_pad=auto_pad,
+        ceil_mode=ceil_mode,
+        dilations=dilations,
+        kernel_shape=kernel_shape,
+        pads=pads,
+        storage_order=storage_order,
+        strides=strides,
+    )
 
 
 def _axis_counts(n, in_sp, kernel, strides, dilations, geo, include_pad):
@@ -381,6 +397,3 @@ def max_unpool(x, i, output_shape=None, /, *, kernel_shape, pads=(), strides=())
     region = tuple(slice(0, min(a, b)) for a, b in zip(shape, inferred))
     res[region] = y[region]
     return res
-
-
-from . import roi  # noqa: E402,F401  (registers MaxRoiPool, RoiAlign)

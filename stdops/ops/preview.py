@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import KernelError
 from ._registry import op
 from .activation import softmax
-from .attention import _is_float
+from .dtypes import is_float
 
 
 def _apply_mod(mod: Callable | None, t: np.ndarray, what: str) -> np.ndarray:
@@ -34,7 +34,7 @@ def flex_attention(Q, K, V, /, *, prob_mod=None, scale=None, score_mod=None, sof
     """
     q, k, v = np.asarray(Q), np.asarray(K), np.asarray(V)
     dt = q.dtype
-    if not _is_float(dt) or k.dtype != dt or v.dtype != dt:
+    if not is_float(dt) or k.dtype != dt or v.dtype != dt:
         raise KernelError(f"FlexAttention: Q, K, V must share one float dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
         raise KernelError(f"FlexAttention: Q, K, V must be rank 4, got {q.shape}, {k.shape}, {v.shape}")
@@ -46,7 +46,7 @@ def flex_attention(Q, K, V, /, *, prob_mod=None, scale=None, score_mod=None, sof
         raise KernelError(f"FlexAttention: q heads {hq} must be a multiple of kv heads {hkv}")
     wt = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
     sp = np.dtype(softmax_precision) if softmax_precision is not None else wt
-    if not _is_float(sp):
+    if not is_float(sp):
         raise KernelError(f"FlexAttention: softmax_precision must be a float type, got {sp}")
     group = hq // hkv
     if group > 1:

@@ -1,5 +1,5 @@
 """Linear quantization kernels: QuantizeLinear, DequantizeLinear (per-tensor, per-axis, blocked),
-DynamicQuantizeLinear, QLinearMatMul.
+DynamicQuantizeLinear, QLinearMatMul, and the integer convolutions ConvInteger and QLinearConv.
 
 Quantized types: uint8/int8/uint16/int16 (NumPy), int4/uint4/int2/uint2, float8 (e4m3fn, e4m3fnuz,
 e5m2, e5m2fnuz), float4e2m1 and float6 via ml_dtypes. Rounding is half to even; integer results
@@ -15,7 +15,9 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
+from ._window import check_rank, prod
 from .cast import to_float8, to_int, to_saturating_small_float
+from .conv import ConvWeight, conv_forward
 from .lowp import is_low_precision, types
 
 _NP_INT_QTYPES = frozenset(np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16))
@@ -257,3 +259,196 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
     if _is_int_type(odt):
         return np.asarray(saturate_to(np.rint(v).astype(np.float64) + y_zero_point.astype(np.float64), odt))
     return np.asarray(saturate_to(v + y_zero_point.astype(np.float32), odt))
+
+
+def _int_check(t, what):
+    if t.dtype not in (np.int8, np.uint8):
+        raise KernelError(f"{what} must be int8 or uint8, got {t.dtype}")
+
+
+def _zero_point(zp, what, m=None, per_channel=False):
+    if zp is None:
+        return None
+    zp = np.asarray(zp)
+    if zp.size == 1:
+        return zp.reshape(()).astype(np.float64)
+    if per_channel and zp.ndim == 1 and zp.shape[0] == m:
+        return zp.astype(np.float64)
+    raise KernelError(
+        f"{what} must be a scalar" + (f" or have shape ({m},)" if per_channel else "") + f", got shape {zp.shape}"
+    )
+
+
+class IntegerWeight:
+    """W - w_zero_point of an integer convolution as exact float32 (and, on demand, float64) weights,
+    built once (at load time when W is a constant: the kernels' prepare)."""
+
+    def __init__(self, w, w_zero_point, group):
+        _int_check(w, "w")
+        m = w.shape[0] if w.ndim else 0
+        wz = _zero_point(w_zero_point, "w_zero_point", m, per_channel=True)
+        wf = w.astype(np.float32)
+        if wz is not None:
+            wf -= (wz.reshape(wz.shape + (1,) * (w.ndim - 1)) if wz.ndim else wz).astype(np.float32)
+        self.wf, self.group = wf, group
+        self.k = prod(w.shape[1:])
+        self.wmax = float(np.abs(wf).max(initial=0))
+        self._cw: dict = {}
+
+    def conv_weight(self, dt) -> ConvWeight:
+        cw = self._cw.get(np.dtype(dt))
+        if cw is None:
+            cw = self._cw[np.dtype(dt)] = ConvWeight(self.wf.astype(dt), self.group, exact=True)
+        return cw
+
+
+def _integer_accumulate(
+    x, w, x_zero_point, w_zero_point, *, group, kernel_shape, strides, dilations, pads, auto_pad, iw=None
+):
+    """sum (x - x_zero_point) * (w - w_zero_point) as exact integers held in floats: float32 (twice
+    as fast through BLAS) when every partial sum provably stays below 2**24, else float64. ``iw``: the
+    weights already prepared."""
+    _int_check(x, "x")
+    check_rank(x)
+    iw = iw or IntegerWeight(w, w_zero_point, group)
+    xz = _zero_point(x_zero_point, "x_zero_point")
+    xf = x.astype(np.float32)
+    if xz is not None:
+        xf -= np.float32(xz)
+    bound = iw.k * float(np.abs(xf).max(initial=0)) * iw.wmax
+    dt = np.float64 if bound >= 2.0**24 else np.float32
+    y = conv_forward(
+        xf.astype(dt, copy=False),
+        iw.conv_weight(dt),
+        None,
+        kernel_shape=kernel_shape,
+        strides=strides,
+        dilations=dilations,
+        pads=pads,
+        auto_pad=auto_pad,
+    )
+    return y.astype(np.float64, copy=False)
+
+
+def prepare_conv_integer(constants: tuple, attrs: dict):
+    """Load time, when W (and w_zero_point, if the node has one) is a constant: W - w_zero_point laid out
+    once for the exact float GEMMs. Returns the step, or None."""
+    w = constants[1] if len(constants) > 1 else None
+    if not isinstance(w, np.ndarray) or w.dtype not in (np.int8, np.uint8) or w.ndim < 3:
+        return None
+    wz = constants[3] if len(constants) > 3 else None
+    try:
+        iw = IntegerWeight(w, wz, attrs["group"])
+    except KernelError:
+        return None
+    geo = {a: v for a, v in attrs.items() if a != "group"}
+
+    def conv_integer_prepared(x, w_, x_zero_point=None, w_zero_point=None):
+        if w_zero_point is not wz:  # a zero point known only at run time: the plain kernel
+            return conv_integer(x, w_, x_zero_point, w_zero_point, **attrs)
+        acc = _integer_accumulate(x, w_, x_zero_point, None, group=attrs["group"], iw=iw, **geo)
+        return acc.astype(np.int32)
+
+    return conv_integer_prepared
+
+
+@op("onnx:ConvInteger-10", prepare=prepare_conv_integer)
+def conv_integer(
+    x,
+    w,
+    x_zero_point=None,
+    w_zero_point=None,
+    /,
+    *,
+    auto_pad="NOTSET",
+    dilations=(),
+    group=1,
+    kernel_shape=(),
+    pads=(),
+    strides=(),
+):
+    """y = Conv(x - x_zero_point, w - w_zero_point) in exact integer arithmetic (padding is x_zero_point).
+
+    x, w int8/uint8; x_zero_point a scalar; w_zero_point a scalar or one per output channel (M,).
+    y int32 (N, M, O1..On), shapes as Conv.
+    """
+    acc = _integer_accumulate(
+        x,
+        w,
+        x_zero_point,
+        w_zero_point,
+        group=group,
+        kernel_shape=kernel_shape,
+        strides=strides,
+        dilations=dilations,
+        pads=pads,
+        auto_pad=auto_pad,
+    )
+    return acc.astype(np.int32)
+
+
+@op("onnx:QLinearConv-10")
+def qlinear_conv(
+    x,
+    x_scale,
+    x_zero_point,
+    w,
+    w_scale,
+    w_zero_point,
+    y_scale,
+    y_zero_point,
+    b=None,
+    /,
+    *,
+    auto_pad="NOTSET",
+    dilations=(),
+    group=1,
+    kernel_shape=(),
+    pads=(),
+    strides=(),
+):
+    """y = saturate(round_half_even((Conv(x - x_zp, w - w_zp) + B) * x_scale * w_scale / y_scale) + y_zp).
+
+    x, w, y int8/uint8 (y has y_zero_point's dtype); w_scale/w_zero_point per tensor or per output
+    channel (M,); B int32 (M,) quantized with scale x_scale * w_scale. Shapes as Conv.
+    """
+    acc = _integer_accumulate(
+        x,
+        w,
+        x_zero_point,
+        w_zero_point,
+        group=group,
+        kernel_shape=kernel_shape,
+        strides=strides,
+        dilations=dilations,
+        pads=pads,
+        auto_pad=auto_pad,
+    )
+    M, n = acc.shape[1], acc.ndim - 2
+    if b is not None:
+        b = np.asarray(b)
+        if b.shape != (M,):
+            raise KernelError(f"B must have shape ({M},), got {b.shape}")
+        acc += b.astype(np.float64).reshape((M,) + (1,) * n)
+    xs = np.asarray(x_scale, np.float32)
+    ws = np.asarray(w_scale, np.float32)
+    ys = np.asarray(y_scale, np.float32)
+    if xs.size != 1 or ys.size != 1:
+        raise KernelError("x_scale and y_scale must be scalars")
+    if ws.size != 1 and ws.shape != (M,):
+        raise KernelError(f"w_scale must be a scalar or have shape ({M},), got {ws.shape}")
+    scale = (xs.reshape(()) * ws.reshape(-1)) / ys.reshape(())  # float32, as the scales are
+    scale = scale.reshape(-1, *(1,) * n) if scale.size > 1 else scale.reshape(())
+    r = acc * scale.astype(np.float64)
+    ydt = np.asarray(y_zero_point).dtype if y_zero_point is not None else x.dtype
+    if ydt not in (np.int8, np.uint8):
+        raise KernelError(f"y_zero_point must be int8 or uint8, got {ydt}")
+    if y_zero_point is not None:
+        yz = np.asarray(y_zero_point)
+        if yz.size != 1:
+            raise KernelError(f"y_zero_point must be a scalar, got shape {yz.shape}")
+        r += float(yz.reshape(()))
+    info = np.iinfo(ydt)
+    r = np.rint(r)
+    np.clip(r, info.min, info.max, out=r)
+    return r.astype(ydt)

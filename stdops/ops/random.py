@@ -13,13 +13,7 @@ import numpy as np
 from .. import limits
 from ..errors import KernelError
 from ._registry import op
-
-
-def _is_float(dt) -> bool:
-    """float16/32/64 and the ml_dtypes floats (bfloat16, float8...)."""
-    dt = np.dtype(dt)
-    return dt.kind == "f" or (dt.kind == "V" and ("float" in dt.name))
-
+from .dtypes import compute_dtype, is_float
 
 _FLOATS = (np.float16, np.float32, np.float64)
 
@@ -37,7 +31,7 @@ def _rng(seed) -> np.random.Generator:
 
 def _float_dtype(dtype, what: str = "dtype") -> np.dtype:
     dt = np.dtype(dtype)
-    if not _is_float(dt):
+    if not is_float(dt):
         raise KernelError(f"{what} must be a floating type, got {dt}")
     return dt
 
@@ -50,13 +44,13 @@ def _shape(shape) -> tuple[int, ...]:
 
 def _normal(shape, dtype, mean, scale, seed):
     dt = _float_dtype(dtype)
-    z = _rng(seed).standard_normal(shape, dtype=np.float64 if dt == np.float64 else np.float32)
+    z = _rng(seed).standard_normal(shape, dtype=compute_dtype(dt))
     return (z * scale + mean).astype(dt, copy=False)
 
 
 def _uniform(shape, dtype, low, high, seed):
     dt = _float_dtype(dtype)
-    u = _rng(seed).random(shape, dtype=np.float64 if dt == np.float64 else np.float32)
+    u = _rng(seed).random(shape, dtype=compute_dtype(dt))
     y = (u * (high - low) + low).astype(dt, copy=False)
     if high > low:  # rounding (float16, bfloat16, float32) must not reach the open upper bound
         top = np.asarray(high).astype(dt)
@@ -111,7 +105,7 @@ def bernoulli(input, /, *, dtype=None, seed=None):
     Shape of ``input``; dtype ``dtype`` (any numeric or bool), default the input's dtype.
     """
     p = np.asarray(input)
-    if not _is_float(p.dtype):
+    if not is_float(p.dtype):
         raise KernelError(f"Bernoulli input must be a float tensor of probabilities, got {p.dtype}")
     u = _rng(seed).random(p.shape)
     return (u < p).astype(p.dtype if dtype is None else np.dtype(dtype))
@@ -129,7 +123,7 @@ def multinomial(input, /, *, dtype=np.int32, sample_size=1, seed=None):
     dt = np.dtype(dtype)
     if dt not in (np.dtype(np.int32), np.dtype(np.int64)):
         raise KernelError(f"Multinomial dtype must be int32 or int64, got {dt}")
-    if x.ndim != 2 or not _is_float(x.dtype):
+    if x.ndim != 2 or not is_float(x.dtype):
         raise KernelError(
             f"Multinomial input must be a 2-D float tensor [batch, class], got shape {x.shape} dtype {x.dtype}"
         )

@@ -19,12 +19,8 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
-
-_HALF = frozenset({"float16", "bfloat16"})
-
-
-def _is_half(dt: np.dtype) -> bool:
-    return dt.name in _HALF
+from .axes import norm_axes, norm_axis
+from .dtypes import widened
 
 
 def _axes(data: np.ndarray, axes, noop_with_empty_axes) -> tuple[int, ...] | None:
@@ -36,21 +32,7 @@ def _axes(data: np.ndarray, axes, noop_with_empty_axes) -> tuple[int, ...] | Non
         axes = [int(a) for a in axes.reshape(-1)]
     if not axes:
         return () if noop_with_empty_axes else None
-    r = data.ndim
-    out = []
-    for a in axes:
-        if not -r <= a < r:
-            raise KernelError(f"axis {a} is out of range for a tensor of rank {r}")
-        a = a + r if a < 0 else a
-        if a in out:
-            raise KernelError(f"axis {a} is repeated in axes {tuple(axes)}")
-        out.append(a)
-    return tuple(out)
-
-
-def _work(data: np.ndarray) -> np.ndarray:
-    """The array to accumulate on: float16/bfloat16 widened to float32."""
-    return data.astype(np.float32) if _is_half(data.dtype) else data
+    return tuple(norm_axes(axes, data.ndim))
 
 
 def _out(y, dtype: np.dtype) -> np.ndarray:
@@ -81,7 +63,7 @@ def reduce_sum(data, axes=None, /, *, keepdims=1, noop_with_empty_axes=0):
     ax = _axes(data, axes, noop_with_empty_axes)
     if ax == ():
         return data.copy()
-    return _out(_sum(_work(data), ax, keepdims), data.dtype)
+    return _out(_sum(widened(data), ax, keepdims), data.dtype)
 
 
 @op("onnx:ReduceSumSquare-18")
@@ -91,7 +73,7 @@ def reduce_sum_square(data, axes=None, /, *, keepdims=1, noop_with_empty_axes=0)
     Shape as ReduceSum; dtype of data.
     """
     data = _check_data(data, "ReduceSumSquare")
-    x = _work(data)
+    x = widened(data)
     ax = _axes(data, axes, noop_with_empty_axes)
     if ax == ():
         return _out(x * x, data.dtype)
@@ -105,7 +87,7 @@ def reduce_l1(data, axes=None, /, *, keepdims=1, noop_with_empty_axes=0):
     Shape as ReduceSum; dtype of data.
     """
     data = _check_data(data, "ReduceL1")
-    x = np.abs(_work(data))
+    x = np.abs(widened(data))
     ax = _axes(data, axes, noop_with_empty_axes)
     if ax == ():
         return _out(x, data.dtype)
@@ -121,11 +103,11 @@ def reduce_l2(data, axes=None, /, *, keepdims=1, noop_with_empty_axes=0):
     data = _check_data(data, "ReduceL2")
     ax = _axes(data, axes, noop_with_empty_axes)
     if ax == ():
-        return _out(np.abs(_work(data)), data.dtype)
+        return _out(np.abs(widened(data)), data.dtype)
     if data.dtype.kind in "iub":
         x = data.astype(np.float64)
     else:
-        x = _work(data)
+        x = widened(data)
     return _out(np.sqrt(_sum(x * x, ax, keepdims)), data.dtype)
 
 
@@ -137,7 +119,7 @@ def reduce_log_sum(data, axes=None, /, *, keepdims=1, noop_with_empty_axes=0):
     """
     data = _check_data(data, "ReduceLogSum")
     ax = _axes(data, axes, noop_with_empty_axes)
-    x = data.astype(np.float64) if data.dtype.kind in "iub" else _work(data)
+    x = data.astype(np.float64) if data.dtype.kind in "iub" else widened(data)
     with np.errstate(divide="ignore", invalid="ignore"):
         if ax == ():
             return _out(np.log(x), data.dtype)
@@ -154,7 +136,7 @@ def reduce_log_sum_exp(data, axes=None, /, *, keepdims=1, noop_with_empty_axes=0
     ax = _axes(data, axes, noop_with_empty_axes)
     if ax == ():
         return data.copy()
-    x = data.astype(np.float64) if data.dtype.kind in "iub" else _work(data)
+    x = data.astype(np.float64) if data.dtype.kind in "iub" else widened(data)
     m = np.max(x, axis=ax, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, np.zeros((), x.dtype))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -175,7 +157,7 @@ def reduce_mean(data, axes=None, /, *, keepdims=1, noop_with_empty_axes=0):
     ax = _axes(data, axes, noop_with_empty_axes)
     if ax == ():
         return data.copy()
-    x = data.astype(np.float64) if data.dtype.kind in "iub" else _work(data)
+    x = data.astype(np.float64) if data.dtype.kind in "iub" else widened(data)
     with np.errstate(divide="ignore", invalid="ignore"):
         n = x.size if ax is None else int(np.prod([x.shape[a] for a in ax]))
         s = np.sum(x, axis=ax, keepdims=bool(keepdims))
@@ -196,7 +178,7 @@ def reduce_prod(data, axes=None, /, *, keepdims=1, noop_with_empty_axes=0):
     ax = _axes(data, axes, noop_with_empty_axes)
     if ax == ():
         return data.copy()
-    x = _work(data)
+    x = widened(data)
     dtype = x.dtype if x.dtype.kind in "iu" else None
     return _out(np.prod(x, axis=ax, keepdims=bool(keepdims), dtype=dtype), data.dtype)
 
@@ -222,7 +204,7 @@ def reduce_max(data, axes=None, /, *, keepdims=1, noop_with_empty_axes=0):
     ax = _axes(data, axes, noop_with_empty_axes)
     if ax == ():
         return data.copy()
-    x = _work(data)
+    x = widened(data)
     return _out(np.max(x, axis=ax, keepdims=bool(keepdims), initial=_extreme(x, False)), data.dtype)
 
 
@@ -236,7 +218,7 @@ def reduce_min(data, axes=None, /, *, keepdims=1, noop_with_empty_axes=0):
     ax = _axes(data, axes, noop_with_empty_axes)
     if ax == ():
         return data.copy()
-    x = _work(data)
+    x = widened(data)
     return _out(np.min(x, axis=ax, keepdims=bool(keepdims), initial=_extreme(x, True)), data.dtype)
 
 
@@ -257,7 +239,7 @@ def _arg(data, axis, keepdims, select_last_index, fn, name):
     n = data.shape[axis]
     if n == 0:
         raise KernelError(f"{name}: cannot take the arg of an empty axis {axis}")
-    x = _work(data)
+    x = widened(data)
     if select_last_index:
         idx = (n - 1) - fn(np.flip(x, axis=axis), axis=axis, keepdims=True)
     else:
@@ -291,10 +273,7 @@ def _scalar_axis(axis, r: int, name: str) -> int:
     a = np.asarray(axis)
     if a.size != 1 or a.dtype.kind not in "iu":
         raise KernelError(f"{name}: axis must be a single integer, got {a!r}")
-    a = int(a.reshape(-1)[0])
-    if not -max(r, 1) <= a < max(r, 1):
-        raise KernelError(f"{name}: axis {a} is out of range for a tensor of rank {r}")
-    return a % max(r, 1)
+    return norm_axis(int(a.reshape(-1)[0]), max(r, 1), f"{name}: axis")
 
 
 def _cumulative(x, axis, exclusive, reverse, ufunc, identity, name):
@@ -303,7 +282,7 @@ def _cumulative(x, axis, exclusive, reverse, ufunc, identity, name):
         _scalar_axis(axis, 0, name)
         return x.copy() if not exclusive else np.full((), identity, x.dtype)
     ax = _scalar_axis(axis, x.ndim, name)
-    w = _work(x)
+    w = widened(x)
     if reverse:
         w = np.flip(w, axis=ax)
     if exclusive:

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
+from .dtypes import compute_dtype
 
 _COORD_MODES = (
     "half_pixel",
@@ -189,8 +190,31 @@ def _apply_taps(data: np.ndarray, idx: np.ndarray, w: np.ndarray, axis: int) -> 
     return out
 
 
-def _compute_dtype(dt: np.dtype) -> np.dtype:
-    return np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
+@op()
+def interpolate_axis(
+    data, coords, /, *, axis, mode="linear", scale=1.0, antialias=0, cubic_coeff_a=-0.75, exclude_outside=0
+):
+    """out[.., j, ..] = sum_t w_t(coords[j]) * data[.., idx_t(coords[j]), ..] along ``axis``: linear or
+    cubic (Keys, ``cubic_coeff_a``) interpolation at the source coordinates ``coords`` (1-D float64),
+    taps clamped to the edge (see interpolation_taps for ``scale``, ``antialias``, ``exclude_outside``).
+
+    One GEMM with the interpolation matrix; tap by tap for non-finite data or a huge matrix, so that a
+    NaN/inf reaches only the outputs whose taps read it. Resize runs on it per axis, as does ncnn's
+    Interp with its own source coordinates. Output: data's shape with len(coords) along ``axis``, data's
+    float dtype.
+    """
+    coords = np.asarray(coords, np.float64).reshape(-1)
+    in_len = data.shape[axis]
+    kw = dict(
+        scale=float(scale),
+        antialias=bool(antialias),
+        cubic_coeff_a=float(cubic_coeff_a),
+        exclude_outside=bool(exclude_outside),
+    )
+    if coords.size * in_len <= _MATRIX_LIMIT and np.isfinite(data).all():
+        W = interpolation_matrix(coords, in_len, mode, **kw)
+        return _apply_matrix(data, W.astype(data.dtype, copy=False), axis)
+    return _apply_taps(data, *interpolation_taps(coords, in_len, mode, **kw), axis)
 
 
 def _to_output(r: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -206,7 +230,7 @@ def _to_output(r: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return r.astype(dtype)
 
 
-@op("onnx:Resize-11")
+@op("onnx:Resize-11", kernels=(interpolate_axis,))
 def resize(
     x,
     roi=None,
@@ -320,7 +344,7 @@ def resize(
     y = x
     masks = []
     if mode != "nearest":
-        y = x.astype(_compute_dtype(x.dtype), copy=False)
+        y = x.astype(compute_dtype(x.dtype), copy=False)
     for d in ax:
         in_len, out_len, s = in_shape[d], out_shape[d], scale_of[d]
         if (
@@ -349,17 +373,16 @@ def resize(
         if mode == "nearest":
             y = np.take(y, nearest_index(xo, in_len, nearest_mode), axis=d)
         else:
-            kw = dict(
+            y = interpolate_axis(
+                y,
+                xo,
+                axis=d,
+                mode=mode,
                 scale=s,
-                antialias=bool(antialias),
-                cubic_coeff_a=float(cubic_coeff_a),
-                exclude_outside=bool(exclude_outside),
+                antialias=antialias,
+                cubic_coeff_a=cubic_coeff_a,
+                exclude_outside=exclude_outside,
             )
-            if out_len * in_len <= _MATRIX_LIMIT and np.isfinite(y).all():
-                W = interpolation_matrix(xo, in_len, mode, **kw)
-                y = _apply_matrix(y, W.astype(y.dtype, copy=False), d)
-            else:
-                y = _apply_taps(y, *interpolation_taps(xo, in_len, mode, **kw), d)
     out = _to_output(y, x.dtype) if mode != "nearest" else y
     if masks:
         m = masks[0]
@@ -369,6 +392,3 @@ def resize(
     if out is x:
         out = x.copy()
     return np.ascontiguousarray(out)
-
-
-from . import grid_sample  # noqa: E402,F401  (GridSample, AffineGrid)

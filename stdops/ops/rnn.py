@@ -11,7 +11,8 @@ Common shape rules (layout 0; layout 1 swaps the first two axes of X, Y and the 
   states Y_h / Y_c (onnxruntime's convention; the spec is silent).
 
 The input projection ``X @ W^T`` of every step is one GEMM per direction; the loop runs over time
-steps only, with both directions advanced together. Apart from the recurrent GEMV, a step costs
+steps only, with both directions advanced together, each step on the shared cells of
+:mod:`stdops.ops.rnn_cell` (which the ncnn layers run on too). Apart from the recurrent GEMV, a step costs
 NumPy call overhead more than arithmetic, so the loop allocates nothing and makes few calls: the
 recurrent product goes into a preallocated gate buffer (``out=``; one BLAS GEMV per direction on
 the contiguous R for a batch of 1), activations run in place (one sigmoid over LSTM's i, o, f
@@ -29,113 +30,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._lazy import LazyModule
 from ..errors import KernelError
 from ._registry import op
-
-_sp = LazyModule("scipy.special")
-
-# --------------------------------------------------------------------------- activations
-
-#: lower-case name -> (function(x, alpha, beta), default alpha or None, default beta or None)
-_ACTIVATIONS: dict[str, tuple[Callable, float | None, float | None]] = {
-    "relu": (lambda x, a, b: np.maximum(x, x.dtype.type(0)), None, None),
-    "tanh": (lambda x, a, b: np.tanh(x), None, None),
-    "sigmoid": (lambda x, a, b: _sp.expit(x), None, None),
-    "affine": (lambda x, a, b: x * a + b, 1.0, 0.0),
-    "leakyrelu": (lambda x, a, b: np.where(x >= 0, x, x * a), 0.01, None),
-    "thresholdedrelu": (lambda x, a, b: np.where(x >= a, x, x.dtype.type(0)), 1.0, None),
-    "scaledtanh": (lambda x, a, b: a * np.tanh(x * b), 1.0, 1.0),
-    "hardsigmoid": (lambda x, a, b: np.clip(x * a + b, 0, 1).astype(x.dtype, copy=False), 0.2, 0.5),
-    "elu": (lambda x, a, b: np.where(x >= 0, x, a * np.expm1(np.minimum(x, 0))), 1.0, None),
-    "softsign": (lambda x, a, b: x / (1 + np.abs(x)), None, None),
-    "softplus": (lambda x, a, b: np.logaddexp(x.dtype.type(0), x), None, None),
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class _Act:
-    name: str
-    alpha: float
-    beta: float
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        fn = _ACTIVATIONS[self.name][0]
-        t = x.dtype.type
-        return fn(x, t(self.alpha), t(self.beta))
-
-
-def _activations(opname: str, activations, alphas, betas, defaults: tuple[str, ...], num_dirs: int) -> list[list[_Act]]:
-    """Per direction, the activation functions in the op's order. ``activation_alpha`` and
-    ``activation_beta`` are consumed in order by the functions that take that parameter."""
-    k = len(defaults)
-    names = list(defaults) * num_dirs if not activations else [str(a) for a in activations]
-    if len(names) != k * num_dirs:
-        raise KernelError(
-            f"{opname}: expected {k * num_dirs} activations for {num_dirs} direction(s), got {len(names)}: {names}"
-        )
-    alphas = list(alphas or ())
-    betas = list(betas or ())
-    acts = []
-    for nm in names:
-        key = nm.lower()
-        if key not in _ACTIVATIONS:
-            raise KernelError(
-                f"{opname}: unsupported activation {nm!r} (supported: "
-                f"Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, "
-                f"ScaledTanh, HardSigmoid, Elu, Softsign, Softplus)"
-            )
-        _, da, db = _ACTIVATIONS[key]
-        a = float(alphas.pop(0)) if da is not None and alphas else (da or 0.0)
-        b = float(betas.pop(0)) if db is not None and betas else (db or 0.0)
-        acts.append(_Act(key, a, b))
-    return [acts[d * k : (d + 1) * k] for d in range(num_dirs)]
-
-
-def _into1(a: _Act) -> Callable[[np.ndarray, np.ndarray], object]:
-    """(src, dst) -> dst[...] = a(src), without a temporary for the common functions."""
-    if a.name == "sigmoid":
-        return lambda src, dst: _sp.expit(src, out=dst)
-    if a.name == "tanh":
-        return lambda src, dst: np.tanh(src, out=dst)
-    if a.name == "relu":
-        return lambda src, dst: np.maximum(src, src.dtype.type(0), out=dst)
-
-    def generic(src: np.ndarray, dst: np.ndarray) -> None:
-        dst[...] = a(src)
-
-    return generic
-
-
-def _into(funcs: list[_Act], B: int) -> Callable[[np.ndarray, np.ndarray], object]:
-    """(src, dst) -> dst = funcs[d](src) on the rows d*B:(d+1)*B of direction d ([D*B, n] arrays;
-    src may be dst): the in-place form of :func:`_per_dir_rows`, one call when every direction uses
-    the same function."""
-    if all(f == funcs[0] for f in funcs):
-        return _into1(funcs[0])
-    fs = [(slice(d * B, (d + 1) * B), _into1(f)) for d, f in enumerate(funcs)]
-
-    def per_dir(src: np.ndarray, dst: np.ndarray) -> None:
-        for rows, f in fs:
-            f(src[rows], dst[rows])
-
-    return per_dir
-
-
-def _per_dir_rows(funcs: list[_Act], x: np.ndarray, B: int) -> np.ndarray:
-    """Direction d's function applied to the rows d*B:(d+1)*B of a [D*B, n] array (one call when
-    every direction uses the same one)."""
-    if all(f == funcs[0] for f in funcs):
-        return funcs[0](x)
-    return np.concatenate([f(x[d * B : (d + 1) * B]) for d, f in enumerate(funcs)])
-
-
-def _clipper(clip: float | None) -> Callable[[np.ndarray], object] | None:
-    """x -> clip(x) in place, or None without clip."""
-    if clip is None:
-        return None
-    lo, hi = -clip, clip
-    return lambda x: np.clip(x, lo, hi, out=x)
+from .dtypes import compute_dtype, is_float
+from .rnn_cell import Act, GRUCell, LSTMCell, clipper, gru_cell, into, lstm_cell, parse_activations, rnn_cell, rnn_step
 
 
 def _recurrent(RT: np.ndarray, B: int) -> Callable[[np.ndarray, np.ndarray], None]:
@@ -185,14 +83,14 @@ class _Setup:
     D: int
     wt: np.dtype
     out_dtype: np.dtype
-    Gx: np.ndarray  # [D, T, B, G*H] input projection (reverse directions already time-reversed)
+    Gx: np.ndarray  # [T, D*B, G*H] input projection (reverse directions already time-reversed)
     RT: np.ndarray  # [D, H, G*H]  R transposed for h @ R^T
     Rb: np.ndarray  # [D, 1, G*H]
     mask: np.ndarray | None  # [T, B, 1] bool, None when every sequence has length T
     empty: np.ndarray | None  # [B] bool: sequences of length 0 (final states are 0), or None
     rev_idx: np.ndarray | None  # [T, B] time gather of the reverse direction
     h0: np.ndarray  # [D, B, H]
-    acts: list[list[_Act]]
+    acts: list[list[Act]]
     clip: float | None
     layout: int
 
@@ -221,7 +119,7 @@ def _setup(
     fold_rb: bool,
 ) -> _Setup:
     X, W, R = np.asarray(X), np.asarray(W), np.asarray(R)
-    if not np.issubdtype(X.dtype, np.floating) and X.dtype.kind != "V" and "bfloat16" not in str(X.dtype):
+    if not is_float(X.dtype):
         raise KernelError(f"{opname}: X must be a floating-point tensor, got {X.dtype}")
     if direction not in _DIRECTIONS:
         raise KernelError(f"{opname}: direction must be forward, reverse or bidirectional, got {direction!r}")
@@ -241,7 +139,7 @@ def _setup(
         raise KernelError(f"{opname}: hidden_size={hidden_size} but R has shape {R.shape}")
     if W.shape != (D, gates * H, I):
         raise KernelError(f"{opname}: W must have shape {(D, gates * H, I)}, got {W.shape}")
-    wt = np.dtype(np.float64) if X.dtype == np.float64 else np.dtype(np.float32)
+    wt = compute_dtype(X.dtype)
     Xw = X.astype(wt, copy=False)
     if B is None:
         bias = np.zeros((D, 2 * gates * H), wt)
@@ -279,12 +177,14 @@ def _setup(
     Wt = W.astype(wt, copy=False).transpose(0, 2, 1)  # [D, I, G*H]
     Gx = np.matmul(np.stack(xs).reshape(D, T * Bn, I), Wt).reshape(D, T, Bn, gates * H)
     Gx += (Wb + Rb if fold_rb else Wb)[:, None, None, :]
+    # time-major rows [T, D*B, G*H] (row d*B + b), as the cells' states are laid out
+    Gx = np.ascontiguousarray(Gx.transpose(1, 0, 2, 3)).reshape(T, D * Bn, gates * H)
 
     if initial_h is None:
         h0 = np.zeros((D, Bn, H), wt)
     else:
         h0 = _state(opname, "initial_h", initial_h, D, Bn, H, layout, wt)
-    acts = _activations(opname, activations, activation_alpha, activation_beta, default_acts, D)
+    acts = parse_activations(opname, activations, activation_alpha, activation_beta, default_acts, D)
     RT = R.astype(wt, copy=False).transpose(0, 2, 1)
     return _Setup(
         T,
@@ -316,10 +216,6 @@ def _state(opname, name, s, D, Bn, H, layout, wt) -> np.ndarray:
     return s.astype(wt)  # a fresh array: the loop never touches the caller's tensor
 
 
-def _clip(s: _Setup, x: np.ndarray) -> np.ndarray:
-    return x if s.clip is None else np.clip(x, -s.clip, s.clip)
-
-
 def _finish(s: _Setup, direction: str, Y: np.ndarray, *states: np.ndarray) -> tuple:
     """Undo the reverse directions' time order in Y, zero the final states of empty sequences
     (as onnxruntime does), apply the layout, cast to X's dtype."""
@@ -341,7 +237,7 @@ def _finish(s: _Setup, direction: str, Y: np.ndarray, *states: np.ndarray) -> tu
 # --------------------------------------------------------------------------- RNN
 
 
-@op("onnx:RNN-7")
+@op("onnx:RNN-7", kernels=(rnn_cell,))
 def rnn(
     X,
     W,
@@ -384,11 +280,11 @@ def rnn(
         fold_rb=True,
     )
     D, Bn, H = s.D, s.B, s.H
-    f = _into([a[0] for a in s.acts], Bn)
-    clip_ = _clipper(s.clip)
+    f = into([a[0] for a in s.acts], Bn)
+    clip_ = clipper(s.clip)
     rec = _recurrent(s.RT, Bn)
     add = np.add
-    gxs = s.Gx.transpose(1, 0, 2, 3)  # [T, D, B, H]
+    gxs = s.Gx  # [T, D*B, H]
     Y = np.zeros((s.T, D, Bn, H), s.wt)
     Y2 = Y.reshape(s.T, D * Bn, H)  # rows d*B + b
     h = _rows(s, s.h0)
@@ -396,22 +292,16 @@ def rnn(
         for t in range(s.T):
             yt = Y2[t]
             rec(h, yt)
-            add(gxs[t], Y[t], out=Y[t])
-            if clip_ is not None:
-                clip_(yt)
-            f(yt, yt)
-            h = yt
+            add(gxs[t], yt, out=yt)
+            h = rnn_step(yt, f, clip_)
         h = h.copy()  # _finish reorders Y in place
     else:
         mask = np.tile(s.mask, (1, D, 1))  # [T, D*B, 1]
         hn = np.empty_like(h)
-        hn3 = hn.reshape(D, Bn, H)
         for t in range(s.T):
             rec(h, hn)
-            add(gxs[t], hn3, out=hn3)
-            if clip_ is not None:
-                clip_(hn)
-            f(hn, hn)
+            add(gxs[t], hn, out=hn)
+            rnn_step(hn, f, clip_)
             m = mask[t]
             np.copyto(h, hn, where=m)
             np.multiply(hn, m, out=Y2[t])
@@ -421,7 +311,7 @@ def rnn(
 # --------------------------------------------------------------------------- GRU
 
 
-@op("onnx:GRU-7")
+@op("onnx:GRU-7", kernels=(gru_cell,))
 def gru(
     X,
     W,
@@ -467,37 +357,25 @@ def gru(
         default_acts=("Sigmoid", "Tanh"),
         fold_rb=False,
     )
-    H = s.H
-    f = [a[0] for a in s.acts]
-    g = [a[1] for a in s.acts]
-    Gx = s.Gx
-    Gx[..., : 2 * H] += s.Rb[:, None, :, : 2 * H]  # z and r take both biases up front
-    Rbh = s.Rb[..., 2 * H :]  # [D, 1, H]
-    if not lbr:
-        Gx[..., 2 * H :] += Rbh[:, None]
-    D, Bn = s.D, s.B
+    H, D, Bn = s.H, s.D, s.B
     DB = D * Bn
-    f = _into(f, Bn)
-    g = _into(g, Bn)
-    clip_ = _clipper(s.clip)
-    add, mul = np.add, np.multiply
-    gxs = Gx.transpose(1, 0, 2, 3)  # [T, D, B, 3H]
-    one = s.wt.type(1)
-    zr = np.empty((DB, 2 * H), s.wt)  # z, r
-    zr3 = zr.reshape(D, Bn, 2 * H)
-    z, r = zr[:, :H], zr[:, H:]
-    hh = np.empty((DB, H), s.wt)  # the candidate state
-    hh3 = hh.reshape(D, Bn, H)
-    t1, t2 = np.empty_like(hh), np.empty_like(hh)
+    Gx = s.Gx  # [T, D*B, 3H]
+    Rb = np.repeat(s.Rb[:, 0], Bn, axis=0)  # [D*B, 3H], rows as the states
+    Gx[..., : 2 * H] += Rb[:, : 2 * H]  # z and r take both biases up front
+    Rbh = Rb[:, 2 * H :]
+    if not lbr:
+        Gx[..., 2 * H :] += Rbh
+    step = GRUCell(
+        into([a[0] for a in s.acts], Bn), into([a[1] for a in s.acts], Bn), clipper(s.clip), DB, H, s.wt, lbr
+    ).step
     if lbr:
         rec = _recurrent(s.RT, Bn)
         hr = np.empty((DB, 3 * H), s.wt)  # Ht-1 @ R^T for all three gates
-        hr_zr, hr_h = hr.reshape(D, Bn, 3 * H)[..., : 2 * H], hr[:, 2 * H :]
-        Rbh_rows = np.repeat(Rbh[:, 0], Bn, axis=0)  # [D*B, H]
+        gh_zr, gh_h = hr[:, : 2 * H], hr[:, 2 * H :]
     else:
         rec_zr = _recurrent(s.RT[..., : 2 * H], Bn)
         rec_h = _recurrent(s.RT[..., 2 * H :], Bn)
-        rh = np.empty_like(hh)  # r * Ht-1
+        gh_zr = np.empty((DB, 2 * H), s.wt)
     Y = np.zeros((s.T, D, Bn, H), s.wt)
     Y2 = Y.reshape(s.T, DB, H)  # rows d*B + b
     h = _rows(s, s.h0)
@@ -506,38 +384,20 @@ def gru(
         mask = np.tile(s.mask, (1, D, 1))  # [T, D*B, 1]
         hn = np.empty_like(h)
     for t in range(s.T):
-        gx = gxs[t]
+        out = hn if masked else Y2[t]
         if lbr:
             rec(h, hr)
-            add(gx[..., : 2 * H], hr_zr, out=zr3)
-            if clip_ is not None:
-                clip_(zr)
-            f(zr, zr)
-            add(hr_h, Rbh_rows, out=hh)
-            mul(r, hh, out=hh)
+            np.add(gh_h, Rbh, out=gh_h)
+            step(Gx[t], gh_zr, h, out, gh_h)
         else:
-            rec_zr(h, zr)
-            add(gx[..., : 2 * H], zr3, out=zr3)
-            if clip_ is not None:
-                clip_(zr)
-            f(zr, zr)
-            mul(r, h, out=rh)
-            rec_h(rh, hh)
-        add(gx[..., 2 * H :], hh3, out=hh3)
-        if clip_ is not None:
-            clip_(hh)
-        g(hh, hh)
-        np.subtract(one, z, out=t1)  # Ht = (1 - z) * hh + z * Ht-1
-        mul(t1, hh, out=t1)
-        mul(z, h, out=t2)
+            rec_zr(h, gh_zr)
+            step(Gx[t], gh_zr, h, out, rec_h)
         if masked:
-            add(t1, t2, out=hn)
             m = mask[t]
             np.copyto(h, hn, where=m)
-            mul(hn, m, out=Y2[t])
+            np.multiply(hn, m, out=Y2[t])
         else:
-            h = Y2[t]
-            add(t1, t2, out=h)
+            h = out
     if not masked:
         h = h.copy()  # _finish reorders Y in place
     return _finish(s, direction, Y, h.reshape(D, Bn, H))
@@ -546,7 +406,7 @@ def gru(
 # --------------------------------------------------------------------------- LSTM
 
 
-@op("onnx:LSTM-7")
+@op("onnx:LSTM-7", kernels=(lstm_cell,))
 def lstm(
     X,
     W,
@@ -603,23 +463,24 @@ def lstm(
         P = np.asarray(P)
         if P.shape != (D, 3 * H):
             raise KernelError(f"LSTM: P must have shape {(D, 3 * H)}, got {P.shape}")
-    f = [a[0] for a in s.acts]
-    g = [a[1] for a in s.acts]
-    hact = [a[2] for a in s.acts]
-    one = s.wt.type(1)
-    couple = bool(input_forget)
     Bn = s.B
     DB = D * Bn
-    f_, g_, h_ = _into(f, Bn), _into(g, Bn), _into(hact, Bn)
-    clip_ = _clipper(s.clip)
+    if peep:
+        P = np.repeat(P.astype(s.wt, copy=False), Bn, axis=0)  # [D*B, 3H], rows as the states
+    step = LSTMCell(
+        into([a[0] for a in s.acts], Bn),
+        into([a[1] for a in s.acts], Bn),
+        into([a[2] for a in s.acts], Bn),
+        clipper(s.clip),
+        DB,
+        H,
+        s.wt,
+        P if peep else None,
+        bool(input_forget),
+    ).step
     rec = _recurrent(s.RT, Bn)
-    add, mul = np.add, np.multiply
-    gxs = s.Gx.transpose(1, 0, 2, 3)  # [T, D, B, 4H]
+    gxs = s.Gx  # [T, D*B, 4H]
     gates = np.empty((DB, 4 * H), s.wt)  # rows d*B + b: i, o, f, c
-    gates3 = gates.reshape(D, Bn, 4 * H)
-    gi, go, gf, gc = (gates[:, k * H : (k + 1) * H] for k in range(4))
-    iof = gates[:, : 3 * H]
-    th = np.empty((DB, H), s.wt)  # h(Ct)
     Y = np.zeros((s.T, D, Bn, H), s.wt)
     Y2 = Y.reshape(s.T, DB, H)
     h = _rows(s, s.h0)
@@ -629,43 +490,17 @@ def lstm(
         mask = np.tile(s.mask, (1, D, 1))  # [T, D*B, 1]
         hn = np.empty_like(h)
     cn = np.empty_like(c) if masked else c  # unmasked: the cell state is updated in place
-    if peep:
-        P = np.repeat(P.astype(s.wt, copy=False), Bn, axis=0)  # [D*B, 3H], rows as the states
-        Pi, Po, Pf = P[:, :H], P[:, H : 2 * H], P[:, 2 * H :]
-    fast = not peep and not couple
     for t in range(s.T):
         rec(h, gates)
-        add(gxs[t], gates3, out=gates3)  # Xt W^T + Wb + Rb + Ht-1 R^T
-        if fast:  # i, o, f are contiguous and independent of the cell: one activation call
-            if clip_ is not None:
-                clip_(gates)
-            f_(iof, iof)
-            g_(gc, gc)
-            mul(gf, c, out=cn)  # Ct = f * Ct-1 + i * g(c)
-            mul(gi, gc, out=gc)
-            add(cn, gc, out=cn)
-            o = go
-        else:
-            pi, po, pf, pc = gi, go, gf, gc
-            if peep:
-                pi = pi + Pi * c
-                pf = pf + Pf * c
-            i = _per_dir_rows(f, _clip(s, pi), Bn)
-            ft = one - i if couple else _per_dir_rows(f, _clip(s, pf), Bn)
-            add(ft * c, i * _per_dir_rows(g, _clip(s, pc), Bn), out=cn)
-            if peep:
-                po = po + Po * cn
-            o = _per_dir_rows(f, _clip(s, po), Bn)
-        h_(cn, th)
+        np.add(gxs[t], gates, out=gates)  # Xt W^T + Wb + Rb + Ht-1 R^T
         if masked:
-            mul(o, th, out=hn)
+            step(gates, c, cn, hn)
             m = mask[t]
             np.copyto(h, hn, where=m)
             np.copyto(c, cn, where=m)
-            mul(hn, m, out=Y2[t])
+            np.multiply(hn, m, out=Y2[t])
         else:
-            h = Y2[t]
-            mul(o, th, out=h)
+            h = step(gates, c, c, Y2[t])
     if not masked:
         h = h.copy()  # _finish reorders Y in place
     return _finish(s, direction, Y, h.reshape(D, Bn, H), c.reshape(D, Bn, H))

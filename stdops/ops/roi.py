@@ -11,7 +11,8 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
-from ._window import check_float, compute_dtype
+from ._window import check_float
+from .dtypes import compute_dtype
 
 
 def _check_x4(x):

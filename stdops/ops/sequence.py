@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ._registry import op
+from .axes import norm_axis
 
 
 def _check_seq(seq, what: str = "input_sequence") -> list:
@@ -96,12 +97,6 @@ def sequence_length(input_sequence, /):
     return np.asarray(len(_check_seq(input_sequence)), dtype=np.int64)
 
 
-def _axis(axis: int, rank: int, what: str = "axis") -> int:
-    if not -rank <= axis < rank:
-        raise KernelError(f"{what} {axis} out of range for rank {rank}")
-    return axis % rank
-
-
 @op("onnx:SplitToSequence-11")
 def split_to_sequence(input, split=None, /, *, axis=0, keepdims=1):
     """output_sequence = the parts of ``input`` along ``axis``.
@@ -113,7 +108,7 @@ def split_to_sequence(input, split=None, /, *, axis=0, keepdims=1):
     x = np.asarray(input)
     if x.ndim == 0:
         raise KernelError("SplitToSequence needs an input of rank >= 1")
-    ax = _axis(int(axis), x.ndim)
+    ax = norm_axis(int(axis), x.ndim)
     dim = x.shape[ax]
     if split is None:
         parts = np.split(x, dim, axis=ax) if dim else []
@@ -153,10 +148,10 @@ def concat_from_sequence(input_sequence, /, *, axis, new_axis=0):
         raise KernelError("ConcatFromSequence elements have different dtypes")
     try:
         if new_axis:
-            return np.stack(seq, axis=_axis(int(axis), rank + 1))
+            return np.stack(seq, axis=norm_axis(int(axis), rank + 1))
         if rank == 0:
             raise KernelError("ConcatFromSequence with new_axis=0 needs elements of rank >= 1")
-        return np.concatenate(seq, axis=_axis(int(axis), rank))
+        return np.concatenate(seq, axis=norm_axis(int(axis), rank))
     except ValueError as e:
         if isinstance(e, KernelError):
             raise

@@ -9,7 +9,8 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
-from .shape import int_list, int_scalar
+from .axes import int_list, int_scalar
+from .dtypes import is_float
 
 __all__ = ["constant", "constant_of_shape", "eye_like", "range_", "trilu"]
 
@@ -140,7 +141,7 @@ def range_(start, limit, delta, /, *, stash_type=1):
         n = max(-((a - b) // c), 0)
         check_elements((n,), "Range output")
         return (a + np.arange(n, dtype=np.int64) * c).astype(dt)
-    if not (dt.kind == "f" or (dt.kind == "V" and dt.itemsize == 2)):  # ml_dtypes bfloat16: kind V
+    if not is_float(dt) or dt.itemsize == 1:  # float8: no arange in it
         raise KernelError(f"Range does not support dtype {dt}")
     low = dt.itemsize <= 2  # float16, bfloat16
     cdt = np.dtype(_STASH.get(int(stash_type), np.float32)) if low else dt

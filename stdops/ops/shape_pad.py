@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ._registry import op
-from .shape import int_list, norm_axes
+from .axes import int_list, norm_axes
 
 __all__ = ["pad", "center_crop_pad", "depth_to_space", "space_to_depth"]
 

@@ -12,12 +12,7 @@ import numpy as np
 from .. import limits
 from ..errors import KernelError
 from ._registry import op
-
-
-def _is_float(dt) -> bool:
-    """float16/32/64 and the ml_dtypes floats (bfloat16, float8...)."""
-    dt = np.dtype(dt)
-    return dt.kind == "f" or (dt.kind == "V" and ("float" in dt.name))
+from .dtypes import compute_dtype, is_float
 
 
 def _scalar(x, what: str, kind: str = "iu"):
@@ -32,11 +27,11 @@ def _scalar(x, what: str, kind: str = "iu"):
 
 def _as_complex(x: np.ndarray, what: str) -> tuple[np.ndarray, bool, np.dtype]:
     """[..., 1] real or [..., 2] complex -> (complex or real ndarray without the last axis, is_complex, dtype)."""
-    if not _is_float(x.dtype):
+    if not is_float(x.dtype):
         raise KernelError(f"{what}: input must be a float tensor, got {x.dtype}")
     if x.ndim < 2 or x.shape[-1] not in (1, 2):
         raise KernelError(f"{what}: the last axis must have size 1 (real) or 2 (complex), got shape {x.shape}")
-    work = np.float64 if x.dtype == np.float64 else np.float32
+    work = compute_dtype(x.dtype)
     xs = x.astype(work, copy=False)
     if x.shape[-1] == 1:
         return xs[..., 0], False, x.dtype

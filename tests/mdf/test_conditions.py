@@ -12,6 +12,7 @@ import pytest
 from stdops.errors import StdopsError, ValidationError
 from stdops.mdf import conditions as C
 from stdops.mdf import scheduler as S
+from stdops.mdf.condition_files import build_condition
 
 try:
     import graph_scheduler as gs
@@ -24,9 +25,9 @@ DEPS = {"A": set(), "B": {"A"}, "C": {"B"}, "D": {"C"}}
 
 def _ours(node_conds: dict, term: dict, trials: int) -> list[list[set]]:
     ids = set(NODES)
-    conds = {n: C.build_condition(c, ids, f"conditions.node_specific.{n}", None) for n, c in node_conds.items()}
+    conds = {n: build_condition(c, ids, f"conditions.node_specific.{n}", None) for n, c in node_conds.items()}
     terms = {
-        C.parse_time_scale(k): C.build_condition(c, ids, f"conditions.termination.{k}", None) for k, c in term.items()
+        C.parse_time_scale(k): build_condition(c, ids, f"conditions.termination.{k}", None) for k, c in term.items()
     }
     s = S.Scheduler(NODES, DEPS, conds, terms)
     out = []
@@ -312,7 +313,7 @@ def test_whenfinished_means_ran_in_this_trial():
         s = S.Scheduler(
             NODES,
             {"A": set(), "B": {"A"}, "C": {"B"}, "D": set()},
-            {"D": C.build_condition(_c(t, **kw), set(NODES), "x", None)},
+            {"D": build_condition(_c(t, **kw), set(NODES), "x", None)},
             {C.ESU: C.AllHaveRun()},
         )
         steps = [set(x) for x in s.run()]
@@ -387,15 +388,15 @@ def test_threshold_comparators(comparator, expected):
 
 def test_threshold_bad_comparator_and_unknown_type():
     with pytest.raises(ValidationError, match="comparator"):
-        C.build_condition(
+        build_condition(
             _c("Threshold", dependency="A", parameter="p", threshold=1, comparator="~"), set(NODES), "c", None
         )
     with pytest.raises(ValidationError, match="unknown condition type"):
-        C.build_condition(_c("Sometimes"), set(NODES), "c", None)
+        build_condition(_c("Sometimes"), set(NODES), "c", None)
     with pytest.raises(ValidationError, match="no node"):
-        C.build_condition(_c("EveryNCalls", dependency="Z", n=1), set(NODES), "c", None)
+        build_condition(_c("EveryNCalls", dependency="Z", n=1), set(NODES), "c", None)
     with pytest.raises(ValidationError, match="takes no argument"):
-        C.build_condition(_c("Always", n=1), set(NODES), "c", None)
+        build_condition(_c("Always", n=1), set(NODES), "c", None)
 
 
 def test_time_scale_spellings():
@@ -426,7 +427,7 @@ def test_counts_carry_over_between_trials():
     s = S.Scheduler(
         NODES,
         DEPS,
-        {"D": C.build_condition(_c("AtEnvironmentStateUpdate", n=2), ids, "c", None)},
+        {"D": build_condition(_c("AtEnvironmentStateUpdate", n=2), ids, "c", None)},
         {C.ESU: C.AfterNCalls("A", 2)},
     )
     runs = [[set(x) for x in s.run()] for _ in range(3)]

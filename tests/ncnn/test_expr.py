@@ -144,15 +144,12 @@ def test_random_expressions_match_the_wheel():
     x = np.arange(2000, dtype=np.float32)
     ref = np.zeros((5, 7, 11), np.float32)  # 1c=5 1h=7 1w=11 1d=1
     failures = []
-    n = 0
     for _ in range(60):
         e = _gen(rng, 3)
         # -(1d,1) is 0 and makes the layer read bottom 1 (else ncnn refuses the second bottom)
         params = {19: "0", 20: f"+(1000,max(-999,min(999,+({e},-(1d,1)))))", 21: "0"}
         want = wheel.wheel_run("Crop", params, [], [x, ref])[0]
         got = sn.run_layer("Crop", params, [], [x, ref])[0]
-        n += 1
         if got.shape != want.shape:
             failures.append(f"{e}: ours {got.shape[0] - 1000}, ncnn {want.shape[0] - 1000}")
-    assert n >= 20
     assert not failures, "\n".join(failures)

@@ -10,8 +10,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import stdops.onnx
 from stdops.errors import KernelError, OpError
-from stdops.ops.conv import conv, conv_integer, qlinear_conv
+from stdops.ops.conv import conv
 from stdops.ops.conv_transpose import col2im, conv_transpose, deform_conv
+from stdops.ops.quant import conv_integer, qlinear_conv
 
 RNG = np.random.default_rng(7)
 
@@ -142,11 +143,13 @@ def _one_node(op_type, inputs, initializers, attrs, opset=17):
     ],
 )
 def test_conv_prepared_weights_through_onnx(xs, ws, attrs, opset):
-    """The load-time adapter (W an initializer) computes what the kernel computes."""
+    """The kernel's load-time preparation (W an initializer) computes what the kernel computes: the two
+    sum in different orders, so the tolerance is float32 rounding scaled by the outputs' magnitude."""
     x = RNG.standard_normal(xs).astype(np.float32)
     w = RNG.standard_normal(ws).astype(np.float32)
     b = RNG.standard_normal(ws[0]).astype(np.float32)
     m = stdops.onnx.load(_one_node("Conv", [("X", x)], [("W", w), ("B", b)], attrs, opset))
+    assert m.plan.nodes[0].bound.prepared
     y = m.run({"X": x})["Y"]
     # the two paths add the same terms in different orders (B inside or after the GEMM): float32 rounding
     # of a sum is relative to the magnitude of its terms, sum |w| |x| + |b|, not to the result

@@ -12,6 +12,7 @@ from onnx import TensorProto, helper
 import stdops.onnx
 from stdops.errors import KernelError
 from stdops.ops import linalg as L
+from stdops.ops.bind import bind
 
 RNG = np.random.default_rng(1)
 
@@ -118,6 +119,30 @@ def test_gemm_bad_shapes(sa, sb, sc):
     c = None if sc is None else np.ones(sc, np.float32)
     with pytest.raises(KernelError):
         L.gemm(np.ones(sa, np.float32), np.ones(sb, np.float32), c)
+
+
+@pytest.mark.parametrize("transA, transB", list(itertools.product([0, 1], [0, 1])))
+@pytest.mark.parametrize("cshape", [None, (5,), (3, 1), (3, 5)])
+@pytest.mark.parametrize("alpha, beta", [(1.0, 1.0), (0.5, 2.0)])
+def test_gemm_prepared_constant_b(transA, transB, cshape, alpha, beta):
+    """B (and C) known at load time: the kernel's prepare lays B' out once; the step still computes
+    alpha * A' B' + beta * C, and a B that is not the prepared one runs the plain kernel."""
+    a = RNG.standard_normal((4, 3) if transA else (3, 4)).astype(np.float32)
+    b = RNG.standard_normal((5, 4) if transB else (4, 5)).astype(np.float32)
+    c = None if cshape is None else RNG.standard_normal(cshape).astype(np.float32)
+    attrs = dict(alpha=alpha, beta=beta, transA=transA, transB=transB)
+    step = bind(L.gemm, attrs, (None, b, c))
+    assert step.prepared
+    want = alpha * _loop_matmul(a.T if transA else a, b.T if transB else b)
+    if c is not None:
+        want = want + beta * c.astype(np.float64)
+    for _ in range(2):
+        _same(step(a, b, c), want.astype(np.float32), rtol=1e-5)
+    b2 = b + 1  # another B at run time: the plain kernel
+    want2 = alpha * _loop_matmul(a.T if transA else a, b2.T if transB else b2)
+    if c is not None:
+        want2 = want2 + beta * c.astype(np.float64)
+    _same(step(a, b2, c), want2.astype(np.float32), rtol=1e-5)
 
 
 def test_gemm_does_not_modify_inputs():

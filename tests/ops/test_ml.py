@@ -12,6 +12,9 @@ from onnx import TensorProto, helper, numpy_helper
 import stdops.onnx
 from stdops.errors import KernelError, ModelFormatError
 from stdops.ops import ml as K
+from stdops.ops import ml_linear as ML
+from stdops.ops import ml_trees as T
+from stdops.ops import ml_trees_legacy as TL
 
 RNG = np.random.default_rng(5)
 
@@ -355,7 +358,7 @@ def random_forest(n_trees, depth, n_features, n_targets, rng, modes=(0, 1, 2, 3,
     ],
 )
 def test_tree_ensemble_examples(attrs, x):
-    got = K.tree_ensemble(x, **attrs)
+    got = T.tree_ensemble(x, **attrs)
     assert got.dtype == x.dtype and got.shape == (x.shape[0], attrs["n_targets"])
     np.testing.assert_allclose(got, ref_tree_ensemble(x, attrs), rtol=1e-6, atol=1e-6)
 
@@ -370,7 +373,7 @@ def test_tree_ensemble_random(dtype, agg, post):
     x = np.round(rng.normal(size=(40, 4)) * 2).astype(dtype)  # integers hit the EQ / member splits
     x[rng.random(x.shape) < 0.1] = np.nan
     x[:10] = rng.normal(size=(10, 4)).astype(dtype)
-    got = K.tree_ensemble(x, **attrs)
+    got = T.tree_ensemble(x, **attrs)
     want = ref_tree_ensemble(x, attrs)
     assert got.dtype == np.dtype(dtype)
     tol = 2e-3 if dtype == np.float16 else 1e-6
@@ -381,9 +384,9 @@ def test_tree_ensemble_probit_and_softmax_zero():
     leaf = dict(SINGLE, leaf_weights=np.array([0.2, 0.7, 0.0, 0.9]))
     x = np.array([[1.2, 0], [-0.12, 0], [4.14, 0], [10.0, 0]])
     raw = ref_tree_ensemble(x, dict(leaf, post_transform=0))
-    got = K.tree_ensemble(x, **dict(leaf, post_transform=4))
+    got = T.tree_ensemble(x, **dict(leaf, post_transform=4))
     np.testing.assert_allclose(got, scipy.special.ndtri(raw), rtol=1e-9)
-    got = K.tree_ensemble(x, **dict(leaf, post_transform=3))
+    got = T.tree_ensemble(x, **dict(leaf, post_transform=3))
     for g, r in zip(got, raw):
         nz = r != 0
         e = np.where(nz, np.exp(r - r.max()), 0)
@@ -405,7 +408,7 @@ def test_tree_ensemble_single_leaf_tree():
         leaf_weights=np.array([3.0]),
         n_targets=2,
     )
-    got = K.tree_ensemble(np.array([[5.0], [-5.0], [np.nan]]), **attrs)
+    got = T.tree_ensemble(np.array([[5.0], [-5.0], [np.nan]]), **attrs)
     np.testing.assert_array_equal(got, [[0, 3], [0, 3], [0, 3]])
 
 
@@ -427,7 +430,7 @@ def test_tree_ensemble_errors(change, x):
     if change.get("nodes_falseleafs") == [0, 0, 1]:
         attrs.update(nodes_trueleafs=[0, 0, 1], nodes_truenodeids=[1, 0, 3])
     with pytest.raises(KernelError):
-        K.tree_ensemble(np.ones((2, 2)) if x is None else x, **attrs)
+        T.tree_ensemble(np.ones((2, 2)) if x is None else x, **attrs)
 
 
 def test_tree_ensemble_onnx_attributes_checked_at_load():
@@ -536,7 +539,7 @@ def test_tree_ensemble_regressor(agg, post, xdtype):
         x[:10] = rng.normal(size=(10, 3))
         x[rng.random(x.shape) < 0.1] = np.nan
     x = x.astype(xdtype)
-    got = K.tree_ensemble_regressor(
+    got = TL.tree_ensemble_regressor(
         x,
         **nodes,
         target_treeids=w["treeids"],
@@ -567,7 +570,7 @@ def test_tree_ensemble_classifier_multiclass_and_votes():
         (dict(classlabels_strings=["a", "b", "c", "d"]), "NONE"),
         (dict(classlabels_int64s=[4, 3, 2, 1]), "LOGISTIC"),
     ):
-        y, z = K.tree_ensemble_classifier(
+        y, z = TL.tree_ensemble_classifier(
             x,
             **nodes,
             class_treeids=w["treeids"],
@@ -607,7 +610,7 @@ def test_tree_ensemble_classifier_binary_single_score(post, f):
         nodes_truenodeids=[1, 0, 0],
         nodes_falsenodeids=[2, 0, 0],
     )
-    y, z = K.tree_ensemble_classifier(
+    y, z = TL.tree_ensemble_classifier(
         np.array([[-1.0], [1.0]]),
         **nodes,
         class_treeids=[0, 0],
@@ -701,9 +704,9 @@ def test_legacy_tree_attribute_errors():
         dict(nodes_values=[0.0]),
     ):
         with pytest.raises(KernelError):
-            K.tree_ensemble_regressor(x, **{**nodes, **tw, **bad})
+            TL.tree_ensemble_regressor(x, **{**nodes, **tw, **bad})
     with pytest.raises(KernelError):
-        K.tree_ensemble_classifier(
+        TL.tree_ensemble_classifier(
             x, **nodes, class_treeids=[0], class_nodeids=[1], class_ids=[0], class_weights=[1.0]
         )  # no class labels
     node = helper.make_node(
@@ -766,7 +769,7 @@ def _post(v, t):
 def test_linear_regressor(post, targets, intercepts):
     w = RNG.normal(size=3 * targets)
     kw = {"intercepts": intercepts} if intercepts is not None else {}
-    got = K.linear_regressor(X35.astype(np.float32), coefficients=list(w), targets=targets, post_transform=post, **kw)
+    got = ML.linear_regressor(X35.astype(np.float32), coefficients=list(w), targets=targets, post_transform=post, **kw)
     want = X35 @ w.reshape(targets, 3).T + np.array(intercepts or [0.0])
     assert got.dtype == np.float32 and got.shape == (5, targets)
     np.testing.assert_allclose(got, _post(want, post), rtol=1e-5, atol=1e-6)
@@ -776,7 +779,7 @@ def test_linear_regressor(post, targets, intercepts):
 @pytest.mark.parametrize("labels", [{"classlabels_ints": [7, 8, 9]}, {"classlabels_strings": ["a", "b", "c"]}])
 def test_linear_classifier_multiclass(post, labels):
     w, b = RNG.normal(size=9), RNG.normal(size=3)
-    y, z = K.linear_classifier(X35, coefficients=list(w), intercepts=list(b), post_transform=post, **labels)
+    y, z = ML.linear_classifier(X35, coefficients=list(w), intercepts=list(b), post_transform=post, **labels)
     want = _post(X35 @ w.reshape(3, 3).T + b, post)
     np.testing.assert_allclose(z, want, rtol=1e-5, atol=1e-6)
     lab = next(iter(labels.values()))
@@ -787,7 +790,7 @@ def test_linear_classifier_multiclass(post, labels):
 def test_linear_classifier_binary(post):
     w, b = RNG.normal(size=3), RNG.normal(size=1)
     s = X35 @ w + b
-    y, z = K.linear_classifier(
+    y, z = ML.linear_classifier(
         X35, coefficients=list(w), intercepts=list(b), post_transform=post, classlabels_strings=["no", "yes"]
     )
     p = scipy.special.expit(s) if post == "LOGISTIC" else s
@@ -869,8 +872,8 @@ def test_zip_map():
     [
         (K.scaler, (np.zeros((2, 3)),), {"offset": [1.0, 2.0]}),
         (K.normalizer, (np.zeros((2, 3)),), {"norm": "L3"}),
-        (K.linear_regressor, (np.zeros((2, 3)),), {"coefficients": [1.0, 2.0], "targets": 1}),
-        (K.linear_classifier, (np.zeros((2, 3)),), {"coefficients": [1.0] * 6, "classlabels_ints": [1, 2, 3]}),
+        (ML.linear_regressor, (np.zeros((2, 3)),), {"coefficients": [1.0, 2.0], "targets": 1}),
+        (ML.linear_classifier, (np.zeros((2, 3)),), {"coefficients": [1.0] * 6, "classlabels_ints": [1, 2, 3]}),
         (K.imputer, (np.zeros((2, 3)),), {"imputed_value_int64s": [1]}),
         (K.one_hot_encoder, (np.zeros(2),), {"cats_strings": ["a"]}),
         (K.category_mapper, (np.zeros(2),), {"cats_strings": ["a"], "cats_int64s": [1]}),
@@ -902,7 +905,7 @@ def test_svm_regressor(kt, kp, one_class):
     x = RNG.normal(size=(6, 3)).astype(np.float32)
     sv, coef = RNG.normal(size=(4, 3)), RNG.normal(size=4)
     kw = {"kernel_params": kp} if kp else {}
-    got = K.svm_regressor(
+    got = ML.svm_regressor(
         x,
         coefficients=list(coef),
         support_vectors=list(sv.reshape(-1)),
@@ -923,12 +926,12 @@ def test_svm_regressor(kt, kp, one_class):
 
 def test_svm_regressor_linear_mode():
     x = RNG.normal(size=(4, 3))
-    got = K.svm_regressor(x, coefficients=[1.0, -2.0, 0.5], rho=[0.1], post_transform="LOGISTIC")
+    got = ML.svm_regressor(x, coefficients=[1.0, -2.0, 0.5], rho=[0.1], post_transform="LOGISTIC")
     np.testing.assert_allclose(got[:, 0], scipy.special.expit(x @ [1.0, -2.0, 0.5] + 0.1), rtol=1e-6)
     with pytest.raises(KernelError):
-        K.svm_regressor(x, coefficients=[1.0, 2.0])
+        ML.svm_regressor(x, coefficients=[1.0, 2.0])
     with pytest.raises(KernelError):
-        K.svm_regressor(x, coefficients=[1.0], support_vectors=[0.0] * 3, n_supports=1, kernel_type="CUBIC")
+        ML.svm_regressor(x, coefficients=[1.0], support_vectors=[0.0] * 3, n_supports=1, kernel_type="CUBIC")
 
 
 @pytest.mark.parametrize(
@@ -1018,7 +1021,7 @@ def test_svm_classifier(E, proba, kt):
     )
     if proba:
         kw.update(prob_a=list(pa), prob_b=list(pb))
-    y, z = K.svm_classifier(x, **kw)
+    y, z = ML.svm_classifier(x, **kw)
     dec, votes, probs = ref_svc(x, E, vpc, sv, coef, rho, kt, kp, pa, pb)
     want = probs if proba else (np.c_[-dec, dec] if E == 2 else dec)
     assert z.dtype == np.float32 and y.dtype == np.int64
@@ -1029,14 +1032,14 @@ def test_svm_classifier(E, proba, kt):
 def test_svm_classifier_linear():
     x = RNG.normal(size=(5, 3))
     c = RNG.normal(size=(3, 3))
-    y, z = K.svm_classifier(
+    y, z = ML.svm_classifier(
         x, coefficients=list(c.reshape(-1)), rho=[0.5], classlabels_strings=["a", "b", "c"], post_transform="SOFTMAX"
     )
     want = scipy.special.softmax(x @ c.T + 0.5, axis=1)
     np.testing.assert_allclose(z, want, rtol=1e-5)
     assert y.tolist() == [["a", "b", "c"][i] for i in np.argmax(want, axis=1)]
     with pytest.raises(KernelError):
-        K.svm_classifier(x, coefficients=[1.0, 2.0], classlabels_ints=[0, 1])
+        ML.svm_classifier(x, coefficients=[1.0, 2.0], classlabels_ints=[0, 1])
 
 
 def test_svm_classifier_against_onnxruntime():

@@ -209,8 +209,9 @@ def test_resize_axes_negative_and_order():
     a = resize(x, None, np.array([2.0, 0.5], np.float32), axes=(2, 3), mode="linear")
     b = resize(x, None, np.array([0.5, 2.0], np.float32), axes=[-1, -2], mode="linear")
     c = resize(x, None, np.array([1, 1, 2.0, 0.5], np.float32), mode="linear")
-    np.testing.assert_allclose(a, c, rtol=1e-6)
-    np.testing.assert_allclose(b, c, rtol=1e-6)
+    # the axes are resampled in another order for b: float32 rounding differs by a few ulps of the inputs
+    np.testing.assert_allclose(a, c, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(b, c, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("policy,want_hw", [("stretch", (3, 14)), ("not_larger", (3, 4)), ("not_smaller", (10, 14))])

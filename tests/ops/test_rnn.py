@@ -9,6 +9,7 @@ import pytest
 
 from stdops.errors import KernelError
 from stdops.ops.rnn import gru, lstm, rnn
+from stdops.ops.rnn_cell import gru_cell, lstm_cell, rnn_cell
 
 # ----------------------------------------------------------------------------- naive reference
 
@@ -18,7 +19,7 @@ _REF_ACT = {  # name -> (f(x, alpha, beta), default alpha, default beta)
     "sigmoid": (lambda x, a, b: 1.0 / (1.0 + np.exp(-x)), None, None),
     "affine": (lambda x, a, b: a * x + b, 1.0, 0.0),
     "leakyrelu": (lambda x, a, b: np.where(x >= 0, x, a * x), 0.01, None),
-    "thresholdedrelu": (lambda x, a, b: np.where(x >= a, x, 0.0), 1.0, None),
+    "thresholdedrelu": (lambda x, a, b: np.where(x > a, x, 0.0), 1.0, None),
     "scaledtanh": (lambda x, a, b: a * np.tanh(b * x), 1.0, 1.0),
     "hardsigmoid": (lambda x, a, b: np.minimum(np.maximum(a * x + b, 0), 1), 0.2, 0.5),
     "elu": (lambda x, a, b: np.where(x >= 0, x, a * (np.exp(np.minimum(x, 0)) - 1)), 1.0, None),
@@ -419,3 +420,73 @@ def test_onnx_versions(kind, opset, attrs):
     )
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
+
+
+# ----------------------------------------------------------------------------- the cells
+
+
+def _clipped(x, clip):
+    return x if clip is None else np.clip(x, -clip, clip)
+
+
+@pytest.mark.parametrize("clip", [None, 0.7])
+@pytest.mark.parametrize("input_forget", [0, 1])
+@pytest.mark.parametrize("peep", [False, True])
+def test_lstm_cell(clip, input_forget, peep):
+    rng = np.random.default_rng(11)
+    B, H = 3, 5
+    gates = rng.standard_normal((B, 4 * H)).astype(np.float32)
+    c = rng.standard_normal((B, H)).astype(np.float32)
+    p = rng.standard_normal(3 * H).astype(np.float32) if peep else None
+    g64, c64 = gates.astype(np.float64), c.astype(np.float64)
+    gi, go, gf, gc = (g64[:, k * H : (k + 1) * H] for k in range(4))
+    pi, po, pf = (np.zeros(H),) * 3 if p is None else (p[:H], p[H : 2 * H], p[2 * H :])
+    sig = _REF_ACT["sigmoid"][0]
+    i = sig(_clipped(gi + pi * c64, clip), None, None)
+    f = 1 - i if input_forget else sig(_clipped(gf + pf * c64, clip), None, None)
+    c_new = f * c64 + i * np.tanh(_clipped(gc, clip))
+    o = sig(_clipped(go + po * c_new, clip), None, None)
+    before = gates.copy()
+    h_got, c_got = lstm_cell(gates, c, p, clip=clip, input_forget=input_forget)
+    np.testing.assert_array_equal(gates, before)  # the input is not touched
+    assert h_got.dtype == np.float32 and c_got.dtype == np.float32
+    np.testing.assert_allclose(c_got, c_new, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h_got, o * np.tanh(c_new), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("lbr", [0, 1])
+@pytest.mark.parametrize("clip", [None, 0.5])
+@pytest.mark.parametrize("acts", [None, ["HardSigmoid", "Softsign"]])
+def test_gru_cell(lbr, clip, acts):
+    rng = np.random.default_rng(12)
+    B, H = 2, 4
+    gx = rng.standard_normal((B, 3 * H)).astype(np.float32)
+    gh = rng.standard_normal((B, 3 * H)).astype(np.float32)
+    h = rng.standard_normal((B, H)).astype(np.float32)
+    r_h = rng.standard_normal((H, H)).astype(np.float32)
+    f, g = _ref_acts(acts or ["Sigmoid", "Tanh"], None, None)
+    x64, h64, hh64 = gx.astype(np.float64), gh.astype(np.float64), h.astype(np.float64)
+    z = f(_clipped(x64[:, :H] + h64[:, :H], clip))
+    r = f(_clipped(x64[:, H : 2 * H] + h64[:, H : 2 * H], clip))
+    rec = r * h64[:, 2 * H :] if lbr else (r * hh64) @ r_h.astype(np.float64)
+    cand = g(_clipped(x64[:, 2 * H :] + rec, clip))
+    got = gru_cell(gx, gh, h, None if lbr else r_h, linear_before_reset=lbr, clip=clip, activations=acts)
+    np.testing.assert_allclose(got, (1 - z) * cand + z * hh64, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("act,alpha,beta", [(None, None, None), ("Relu", None, None), ("ScaledTanh", [0.5], [2.0])])
+def test_rnn_cell(act, alpha, beta):
+    rng = np.random.default_rng(13)
+    gates = rng.standard_normal((3, 6)).astype(np.float32)
+    (f,) = _ref_acts([act or "Tanh"], alpha, beta)
+    got = rnn_cell(gates, activations=None if act is None else [act], activation_alpha=alpha, activation_beta=beta)
+    np.testing.assert_allclose(got, f(gates.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+def test_cells_refuse_bad_shapes():
+    with pytest.raises(KernelError, match="4 \\* hidden"):
+        lstm_cell(np.zeros((2, 7), np.float32), np.zeros((2, 1), np.float32))
+    with pytest.raises(KernelError, match="r_h"):
+        gru_cell(np.zeros((2, 6), np.float32), np.zeros((2, 6), np.float32), np.zeros((2, 2), np.float32))
+    with pytest.raises(KernelError, match="floating-point"):
+        rnn_cell(np.zeros((2, 3), np.int32))

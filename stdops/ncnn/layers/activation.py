@@ -10,19 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import KernelError
-from ...ops import OPS
-from ..activation import fused_activation
+from ...ops import activation, elementwise, ml
+from ...ops.axes import norm_axis
+from ...ops.bind import bind
+from ..activation import FUSED, fused_activation
 from ..spec import P, W, layer
 
 _F32 = np.float32
-
-
-def _axis(axis: int, ndim: int, what: str) -> int:
-    """A possibly negative ncnn axis over the numpy blob shape (axis 0 = the outermost dim)."""
-    a = axis + ndim if axis < 0 else axis
-    if not 0 <= a < ndim:
-        raise KernelError(f"{what}: axis {axis} is out of range for a {ndim}d blob")
-    return a
 
 
 def _count(n: int, what: str) -> int:
@@ -32,107 +26,120 @@ def _count(n: int, what: str) -> int:
     return n
 
 
-@layer("ReLU", params=[P(0, "slope", 0.0)])
+@layer("ReLU", params=[P(0, "slope", 0.0)], kernels=(activation.relu, activation.leaky_relu))
 def relu(p, w):
     """y = x if x > 0 else x * slope (slope 0: ReLU)."""
     if p.slope == 0.0:
-        return OPS["relu"].fn
-    return lambda x: OPS["leaky_relu"].fn(x, alpha=p.slope)
+        return bind(activation.relu)
+    return bind(activation.leaky_relu, {"alpha": p.slope})
 
 
-@layer("Sigmoid")
+@layer("Sigmoid", kernels=(activation.sigmoid,))
 def sigmoid(p, w):
     """y = 1 / (1 + exp(-x))."""
-    return OPS["sigmoid"].fn
+    return bind(activation.sigmoid)
 
 
-@layer("TanH")
+@layer("TanH", kernels=(elementwise.tanh,))
 def tanh(p, w):
     """y = tanh(x)."""
-    return OPS["tanh"].fn
+    return bind(elementwise.tanh)
 
 
-@layer("AbsVal")
+@layer("AbsVal", kernels=(elementwise.abs_,))
 def absval(p, w):
     """y = |x|."""
-    return OPS["abs_"].fn
+    return bind(elementwise.abs_)
 
 
-@layer("BNLL")
+@layer("BNLL", kernels=(activation.softplus,))
 def bnll(p, w):
     """y = log(1 + exp(x)) (softplus)."""
-    return OPS["softplus"].fn
+    return bind(activation.softplus)
 
 
-@layer("Softplus")
+@layer("Softplus", kernels=(activation.softplus,))
 def softplus(p, w):
     """y = log(exp(x) + 1)."""
-    return OPS["softplus"].fn
+    return bind(activation.softplus)
 
 
-@layer("CELU", params=[P(0, "alpha", 1.0)])
+@layer("CELU", params=[P(0, "alpha", 1.0)], kernels=(activation.relu, activation.celu))
 def celu(p, w):
     """y = x if x >= 0 else (exp(x / alpha) - 1) * alpha (alpha 0: the limit, ReLU)."""
     if p.alpha == 0.0:
-        return OPS["relu"].fn
-    fn = OPS["celu"].fn
-    return lambda x: fn(x, alpha=p.alpha)
+        return activation.relu
+    return bind(activation.celu, {"alpha": p.alpha})
 
 
-@layer("ELU", params=[P(0, "alpha", 0.1)])
+@layer("ELU", params=[P(0, "alpha", 0.1)], kernels=(activation.elu,))
 def elu(p, w):
     """y = x if x >= 0 else alpha * (exp(x) - 1)."""
-    fn = OPS["elu"].fn
-    return lambda x: fn(x, alpha=p.alpha)
+    return bind(activation.elu, {"alpha": p.alpha})
 
 
-@layer("SELU", params=[P(0, "alpha", 1.67326324), P(1, "lambda_", 1.050700987)])
+@layer("SELU", params=[P(0, "alpha", 1.67326324), P(1, "lambda_", 1.050700987)], kernels=(activation.selu,))
 def selu(p, w):
     """y = x * lambda if x >= 0 else (exp(x) - 1) * alpha * lambda."""
-    fn = OPS["selu"].fn
-    return lambda x: fn(x, alpha=p.alpha, gamma=p.lambda_)
+    return bind(activation.selu, {"alpha": p.alpha, "gamma": p.lambda_})
 
 
-@layer("Clip", params=[P(0, "min", -3.4028234663852886e38), P(1, "max", 3.4028234663852886e38)])
+@layer(
+    "Clip",
+    params=[P(0, "min", -3.4028234663852886e38), P(1, "max", 3.4028234663852886e38)],
+    kernels=(elementwise.clip,),
+)
 def clip(p, w):
     """y = min(max(x, min), max) (min > max gives max everywhere)."""
-    fn = OPS["clip"].fn
+    fn = elementwise.clip
     lo, hi = np.asarray(p.min, _F32), np.asarray(p.max, _F32)
     return lambda x: fn(x, lo, hi)
 
 
-@layer("Erf")
+@layer("Erf", kernels=(elementwise.erf,))
 def erf(p, w):
     """y = erf(x)."""
-    return OPS["erf"].fn
+    return bind(elementwise.erf)
 
 
-@layer("Exp", params=[P(0, "base", -1.0), P(1, "scale", 1.0), P(2, "shift", 0.0)])
+@layer(
+    "Exp",
+    params=[P(0, "base", -1.0), P(1, "scale", 1.0), P(2, "shift", 0.0)],
+    kernels=(elementwise.exp, elementwise.pow_, elementwise.mul, elementwise.add),
+)
 def exp(p, w):
     """y = exp(shift + x * scale) (base -1) or base ** (shift + x * scale)."""
     lin = _affine(p.scale, p.shift)
     if p.base == -1.0:
-        fn = OPS["exp"].fn
+        fn = elementwise.exp
         return lambda x: fn(lin(x))
-    pw, base = OPS["pow_"].fn, np.asarray(p.base, _F32)
+    pw, base = elementwise.pow_, np.asarray(p.base, _F32)
     return lambda x: pw(np.broadcast_to(base, np.shape(x)), lin(x))
 
 
-@layer("Log", params=[P(0, "base", -1.0), P(1, "scale", 1.0), P(2, "shift", 0.0)])
+@layer(
+    "Log",
+    params=[P(0, "base", -1.0), P(1, "scale", 1.0), P(2, "shift", 0.0)],
+    kernels=(elementwise.log, elementwise.mul, elementwise.add),
+)
 def log(p, w):
     """y = log(shift + x * scale) (base -1), divided by log(base) otherwise."""
-    lin, fn = _affine(p.scale, p.shift), OPS["log"].fn
+    lin, fn = _affine(p.scale, p.shift), elementwise.log
     if p.base == -1.0:
         return lambda x: fn(lin(x))
-    mul = OPS["mul"].fn
-    inv = np.asarray(_F32(1) / np.log(_F32(p.base)), _F32)
+    mul = elementwise.mul
+    inv = np.asarray(_F32(1) / elementwise.log(np.asarray(p.base, _F32)), _F32)
     return lambda x: mul(fn(lin(x)), inv)
 
 
-@layer("Power", params=[P(0, "power", 1.0), P(1, "scale", 1.0), P(2, "shift", 0.0)])
+@layer(
+    "Power",
+    params=[P(0, "power", 1.0), P(1, "scale", 1.0), P(2, "shift", 0.0)],
+    kernels=(elementwise.pow_, elementwise.mul, elementwise.add),
+)
 def power(p, w):
     """y = (shift + x * scale) ** power."""
-    lin, pw = _affine(p.scale, p.shift), OPS["pow_"].fn
+    lin, pw = _affine(p.scale, p.shift), elementwise.pow_
     e = np.asarray(p.power, _F32)
     return lambda x: pw(lin(x), e)
 
@@ -141,27 +148,27 @@ def _affine(scale: float, shift: float):
     """x -> shift + x * scale in float32 (the identity when scale 1, shift 0)."""
     if scale == 1.0 and shift == 0.0:
         return lambda x: x
-    mul, add = OPS["mul"].fn, OPS["add"].fn
+    mul, add = elementwise.mul, elementwise.add
     s, b = np.asarray(scale, _F32), np.asarray(shift, _F32)
     return lambda x: add(mul(x, s), b)
 
 
-@layer("GELU", params=[P(0, "fast_gelu", 0)])
+@layer("GELU", params=[P(0, "fast_gelu", 0)], kernels=(activation.gelu,))
 def gelu(p, w):
     """y = 0.5 x (1 + erf(x / sqrt 2)); fast_gelu: the tanh approximation."""
-    fn = OPS["gelu"].fn
+    fn = activation.gelu
     mode = "tanh" if p.fast_gelu else "none"
     return lambda x: fn(x, approximate=mode)
 
 
-@layer("GLU", params=[P(0, "axis", 0)])
+@layer("GLU", params=[P(0, "axis", 0)], kernels=(activation.sigmoid, elementwise.mul))
 def glu(p, w):
     """y = a * sigmoid(b): a the first half of x along axis, b the second (1d: axis ignored; an odd
     length drops its last element)."""
-    sig, mul = OPS["sigmoid"].fn, OPS["mul"].fn
+    sig, mul = activation.sigmoid, elementwise.mul
 
     def run(x):
-        ax = 0 if x.ndim == 1 else _axis(p.axis, x.ndim, "GLU")
+        ax = 0 if x.ndim == 1 else norm_axis(p.axis, x.ndim, "GLU: axis")
         n = x.shape[ax] // 2
         lead = (slice(None),) * ax
         return mul(x[lead + (slice(0, n),)], sig(x[lead + (slice(n, 2 * n),)]))
@@ -169,61 +176,64 @@ def glu(p, w):
     return run
 
 
-@layer("HardSigmoid", params=[P(0, "alpha", 0.2), P(1, "beta", 0.5)])
+@layer("HardSigmoid", params=[P(0, "alpha", 0.2), P(1, "beta", 0.5)], kernels=(activation.hard_sigmoid,))
 def hardsigmoid(p, w):
     """y = clamp(x * alpha + beta, 0, 1)."""
-    fn = OPS["hard_sigmoid"].fn
-    return lambda x: fn(x, alpha=p.alpha, beta=p.beta)
+    return bind(activation.hard_sigmoid, {"alpha": p.alpha, "beta": p.beta})
 
 
-@layer("HardSwish", params=[P(0, "alpha", 0.2), P(1, "beta", 0.5)])
+@layer("HardSwish", params=[P(0, "alpha", 0.2), P(1, "beta", 0.5)], kernels=FUSED)
 def hardswish(p, w):
     """y = x * clamp(x * alpha + beta, 0, 1) (the fused-activation helper, type 6)."""
     return fused_activation(6, [p.alpha, p.beta])
 
 
-@layer("Mish")
+@layer("Mish", kernels=(activation.mish,))
 def mish(p, w):
     """y = x * tanh(log(1 + exp(x)))."""
-    return OPS["mish"].fn
+    return bind(activation.mish)
 
 
-@layer("Swish")
+@layer("Swish", kernels=(activation.swish,))
 def swish(p, w):
     """y = x / (1 + exp(-x))."""
-    return OPS["swish"].fn
+    return bind(activation.swish)
 
 
-@layer("Shrink", params=[P(0, "bias", 0.0), P(1, "lambd", 0.5)])
+@layer("Shrink", params=[P(0, "bias", 0.0), P(1, "lambd", 0.5)], kernels=(activation.shrink,))
 def shrink(p, w):
     """y = x + bias if x < -lambd, x - bias if x > lambd, else 0."""
-    fn = OPS["shrink"].fn
-    return lambda x: fn(x, bias=p.bias, lambd=p.lambd)
+    return bind(activation.shrink, {"bias": p.bias, "lambd": p.lambd})
 
 
-@layer("Threshold", params=[P(0, "threshold", 0.0)])
+@layer("Threshold", params=[P(0, "threshold", 0.0)], kernels=(ml.binarizer,))
 def threshold(p, w):
     """y = 1 if x > threshold else 0."""
-    fn = OPS["binarizer"].fn
+    fn = ml.binarizer
     t = _F32(p.threshold)
     return lambda x: fn(x, threshold=t)
 
 
-@layer("Dropout", params=[P(0, "scale", 1.0)])
+@layer("Dropout", params=[P(0, "scale", 1.0)], kernels=(elementwise.mul,))
 def dropout(p, w):
     """y = x * scale (inference: identity when scale is 1)."""
     if p.scale == 1.0:
         return lambda x: x
-    mul, s = OPS["mul"].fn, np.asarray(p.scale, _F32)
+    mul, s = elementwise.mul, np.asarray(p.scale, _F32)
     return lambda x: mul(x, s)
 
 
-@layer("PReLU", params=[P(0, "num_slope", 0)], weights=lambda p: [W("slope", _count(p.num_slope, "num_slope"))])
+@layer(
+    "PReLU",
+    params=[P(0, "num_slope", 0)],
+    weights=lambda p: [W("slope", _count(p.num_slope, "num_slope"))],
+    kernels=(activation.prelu,),
+)
 def prelu(p, w):
     """y = x if x >= 0 else x * slope; one slope, or one per element of axis 0 (1d: per element,
     2d: per row, 3d/4d: per channel)."""
     slope = w["slope"]
-    fn = OPS["prelu"].fn
+    fn = activation.prelu
     if p.num_slope == 1:
         s1 = np.asarray(slope[0], _F32)
         return lambda x: fn(x, s1)
@@ -237,15 +247,15 @@ def prelu(p, w):
     return run
 
 
-@layer("Softmax", params=[P(0, "axis", 0), P(1, "fixbug0", 0)])
+@layer("Softmax", params=[P(0, "axis", 0), P(1, "fixbug0", 0)], kernels=(activation.softmax,))
 def softmax(p, w):
     """y = exp(x - max) / sum(exp(x - max)) along axis (1d: axis ignored). ncnn refuses a nonzero
     axis without fixbug0=1 (params written before its axis fix)."""
     if p.fixbug0 == 0 and p.axis != 0:
         raise ValueError(f"Softmax axis={p.axis} needs fixbug0=1 (param file too old: regenerate it)")
-    fn = OPS["softmax"].fn
+    fn = activation.softmax
 
     def run(x):
-        return fn(x, axis=0 if x.ndim == 1 else _axis(p.axis, x.ndim, "Softmax"))
+        return fn(x, axis=0 if x.ndim == 1 else norm_axis(p.axis, x.ndim, "Softmax: axis"))
 
     return run

@@ -13,22 +13,19 @@ import numpy as np
 
 from ...errors import KernelError
 from ...limits import check_elements
-from ...ops import OPS
+from ...ops import cast as casts
+from ...ops import elementwise, norm, shape_gen, shape_pad
 from ...ops.lowp import types
 from ..spec import P, W, layer
 
 _F32 = np.float32
 
 
-def _fn(name: str) -> Callable:
-    return OPS[name].fn
-
-
 # --------------------------------------------------------------------------- UnaryOp
 
 
 def _unary_table() -> dict[int, Callable[[np.ndarray], np.ndarray]]:
-    mul, recip, sqrt, sign = _fn("mul"), _fn("reciprocal"), _fn("sqrt"), _fn("sign")
+    mul, recip, sqrt, sign = elementwise.mul, elementwise.reciprocal, elementwise.sqrt, elementwise.sign
 
     def np_unary(ufunc):
         def run(x):
@@ -42,33 +39,33 @@ def _unary_table() -> dict[int, Callable[[np.ndarray], np.ndarray]]:
         return np.where(np.isnan(s), _F32(0), s) if s.size and np.isnan(s).any() else s
 
     return {
-        0: _fn("abs_"),
-        1: _fn("neg"),
-        2: _fn("floor"),
-        3: _fn("ceil"),
+        0: elementwise.abs_,
+        1: elementwise.neg,
+        2: elementwise.floor,
+        3: elementwise.ceil,
         4: lambda x: mul(x, x),
         5: sqrt,
         6: lambda x: recip(sqrt(x)),
-        7: _fn("exp"),
-        8: _fn("log"),
-        9: _fn("sin"),
-        10: _fn("cos"),
-        11: _fn("tan"),
-        12: _fn("asin"),
-        13: _fn("acos"),
-        14: _fn("atan"),
+        7: elementwise.exp,
+        8: elementwise.log,
+        9: elementwise.sin,
+        10: elementwise.cos,
+        11: elementwise.tan,
+        12: elementwise.asin,
+        13: elementwise.acos,
+        14: elementwise.atan,
         15: recip,
-        16: _fn("tanh"),
+        16: elementwise.tanh,
         17: np_unary(np.log10),
-        18: _fn("round_"),
+        18: elementwise.round_,
         19: np_unary(np.trunc),
         20: sign_ncnn,
         21: np_unary(np.expm1),
-        22: _fn("sinh"),
-        23: _fn("asinh"),
-        24: _fn("cosh"),
-        25: _fn("acosh"),
-        26: _fn("atanh"),
+        22: elementwise.sinh,
+        23: elementwise.asinh,
+        24: elementwise.cosh,
+        25: elementwise.acosh,
+        26: elementwise.atanh,
         27: np_unary(np.log1p),
     }
 
@@ -79,7 +76,35 @@ UNARY_NAMES = (
 ).split()
 
 
-@layer("UnaryOp", params=[P(0, "op_type", 0)])
+@layer(
+    "UnaryOp",
+    params=[P(0, "op_type", 0)],
+    kernels=(
+        elementwise.abs_,
+        elementwise.acos,
+        elementwise.acosh,
+        elementwise.asin,
+        elementwise.asinh,
+        elementwise.atan,
+        elementwise.atanh,
+        elementwise.ceil,
+        elementwise.cos,
+        elementwise.cosh,
+        elementwise.exp,
+        elementwise.floor,
+        elementwise.log,
+        elementwise.mul,
+        elementwise.neg,
+        elementwise.reciprocal,
+        elementwise.round_,
+        elementwise.sign,
+        elementwise.sin,
+        elementwise.sinh,
+        elementwise.sqrt,
+        elementwise.tan,
+        elementwise.tanh,
+    ),
+)
 def unaryop(p, w):
     """y = op(x): 0 abs, 1 neg, 2 floor, 3 ceil, 4 square, 5 sqrt, 6 rsqrt, 7 exp, 8 log, 9 sin, 10 cos,
     11 tan, 12 asin, 13 acos, 14 atan, 15 reciprocal, 16 tanh, 17 log10, 18 round (half to even),
@@ -109,16 +134,16 @@ def _np_binary(ufunc):
 
 
 def _binary_table() -> dict[int, Callable[[np.ndarray, np.ndarray], np.ndarray]]:
-    div, mod = _fn("div"), _fn("mod")
-    floor = _fn("floor")
+    div, mod = elementwise.div, elementwise.mod
+    floor = elementwise.floor
     ops = {
-        0: _fn("add"),
-        1: _fn("sub"),
-        2: _fn("mul"),
+        0: elementwise.add,
+        1: elementwise.sub,
+        2: elementwise.mul,
         3: div,
-        4: _fn("max_"),
-        5: _fn("min_"),
-        6: _fn("pow_"),
+        4: elementwise.max_,
+        5: elementwise.min_,
+        6: elementwise.pow_,
         10: _np_binary(np.arctan2),
         12: lambda a, b: mod(a, b, fmod=1),
         14: _np_binary(np.logaddexp),
@@ -182,7 +207,22 @@ def ncnn_binary(fn: Callable, a: np.ndarray, b: np.ndarray, what: str = "BinaryO
     return fn(a, b)
 
 
-@layer("BinaryOp", params=[P(0, "op_type", 0), P(1, "with_scalar", 0), P(2, "b", 0.0)], inputs=None)
+@layer(
+    "BinaryOp",
+    params=[P(0, "op_type", 0), P(1, "with_scalar", 0), P(2, "b", 0.0)],
+    inputs=None,
+    kernels=(
+        elementwise.add,
+        elementwise.div,
+        elementwise.floor,
+        elementwise.max_,
+        elementwise.min_,
+        elementwise.mod,
+        elementwise.mul,
+        elementwise.pow_,
+        elementwise.sub,
+    ),
+)
 def binaryop(p, w):
     """C = op(A, B): 0 add, 1 sub, 2 mul, 3 div, 4 max, 5 min, 6 pow, 7 rsub, 8 rdiv, 9 rpow, 10 atan2,
     11 ratan2, 12 fmod, 13 rfmod, 14 logaddexp, 15 floor_divide, 16 rfloor_divide, 17 remainder
@@ -204,7 +244,12 @@ def binaryop(p, w):
 # --------------------------------------------------------------------------- Eltwise
 
 
-@layer("Eltwise", params=[P(0, "op_type", 0), P(1, "coeffs", (), kind="floats")], inputs=None)
+@layer(
+    "Eltwise",
+    params=[P(0, "op_type", 0), P(1, "coeffs", (), kind="floats")],
+    inputs=None,
+    kernels=(elementwise.add, elementwise.max_, elementwise.mul, elementwise.sum_),
+)
 def eltwise(p, w):
     """y = x0 * x1 * ... (op 0), sum of coeff_i * x_i (op 1; no coeffs: plain sum), max (op 2); every
     bottom has the first one's shape."""
@@ -213,7 +258,7 @@ def eltwise(p, w):
     coeffs = [_F32(c) for c in p.coeffs]
     if p.op_type == 1 and coeffs and len(coeffs) < p.n_bottoms:
         raise ValueError(f"Eltwise has {p.n_bottoms} bottoms but {len(coeffs)} coeffs")
-    mul, add = _fn("mul"), _fn("add")
+    mul, add = elementwise.mul, elementwise.add
 
     def check(xs):
         if not xs:
@@ -231,13 +276,13 @@ def eltwise(p, w):
                 y = mul(y, x)
             return y
     elif p.op_type == 2:
-        mx = _fn("max_")
+        mx = elementwise.max_
 
         def run(*xs):
             check(xs)
             return mx(*xs)
     elif not coeffs:
-        sm = _fn("sum_")
+        sm = elementwise.sum_
 
         def run(*xs):
             check(xs)
@@ -283,11 +328,17 @@ def _scale_weights(p):
     return [W("scale", p.scale_data_size), *([W("bias", p.scale_data_size)] if p.bias_term else [])]
 
 
-@layer("Scale", params=[P(0, "scale_data_size", 0), P(1, "bias_term", 0)], weights=_scale_weights, inputs=None)
+@layer(
+    "Scale",
+    params=[P(0, "scale_data_size", 0), P(1, "bias_term", 0)],
+    weights=_scale_weights,
+    inputs=None,
+    kernels=(elementwise.add, elementwise.mul),
+)
 def scale(p, w):
     """y = x * scale + bias along axis 0 (1d: per element, 2d: per row, 3d/4d: per channel).
     scale_data_size=-233: two bottoms, the scale is the second blob (no bias)."""
-    mul, add = _fn("mul"), _fn("add")
+    mul, add = elementwise.mul, elementwise.add
     if p.scale_data_size == -233:
         if p.bias_term:
             raise ValueError(
@@ -308,10 +359,11 @@ def scale(p, w):
     "Bias",
     params=[P(0, "bias_data_size", 0)],
     weights=lambda p: [W("bias", _count(p.bias_data_size, "bias_data_size"))],
+    kernels=(elementwise.add,),
 )
 def bias(p, w):
     """y = x + bias per channel of a 3d/4d blob; a 1d or 2d blob (one channel in ncnn) gets bias[0]."""
-    b, add = w["bias"], _fn("add")
+    b, add = w["bias"], elementwise.add
     b0 = np.asarray(b[0], _F32)
 
     def run(x):
@@ -326,6 +378,7 @@ def bias(p, w):
     "BatchNorm",
     params=[P(0, "channels", 0), P(1, "eps", 0.0)],
     weights=lambda p: [W(n, _count(p.channels, "channels")) for n in ("slope", "mean", "var", "bias")],
+    kernels=(norm.batch_normalization,),
 )
 def batchnorm(p, w):
     """y = (x - mean) / sqrt(var + eps) * slope + bias along axis 0 (1d: per element, 2d: per row,
@@ -333,8 +386,8 @@ def batchnorm(p, w):
     slope, mean, var, b = w["slope"], w["mean"], w["var"], w["bias"]
     eps = _F32(p.eps)
     # ncnn's guard against a zero denominator, folded into var
-    var = np.where(np.sqrt(var + eps) == 0, _F32(1e-8) - eps, var).astype(_F32)
-    bn = _fn("batch_normalization")
+    var = np.where(var + eps == 0, _F32(1e-8) - eps, var).astype(_F32)  # sqrt(var + eps) == 0
+    bn = norm.batch_normalization
     c = slope.size
 
     def run(x):
@@ -352,7 +405,8 @@ def cast_type(code: int) -> np.dtype:
     """ncnn Cast's type codes: 1 float32, 2 float16, 3 int8, 4 bfloat16 (imported lazily: see ops/lowp.py)."""
     if code == 4:
         return types().bfloat16
-    return {1: np.dtype(np.float32), 2: np.dtype(np.float16), 3: np.dtype(np.int8)}[code]
+    codes: dict[int, np.dtype] = {1: np.dtype(np.float32), 2: np.dtype(np.float16), 3: np.dtype(np.int8)}
+    return codes[code]
 
 
 def _to_int8(x: np.ndarray) -> np.ndarray:
@@ -362,7 +416,7 @@ def _to_int8(x: np.ndarray) -> np.ndarray:
         return np.clip(np.nan_to_num(r, nan=0.0), -128, 127).astype(np.int8)
 
 
-@layer("Cast", params=[P(0, "type_from", 0), P(1, "type_to", 0)])
+@layer("Cast", params=[P(0, "type_from", 0), P(1, "type_to", 0)], kernels=(casts.cast,))
 def cast(p, w):
     """y = x converted to type_to: 1 float32, 2 float16, 3 int8, 4 bfloat16 (0 auto: unchanged).
     Blobs carry their type as the numpy dtype (float16, int8, ml_dtypes.bfloat16); type_from says what
@@ -376,7 +430,7 @@ def cast(p, w):
     if p.type_to == 0 or p.type_from == p.type_to:
         return lambda x: x
     to = cast_type(p.type_to)
-    conv = _fn("cast")
+    conv = casts.cast
     if p.type_to == 3:
         return _to_int8
 
@@ -400,6 +454,7 @@ def cast(p, w):
         P(4, "storage_type_from", 0),
         P(5, "storage_type_to", 0),
     ],
+    kernels=(shape_pad.pad,),
 )
 def packing(p, w):
     """Changes ncnn's SIMD lane packing (elempack) of a blob. Blobs here are never packed (the wheel,
@@ -417,7 +472,9 @@ def packing(p, w):
         if not extra:
             return x
         check_elements((x.shape[0] + extra,) + x.shape[1:], "Packing output")
-        return np.concatenate([x, np.zeros((extra,) + x.shape[1:], x.dtype)])
+        pads = np.zeros(2 * x.ndim, np.int64)
+        pads[x.ndim] = extra
+        return shape_pad.pad(x, pads, np.zeros((), x.dtype), mode="constant")
 
     return run
 
@@ -451,6 +508,7 @@ def _memorydata_weights(p):
     params=[P(0, "w", 0), P(1, "h", 0), P(11, "d", 0), P(2, "c", 0), P(21, "load_type", 1)],
     weights=_memorydata_weights,
     inputs=0,
+    kernels=(shape_gen.constant,),
 )
 def memorydata(p, w):
     """y = the stored blob of shape (w) / (h, w) / (c, h, w) / (c, d, h, w) (by which of w, h, c, d are
@@ -461,12 +519,17 @@ def memorydata(p, w):
     if not shape:
         data = np.zeros((1,), _F32)
     else:
-        data = np.ascontiguousarray(np.asarray(w["data"]).astype(_F32).reshape(shape))
+        data = np.asarray(w["data"]).astype(_F32).reshape(shape)
+    data = shape_gen.constant(value=data)  # once, at load time
     data.setflags(write=False)
     return lambda: data
 
 
-@layer("Diag", params=[P(0, "diagonal", 0)])
+@layer(
+    "Diag",
+    params=[P(0, "diagonal", 0)],
+    ncnn_only="no ONNX operator builds a matrix from a diagonal or reads one out (NumPy's diag does)",
+)
 def diag(p, w):
     """1d x: the square matrix with x on diagonal k; 2d x: its diagonal k as a 1d blob (k > 0 above the
     main diagonal, k < 0 below)."""

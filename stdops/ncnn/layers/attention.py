@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ...ops import OPS
+from ...ops import activation, attention, linalg
 from ..spec import P, Ref, W, layer
 from .rnn import _round_int8
 
@@ -29,7 +29,12 @@ def _quant(v: np.ndarray, axis=None):
 
 
 def _softmax_rows(s: np.ndarray) -> np.ndarray:
-    return OPS["softmax"].fn(s, axis=-1)
+    return activation.softmax(s, axis=-1)
+
+
+def _int8_products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b of two int8-valued arrays (batched), exact: the MatMulInteger kernel, as float32."""
+    return linalg.mat_mul_integer(a.astype(np.int8), b.astype(np.int8)).astype(_F32)
 
 
 # --------------------------------------------------------------------------- MultiHeadAttention
@@ -139,6 +144,7 @@ def _unpack_block_weight(packed: np.ndarray, rows: int, k: int, bits: int, bs: i
     weights=_mha_weights,
     inputs=None,
     outputs=None,
+    kernels=(attention.attention, linalg.gemm, linalg.mat_mul_integer, activation.softmax),
 )
 def multi_head_attention(p, w):
     """q' = (q Wq^T + bq) * scale, k' = k Wk^T + bk, v' = v Wv^T + bv (k'/v' appended to the caches);
@@ -148,8 +154,8 @@ def multi_head_attention(p, w):
     qdim = p.weight_data_size // E
     dh = E // Hn
     scale = _F32(p.scale if p.scale is not None else 1.0 / math.sqrt(E // Hn))
-    gemm = OPS["gemm"].fn
-    attention = OPS["attention"].fn
+    gemm = linalg.gemm
+    sdpa_kernel = attention.attention
     dims = {"q": qdim, "k": p.kdim, "v": p.vdim}
     bq = _block_quant(p.quantize_term)
     int8 = bool(p.quantize_term) and bq is None
@@ -172,9 +178,9 @@ def multi_head_attention(p, w):
     Bm = {n: w[f"{n}_bias"] for n in "qkv"}
     bo = w["out_bias"]
     if int8:
-        W8 = {n: Wm[n].astype(np.int32) for n in "qkv"}
+        W8 = {n: np.ascontiguousarray(Wm[n].T, dtype=np.int8) for n in "qkv"}
         S8 = {n: w[f"{n}_weight_int8_scales"] for n in "qkv"}
-        Wo8 = Wo.astype(np.int32)
+        Wo8 = np.ascontiguousarray(Wo.T, dtype=np.int8)
         so8 = _F32(w["out_weight_int8_scale"][0])
 
     def project(x, n):
@@ -182,7 +188,7 @@ def multi_head_attention(p, w):
             raise ValueError(f"MultiHeadAttention {n} must be a 2d blob [seq, {dims[n]}], got shape {x.shape}")
         if int8:
             xq, xs = _quant(x)
-            acc = (xq @ W8[n].T).astype(_F32)
+            acc = _int8_products(xq, W8[n])
             return acc * (_F32(1) / (S8[n][None, :] * xs)) + Bm[n]
         if n in in_scale:
             x = x * in_scale[n]
@@ -221,10 +227,10 @@ def multi_head_attention(p, w):
         if int8:
             o = _mha_int8_core(qh, kh, vh, mask)  # [src, E]
             oq, os_ = _quant(o, axis=1)
-            y = (oq @ Wo8.T).astype(_F32) * (_F32(1) / (so8 * os_)) + bo
+            y = _int8_products(oq, Wo8) * (_F32(1) / (so8 * os_)) + bo
         else:
             m4 = None if mask is None else mask[None] if mask.ndim == 3 else mask
-            o = attention(qh[None], kh.transpose(0, 2, 1)[None], vh.transpose(0, 2, 1)[None], m4, scale=1.0)[0][0]
+            o = sdpa_kernel(qh[None], kh.transpose(0, 2, 1)[None], vh.transpose(0, 2, 1)[None], m4, scale=1.0)[0][0]
             o = o.transpose(1, 0, 2).reshape(src, E)
             if "out" in in_scale:
                 o = o * in_scale["out"]
@@ -243,14 +249,14 @@ def _mha_int8_core(qh, kh, vh, mask):
     kflat = kh.reshape(Hn, -1)
     kq, ks = _quant(kflat, axis=1)  # per head
     kq = kq.reshape(kh.shape)
-    s = np.matmul(qq, kq).astype(_F32) * (_F32(1) / (qs * ks[:, :, None]))  # [H, src, dst]
+    s = _int8_products(qq, kq) * (_F32(1) / (qs * ks[:, :, None]))  # [H, src, dst]
     if mask is not None:
         s = s + mask
     a = _softmax_rows(s)
     aq, as_ = _quant(a, axis=2)
     vq, vs = _quant(vh.reshape(Hn, -1), axis=1)
     vq = vq.reshape(vh.shape)  # [H, dh, dst]
-    o = np.matmul(aq, vq.transpose(0, 2, 1)).astype(_F32) * (_F32(1) / (as_ * vs[:, :, None]))
+    o = _int8_products(aq, vq.transpose(0, 2, 1)) * (_F32(1) / (as_ * vs[:, :, None]))
     return o.transpose(1, 0, 2).reshape(src, Hn * dh)
 
 
@@ -262,11 +268,12 @@ def _mha_int8_core(qh, kh, vh, mask):
     params=[P(5, "attn_mask", 0), P(6, "scale", 0.0), P(7, "kv_cache", 0), P(18, "int8_scale_term", 0)],
     inputs=None,
     outputs=None,
+    kernels=(attention.attention, linalg.mat_mul_integer, activation.softmax),
 )
 def sdpa(p, w):
     """y[h] = softmax(q[h] k[g]^T * scale + mask) v[g], g = h / (heads / groups); scale 0 means
     1/sqrt(dim). Bottoms q, k, v[, mask][, past_k, past_v]; tops y[, k, v] (kv_cache: with the past)."""
-    attention = OPS["attention"].fn
+    sdpa_kernel = attention.attention
     int8 = bool(p.int8_scale_term)
 
     def step(*b):
@@ -294,7 +301,7 @@ def sdpa(p, w):
             y = _sdpa_int8(q, k, v, mask, _F32(scale))
         else:
             m4 = None if mask is None else mask[None] if mask.ndim == 3 else mask
-            y = attention(q[None], k[None], v[None], m4, scale=scale)[0][0]
+            y = sdpa_kernel(q[None], k[None], v[None], m4, scale=scale)[0][0]
         if p.kv_cache and p.n_tops >= 3:
             return y, np.ascontiguousarray(k), np.ascontiguousarray(v)
         return y
@@ -311,22 +318,22 @@ def _sdpa_int8(q, k, v, mask, scale):
     kq, vq = kq.reshape(k.shape), vq.reshape(v.shape)
     g = np.arange(heads) // per
     qq, qs = _quant(q, axis=2)
-    s = np.matmul(qq, kq[g].transpose(0, 2, 1)).astype(_F32) * (_F32(1) / (qs * ks[g][:, :, None])) * scale
+    s = _int8_products(qq, kq[g].transpose(0, 2, 1)) * (_F32(1) / (qs * ks[g][:, :, None])) * scale
     if mask is not None:
         s = s + mask
     a = _softmax_rows(s)
     aq, as_ = _quant(a, axis=2)
-    return np.matmul(aq, vq[g]).astype(_F32) * (_F32(1) / (as_ * vs[g][:, :, None]))
+    return _int8_products(aq, vq[g]) * (_F32(1) / (as_ * vs[g][:, :, None]))
 
 
 # --------------------------------------------------------------------------- RotaryEmbed
 
 
-@layer("RotaryEmbed", params=[P(0, "interleaved", 0)], inputs=3)
+@layer("RotaryEmbed", params=[P(0, "interleaved", 0)], inputs=3, kernels=(attention.rotary_embedding,))
 def rotary_embed(p, w):
     """Per head and position: (x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos), pairs the two halves of the
     dim (interleaved 0) or even/odd channels (1). x [heads, seq, dim]; cos/sin [seq, dim/2]."""
-    rot = OPS["rotary_embedding"].fn
+    rot = attention.rotary_embedding
     inter = int(bool(p.interleaved))
 
     def step(x, cos, sin):
@@ -345,7 +352,7 @@ def rotary_embed(p, w):
 _LETTERS = "ijklmnopqrstuvwx"
 
 
-@layer("Einsum", params=[P(0, "equation", [], kind="ints")], inputs=None)
+@layer("Einsum", params=[P(0, "equation", [], kind="ints")], inputs=None, kernels=(linalg.einsum,))
 def einsum(p, w):
     """y = einsum(equation) with the equation given as character codes: input letters i..x, the output
     written i, ij, ijk or ijkl (summation over every other letter). "ii" is the trace (y [1])."""
@@ -353,7 +360,7 @@ def einsum(p, w):
         eq = "".join(chr(c) for c in p.equation)
     except (ValueError, OverflowError):
         raise ValueError("equation holds a value that is not a character code") from None
-    kern = OPS["einsum"].fn
+    kern = linalg.einsum
     if eq == "ii":
         return lambda x: (
             np.asarray(kern(np.asarray(x, _F32), equation="ii->"), _F32).reshape(1) if x.ndim == 2 else _bad_trace(x)

@@ -21,11 +21,12 @@ from collections.abc import Callable
 import numpy as np
 
 from ...errors import KernelError
-from ...ops import OPS
-from ...ops.conv import conv_forward, prepare_conv_weight
-from ..activation import fused_activation
+from ...ops import conv as convolution
+from ...ops import conv_transpose, linalg, quant, shape_pad
+from ...ops.bind import bind
+from ..activation import FUSED, fused_activation
 from ..spec import P, Ref, W, layer
-from .quant import dequant_scales, float2int8, int8_input, quantize_rows
+from .quant import dequant_scales, int8_epilogue, int8_input, quantize_rows
 
 _AXES = ("w", "h", "d")  # innermost first
 
@@ -201,7 +202,7 @@ def _pad_const(x: np.ndarray, begin, end, value) -> np.ndarray:
         v = np.int8(np.clip(np.trunc(value), -128, 127))
     else:
         v = np.asarray(value, dtype=x.dtype)
-    return OPS["pad"].fn(x, pads, v, mode="constant")
+    return shape_pad.pad(x, pads, v, mode="constant")
 
 
 # ----------------------------------------------------------------------------- convolution
@@ -222,7 +223,9 @@ def _geometry(p, nd: int, depthwise: bool, type_name: str):
     return M, g, kernel, strides, dilations
 
 
-def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
+def _build_conv(p, w, nd: int, depthwise: bool, type_name: str, int8_build=None, flat_inner_product=None):
+    """A convolution layer; ``int8_build`` builds its int8 form (variants with int8_scale_term),
+    ``flat_inner_product`` its 1x1 compatibility path (2D convolution)."""
     M, g, kernel, strides, dilations = _geometry(p, nd, depthwise, type_name)
     begin, end = _pads(p, nd)
     mode = _pad_mode(begin, end, type_name)
@@ -268,7 +271,7 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
             wk = wt.reshape((Mw, wt.size // (Mw * math.prod(kern))) + kern)
             xs2, pads = geometry(xs, kern)
             bias = None if b is None else np.asarray(b, np.float32).reshape(-1)
-            y = OPS["conv"].fn(xs2[None], wk, bias, group=g, strides=strides, dilations=dilations, pads=pads)[0]
+            y = convolution.conv(xs2[None], wk, bias, group=g, strides=strides, dilations=dilations, pads=pads)[0]
             return act(y) if act is not None else y
 
         return run_dynamic
@@ -290,36 +293,60 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str):
     if wd.dtype == np.int8 and not term:
         raise KernelError(f"{type_name}: int8 weights need int8_scale_term")
     if term:
-        return _build_conv_int8(
+        return int8_build(
             p, w, wd, wshape, g, bias, strides, dilations, geometry, check_in, act, term, depthwise, type_name
         )
 
-    wf = wd.astype(np.float32, copy=False).reshape(wshape)
-    cw = prepare_conv_weight(wf, g, strides, dilations)
-    # ncnn's old compatibility path: a flat blob through a 1x1 convolution is an InnerProduct
-    w2d = wf.reshape(M, -1) if (nd == 2 and kp == 1 and not depthwise) else None
+    wf = np.ascontiguousarray(wd.astype(np.float32, copy=False).reshape(wshape))
+    # the weights reach the kernel's load-time preparation through the binder; SAME padding depends on
+    # the input's size, so there is one binding per padding met (nets feed one size, Extractors a few)
+    conv_for = _bindings(convolution.conv, dict(group=g, strides=strides, dilations=dilations), (None, wf, bias))
+    inner = flat_inner_product(wf, bias) if flat_inner_product is not None and kp == 1 else None
 
     def run(x):
-        if x.ndim == 1 and w2d is not None and x.size == w2d.shape[1]:
-            y = OPS["gemm"].fn(x.astype(np.float32, copy=False)[None], w2d, bias, transB=1)[0]
+        if x.ndim == 1 and inner is not None and x.size == wf[0].size:
+            y = inner(x)
             return act(y) if act is not None else y
         xs = check_in(x).astype(np.float32, copy=False)
         if xs.shape[0] != Cg * g:
             raise KernelError(f"{type_name}: input has {xs.shape[0]} channels, the weights expect {Cg * g}")
         xs, pads = geometry(xs)
-        y = conv_forward(xs[None], cw, bias, strides=strides, dilations=dilations, pads=pads)[0]
+        y = conv_for(pads)(xs[None], wf, bias)[0]
         return act(y) if act is not None else y
 
     return run
+
+
+def _flat_inner_product(wf: np.ndarray, bias):
+    """ncnn's old compatibility path: a flat blob through a 1x1 convolution is an InnerProduct."""
+    w2d = np.ascontiguousarray(wf.reshape(wf.shape[0], -1))
+    step = bind(linalg.gemm, {"transB": 1}, (None, w2d, bias))
+    return lambda x: step(x.astype(np.float32, copy=False)[None], w2d, bias)[0]
+
+
+def _bindings(kernel, attrs: dict, constants: tuple, keep: int = 8):
+    """pads -> the kernel bound with them (and the constant weights), the last ``keep`` kept."""
+    bound: dict = {}
+
+    def for_pads(pads):
+        key = tuple(pads)
+        b = bound.get(key)
+        if b is None:
+            if len(bound) >= keep:
+                bound.pop(next(iter(bound)))
+            b = bound[key] = bind(kernel, {**attrs, "pads": list(key)}, constants)
+        return b
+
+    return for_pads
 
 
 def _build_conv_int8(
     p, w, wd, wshape, g, bias, strides, dilations, geometry, check_in, act, term, depthwise, type_name
 ):
     """int8 convolution: the input quantized with the bottom scale (int8 blobs pass through), weights
-    quantized per output channel (by group for depthwise) unless stored int8, exact integer sums (the shared
-    convolution core in float64, as ConvInteger does), dequantized by 1 / (bottom_scale * weight_scale), bias,
-    activation, and for int8_scale_term > 100 requantized to an int8 blob with the top scale."""
+    quantized per output channel (by group for depthwise) unless stored int8, exact integer sums (the
+    ConvInteger kernel), dequantized by 1 / (bottom_scale * weight_scale), bias, activation, and for
+    int8_scale_term > 100 requantized to an int8 blob with the top scale (the shared int8 epilogue)."""
     M = wshape[0]
     wscales = w["weight_data_int8_scales"].astype(np.float32)
     bscale = np.float32(w["bottom_blob_int8_scales"][0])
@@ -337,26 +364,19 @@ def _build_conv_int8(
         w8 = quantize_rows(wd.astype(np.float32).reshape(M, -1), per_out).reshape(wshape)
     descale = dequant_scales(per_out, bscale).reshape(M, *(1,) * (len(wshape) - 2))
     top = np.float32(w["top_blob_int8_scales"][0]) if term > 100 else None
-    # int8 x int8 sums are exact in float64: the shared convolution core on a prepared float64 weight
-    cw = prepare_conv_weight(w8.astype(np.float64), g, strides, dilations)
+    b = None if bias is None else bias.reshape(descale.shape)
+    # exact int8 x int8 sums: the ConvInteger kernel, its weights prepared once through the binder (an int8
+    # blob is always padded here, with the quantized pad value, so the kernel gets no pads)
+    w8 = np.ascontiguousarray(w8)
+    acc_step = bind(quant.conv_integer, dict(group=g, strides=strides, dilations=dilations), (None, w8))
     Cg = wshape[1]
 
     def run(x):
         xs = check_in(x)
         if xs.shape[0] != Cg * g:
             raise KernelError(f"{type_name}: input has {xs.shape[0]} channels, the weights expect {Cg * g}")
-        x8 = int8_input(xs, bscale)
-        x8, pads = geometry(x8)
-        acc = conv_forward(x8.astype(np.float64)[None], cw, None, strides=strides, dilations=dilations, pads=pads)[0]
-        y = acc.astype(np.float32) * descale
-        if bias is not None:
-            y = y + bias.reshape(descale.shape)
-        y = y.astype(np.float32, copy=False)
-        if act is not None:
-            y = act(y)
-        if top is not None:
-            return float2int8(y * top)
-        return y
+        x8, _ = geometry(int8_input(xs, bscale))
+        return int8_epilogue(acc_step(x8[None], w8)[0], descale, b, act, top)
 
     return run
 
@@ -387,7 +407,7 @@ def _build_deconv(p, w, nd: int, depthwise: bool, type_name: str):
             raise KernelError(
                 f"{type_name}: output_w/h/d {list(outsz)} need pads -233 (SAME_UPPER) or -234 (SAME_LOWER)"
             )
-    deconv = OPS["conv_transpose"].fn
+    deconv = conv_transpose.conv_transpose
 
     def finish(y):
         return act(y) if act is not None else y
@@ -427,12 +447,13 @@ def _build_deconv(p, w, nd: int, depthwise: bool, type_name: str):
     )
     bias = w.get("bias_data")
     bias = None if bias is None else bias.astype(np.float32)
+    step = bind(conv_transpose.conv_transpose, kw, (None, wt, bias))
 
     def run(x):
         xs = _check_rank(x, nd, type_name).astype(np.float32, copy=False)
         if xs.shape[0] != g * Cg:
             raise KernelError(f"{type_name}: input has {xs.shape[0]} channels, the weights expect {g * Cg}")
-        return finish(deconv(xs[None], wt, bias, **kw)[0])
+        return finish(step(xs[None], wt, bias)[0])
 
     return run
 
@@ -440,10 +461,20 @@ def _build_deconv(p, w, nd: int, depthwise: bool, type_name: str):
 # ----------------------------------------------------------------------------- declarations
 def _declare(type_name: str, nd: int, depthwise: bool, deconv: bool, int8: bool, dynamic: bool) -> None:
     params = _conv_params(nd, depthwise, deconv, int8, dynamic)
-    builder = _build_deconv if deconv else _build_conv
+    int8_build = _build_conv_int8 if int8 else None
+    flat = _flat_inner_product if nd == 2 and not depthwise and not deconv else None
+    if deconv:
+        kernels = (conv_transpose.conv_transpose, *FUSED)
 
-    def build(p, w):
-        return builder(p, w, nd, depthwise, type_name)
+        def build(p, w):
+            return _build_deconv(p, w, nd, depthwise, type_name)
+    else:
+        kernels = (convolution.conv, shape_pad.pad, *FUSED)
+        kernels += (quant.conv_integer,) if int8 else ()
+        kernels += (linalg.gemm,) if flat else ()
+
+        def build(p, w):
+            return _build_conv(p, w, nd, depthwise, type_name, int8_build, flat)
 
     kind = ("deconvolution" if deconv else "convolution") + (" by group" if depthwise else "")
     build.__doc__ = (
@@ -453,7 +484,9 @@ def _declare(type_name: str, nd: int, depthwise: bool, deconv: bool, int8: bool,
         + ("; int8 with int8_scale_term" if int8 else "")
         + "."
     )
-    layer(type_name, params=params, weights=_conv_weights(depthwise), inputs=None if dynamic else 1)(build)
+    layer(type_name, params=params, weights=_conv_weights(depthwise), inputs=None if dynamic else 1, kernels=kernels)(
+        build
+    )
 
 
 for _name, _nd, _dw, _de, _i8, _dyn in [
@@ -497,6 +530,7 @@ for _name, _nd, _dw, _de, _i8, _dyn in [
         *([W("bias_data", p.num_output)] if p.bias_term else []),
     ],
     inputs=None,
+    kernels=(conv_transpose.deform_conv, *FUSED),
 )
 def deformable_conv2d(p, w):
     """Deformable 2D convolution (one offset group; offset (2*kh*kw, OH, OW) as (dy, dx) per tap, optional
@@ -523,7 +557,7 @@ def deformable_conv2d(p, w):
     wf = wd.astype(np.float32).reshape((M, wd.size // (M * kp)) + kernel)
     bias = w.get("bias_data")
     act = fused_activation(p.activation_type, p.activation_params)
-    fn = OPS["deform_conv"].fn
+    fn = conv_transpose.deform_conv
 
     def run(x, offset, mask=None):
         xs = _check_rank(x, 2, "DeformableConv2D").astype(np.float32, copy=False)

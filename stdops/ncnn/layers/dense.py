@@ -15,15 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import KernelError
-from ...ops import OPS
-from ..activation import fused_activation
+from ...ops import indexing, linalg
+from ...ops.bind import bind
+from ..activation import FUSED, fused_activation
 from ..spec import P, W, layer
-from .quant import dequant_scales, float2int8, int8_input, quantize_rows
-
-
-def _int_matmul(a8: np.ndarray, b8: np.ndarray) -> np.ndarray:
-    """Exact int32 products of int8 matrices (float64 GEMM: exact below 2^53)."""
-    return OPS["mat_mul"].fn(a8.astype(np.float64, copy=False), b8.astype(np.float64, copy=False))
+from .quant import dequant_scales, float2int8, int8_epilogue, int8_input, quantize_rows
 
 
 # ----------------------------------------------------------------------------- InnerProduct
@@ -42,6 +38,7 @@ def _int_matmul(a8: np.ndarray, b8: np.ndarray) -> np.ndarray:
         *([W("bias_data", p.num_output)] if p.bias_term else []),
         *([W("weight_data_int8_scales", p.num_output), W("bottom_blob_int8_scales", 1)] if p.int8_scale_term else []),
     ],
+    kernels=(linalg.gemm, linalg.mat_mul_integer, *FUSED),
 )
 def inner_product(p, w):
     """y = activation(W x + b): a 2d blob of width num_input row by row, any other blob flattened. On the
@@ -55,7 +52,6 @@ def inner_product(p, w):
     bias = w.get("bias_data")
     bias = None if bias is None else bias.astype(np.float32)
     act = fused_activation(p.activation_type, p.activation_params)
-    gemm = OPS["gemm"].fn
 
     def rows(x):
         if x.ndim == 2 and x.shape[1] == K:
@@ -71,29 +67,24 @@ def inner_product(p, w):
         wsc = w["weight_data_int8_scales"].astype(np.float32)
         bsc = np.float32(w["bottom_blob_int8_scales"][0])
         w8 = wd.reshape(M, K) if wd.dtype == np.int8 else quantize_rows(wd.astype(np.float32).reshape(M, K), wsc)
-        w8t = np.ascontiguousarray(w8.T, dtype=np.float64)  # exact int8 products in float64
+        w8t = np.ascontiguousarray(w8.T)
         descale = dequant_scales(wsc, bsc)
 
         def run_int8(x):
             a, flat = rows(x)
-            acc = _int_matmul(int8_input(a, bsc), w8t)
-            y = acc.astype(np.float32) * descale
-            if bias is not None:
-                y = y + bias
-            y = y.astype(np.float32, copy=False)
-            if act is not None:
-                y = act(y)
+            y = int8_epilogue(linalg.mat_mul_integer(int8_input(a, bsc), w8t), descale, bias, act)
             return y[0] if flat else y
 
         return run_int8
 
     if wd.dtype == np.int8:
         raise KernelError("InnerProduct: int8 weights need int8_scale_term")
-    wt = np.ascontiguousarray(wd.astype(np.float32).reshape(M, K).T)  # (K, M): GEMM-ready
+    wk = np.ascontiguousarray(wd.astype(np.float32).reshape(M, K))
+    step = bind(linalg.gemm, {"transB": 1}, (None, wk, bias))  # W^T laid out GEMM-ready, once
 
     def run(x):
         a, flat = rows(x)
-        y = gemm(a.astype(np.float32, copy=False), wt, bias)
+        y = step(a.astype(np.float32, copy=False), wk, bias)
         if act is not None:
             y = act(y)
         return y[0] if flat else y
@@ -200,6 +191,7 @@ def _c_type_from_shape(c: np.ndarray, M: int, N: int) -> int:
     ],
     weights=_gemm_weights,
     inputs=None,
+    kernels=(linalg.gemm, linalg.mat_mul_integer),
 )
 def gemm(p, w):
     """y = alpha * (A' B' + beta * C), A' = A^T if transA, B' = B^T if transB, A' (M, K), B' (K, N); constant
@@ -239,7 +231,6 @@ def gemm(p, w):
         C_const = w["C_data"].astype(np.float32)
     a_scales = w.get("A_data_int8_scales")
     b_scale = w.get("B_data_int8_scales")
-    gemm_fn = OPS["gemm"].fn
     out_t, n1m = int(p.output_transpose), int(p.output_N1M)
 
     def operands(xs):
@@ -295,12 +286,9 @@ def gemm(p, w):
             if a8.shape[1] != b8.shape[0]:
                 raise KernelError(f"Gemm: A' {a8.shape} and B' {b8.shape} do not chain")
             Mx, Nx = a8.shape[0], b8.shape[1]
-            acc = _int_matmul(a8, b8).astype(np.float32)
             descale = (np.float32(1) / (asc.astype(np.float32) * bsc)).astype(np.float32)
-            y = acc * descale[:, None]
             Cb = c_for(C, Mx, Nx)
-            if Cb is not None:
-                y = y + Cb * beta
+            y = int8_epilogue(linalg.mat_mul_integer(a8, b8), descale[:, None], None if Cb is None else Cb * beta)
             return shape_out((y * alpha).astype(np.float32))
 
         return run_int8
@@ -310,7 +298,11 @@ def gemm(p, w):
     if A_const is not None:
         A_const = A_const.astype(np.float32)
     if B_const is not None:
-        B_const = B_const.astype(np.float32)
+        B_const = np.ascontiguousarray(B_const, dtype=np.float32)
+    # a constant B reaches the kernel's load-time preparation through the binder
+    gemm_step = bind(
+        linalg.gemm, dict(alpha=float(alpha), beta=float(alpha * beta), transA=transA, transB=transB), (None, B_const)
+    )
 
     def run(*xs):
         A, B, C = operands(xs)
@@ -323,20 +315,20 @@ def gemm(p, w):
         if Ka != Kb:
             raise KernelError(f"Gemm: A' is ({Mx}, {Ka}) and B' is ({Kb}, {Nx}): K differs")
         Cb = c_for(C, Mx, Nx)
-        y = gemm_fn(A, B, Cb, alpha=float(alpha), beta=float(alpha * beta), transA=transA, transB=transB)
+        y = gemm_step(A, B, Cb)
         return shape_out(y)
 
     return run
 
 
 # ----------------------------------------------------------------------------- MatMul
-@layer("MatMul", params=[P(0, "transB", 0)], inputs=2)
+@layer("MatMul", params=[P(0, "transB", 0)], inputs=2, kernels=(linalg.mat_mul,))
 def matmul(p, w):
     """y = A @ B' (B' = B with its last two axes swapped when transB and B has >= 2 dims), numpy matmul
     broadcasting over the batch axes; a 1d x 1d product is a 1d blob of one value. On the shared MatMul
     kernel."""
     transB = int(p.transB)
-    mm = OPS["mat_mul"].fn
+    mm = linalg.mat_mul
 
     def run(a, b):
         a = a.astype(np.float32, copy=False)
@@ -371,6 +363,7 @@ def matmul(p, w):
         *([W("bias_data", p.num_output)] if p.bias_term else []),
         *([W("weight_data_int8_scales", 1)] if p.int8_scale_term else []),
     ],
+    kernels=(indexing.gather,),
 )
 def embed(p, w):
     """y[i] = weight[clamp(x[i], 0, input_dim - 1)] (+ bias): a 1d blob of token ids (by value) in, a 2d
@@ -393,7 +386,7 @@ def embed(p, w):
     if bias is not None:
         table = table + bias.astype(np.float32)
     table = np.ascontiguousarray(table, np.float32)
-    gather = OPS["gather"].fn
+    gather = indexing.gather
 
     def run(x):
         if x.ndim != 1:

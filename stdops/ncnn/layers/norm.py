@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops import OPS
+from ...ops import elementwise, norm
+from ...ops import pool as pooling
 from ..spec import P, W, layer
 
 _F32 = np.float32
@@ -44,11 +45,12 @@ def _affine_like(vec: np.ndarray | None, x: np.ndarray, k: int) -> np.ndarray:
     "LayerNorm",
     params=[P(0, "affine_size", 0), P(1, "eps", 0.001), P(2, "affine", 1)],
     weights=lambda p: [W("gamma", p.affine_size), W("beta", p.affine_size)] if p.affine else [],
+    kernels=(norm.layer_normalization,),
 )
 def layer_norm(p, w):
     """y = (x - mean) / sqrt(var + eps) * gamma + beta over each row (affine_size == w), (h, w) plane or
     channel (the part affine_size selects)."""
-    ln = OPS["layer_normalization"].fn
+    ln = norm.layer_normalization
     gamma = w.get("gamma")
     beta = w.get("beta")
     eps = float(p.eps)
@@ -67,10 +69,11 @@ def layer_norm(p, w):
     "RMSNorm",
     params=[P(0, "affine_size", 0), P(1, "eps", 0.001), P(2, "affine", 1)],
     weights=lambda p: [W("gamma", p.affine_size)] if p.affine else [],
+    kernels=(norm.rms_normalization,),
 )
 def rms_norm(p, w):
     """y = x / sqrt(mean(x^2) + eps) * gamma over each row, (h, w) plane or channel (as LayerNorm)."""
-    rms = OPS["rms_normalization"].fn
+    rms = norm.rms_normalization
     gamma = w.get("gamma")
     eps = float(p.eps)
     size = int(p.affine_size)
@@ -86,11 +89,12 @@ def rms_norm(p, w):
     "GroupNorm",
     params=[P(0, "group", 1), P(1, "channels", 0), P(2, "eps", 0.001), P(3, "affine", 1)],
     weights=lambda p: [W("gamma", p.channels), W("beta", p.channels)] if p.affine else [],
+    kernels=(norm.group_normalization,),
 )
 def group_norm(p, w):
     """Channels split into `group` groups of consecutive channels, each normalized as one part, then
     y = x * gamma[c] + beta[c]. Channels are the w of a 1d blob, the rows of a 2d blob, the c of 3d/4d."""
-    gn = OPS["group_normalization"].fn
+    gn = norm.group_normalization
     groups = int(p.group)
     if groups <= 0:
         raise ValueError(f"group must be positive, got {groups}")
@@ -114,10 +118,11 @@ def group_norm(p, w):
     "InstanceNorm",
     params=[P(0, "channels", 0), P(1, "eps", 0.001), P(2, "affine", 1)],
     weights=lambda p: [W("gamma", p.channels), W("beta", p.channels)] if p.affine else [],
+    kernels=(norm.instance_normalization,),
 )
 def instance_norm(p, w):
     """Each channel of a 3d/4d blob: y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c]."""
-    inorm = OPS["instance_normalization"].fn
+    inorm = norm.instance_normalization
     eps = float(p.eps)
     gamma, beta = w.get("gamma"), w.get("beta")
 
@@ -135,6 +140,7 @@ def instance_norm(p, w):
 @layer(
     "LRN",
     params=[P(0, "region_type", 0), P(1, "local_size", 5), P(2, "alpha", 1.0), P(3, "beta", 0.75), P(4, "bias", 1.0)],
+    kernels=(pooling.average_pool, norm.lrn, elementwise.pow_),
 )
 def lrn(p, w):
     """y = x * (bias + alpha / n * square_sum)^-beta; square_sum over the channel window of local_size
@@ -148,25 +154,31 @@ def lrn(p, w):
         # the wheel's window is the local_size channels [c - local_size/2, c - local_size/2 + local_size - 1];
         # the ONNX kernel's is [c - (local_size-1)/2, ...]: equal for odd sizes, mirrored for even ones,
         # so an even size runs the kernel on the channel-reversed blob.
-        k = OPS["lrn"].fn
+        k = norm.lrn
         if size % 2:
             return lambda x: k(x[None], size=size, alpha=alpha, beta=beta, bias=bias)[0]
         return lambda x: k(x[None, ::-1], size=size, alpha=alpha, beta=beta, bias=bias)[0, ::-1]
     if p.region_type == 1:
         pad = size // 2
-        pool = OPS["average_pool"].fn
+        pool = pooling.average_pool
         pads = [pad, pad, size - pad - 1, size - pad - 1]
         b32, a32, nb = _F32(bias), _F32(alpha), _F32(-beta)
 
         def within(x):
             mean_sq = pool((x * x)[None], kernel_shape=[size, size], pads=pads, count_include_pad=1)[0]
-            return x * np.power(b32 + a32 * mean_sq, nb)
+            return x * elementwise.pow_(b32 + a32 * mean_sq, nb)
 
         return within
     raise ValueError(f"region_type must be 0 (across channels) or 1 (within channel), got {p.region_type}")
 
 
-@layer("MVN", params=[P(0, "normalize_variance", 0), P(1, "across_channels", 0), P(2, "eps", 0.0001)])
+@layer(
+    "MVN",
+    params=[P(0, "normalize_variance", 0), P(1, "across_channels", 0), P(2, "eps", 0.0001)],
+    kernels=(elementwise.sqrt,),
+    ncnn_only="ncnn's MVN adds eps to the standard deviation, not to the variance (ONNX's "
+    "MeanVarianceNormalization has neither), and normalizes the mean alone unless normalize_variance",
+)
 def mvn(p, w):
     """y = x - mean, then / (sqrt(mean(y^2)) + eps) when normalize_variance; statistics per channel or
     over the whole blob (across_channels)."""
@@ -178,7 +190,7 @@ def mvn(p, w):
         axes = tuple(range(x.ndim)) if across else tuple(range(1, x.ndim))
         y = x - x.mean(axis=axes, keepdims=True, dtype=_F32)
         if norm_var:
-            y = y * (_F32(1) / (np.sqrt((y * y).mean(axis=axes, keepdims=True, dtype=_F32)) + eps))
+            y = y * (_F32(1) / (elementwise.sqrt((y * y).mean(axis=axes, keepdims=True, dtype=_F32)) + eps))
         return y.astype(_F32, copy=False)
 
     return run
@@ -195,6 +207,9 @@ def mvn(p, w):
         P(9, "eps_mode", 0),
     ],
     weights=lambda p: [W("scale", p.scale_data_size)],
+    kernels=(elementwise.sqrt,),
+    ncnn_only="ncnn's three eps modes (eps inside the sqrt, a floor on the norm, a floor on the sum of "
+    "squares) and per-channel scales: ONNX's LpNormalization has no eps and no scale",
 )
 def normalize(p, w):
     """L2 normalization of the whole blob (across_spatial and across_channel), of each channel
@@ -212,10 +227,10 @@ def normalize(p, w):
 
     def inv_norm(ss):
         if mode == 0:
-            return _F32(1) / np.sqrt(ss + eps)
+            return _F32(1) / elementwise.sqrt(ss + eps)
         if mode == 1:
-            return _F32(1) / np.maximum(np.sqrt(ss), eps)
-        return _F32(1) / np.sqrt(np.maximum(ss, eps))
+            return _F32(1) / np.maximum(elementwise.sqrt(ss), eps)
+        return _F32(1) / elementwise.sqrt(np.maximum(ss, eps))
 
     def run(x):
         c = x.shape[0]

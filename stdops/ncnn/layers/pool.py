@@ -19,8 +19,8 @@ import numpy as np
 
 from ...errors import KernelError
 from ...limits import check_elements
-from ...ops import OPS
-from ...ops.pool import max_pool_values
+from ...ops import elementwise, reduce, shape_pad
+from ...ops import pool as pooling
 from ..spec import P, Ref, W, layer
 from .conv import crop_negative, same_pads
 
@@ -75,7 +75,7 @@ def _pad(x: np.ndarray, begin, end, value) -> np.ndarray:
     if not any(begin) and not any(end):
         return x
     pads = np.array([0, *begin, 0, *end], np.int64)
-    return OPS["pad"].fn(x, pads, np.asarray(value, dtype=x.dtype), mode="constant")
+    return shape_pad.pad(x, pads, np.asarray(value, dtype=x.dtype), mode="constant")
 
 
 def _adaptive(x: np.ndarray, out: tuple[int, ...], is_max: bool) -> np.ndarray:
@@ -92,9 +92,11 @@ def _adaptive(x: np.ndarray, out: tuple[int, ...], is_max: bool) -> np.ndarray:
         starts.append(s)
         ends.append(e)
         lens.append(int((e - s).max()))
-    y = None
+    y: np.ndarray | None = None
+    ok: np.ndarray | None = None
     for tap in itertools.product(*[range(L) for L in lens]):
-        idx, ok = [], None
+        idx = []
+        ok = None
         for ax, t in enumerate(tap):
             pos = starts[ax] + t
             valid = pos < ends[ax]
@@ -107,8 +109,9 @@ def _adaptive(x: np.ndarray, out: tuple[int, ...], is_max: bool) -> np.ndarray:
         if is_max:
             y = vals.copy() if y is None else np.maximum(y, vals)
         else:
-            vals = np.where(ok, vals, np.float32(0))
+            vals = np.where(ok, vals, np.float32(0))  # type: ignore[arg-type]  # ok is set by the first axis
             y = vals.astype(np.float32) if y is None else y + vals
+    assert y is not None  # at least one tap
     if not is_max:
         for ax in range(nd):  # ncnn divides by each window length in turn
             shape = [1] * nd
@@ -144,7 +147,7 @@ def _build_pool(p, nd: int, type_name: str):
         return x
 
     if p.global_pooling:
-        fn = OPS["global_max_pool"].fn if is_max else OPS["global_average_pool"].fn
+        fn = pooling.global_max_pool if is_max else pooling.global_average_pool
 
         def run_global(x):
             x = check(x)
@@ -173,7 +176,7 @@ def _build_pool(p, nd: int, type_name: str):
         raise KernelError(f"{type_name}: pad_mode {mode} is not 0..3")
     if mode in (0, 1) and (min(pb) < 0 or min(pe) < 0):
         raise KernelError(f"{type_name}: pads {list(pb + pe)} must be >= 0")
-    avg_kernel = OPS["average_pool"].fn
+    avg_kernel = pooling.average_pool
 
     def avg(*args, **kw):
         with np.errstate(divide="ignore", invalid="ignore"):  # a window with no counted tap is 0/0, as in ncnn
@@ -211,7 +214,7 @@ def _build_pool(p, nd: int, type_name: str):
                 )
         if is_max:
             xp = _pad(x, b, e, _pad_value_for(x, True))
-            return max_pool_values(xp[None], kernel_shape=kernel, strides=strides)[0]
+            return pooling.max_pool_values(xp[None], kernel_shape=kernel, strides=strides)[0]
         xf = x.astype(np.float32, copy=False)
         if include_pad:
             return avg(_pad(xf, b, e, 0)[None], kernel_shape=kernel, strides=strides, count_include_pad=1)[0]
@@ -240,7 +243,14 @@ def _declare_pool(type_name: str, nd: int) -> None:
         f"{nd}D max / average pooling (ncnn pad modes 0..3, count_include_pad, global, adaptive) on "
         "the shared MaxPool / AveragePool / Global*Pool kernels."
     )
-    layer(type_name, params=_pool_params(nd))(build)
+    kernels = (
+        pooling.max_pool_values,
+        pooling.average_pool,
+        pooling.global_max_pool,
+        pooling.global_average_pool,
+        shape_pad.pad,
+    )
+    layer(type_name, params=_pool_params(nd), kernels=kernels)(build)
 
 
 _declare_pool("Pooling1D", 1)
@@ -249,7 +259,11 @@ _declare_pool("Pooling3D", 3)
 
 
 # ----------------------------------------------------------------------------- SPP
-@layer("SPP", params=[P(0, "pooling_type", 0), P(1, "pyramid_height", 1)])
+@layer(
+    "SPP",
+    params=[P(0, "pooling_type", 0), P(1, "pyramid_height", 1)],
+    kernels=(pooling.average_pool, pooling.max_pool_values, shape_pad.pad),
+)
 def spp(p, w):
     """Spatial pyramid pooling of (C, H, W): for level l < pyramid_height, 2^l x 2^l bins of size
     ceil(H / 2^l) x ceil(W / 2^l) over the input zero-padded by ceil(rem / 2) on each side (rem = bins x
@@ -261,7 +275,7 @@ def spp(p, w):
         raise KernelError(f"SPP: pooling_type {ptype} is not 0 (max) or 1 (avg)")
     if levels < 1 or levels > 16:
         raise KernelError(f"SPP: pyramid_height {levels} must be 1..16")
-    avg = OPS["average_pool"].fn
+    avg = pooling.average_pool
 
     def run(x):
         if x.ndim != 3:
@@ -274,7 +288,7 @@ def spp(p, w):
             ph, pw = (kh * bins - H + 1) // 2, (kw * bins - Wd + 1) // 2
             xp = _pad(x.astype(np.float32, copy=False), (ph, pw), (ph, pw), 0)
             if ptype == 0:
-                y = max_pool_values(xp[None], kernel_shape=(kh, kw), strides=(kh, kw))[0]
+                y = pooling.max_pool_values(xp[None], kernel_shape=(kh, kw), strides=(kh, kw))[0]
             else:
                 y = avg(xp[None], kernel_shape=(kh, kw), strides=(kh, kw), count_include_pad=1)[0]
             parts.append(y[:, :bins, :bins].reshape(-1))
@@ -284,11 +298,11 @@ def spp(p, w):
 
 
 # ----------------------------------------------------------------------------- StatisticsPooling
-@layer("StatisticsPooling", params=[P(0, "include_stddev", 0)])
+@layer("StatisticsPooling", params=[P(0, "include_stddev", 0)], kernels=(reduce.reduce_mean, elementwise.sqrt))
 def statistics_pooling(p, w):
     """Per channel of a (C, H, W) / (C, D, H, W) blob: mean, and with include_stddev the population
     standard deviation after it: a 1d blob of C or 2C values."""
-    mean = OPS["reduce_mean"].fn
+    mean = reduce.reduce_mean
     std = bool(p.include_stddev)
 
     def run(x):
@@ -301,7 +315,7 @@ def statistics_pooling(p, w):
         if not std:
             return m.reshape(-1)
         d = flat - m
-        s = np.sqrt(mean(d * d, axes, keepdims=1))
+        s = elementwise.sqrt(mean(d * d, axes, keepdims=1))
         return np.concatenate([m.reshape(-1), s.reshape(-1)])
 
     return run
@@ -322,6 +336,7 @@ def statistics_pooling(p, w):
         P(8, "behind", 0),
     ],
     weights=lambda p: [W("per_channel_pad_data", p.per_channel_pad_data_size)] if p.per_channel_pad_data_size else [],
+    kernels=(shape_pad.pad,),
 )
 def padding(p, w):
     """Pad a blob: 1d (w) by left/right; 2d (h, w) by top/bottom, left/right; 3d (c, h, w) also the channels
@@ -341,7 +356,7 @@ def padding(p, w):
         )
     per_channel = w.get("per_channel_pad_data")
     value = float(p.value)
-    pad = OPS["pad"].fn
+    pad = shape_pad.pad
     mode = {0: "constant", 1: "edge", 2: "reflect"}[ptype]
     nothing = not any((top, bottom, left, right, front, behind))
 

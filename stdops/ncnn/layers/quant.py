@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import KernelError
-from ..activation import fused_activation
+from ..activation import FUSED, fused_activation
 from ..spec import P, W, layer
 
 
@@ -49,6 +49,21 @@ def dequant_scales(weight_scales: np.ndarray, bottom_scale: float) -> np.ndarray
     return np.where(ws == 0, np.float32(0), inv).astype(np.float32)
 
 
+def int8_epilogue(acc, descale, bias=None, act=None, top_scale=None) -> np.ndarray:
+    """The end of every ncnn int8 layer, written once: y = act(acc * descale + bias) in float32
+    (``acc`` the exact int32 sums, or values read as such), and for a requantizing layer
+    (int8_scale_term > 100, Requantize) the int8 blob float2int8(y * top_scale)."""
+    y = np.asarray(acc).astype(np.float32) * descale
+    if bias is not None:
+        y = y + bias
+    y = y.astype(np.float32, copy=False)
+    if act is not None:
+        y = act(y)
+    if top_scale is not None:
+        return float2int8(y * top_scale)
+    return y
+
+
 def _per_axis(table: np.ndarray, x: np.ndarray, what: str) -> np.ndarray:
     """A scale/bias table broadcast the ncnn way: size 1 everywhere; else one per row (2d) or per channel
     (3d, 4d); a 1d blob takes a single value."""
@@ -71,7 +86,13 @@ def _as_values(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32, copy=False)
 
 
-@layer("Quantize", params=[P(0, "scale_data_size", 1)], weights=lambda p: [W("scale_data", p.scale_data_size)])
+@layer(
+    "Quantize",
+    params=[P(0, "scale_data_size", 1)],
+    weights=lambda p: [W("scale_data", p.scale_data_size)],
+    ncnn_only="ncnn's int8: x times the scale, rounded half away from zero, saturated to [-127, 127]; "
+    "ONNX's QuantizeLinear divides by it and rounds half to even",
+)
 def quantize(p, w):
     """y = float2int8(x * scale): round half away from zero, saturate to [-127, 127]; int8 output.
     scale: one value, or one per row (2d) / channel (3d, 4d)."""
@@ -92,6 +113,8 @@ def quantize(p, w):
         W("scale_data", p.scale_data_size),
         *([W("bias_data", p.bias_data_size)] if p.bias_data_size else []),
     ],
+    ncnn_only="ncnn's int8 dequantization: int32 accumulators times a per-row/channel scale plus a bias "
+    "(the shared int8 epilogue); ONNX's DequantizeLinear subtracts a zero point and has no bias",
 )
 def dequantize(p, w):
     """y = x * scale + bias (x: int32 accumulators, read by value); float32 output. scale and bias: one
@@ -102,10 +125,8 @@ def dequantize(p, w):
         raise KernelError("Dequantize needs at least one scale")
 
     def run(x):
-        y = _as_values(x) * _per_axis(scale, x, "scale_data")
-        if bias is not None:
-            y = y + _per_axis(bias, x, "bias_data")
-        return y.astype(np.float32, copy=False)
+        b = None if bias is None else _per_axis(bias, x, "bias_data")
+        return int8_epilogue(_as_values(x), _per_axis(scale, x, "scale_data"), b)
 
     return run
 
@@ -124,6 +145,9 @@ def dequantize(p, w):
         W("scale_out_data", p.scale_out_data_size),
         *([W("bias_data", p.bias_data_size)] if p.bias_data_size else []),
     ],
+    kernels=FUSED,
+    ncnn_only="ncnn's int8 requantization (the shared int8 epilogue: scale, bias, activation, int8 "
+    "rounded half away from zero); no ONNX operator requantizes int32 sums this way",
 )
 def requantize(p, w):
     """y = float2int8(activation(x * scale_in + bias) * scale_out) (x: int32 accumulators, read by value);
@@ -136,12 +160,8 @@ def requantize(p, w):
     act = fused_activation(p.activation_type, p.activation_params)
 
     def run(x):
-        v = _as_values(x) * _per_axis(s_in, x, "scale_in_data")
-        if bias is not None:
-            v = v + _per_axis(bias, x, "bias_data")
-        v = v.astype(np.float32, copy=False)
-        if act is not None:
-            v = act(v)
-        return float2int8(v * _per_axis(s_out, x, "scale_out_data"))
+        b = None if bias is None else _per_axis(bias, x, "bias_data")
+        descale, top = _per_axis(s_in, x, "scale_in_data"), _per_axis(s_out, x, "scale_out_data")
+        return int8_epilogue(_as_values(x), descale, b, act, top)
 
     return run

@@ -5,24 +5,24 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import KernelError
-from ...ops import OPS
+from ...ops import elementwise, indexing, reduce
 from ..spec import P, layer
 
 _F32 = np.float32
 
 #: Reduction operation -> shared kernel
 REDUCTIONS = {
-    0: "reduce_sum",
-    1: "reduce_l1",
-    2: "reduce_sum_square",
-    3: "reduce_mean",
-    4: "reduce_max",
-    5: "reduce_min",
-    6: "reduce_prod",
-    7: "reduce_l1",
-    8: "reduce_l2",
-    9: "reduce_log_sum",
-    10: "reduce_log_sum_exp",
+    0: reduce.reduce_sum,
+    1: reduce.reduce_l1,
+    2: reduce.reduce_sum_square,
+    3: reduce.reduce_mean,
+    4: reduce.reduce_max,
+    5: reduce.reduce_min,
+    6: reduce.reduce_prod,
+    7: reduce.reduce_l1,
+    8: reduce.reduce_l2,
+    9: reduce.reduce_log_sum,
+    10: reduce.reduce_log_sum_exp,
 }
 REDUCTION_NAMES = "sum asum sumsq mean max min prod l1 l2 logsum logsumexp".split()
 
@@ -37,6 +37,19 @@ REDUCTION_NAMES = "sum asum sumsq mean max min prod l1 l2 logsum logsumexp".spli
         P(4, "keepdims", 0),
         P(5, "fixbug0", 0),
     ],
+    kernels=(
+        elementwise.mul,
+        reduce.reduce_l1,
+        reduce.reduce_l2,
+        reduce.reduce_log_sum,
+        reduce.reduce_log_sum_exp,
+        reduce.reduce_max,
+        reduce.reduce_mean,
+        reduce.reduce_min,
+        reduce.reduce_prod,
+        reduce.reduce_sum,
+        reduce.reduce_sum_square,
+    ),
 )
 def reduction(p, w):
     """y = coeff * reduce_op(x) over ``axes`` (every axis with reduce_all=1; a 1d blob always reduces
@@ -49,10 +62,10 @@ def reduction(p, w):
         raise ValueError(f"Reduction operation {p.operation} is not one of 0..10")
     if p.fixbug0 == 0 and p.axes:
         raise ValueError("Reduction with axes needs fixbug0=1 (param file too old: regenerate it)")
-    fn = OPS[REDUCTIONS[p.operation]].fn
+    fn = REDUCTIONS[p.operation]
     keep = 1 if p.keepdims else 0
     coeff = None if p.coeff == 1.0 else np.asarray(p.coeff, _F32)
-    mul = OPS["mul"].fn
+    mul = elementwise.mul
 
     def run(x):
         nd = x.ndim
@@ -75,7 +88,7 @@ def reduction(p, w):
     return run
 
 
-@layer("ArgMax", params=[P(0, "out_max_val", 0), P(1, "topk", 1)])
+@layer("ArgMax", params=[P(0, "out_max_val", 0), P(1, "topk", 1)], kernels=(indexing.top_k,))
 def argmax(p, w):
     """The topk largest elements of the flattened blob, largest first (equal values: the higher index
     first): a (1, topk) blob of their indices (as floats), or with out_max_val a (2, topk) blob,
@@ -83,7 +96,7 @@ def argmax(p, w):
     if p.topk < 1:
         raise ValueError(f"ArgMax topk={p.topk} must be >= 1")
     k = p.topk
-    top_k = OPS["top_k"].fn
+    top_k = indexing.top_k
     kk = np.array([k], np.int64)
 
     def run(x):
@@ -101,10 +114,10 @@ def argmax(p, w):
     return run
 
 
-@layer("CumulativeSum", params=[P(0, "axis", 0)])
+@layer("CumulativeSum", params=[P(0, "axis", 0)], kernels=(reduce.cum_sum,))
 def cumulativesum(p, w):
     """y = cumulative sum of x along axis (negative counts from the back; a 1d blob ignores axis)."""
-    fn = OPS["cum_sum"].fn
+    fn = reduce.cum_sum
 
     def run(x):
         nd = x.ndim

@@ -1,13 +1,13 @@
 """Resampling layers (ncnn-operators.txt): Interp, GridSample, Fold, Unfold.
 
-Interp's bilinear and bicubic modes use the shared Resize kernel's interpolation matrices (edge-clamped
-taps, cubic a = -0.75: ncnn's formulas) with ncnn's source coordinates, which the ONNX modes cannot
-express: half-pixel with the ratio in / out when the size was given but 1 / scale when it came from a
-scale (the wheel's rule; both differ when in * scale is not an integer), or align-corner. Its nearest
-mode is ncnn's own index rule (``min(trunc(x * ws), w - 1)`` in float32, same choice of ``ws``),
-computed here and gathered. GridSample runs on the shared GridSample kernel (its nearest mode, which
-rounds half up in float32, here), Fold on Col2Im; Unfold (im2col) is a pad plus one strided copy per
-kernel tap.
+Interp's bilinear and bicubic modes run on the per-axis interpolation kernel Resize runs on
+(``interpolate_axis``: edge-clamped taps, cubic a = -0.75: ncnn's formulas) with ncnn's source
+coordinates, which the ONNX modes cannot express: half-pixel with the ratio in / out when the size was
+given but 1 / scale when it came from a scale (the wheel's rule; both differ when in * scale is not an
+integer), or align-corner. Its nearest mode is ncnn's own index rule (``min(trunc(x * ws), w - 1)`` in
+float32, same choice of ``ws``), computed here and gathered (the Gather kernel). GridSample runs on the
+shared GridSample kernel (its nearest mode, which rounds half up in float32, here), Fold on Col2Im;
+Unfold (im2col) is a pad plus one strided copy per kernel tap.
 """
 
 from __future__ import annotations
@@ -18,18 +18,18 @@ import numpy as np
 
 from ...errors import KernelError
 from ...limits import check_elements
-from ...ops import OPS
-from ...ops.resize import interpolation_matrix as _interp_matrix
-from ...ops.resize import interpolation_taps as _interp_taps
+from ...ops import conv_transpose, indexing, resize, shape_pad
+from ...ops import grid_sample as sampling
+from ...ops import shape as shapes
 from .. import expr as _expr
 from ..spec import P, Ref, layer
 from .conv import crop_negative, same_pads
 
-_grid_sample = OPS["grid_sample"].fn
-_col2im = OPS["col2im"].fn
-_pad = OPS["pad"].fn
-_expand = OPS["expand"].fn
-_transpose = OPS["transpose"].fn
+_grid_sample = sampling.grid_sample
+_col2im = conv_transpose.col2im
+_pad = shape_pad.pad
+_expand = shapes.expand
+_transpose = shapes.transpose
 
 _F = np.float32
 
@@ -57,6 +57,7 @@ def _nearest_index(in_len: int, out_len: int, ws: np.float32) -> np.ndarray:
         P(9, "size_expr", ""),
     ],
     inputs=None,
+    kernels=(shapes.expand, resize.interpolate_axis, indexing.gather),
 )
 def interp(p, w):
     """Resize the h and w of a 3d bottom (a 2d bottom: only w; a 1d bottom of n values: n channels of
@@ -107,36 +108,22 @@ def interp(p, w):
             return _F(1) / scale
 
     @functools.lru_cache(maxsize=16)
-    def weights(in_len, out_len, explicit, scale):
-        """(W, idx, wt): the (out_len, in_len) float32 interpolation matrix along one axis and its taps
-        (index and weight, (out_len, T)) for ncnn's source coordinate
-        (align_corner: x (in - 1) / (out - 1); else (x + 0.5) s - 0.5 with s = in / out when the size
-        was given, 1 / scale when it came from the scale) on the shared Resize kernel's taps."""
+    def coords(in_len, out_len, explicit, scale):
+        """ncnn's source coordinate along one axis (align_corner: x (in - 1) / (out - 1); else
+        (x + 0.5) s - 0.5 with s = in / out when the size was given, 1 / scale when it came from the
+        scale)."""
         xo = np.arange(out_len, dtype=np.float64)
         if p.align_corner:
-            xo = xo * ((in_len - 1) / (out_len - 1)) if out_len > 1 else np.zeros(out_len)
-        else:
-            s = in_len / out_len if (explicit or use_sizes or two) else 1.0 / float(scale)
-            xo = (xo + 0.5) * s - 0.5
-        mode = "linear" if rt == 2 else "cubic"
-        idx, wt = _interp_taps(xo, in_len, mode, cubic_coeff_a=-0.75)
-        return _interp_matrix(xo, in_len, mode, cubic_coeff_a=-0.75).astype(np.float32), idx, wt.astype(np.float32)
+            return xo * ((in_len - 1) / (out_len - 1)) if out_len > 1 else np.zeros(out_len)
+        s = in_len / out_len if (explicit or use_sizes or two) else 1.0 / float(scale)
+        return (xo + 0.5) * s - 0.5
+
+    mode = "linear" if rt == 2 else "cubic"
 
     def along(x, axis, in_len, out_len, explicit, scale):
-        """Resample one axis: a GEMM with the matrix, or (non-finite data) tap by tap so that a NaN/inf
-        only reaches the outputs whose taps read it."""
-        W, idx, wt = weights(in_len, out_len, explicit, scale)
-        if np.isfinite(x).all():
-            return np.moveaxis(np.moveaxis(x, axis, -1) @ W.T, -1, axis)
-        shape = [1] * x.ndim
-        shape[axis] = out_len
-        out = np.zeros(x.shape[:axis] + (out_len,) + x.shape[axis + 1 :], np.float32)
-        for t in range(idx.shape[1]):
-            wcol = wt[:, t]
-            if wcol.any():
-                wb = wcol.reshape(shape)
-                out = out + np.where(wb != 0, np.take(x, idx[:, t], axis=axis) * wb, np.float32(0))
-        return out
+        """Resample one axis on the shared interpolation kernel."""
+        xo = coords(in_len, out_len, explicit, scale)
+        return resize.interpolate_axis(x, xo, axis=axis, mode=mode, cubic_coeff_a=-0.75)
 
     def run(x, ref=None):
         if x.ndim not in (1, 2, 3):
@@ -156,7 +143,7 @@ def interp(p, w):
             check_elements((h, ow), "Interp output")
             if rt == 1:
                 idx = _nearest_index(w_, ow, ws_of(w_, ow, ow_p != 0, wsc))
-                return np.take(x, idx, axis=1)
+                return indexing.gather(x, idx, axis=1)
             if rt == 0:
                 raise KernelError("Interp: resize_type 0 does not resize")
             return np.ascontiguousarray(along(x, 1, w_, ow, ow_p != 0, wsc))
@@ -169,7 +156,7 @@ def interp(p, w):
         if rt == 1:
             iy = _nearest_index(h, oh, ws_of(h, oh, oh_p != 0, hsc))
             ix = _nearest_index(w_, ow, ws_of(w_, ow, ow_p != 0, wsc))
-            return np.take(np.take(x, iy, axis=1), ix, axis=2)
+            return indexing.gather(indexing.gather(x, iy, axis=1), ix, axis=2)
         if rt == 0:
             raise KernelError("Interp: resize_type 0 does not resize")
         y = along(x, 1, h, oh, oh_p != 0, hsc)
@@ -220,6 +207,7 @@ def _nearest_sample(x: np.ndarray, g: np.ndarray, pad: str, ac: int) -> np.ndarr
     "GridSample",
     params=[P(0, "sample_type", 1), P(1, "padding_mode", 1), P(2, "align_corner", 0), P(3, "permute_fusion", 0)],
     inputs=2,
+    kernels=(sampling.grid_sample, shapes.transpose),
 )
 def grid_sample(p, w):
     """y[c, o] = sample(x[c], grid[o]) for a 3d bottom (c, h, w) with grid (oh, ow, 2) — or (2, oh, ow)
@@ -272,7 +260,11 @@ def _check_window(p, what):
             raise ValueError(f"{what} {name} {getattr(p, name)} must be >= 1")
 
 
-@layer("Fold", params=_WINDOW + [P(20, "output_w", 0), P(21, "output_h", Ref("output_w"))])
+@layer(
+    "Fold",
+    params=_WINDOW + [P(20, "output_w", 0), P(21, "output_h", Ref("output_w"))],
+    kernels=(conv_transpose.col2im,),
+)
 def fold(p, w):
     """col2im: a 2d bottom (c * kh * kw, L) of sliding-window columns summed back into a 3d
     (c, output_h, output_w) image (overlaps add), windows placed with stride/dilation/pads."""
@@ -297,7 +289,7 @@ def fold(p, w):
     return run
 
 
-@layer("Unfold", params=_WINDOW + [P(18, "pad_value", 0.0)])
+@layer("Unfold", params=_WINDOW + [P(18, "pad_value", 0.0)], kernels=(shape_pad.pad,))
 def unfold(p, w):
     """im2col: a 3d bottom (c, h, w), padded with ``pad_value`` (pads -233 / -234: SAME_UPPER /
     SAME_LOWER), gives a 2d (c * kh * kw, oh * ow): row (c, u, v) holds the tap (u, v) of every window."""

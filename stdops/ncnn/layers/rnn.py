@@ -1,26 +1,26 @@
-"""Recurrent layers (ncnn-operators.txt: LSTM, GRU, RNN) on the shared ONNX-layout kernels.
+"""Recurrent layers (ncnn-operators.txt: LSTM, GRU, RNN) on the shared recurrent kernels.
 
 ncnn stores, per direction, weight_xc [gates*H, I], bias_c [gates', H], weight_hc [gates*H, num_output]
 (LSTM: weight_hr [num_output, H] when a projection is present), gate order LSTM I F O G, GRU R U N with
-bias rows R U WN BN. At load time these become the kernels' W [D, G*H, I], R [D, G*H, H], B [D, 2*G*H]
-in ONNX gate order (LSTM i o f c, GRU z r h with linear_before_reset). A blob is [T, size] (2d); the
-output is [T, num_output * D]; optional bottoms/tops carry the hidden (and cell) state [D, num_output].
-
-int8 weights (int8_scale_term, id 8) run ncnn's own dynamic-quantization recurrence (per-step absmax
-quantization of x and h, int32 dot products): no shared kernel computes that, so it is written here.
+bias rows R U WN BN. At load time these become ONNX's layout and gate order (LSTM i o f c, GRU z r h with
+linear_before_reset): the fp32 layers without a projection run the ONNX LSTM / GRU / RNN kernels whole;
+the projection LSTM and the int8 layers run their own time loop on the same cells
+(:mod:`stdops.ops.rnn_cell`), with the recurrent product computed their way (through weight_hr; or
+ncnn's dynamic quantization: per-step absmax int8 of x and h, exact int32 products by MatMulInteger).
+A blob is [T, size] (2d); the output is [T, num_output * D]; optional bottoms/tops carry the hidden (and
+cell) state [D, num_output].
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..._lazy import LazyModule
 from ...errors import KernelError
-from ...ops import OPS
+from ...ops import linalg, rnn_cell
+from ...ops import rnn as recurrent
 from ..spec import P, Ref, W, layer
 
 _F32 = np.float32
-_sp = LazyModule("scipy.special")
 
 _RNN_PARAMS = [P(0, "num_output", 0), P(1, "weight_data_size", 0), P(2, "direction", 0), P(8, "int8_scale_term", 0)]
 
@@ -76,6 +76,14 @@ def _state_out(state: np.ndarray, like: np.ndarray | None) -> np.ndarray:
     return state.reshape(like.shape) if like is not None else state
 
 
+def _directions(p, D: int, run_dir, x: np.ndarray, *states: np.ndarray) -> tuple:
+    """``run_dir(x, d, *states of direction d, reverse)`` for every direction: (y [T, D * n] with the
+    directions side by side, each final state stacked [D, n])."""
+    outs = [run_dir(x, d, *(s[d] for s in states), p.direction == 1 or d == 1) for d in range(D)]
+    y = np.concatenate([o[0] for o in outs], axis=1)
+    return (y, *(np.stack([o[k] for o in outs]) for k in range(1, len(outs[0]))))
+
+
 def _check_x(x: np.ndarray, size: int, name: str) -> np.ndarray:
     if x.ndim != 2 or x.shape[1] != size:
         raise ValueError(f"{name} takes a 2d blob [T, {size}], got shape {x.shape}")
@@ -100,7 +108,7 @@ def _round_int8(a: np.ndarray) -> np.ndarray:
     return np.clip(np.copysign(q, a), -127, 127).astype(np.int32)
 
 
-def _int8_run(x, wxc, scx, whc, sch, h0, c0, reverse, cell_fn):
+def _int8_run(x, wxc8, scx, whc8, sch, h0, c0, reverse, cell_fn):
     """One direction of an int8 recurrence: gate pre-activations = bias + descaled int dot products.
     cell_fn(pre_x, pre_h, h, c) -> (h_new, c_new): pre_x/pre_h are the descaled x and h products."""
     xq, xs = _dyn_quant(x, axis=1)  # per time step
@@ -108,11 +116,11 @@ def _int8_run(x, wxc, scx, whc, sch, h0, c0, reverse, cell_fn):
     h, c = h0.copy(), (None if c0 is None else c0.copy())
     ys = np.zeros((T, h.shape[0]), _F32)
     dx = (_F32(1) / xs[:, 0])[:, None] * (_F32(1) / scx)[None, :]  # [T, G*H]
-    gx = (xq @ wxc.T).astype(_F32) * dx  # [T, G*H]
+    gx = linalg.mat_mul_integer(xq.astype(np.int8), wxc8.T).astype(_F32) * dx  # [T, G*H]
     for t in range(T):
         ti = T - 1 - t if reverse else t
         hq, hs = _dyn_quant(h)
-        gh = (whc @ hq).astype(_F32) * ((_F32(1) / hs[0]) * (_F32(1) / sch))
+        gh = linalg.mat_mul_integer(whc8, hq.astype(np.int8)).astype(_F32) * ((_F32(1) / hs[0]) * (_F32(1) / sch))
         h, c = cell_fn(gx[ti], gh, h, c)
         ys[ti] = h
     return ys, h, c
@@ -131,6 +139,7 @@ def _lstm_weights(p):
     weights=_lstm_weights,
     inputs=None,
     outputs=None,
+    kernels=(recurrent.lstm, rnn_cell.lstm_cell, linalg.gemm, linalg.mat_mul, linalg.mat_mul_integer),
 )
 def lstm(p, w):
     """c = sigmoid(F) * c + sigmoid(I) * tanh(G); h = sigmoid(O) * tanh(c) (times weight_hr when
@@ -152,53 +161,51 @@ def lstm(p, w):
     def onnx_gates(m, k):  # [D, 4H, k] in ONNX order
         return np.ascontiguousarray(m.reshape(D, 4, H, k)[:, order].reshape(D, 4 * H, k), dtype=_F32)
 
-    kern = OPS["lstm"].fn
     direction = _direction_name(p)
+    bias = np.ascontiguousarray(bc[:, order].reshape(D, 4 * H), dtype=_F32)
+
+    def cell(gates, c):  # one step of one direction on the shared cell: (Ht, Ct) before the projection
+        hh, cc = rnn_cell.lstm_cell(gates[None], c[None])
+        return hh[0], cc[0]
+
+    def project(d, hh):
+        return linalg.mat_mul(whr[d], hh) if proj else hh
 
     if int8:
-        scx = w["weight_xc_int8_scales"].reshape(D, 4 * H)
-        sch = w["weight_hc_int8_scales"].reshape(D, 4 * H)
-        wx8 = wxc.astype(np.int32)
-        wh8 = whc.astype(np.int32)
-        bias = bc.reshape(D, 4 * H).astype(_F32)
+        scx = onnx_gates(w["weight_xc_int8_scales"].reshape(D, 4 * H, 1), 1).reshape(D, 4 * H)
+        sch = onnx_gates(w["weight_hc_int8_scales"].reshape(D, 4 * H, 1), 1).reshape(D, 4 * H)
+        wx8 = np.ascontiguousarray(wxc.reshape(D, 4, H, size)[:, order].reshape(D, 4 * H, size))
+        wh8 = np.ascontiguousarray(whc.reshape(D, 4, H, O)[:, order].reshape(D, 4 * H, O))
 
         def run_dir(x, d, h0, c0, reverse):
-            def cell(px, ph, h, c):
-                g = (bias[d] + px + ph).reshape(4, H)
-                i, f, o = _sp.expit(g[:3])
-                c = f * c + i * np.tanh(g[3])
-                hh = o * np.tanh(c)
-                return (whr[d] @ hh if proj else hh).astype(_F32), c.astype(_F32)
+            def step_int8(px, ph, h, c):
+                hh, c = cell(bias[d] + px + ph, c)
+                return project(d, hh), c
 
-            return _int8_run(x, wx8[d], scx[d], wh8[d], sch[d], h0, c0, reverse, cell)
+            return _int8_run(x, wx8[d], scx[d], wh8[d], sch[d], h0, c0, reverse, step_int8)
     elif not proj:
         Wk = onnx_gates(wxc, size)
         Rk = onnx_gates(whc, O)
-        Bk = np.concatenate([bc[:, order].reshape(D, 4 * H), np.zeros((D, 4 * H), _F32)], axis=1)
+        Bk = np.concatenate([bias, np.zeros((D, 4 * H), _F32)], axis=1)
 
         def run_all(x, h0, c0):
-            y, yh, yc = kern(
+            y, yh, yc = recurrent.lstm(
                 x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :], c0[:, None, :], hidden_size=H, direction=direction
             )
             return y.reshape(x.shape[0], D * O), yh[:, 0], yc[:, 0]
-    else:
-        # the kernel has no projection: run it one step at a time with the projected hidden state fed
-        # as part of the input (W = [W_xc | W_hc], R = 0) and project its h with weight_hr
-        Wcat = [np.concatenate([onnx_gates(wxc, size)[d], onnx_gates(whc, O)[d]], axis=1)[None] for d in range(D)]
-        Rzero = np.zeros((1, 4 * H, H), _F32)
-        Bk = [np.concatenate([bc[d, order].reshape(1, 4 * H), np.zeros((1, 4 * H), _F32)], axis=1) for d in range(D)]
-        hz = np.zeros((1, 1, H), _F32)
+    else:  # the recurrent product reads the projected state r = weight_hr h, of num_output values
+        Wx = [onnx_gates(wxc, size)[d] for d in range(D)]
+        Wh = [onnx_gates(whc, O)[d] for d in range(D)]
 
         def run_dir(x, d, h0, c0, reverse):
             T = x.shape[0]
+            gx = linalg.gemm(x.astype(_F32, copy=False), Wx[d], bias[d], transB=1)  # every step's projection
             ys = np.zeros((T, O), _F32)
             r, c = h0, c0
             for t in range(T):
                 ti = T - 1 - t if reverse else t
-                xt = np.concatenate([x[ti], r])[None, None, :]
-                _, yh, yc = kern(xt, Wcat[d], Rzero, Bk[d], None, hz, c[None, None, :], hidden_size=H)
-                c = yc[0, 0]
-                r = (whr[d] @ yh[0, 0]).astype(_F32)
+                hh, c = cell(gx[ti] + linalg.mat_mul(Wh[d], r), c)
+                r = project(d, hh)
                 ys[ti] = r
             return ys, r, c
 
@@ -211,10 +218,7 @@ def lstm(p, w):
         if not int8 and not proj:
             y, yh, yc = run_all(x, h0, c0)
         else:
-            outs = [run_dir(x, d, h0[d], c0[d], (p.direction == 1) or d == 1) for d in range(D)]
-            y = np.concatenate([o[0] for o in outs], axis=1)
-            yh = np.stack([o[1] for o in outs])
-            yc = np.stack([o[2] for o in outs])
+            y, yh, yc = _directions(p, D, run_dir, x, h0, c0)
         if p.n_tops >= 3:
             return y, _state_out(yh, hb), _state_out(yc, cb)
         return y
@@ -225,7 +229,14 @@ def lstm(p, w):
 # --------------------------------------------------------------------------- GRU
 
 
-@layer("GRU", params=_RNN_PARAMS, weights=lambda p: _weights(p, 3, 4, p.num_output, False), inputs=None, outputs=None)
+@layer(
+    "GRU",
+    params=_RNN_PARAMS,
+    weights=lambda p: _weights(p, 3, 4, p.num_output, False),
+    inputs=None,
+    outputs=None,
+    kernels=(recurrent.gru, rnn_cell.gru_cell, linalg.mat_mul_integer),
+)
 def gru(p, w):
     """r = sigmoid(W_r x + U_r h + b_r), u = sigmoid(W_u x + U_u h + b_u),
     n = tanh(W_n x + b_wn + r * (U_n h + b_bn)), h = (1 - u) * n + u * h. Bottoms x[, h0]; tops y[, h]."""
@@ -237,25 +248,22 @@ def gru(p, w):
     whc = w["weight_hc"].reshape(D, 3, H, H)
     order = [1, 0, 2]  # ONNX z r h from ncnn R U N
     int8 = bool(p.int8_scale_term)
-    kern = OPS["gru"].fn
     direction = _direction_name(p)
 
-    if int8:
-        scx = w["weight_xc_int8_scales"].reshape(D, 3 * H)
-        sch = w["weight_hc_int8_scales"].reshape(D, 3 * H)
-        wx8 = wxc.reshape(D, 3 * H, size).astype(np.int32)
-        wh8 = whc.reshape(D, 3 * H, H).astype(np.int32)
-        bias = bc.astype(_F32)
+    if int8:  # on the shared cell in ONNX order (z = U, r = R, h = N), linear before reset
+        scx = w["weight_xc_int8_scales"].reshape(D, 3, H)[:, order].reshape(D, 3 * H)
+        sch = w["weight_hc_int8_scales"].reshape(D, 3, H)[:, order].reshape(D, 3 * H)
+        wx8 = np.ascontiguousarray(wxc[:, order].reshape(D, 3 * H, size))
+        wh8 = np.ascontiguousarray(whc[:, order].reshape(D, 3 * H, H))
+        bx = np.concatenate([bc[:, 1], bc[:, 0], bc[:, 2]], axis=1).astype(_F32)  # b_u, b_r, b_wn
+        bh = np.concatenate([np.zeros((D, 2 * H), _F32), bc[:, 3].astype(_F32)], axis=1)  # b_bn
 
         def run_dir(x, d, h0, reverse):
-            def cell(px, ph, h, c):
-                px, ph = px.reshape(3, H), ph.reshape(3, H)
-                r = _sp.expit(bias[d, 0] + px[0] + ph[0])
-                u = _sp.expit(bias[d, 1] + px[1] + ph[1])
-                n = np.tanh(bias[d, 2] + r * (bias[d, 3] + ph[2]) + px[2])
-                return ((1 - u) * n + u * h).astype(_F32), None
+            def step_int8(px, ph, h, c):
+                hn = rnn_cell.gru_cell((bx[d] + px)[None], (bh[d] + ph)[None], h[None], linear_before_reset=1)
+                return hn[0], None
 
-            ys, h, _ = _int8_run(x, wx8[d], scx[d], wh8[d], sch[d], h0, None, reverse, cell)
+            ys, h, _ = _int8_run(x, wx8[d], scx[d], wh8[d], sch[d], h0, None, reverse, step_int8)
             return ys, h
     else:
         Wk = np.ascontiguousarray(wxc[:, order].reshape(D, 3 * H, size), dtype=_F32)
@@ -270,11 +278,9 @@ def gru(p, w):
         hb = bottoms[1] if len(bottoms) >= 2 else None
         h0 = _state(hb, D, H, "GRU hidden")
         if int8:
-            outs = [run_dir(x, d, h0[d], (p.direction == 1) or d == 1) for d in range(D)]
-            y = np.concatenate([o[0] for o in outs], axis=1)
-            yh = np.stack([o[1] for o in outs])
+            y, yh = _directions(p, D, run_dir, x, h0)
         else:
-            y, yh = kern(
+            y, yh = recurrent.gru(
                 x[:, None, :],
                 Wk,
                 Rk,
@@ -296,7 +302,14 @@ def gru(p, w):
 # --------------------------------------------------------------------------- RNN
 
 
-@layer("RNN", params=_RNN_PARAMS, weights=lambda p: _weights(p, 1, 1, p.num_output, False), inputs=None, outputs=None)
+@layer(
+    "RNN",
+    params=_RNN_PARAMS,
+    weights=lambda p: _weights(p, 1, 1, p.num_output, False),
+    inputs=None,
+    outputs=None,
+    kernels=(recurrent.rnn, rnn_cell.rnn_cell, linalg.mat_mul_integer),
+)
 def rnn(p, w):
     """h = tanh(W_xc x + W_hc h + b). Bottoms x[, h0]; tops y[, h]."""
     H = p.num_output
@@ -306,21 +319,18 @@ def rnn(p, w):
     bc = w["bias_c"].reshape(D, H)
     whc = w["weight_hc"].reshape(D, H, H)
     int8 = bool(p.int8_scale_term)
-    kern = OPS["rnn"].fn
     direction = _direction_name(p)
 
     if int8:
         scx = w["weight_xc_int8_scales"].reshape(D, H)
         sch = w["weight_hc_int8_scales"].reshape(D, H)
-        wx8 = wxc.astype(np.int32)
-        wh8 = whc.astype(np.int32)
         bias = bc.astype(_F32)
 
         def run_dir(x, d, h0, reverse):
-            def cell(px, ph, h, c):
-                return np.tanh(bias[d] + px + ph).astype(_F32), None
+            def step_int8(px, ph, h, c):
+                return rnn_cell.rnn_cell((bias[d] + px + ph)[None])[0], None
 
-            ys, h, _ = _int8_run(x, wx8[d], scx[d], wh8[d], sch[d], h0, None, reverse, cell)
+            ys, h, _ = _int8_run(x, wxc[d], scx[d], whc[d], sch[d], h0, None, reverse, step_int8)
             return ys, h
     else:
         Wk = np.ascontiguousarray(wxc, dtype=_F32)
@@ -332,11 +342,9 @@ def rnn(p, w):
         hb = bottoms[1] if len(bottoms) >= 2 else None
         h0 = _state(hb, D, H, "RNN hidden")
         if int8:
-            outs = [run_dir(x, d, h0[d], (p.direction == 1) or d == 1) for d in range(D)]
-            y = np.concatenate([o[0] for o in outs], axis=1)
-            yh = np.stack([o[1] for o in outs])
+            y, yh = _directions(p, D, run_dir, x, h0)
         else:
-            y, yh = kern(x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :], hidden_size=H, direction=direction)
+            y, yh = recurrent.rnn(x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :], hidden_size=H, direction=direction)
             y, yh = y.reshape(x.shape[0], D * H), yh[:, 0]
         if p.n_tops >= 2:
             return y, _state_out(yh, hb)

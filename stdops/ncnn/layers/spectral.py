@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ...limits import check_elements
-from ...ops import OPS
+from ...ops import elementwise, shape_pad, signal
 from ..spec import P, Ref, layer
 
 _F32 = np.float32
@@ -29,10 +29,10 @@ def _window(n_fft: int, winlen: int, window_type: int) -> np.ndarray:
     if window_type == 0:
         win = np.ones(winlen, _F32)
     elif window_type == 1:
-        win = OPS["hann_window"].fn(np.int64(winlen), periodic=1).astype(_F32)
+        win = signal.hann_window(np.int64(winlen), periodic=1).astype(_F32)
     elif window_type == 2:
         ang = (2 * math.pi * np.arange(winlen, dtype=np.float64) / winlen).astype(_F32)
-        win = (_F32(0.54) - _F32(0.46) * np.cos(ang)).astype(_F32)
+        win = (_F32(0.54) - _F32(0.46) * elementwise.cos(ang)).astype(_F32)  # ncnn's, not ONNX's, coefficients
     else:
         raise ValueError(f"window_type must be 0 (ones), 1 (hann) or 2 (hamming), got {window_type}")
     left = (n_fft - winlen) // 2
@@ -61,6 +61,7 @@ def _hop(p) -> int:
     + [P(1, "power", 0)]
     + _COMMON[1:]
     + [P(6, "pad_type", 2), P(7, "normalized", 0), P(8, "onesided", 1)],
+    kernels=(signal.hann_window, shape_pad.pad, signal.stft, elementwise.cos, elementwise.sqrt),
 )
 def spectrogram(p, w):
     """y = STFT(pad(x, n_fft/2) if center) of n_fft-point frames every hoplen samples, scaled by
@@ -77,8 +78,8 @@ def spectrogram(p, w):
     if p.normalized not in (0, 1, 2):
         raise ValueError(f"normalized must be 0, 1 or 2, got {p.normalized}")
     with np.errstate(divide="ignore"):
-        scale = [None, _F32(1.0 / math.sqrt(n)), _F32(1) / np.sqrt((win * win).sum(dtype=_F32))][p.normalized]
-    stft, pad = OPS["stft"].fn, OPS["pad"].fn
+        scale = [None, _F32(1.0 / math.sqrt(n)), _F32(1) / elementwise.sqrt((win * win).sum(dtype=_F32))][p.normalized]
+    stft, pad = signal.stft, shape_pad.pad
     onesided = int(bool(p.onesided))
 
     def step(x):
@@ -95,12 +96,16 @@ def spectrogram(p, w):
         if p.power == 0:
             return np.ascontiguousarray(y, dtype=_F32)
         sq = y[..., 0] * y[..., 0] + y[..., 1] * y[..., 1]
-        return (np.sqrt(sq) if p.power == 1 else sq).astype(_F32)
+        return (elementwise.sqrt(sq) if p.power == 1 else sq).astype(_F32)
 
     return step
 
 
-@layer("InverseSpectrogram", params=_COMMON[:1] + [P(1, "returns", 0)] + _COMMON[1:] + [P(7, "normalized", 0)])
+@layer(
+    "InverseSpectrogram",
+    params=_COMMON[:1] + [P(1, "returns", 0)] + _COMMON[1:] + [P(7, "normalized", 0)],
+    kernels=(signal.dft, signal.hann_window, elementwise.cos, elementwise.sqrt),
+)
 def inverse_spectrogram(p, w):
     """Per frame: the full spectrum (mirrored conjugate when onesided), times sqrt(n_fft) (normalized 1)
     or sqrt(sum window^2) (normalized 2), inverse DFT, times the window, overlap-added every hoplen and
@@ -113,8 +118,8 @@ def inverse_spectrogram(p, w):
         raise ValueError(f"returns must be 0, 1 or 2, got {p.returns}")
     if p.normalized not in (0, 1, 2):
         raise ValueError(f"normalized must be 0, 1 or 2, got {p.normalized}")
-    scale = [None, _F32(math.sqrt(n)), np.sqrt((win * win).sum(dtype=_F32))][p.normalized]
-    dft = OPS["dft"].fn
+    scale = [None, _F32(math.sqrt(n)), elementwise.sqrt((win * win).sum(dtype=_F32))][p.normalized]
+    dft = signal.dft
     wsq = win * win
 
     def step(x):

@@ -1,23 +1,15 @@
-"""ONNX adapters for the ai.onnx.ml kernels: look-up tables and tree ensembles are built once, at
-load time; LabelEncoder-1 (classes_strings) maps onto the LabelEncoder-2 table."""
+"""ONNX adapters for the ai.onnx.ml kernels: the attributes older versions refuse, and LabelEncoder-1
+(classes_strings) mapped onto the LabelEncoder-2 table. (The look-up tables and tree ensembles are built
+once, at load time, by the kernels' own ``prepare``.)"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...errors import KernelError
-from ...ops import ml, ml_trees
+from ...ops import ml
 from ..opset import adapter
 
 ML = "ai.onnx.ml"
-
-
-def _prepared(ctx, prepare):
-    ctx.bind()  # validates the attribute names (unknown / missing required ones)
-    try:
-        return prepare(**ctx.attrs)
-    except KernelError as e:
-        raise ctx.error(str(e)) from None
 
 
 @adapter("LabelEncoder", 2, domain=ML)
@@ -27,7 +19,7 @@ def _label_encoder(ctx):
         for a in ("keys_tensor", "values_tensor", "default_tensor"):
             if a in ctx.attrs:
                 raise ctx.error(f"attribute {a} needs LabelEncoder-4 (model opset {ctx.opset})")
-    return _prepared(ctx, ml.label_encoder_prepare)
+    return ctx.bind()  # the kernel's prepare builds the table
 
 
 @adapter("LabelEncoder", 1, domain=ML)
@@ -53,11 +45,6 @@ def _label_encoder_v1(ctx):
     return label_encoder_v1
 
 
-@adapter("TreeEnsemble", 5, domain=ML)
-def _tree_ensemble(ctx):
-    return _prepared(ctx, ml_trees.tree_ensemble_prepare)
-
-
 _AS_TENSOR = (
     "base_values_as_tensor",
     "nodes_hitrates_as_tensor",
@@ -78,12 +65,11 @@ def _no_tensor_attrs_before_3(ctx):
 def _tree_ensemble_regressor(ctx):
     """TreeEnsembleRegressor-1 and -3 (-3 adds the *_as_tensor attributes); the forest is built here."""
     _no_tensor_attrs_before_3(ctx)
-    forest = _prepared(ctx, ml_trees.tree_ensemble_regressor_prepare)
-    return lambda X: ml_trees._legacy_scores(forest, X)
+    return ctx.bind()
 
 
 @adapter("TreeEnsembleClassifier", 1, domain=ML)
 def _tree_ensemble_classifier(ctx):
     """TreeEnsembleClassifier-1 and -3 (-3 adds the *_as_tensor attributes); outputs (labels, scores)."""
     _no_tensor_attrs_before_3(ctx)
-    return _prepared(ctx, ml_trees.tree_ensemble_classifier_prepare)
+    return ctx.bind()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import KernelError
+from ...ops.dtypes import compute_dtype
 from ..opset import adapter
 
 
@@ -65,7 +66,7 @@ def _batchnorm_legacy(ctx):
             scale, B, mean, var = _flatten_params((scale, B, mean, var), nfeat)
             X = X.reshape(n, nfeat)
         y, running_mean, running_var = fn(X, scale, B, mean, var)
-        wt = np.float64 if X.dtype == np.float64 else np.float32
+        wt = compute_dtype(X.dtype).type
         axes = (0,) + tuple(range(2, X.ndim))
         xw = X.astype(wt, copy=False)
         bmean = xw.mean(axis=axes)

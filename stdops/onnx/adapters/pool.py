@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-import functools
-
+from ...ops._registry import kernel_of, record_use
 from ...ops.pool import max_pool_values
 from ..opset import adapter
 
+_MAX_POOL_VERSIONS = (1, 8, 10, 11, 12, 22)
 
-@adapter("MaxPool", 1, 8, 10, 11, 12, 22)
+
+@adapter("MaxPool", *_MAX_POOL_VERSIONS)
 def _max_pool_outputs(ctx):
-    """A MaxPool node without the Indices output (absent or written as "") skips computing them."""
-    fn = ctx.bind()  # validates the attributes
+    """A MaxPool node without the Indices output (absent or written as "") runs on the kernel that
+    skips computing them."""
     if ctx.n_outputs >= 2 and ctx.output_present[1]:
-        return fn
-    return functools.partial(max_pool_values, **ctx.attrs)
+        return ctx.bind()
+    return ctx.bind(kernel_of(max_pool_values))
+
+
+for _v in _MAX_POOL_VERSIONS:
+    record_use(max_pool_values, "onnx", f"MaxPool-{_v}")
 
 
 @adapter("RoiAlign", 10)

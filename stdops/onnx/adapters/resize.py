@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops._registry import OPS
+from ...ops import resize as resizing
+from ...ops._registry import kernel_of
 from ..opset import adapter
 
 _MODES = {"nearest": "nearest", "linear": "linear", "bilinear": "linear"}
@@ -23,7 +24,7 @@ def _scales_resize(ctx, scales_attr=None):
     if mode not in _MODES:
         raise ctx.error(f"unknown mode {mode!r} (nearest or linear)")
     mode = _MODES[mode]
-    kernel = OPS["resize"]
+    kernel = kernel_of(resizing.resize)
     if mode != "nearest":
         fn = ctx.bind(kernel, mode=mode, coordinate_transformation_mode="asymmetric")
         if scales_attr is not None:

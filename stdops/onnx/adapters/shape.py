@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import KernelError
-from ...ops.shape import int_scalar
+from ...ops.axes import int_scalar
 from ..opset import BindContext, adapter
 
 

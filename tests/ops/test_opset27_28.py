@@ -1,4 +1,5 @@
-"""LinearAttention, CausalConvWithState and SwiGLU against independent float64 formulas written here."""
+"""The ai.onnx opset 27-28 kernels LinearAttention, CausalConvWithState and SwiGLU against independent
+float64 formulas written here."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import numpy as np
 import pytest
 
 from stdops.errors import KernelError
-from stdops.ops import recent as K
+from stdops.ops.activation import swi_glu
+from stdops.ops.attention import linear_attention
+from stdops.ops.conv import causal_conv_with_state
 
 RNG = np.random.default_rng(7)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -35,7 +38,7 @@ def r(*shape, lo=-1.0, hi=1.0):
 def test_swiglu(dtype, alpha, shape):
     a, b = r(*shape, lo=-5, hi=5).astype(dtype), r(*shape, lo=-3, hi=3).astype(dtype)
     a0 = a.copy()
-    got = K.swi_glu(a, b) if alpha is None else K.swi_glu(a, b, alpha=alpha)
+    got = swi_glu(a, b) if alpha is None else swi_glu(a, b, alpha=alpha)
     al = 1.0 if alpha is None else alpha
     A, B = a.astype(np.float64), b.astype(np.float64)
     want = A / (1 + np.exp(-al * A)) * B
@@ -53,7 +56,7 @@ def test_swiglu(dtype, alpha, shape):
 )
 def test_swiglu_errors(a, b):
     with pytest.raises(KernelError):
-        K.swi_glu(a, b)
+        swi_glu(a, b)
 
 
 # --------------------------------------------------------------------------- CausalConvWithState
@@ -97,7 +100,7 @@ def test_causal_conv(dtype, B, C, L, k, has_bias, has_past, act):
     bias = r(C).astype(dtype) if has_bias else None
     past = r(B, C, k - 1).astype(dtype) if has_past else None
     keep = [a.copy() for a in (x, w, bias, past) if a is not None]
-    y, state = K.causal_conv_with_state(x, w, bias, past, activation=act)
+    y, state = causal_conv_with_state(x, w, bias, past, activation=act)
     f = [None if a is None else a.astype(np.float64) for a in (x, w, bias, past)]
     wy, ws = ref_causal_conv(*f, act=act)
     check(y, wy, dtype)
@@ -108,10 +111,10 @@ def test_causal_conv(dtype, B, C, L, k, has_bias, has_past, act):
 
 def test_causal_conv_streaming_equals_one_shot():
     x, w, b = r(2, 3, 10).astype(np.float32), r(3, 1, 4).astype(np.float32), r(3).astype(np.float32)
-    y_all, s_all = K.causal_conv_with_state(x, w, b, activation="silu")
+    y_all, s_all = causal_conv_with_state(x, w, b, activation="silu")
     state, parts = None, []
     for lo, hi in [(0, 3), (3, 4), (4, 10)]:
-        y, state = K.causal_conv_with_state(x[:, :, lo:hi], w, b, state, activation="silu")
+        y, state = causal_conv_with_state(x[:, :, lo:hi], w, b, state, activation="silu")
         parts.append(y)
     np.testing.assert_allclose(np.concatenate(parts, axis=2), y_all, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(state, s_all, rtol=0, atol=0)
@@ -136,7 +139,7 @@ def test_causal_conv_streaming_equals_one_shot():
 )
 def test_causal_conv_errors(args, attrs):
     with pytest.raises(KernelError):
-        K.causal_conv_with_state(*args, **attrs)
+        causal_conv_with_state(*args, **attrs)
 
 
 # --------------------------------------------------------------------------- LinearAttention
@@ -204,7 +207,7 @@ def test_linear_attention(dtype, case):
     f64 = _la_inputs(rule, B, T, hq, hkv, dk, dv, dec_kd, beta_h, has_past)
     args = [None if a is None else a.astype(dtype) for a in f64]
     keep = [None if a is None else a.copy() for a in args]
-    y, state = K.linear_attention(*args, q_num_heads=hq, kv_num_heads=hkv, update_rule=rule, scale=scale)
+    y, state = linear_attention(*args, q_num_heads=hq, kv_num_heads=hkv, update_rule=rule, scale=scale)
     want_y, want_s = ref_linear_attention(
         *[None if a is None else a.astype(np.float64) for a in args], hq, hkv, rule, scale
     )
@@ -220,8 +223,8 @@ def test_linear_attention_default_rule_and_chunking():
     """The default rule is gated_delta; a prefill split in two with the state carried over is the same."""
     q, k, v, _, decay, beta = _la_inputs("gated_delta", 2, 6, 4, 2, 4, 4, True, True, False)
     q, k, v, decay, beta = (a.astype(np.float32) for a in (q, k, v, decay, beta))
-    y_all, s_all = K.linear_attention(q, k, v, None, decay, beta, q_num_heads=4, kv_num_heads=2)
-    y1, s1 = K.linear_attention(
+    y_all, s_all = linear_attention(q, k, v, None, decay, beta, q_num_heads=4, kv_num_heads=2)
+    y1, s1 = linear_attention(
         q[:, :2],
         k[:, :2],
         v[:, :2],
@@ -232,7 +235,7 @@ def test_linear_attention_default_rule_and_chunking():
         kv_num_heads=2,
         update_rule="gated_delta",
     )
-    y2, s2 = K.linear_attention(
+    y2, s2 = linear_attention(
         q[:, 2:], k[:, 2:], v[:, 2:], s1, decay[:, 2:], beta[:, 2:], q_num_heads=4, kv_num_heads=2, chunk_size=1
     )
     np.testing.assert_allclose(np.concatenate([y1, y2], axis=1), y_all, rtol=1e-5, atol=1e-6)
@@ -242,7 +245,7 @@ def test_linear_attention_default_rule_and_chunking():
 def test_linear_attention_state_dtype_follows_past_state():
     q = r(1, 2, 8).astype(np.float16)
     past = r(1, 2, 4, 4).astype(np.float32)
-    y, s = K.linear_attention(q, q, q, past, q_num_heads=2, kv_num_heads=2, update_rule="linear")
+    y, s = linear_attention(q, q, q, past, q_num_heads=2, kv_num_heads=2, update_rule="linear")
     assert y.dtype == np.float16 and s.dtype == np.float32
 
 
@@ -270,4 +273,4 @@ Z = np.zeros((1, 2, 8), np.float32)
 )
 def test_linear_attention_errors(args, attrs):
     with pytest.raises(KernelError):
-        K.linear_attention(*args, **attrs)
+        linear_attention(*args, **attrs)

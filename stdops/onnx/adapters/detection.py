@@ -1,3 +1,0 @@
-"""ONNX version adapters for the detection kernels."""
-
-from __future__ import annotations
