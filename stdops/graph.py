@@ -239,7 +239,7 @@ class Plan:
         token = _ACTIVE_HOOK.set(hook)
         timer_token = _STEP_TIMER.set(None) if timer is not None else None  # inner plans: not timed again
         try:
-            with blas_serial():  # BLAS threads only for the GEMMs that gain from them (ops/_blas.py)
+            with blas_serial():  # OpenBLAS on one thread; big GEMMs split by shape (ops/_blas.py)
                 return self._run(steps, want, feeds, hook, timer)
         finally:
             _ACTIVE_HOOK.reset(token)

@@ -1,24 +1,26 @@
-"""BLAS threads: a model run keeps BLAS on one thread and hands the caller's thread count only to the
-GEMMs that gain from it.
+"""BLAS threads: inside a model run OpenBLAS stays on one thread, and the big GEMMs are split into parts
+by a fixed rule on their shape; the parts run on the caller's thread and on helper threads.
 
-OpenBLAS splits every GEMM above ~64^3 multiply-adds (and every GEMV above ~100^2) between its threads,
-whose hand-off costs tens of microseconds on a quiet machine and a scheduler time slice (milliseconds)
-when the other core is busy: measured on 2 cores shared with other work, a 256x256x128 GEMM took 88x
-longer on 2 threads than on 1, an LSTM step's GEMVs 13x. So, inside :func:`serial` (``Plan.run`` enters
-it), BLAS runs on one thread and :func:`matmul` decides per call:
+Why not OpenBLAS's own threads: its thread count is one process-wide number, so runs in several Python
+threads would change it under each other's GEMMs, and OpenBLAS's results differ in the last bits between
+thread counts for many shapes (its one-thread kernels for small and skinny matrices, its K blocking);
+and its hand-off costs a scheduler time slice when the other core is busy (measured on 2 shared cores: a
+256x256x128 GEMM 88x slower on 2 threads than on 1). Here instead:
 
-- below ``_PAR_MIN_FLOPS`` a GEMM stays on one thread (the split never pays there);
-- above, per size class (a power of two of flops), it measures one thread and the caller's count in turn
-  (twice each), and runs the faster (the caller's count only when 25% faster), re-measuring the slower
-  one at intervals that grow while it keeps losing, with its loss (so a loaded machine, where two
-  threads can be 1000x slower, pays the exploration rarely, and a machine that becomes quiet is noticed).
+- :func:`serial` (``Plan.run`` enters it) sets OpenBLAS to one thread while any run is active (a count
+  of active runs under a lock: the first sets it, the last restores the caller's count);
+- :func:`matmul` splits a GEMM of at least ``_SPLIT_FLOPS`` into 2 parts (4 from ``_SPLIT4_FLOPS``)
+  along N (columns), else M (rows), else the batch axis, by a rule on the shape alone
+  (:func:`split_plan`). Each part is an ordinary one-thread GEMM written into its slice of the result,
+  so the result's bits depend on the shape only: the same with 1 or 2 threads, from run to run and from
+  any number of Python threads at once;
+- :func:`run_parts` runs the parts: the caller takes the first, helpers (the caller's thread count minus
+  one, started on first use) the others, and the caller runs itself any part no helper has started yet
+  when it is done with its own. On a busy machine a second thread therefore costs at most a hand-off, never
+  a wait for a descheduled thread that has not started.
 
-OpenBLAS's results may differ in the last bits between thread counts (its one-thread small-matrix
-kernels), so a GEMM of a size class being re-measured can round differently from the run before; with
-one thread (``threadpoolctl.threadpool_limits(1)``, OPENBLAS_NUM_THREADS=1) runs repeat bit for bit. Without a
-BLAS whose thread count can be read and set (``threadpoolctl``-style symbols in the loaded OpenBLAS),
-everything here is a plain call. The setting is process-wide: runs in several Python threads at once
-share it (their results are unaffected).
+Without a BLAS whose thread count can be read and set (``threadpoolctl``-style symbols in the loaded
+OpenBLAS) the splitting still runs, with as many helpers as ``os.cpu_count()`` allows (at most 1).
 """
 
 from __future__ import annotations
@@ -27,15 +29,18 @@ import contextlib
 import ctypes
 import glob
 import os
-import time
+import queue
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-_PAR_MIN_FLOPS = 1 << 23  # 8.4 MFLOP: below, one thread always
-_RETRY_MIN, _RETRY_MAX = 8, 1 << 20  # calls before re-measuring the slower thread count (growing)
-_MARGIN = 0.75  # the caller's thread count must be this much faster per flop to be chosen
-_FIRST = 4  # calls of a size class that measure both counts in turn before choosing
+_SPLIT_FLOPS = 1 << 25  # 33.5 MFLOP (~0.25 ms on one core): a hand-off (tens of us) is paid back above
+_SPLIT4_FLOPS = 1 << 28  # 268 MFLOP: four parts (each still >= 67 MFLOP)
+_MIN_COLS = 192  # a part keeps at least this many columns when splitting along N
+_MIN_ROWS = 64  # ... rows along M
+_ALIGN = 16  # part boundaries on multiples of 16 (one AVX-512 register of float32)
 
 _SET_NAMES = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads")
 _GET_NAMES = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads")
@@ -59,10 +64,9 @@ def _find_openblas():
 
 
 _API: Any = None  # resolved on first use: (get, set) or False
-_limit = 0  # the caller's thread count while inside serial(); 0 outside
-_depth = 0
-# size class -> [seconds per flop on 1 thread, on the limit, calls, call of the next re-measurement, interval]
-_classes: dict[int, list] = {}
+_state_lock = threading.Lock()
+_active = 0  # runs inside serial(), all threads together
+_saved = 1  # the BLAS thread count when the first active run began (restored when the last ends)
 
 
 def _api():
@@ -72,29 +76,111 @@ def _api():
     return _API
 
 
+def threads() -> int:
+    """The thread count the caller asked for: the BLAS count set when the active runs began (outside a run,
+    the current one)."""
+    with _state_lock:
+        if _active:
+            return _saved
+    api = _api()
+    if api:
+        return max(1, int(api[0]()))
+    return min(2, os.cpu_count() or 1)
+
+
 @contextlib.contextmanager
 def serial():
-    """BLAS on one thread for the block; :func:`matmul` may still give big GEMMs the caller's count."""
-    global _limit, _depth
+    """OpenBLAS on one thread while the block runs (nested and concurrent blocks share one setting)."""
+    global _active, _saved
     api = _api()
-    if not api or _depth:
-        _depth += 1
-        try:
-            yield
-        finally:
-            _depth -= 1
-        return
-    get, put = api
-    n = int(get())
-    _depth, _limit = 1, n
-    if n > 1:
-        put(1)
+    with _state_lock:
+        if _active == 0:
+            n = int(api[0]()) if api else min(2, os.cpu_count() or 1)
+            _saved = max(1, n)
+            if api and n > 1:
+                api[1](1)
+        _active += 1
     try:
         yield
     finally:
-        if n > 1:
-            put(n)
-        _depth, _limit = 0, 0
+        with _state_lock:
+            _active -= 1
+            if _active == 0 and api and _saved > 1:
+                api[1](_saved)
+
+
+# --------------------------------------------------------------------------- the parts and the helpers
+
+
+class _Part:
+    __slots__ = ("fn", "started", "done", "error")
+
+    def __init__(self, fn: Callable[[], object]):
+        self.fn = fn
+        self.started = False
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def claim(self) -> bool:
+        with _state_lock:
+            if self.started:
+                return False
+            self.started = True
+            return True
+
+    def run(self) -> None:
+        try:
+            self.fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller, which raises it
+            self.error = e
+        finally:
+            self.done.set()
+
+
+_queue: queue.SimpleQueue[_Part] = queue.SimpleQueue()
+_helpers: list[threading.Thread] = []
+
+
+def _helper_loop() -> None:
+    while True:
+        part = _queue.get()
+        if part.claim():
+            part.run()
+
+
+def _ensure_helpers(n: int) -> None:
+    with _state_lock:
+        while len(_helpers) < n:
+            t = threading.Thread(target=_helper_loop, name=f"stdops-blas-{len(_helpers) + 1}", daemon=True)
+            _helpers.append(t)
+            t.start()
+
+
+def run_parts(parts: Sequence[Callable[[], object]]) -> None:
+    """Run every callable of ``parts`` (independent pieces of one result): the first here, the others on
+    helper threads when the caller's thread count allows, any part not started by a helper when this
+    thread is done also here. Returns when all are done; raises the first part's error."""
+    n = threads() - 1 if len(parts) > 1 else 0
+    if n <= 0:
+        for p in parts:
+            p()
+        return
+    _ensure_helpers(min(n, len(parts) - 1))
+    rest = [_Part(p) for p in parts[1:]]
+    for p in rest:
+        _queue.put(p)
+    parts[0]()
+    for p in rest:
+        if p.claim():
+            p.run()
+        else:
+            p.done.wait()
+    for p in rest:
+        if p.error is not None:
+            raise p.error
+
+
+# --------------------------------------------------------------------------- the split GEMM
 
 
 def _flops(sa: tuple, sb: tuple) -> float:
@@ -106,46 +192,48 @@ def _flops(sa: tuple, sb: tuple) -> float:
     return 2.0 * batch * m * n * k
 
 
+def _cuts(size: int, parts: int) -> list[int]:
+    step = -(-size // parts)
+    step = -(-step // _ALIGN) * _ALIGN
+    return [min(size, i * step) for i in range(parts)] + [size]
+
+
+def split_plan(sa: tuple, sb: tuple) -> tuple[str, list[int]] | None:
+    """How :func:`matmul` splits a GEMM of these shapes: ("n" | "m" | "batch", boundaries), or None (one call).
+    A function of the shapes alone (the result's bits must not depend on the machine's state)."""
+    if len(sa) < 2 or len(sb) < 2:
+        return None
+    flops = _flops(sa, sb)
+    if flops < _SPLIT_FLOPS:
+        return None
+    parts = 4 if flops >= _SPLIT4_FLOPS else 2
+    m, n = sa[-2], sb[-1]
+    for p in (parts, 2) if parts > 2 else (2,):
+        if len(sa) == 2 and len(sb) == 2:
+            if n >= p * _MIN_COLS:
+                return "n", _cuts(n, p)
+            if m >= p * _MIN_ROWS:
+                return "m", _cuts(m, p)
+        elif len(sa) == len(sb) and sa[:-2] == sb[:-2] and len(sa) == 3 and sa[0] >= p:
+            step = -(-sa[0] // p)
+            return "batch", [min(sa[0], i * step) for i in range(p)] + [sa[0]]
+    return None
+
+
 def matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
-    """np.matmul(a, b[, out]) on the thread count that is faster for its size (see the module doc)."""
-    if _limit <= 1 or a.dtype.kind != "f":
+    """np.matmul(a, b[, out]); a big float GEMM split into parts by its shape (see the module doc)."""
+    plan = split_plan(a.shape, b.shape) if a.dtype.kind == "f" and b.dtype == a.dtype else None
+    if plan is None:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
-    flops = _flops(a.shape, b.shape)
-    if flops < _PAR_MIN_FLOPS:
-        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
-    key = int(flops).bit_length()
-    st = _classes.get(key)
-    if st is None:
-        st = _classes[key] = [0.0, 0.0, 0, 0, _RETRY_MIN]
-    rate1, rate2, calls, nxt, interval = st
-    explore = calls < _FIRST or calls >= nxt
-    if calls < _FIRST:
-        par = bool(calls & 1)  # one thread and the caller's count in turn, twice each
+    axis, cuts = plan
+    if out is None:
+        out = np.empty(a.shape[:-1] + b.shape[-1:], np.result_type(a, b))
+    spans = [(c0, c1) for c0, c1 in zip(cuts, cuts[1:]) if c1 > c0]
+    if axis == "n":
+        parts = [lambda c0=c0, c1=c1: np.matmul(a, b[:, c0:c1], out=out[:, c0:c1]) for c0, c1 in spans]
+    elif axis == "m":
+        parts = [lambda c0=c0, c1=c1: np.matmul(a[c0:c1], b, out=out[c0:c1]) for c0, c1 in spans]
     else:
-        par = rate2 < _MARGIN * rate1
-        if calls >= nxt:  # time to re-measure the slower one
-            par = not par
-    put = _API[1]
-    if par:
-        put(_limit)
-    t0 = time.perf_counter()
-    try:
-        y = np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
-    finally:
-        dt = (time.perf_counter() - t0) / flops
-        if par:
-            put(1)
-    i = 1 if par else 0
-    st[i] = dt if not st[i] else 0.7 * st[i] + 0.3 * dt
-    if explore and calls >= _FIRST - 1:
-        # the count just measured lost: re-measure it after twice the interval, and at least 20 x its loss
-        # (a loaded machine can make two threads 1000x slower: exploring then costs under 5% of the calls)
-        lost = (st[1] < _MARGIN * st[0]) != par
-        if lost:
-            loss = (st[1] / st[0]) if par else (st[0] / st[1])
-            interval = min(_RETRY_MAX, max(2 * interval, int(20 * loss)))
-        else:
-            interval = _RETRY_MIN
-        st[3], st[4] = calls + interval, interval
-    st[2] = calls + 1
-    return y
+        parts = [lambda c0=c0, c1=c1: np.matmul(a[c0:c1], b[c0:c1], out=out[c0:c1]) for c0, c1 in spans]
+    run_parts(parts)
+    return out

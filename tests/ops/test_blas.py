@@ -1,7 +1,11 @@
-"""The BLAS thread policy (stdops/ops/_blas.py): one thread inside a run, the caller's count only for the
-GEMM sizes where it measured faster."""
+"""The BLAS thread policy (stdops/ops/_blas.py): OpenBLAS on one thread inside runs; big GEMMs split into parts
+by a rule on their shape alone, so that results are bit-identical whatever the thread count and however many
+Python threads run at once."""
 
 from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -10,10 +14,10 @@ import stdops.ops._blas as blas
 
 
 class FakeBlas:
-    """A BLAS whose thread count is a number, and a clock on which a GEMM on ``slow`` threads takes 5x longer."""
+    """A BLAS whose thread count is a number."""
 
-    def __init__(self, threads: int, slow: int):
-        self.threads, self.slow, self.now, self.sets = threads, slow, 0.0, []
+    def __init__(self, threads: int):
+        self.threads, self.sets = threads, []
 
     def get(self):
         return self.threads
@@ -22,70 +26,106 @@ class FakeBlas:
         self.sets.append(n)
         self.threads = n
 
-    def clock(self):
-        return self.now
-
 
 @pytest.fixture
 def fake(monkeypatch):
-    def make(threads, slow):
-        f = FakeBlas(threads, slow)
+    def make(threads):
+        f = FakeBlas(threads)
         monkeypatch.setattr(blas, "_API", (f.get, f.put))
-        monkeypatch.setattr(blas, "_classes", {})
-        monkeypatch.setattr(blas.time, "perf_counter", f.clock)
-        real = np.matmul
-
-        def timed_matmul(a, b, **kw):  # the fake clock advances by the GEMM's cost on the current count
-            f.now += 5.0 if f.threads == f.slow else 1.0
-            return real(a, b, **kw)
-
-        monkeypatch.setattr(blas.np, "matmul", timed_matmul)
         return f
 
     return make
 
 
 def test_serial_sets_one_thread_and_restores(fake):
-    f = fake(2, slow=2)
+    f = fake(2)
     with blas.serial():
-        assert f.threads == 1
+        assert f.threads == 1 and blas.threads() == 2
         with blas.serial():  # nested (a subgraph's run): unchanged
             assert f.threads == 1
         assert f.threads == 1
-    assert f.threads == 2
+    assert f.threads == 2 and f.sets == [1, 2]
 
 
-def test_small_gemms_stay_on_one_thread(fake):
-    f = fake(2, slow=1)
-    a = np.ones((64, 64), np.float32)
+def test_concurrent_runs_restore_when_the_last_one_ends(fake):
+    f = fake(2)
+    inside, release = threading.Event(), threading.Event()
+
+    def other():
+        with blas.serial():
+            inside.set()
+            release.wait(5)
+
+    t = threading.Thread(target=other)
     with blas.serial():
-        for _ in range(5):
-            np.testing.assert_array_equal(blas.matmul(a, a), np.full((64, 64), 64, np.float32))
-    assert f.sets == [1, 2]  # entering and leaving serial() only
+        t.start()
+        assert inside.wait(5)
+    assert f.threads == 1  # the other run is still active
+    release.set()
+    t.join(5)
+    assert f.threads == 2 and f.sets == [1, 2]
 
 
-@pytest.mark.parametrize("slow,best", [(2, 1), (1, 2)])
-def test_big_gemms_take_the_faster_count_and_remeasure_rarely(fake, slow, best):
-    f = fake(2, slow=slow)
-    a = np.ones((256, 256), np.float32)  # 33.5 MFLOP: above the one-thread floor
-    used = []
+def test_split_rule_depends_on_the_shape_only():
+    assert blas.split_plan((64, 64), (64, 64)) is None  # small: one call
+    axis, cuts = blas.split_plan((64, 147), (147, 12544))
+    assert axis == "n" and cuts[0] == 0 and cuts[-1] == 12544 and all(c % 16 == 0 for c in cuts[1:-1])
+    assert blas.split_plan((512, 4608), (4608, 49))[0] == "m"  # few columns: split the rows
+    assert blas.split_plan((4, 256, 256), (4, 256, 256)) == ("batch", [0, 2, 4])
+    assert blas.split_plan((3, 4), (4,)) is None
+
+
+@pytest.mark.parametrize("shape", [(64, 147, 12544), (512, 4608, 49), (300, 700, 333)])
+def test_split_gemm_is_the_product_and_the_same_bits_at_any_thread_count(fake, shape):
+    m, k, n = shape
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    results = []
+    for count in (1, 2, 3):
+        fake(count)
+        with blas.serial():
+            results.append(blas.matmul(a, b))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    bound = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    assert np.all(np.abs(results[0] - exact) <= 1e-5 * bound)
+    assert all(np.array_equal(r, results[0]) for r in results[1:])
+
+
+def test_gemms_from_8_python_threads_are_bit_identical(fake):
+    fake(2)
+    rng = np.random.default_rng(2)
+    pairs = [(rng.standard_normal((96, 300), dtype=np.float32), rng.standard_normal((300, 1500), dtype=np.float32))]
+    pairs *= 16
+
+    def product(ab):
+        with blas.serial():
+            return blas.matmul(*ab)
+
+    expected = product(pairs[0])
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(product, pairs))
+    assert all(np.array_equal(g, expected) for g in got)
+
+
+def test_run_parts_runs_unstarted_parts_itself_and_raises_their_errors(fake):
+    fake(2)
+    seen = []
     with blas.serial():
-        for _ in range(200):
-            before = len(f.sets)
-            blas.matmul(a, a)
-            used.append(2 if f.sets[before : before + 1] == [2] else 1)
-    assert used[:4] == [1, 2, 1, 2]  # both counts measured twice in turn, one thread first
-    worse = [i for i, n in enumerate(used[4:], 4) if n != best]
-    assert 1 <= len(worse) <= 3  # re-measured rarely: once it lost 5x, >= 100 calls apart
-    assert worse[0] >= 8 and all(b - a >= 100 for a, b in zip(worse, worse[1:]))
-    assert f.threads == 2  # restored
+        blas.run_parts([lambda i=i: seen.append(i) for i in range(5)])
+    assert sorted(seen) == list(range(5))
+
+    def bad():
+        raise ValueError("part failed")
+
+    with blas.serial(), pytest.raises(ValueError, match="part failed"):
+        blas.run_parts([lambda: None, bad])
 
 
-def test_without_a_run_matmul_is_plain(fake):
-    f = fake(2, slow=2)
+def test_without_a_run_matmul_is_the_product(fake):
+    fake(2)
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     np.testing.assert_array_equal(blas.matmul(a, a.T), a @ a.T)
-    assert f.sets == []
 
 
 def test_flops_of_broadcast_shapes():
