@@ -37,6 +37,11 @@ def _matmul(a: np.ndarray, b: np.ndarray, name: str = "MatMul") -> np.ndarray:
         np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
         raise KernelError(f"{name}: batch dimensions do not broadcast: {a.shape} x {b.shape}") from None
+    if a.ndim > 2 and b.ndim == 2 and a.dtype.kind == "f":
+        # a stack of matrices times one matrix is ONE GEMM on the rows (numpy.matmul runs one small
+        # product per batch entry: a transformer's (T, 1, d) @ (d, n) is T GEMVs)
+        y = matmul(a.reshape(-1, ka), b)
+        return y.reshape(a.shape[:-1] + (b.shape[1],))
     return matmul(a, b)
 
 
