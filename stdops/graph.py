@@ -10,7 +10,10 @@ already bound, then compiles them once into a :class:`Plan`:
   the schedule for each requested set is computed once and cached;
 - a ``hook(node, output_name, value)`` sees every value as it is produced (``stdops compare``, ``--dump``);
 - inside ``with timing(callback):`` every step of the outermost plan reports the clock around its kernel
-  (``stdops profile``); a run outside such a block pays nothing for it.
+  (``stdops profile``); a run outside such a block pays nothing for it;
+- a plan may carry an optimized twin, ``plan.fused`` (stdops/optimize: folded constants, fused chains):
+  a run without a hook whose requested values all exist in the twin runs the twin; with a hook every
+  node runs as written, so every value is seen.
 
 Conventions for values: a tensor is an ``np.ndarray``; a sequence is a ``list``; an empty optional is
 ``None``. A kernel returns a single value, or a ``tuple`` holding every output of the op.
@@ -27,6 +30,12 @@ from typing import Any
 
 from .errors import InputError, ModelFormatError, OpError, ResourceLimitError, StdopsError
 from .ops._blas import serial as blas_serial
+
+
+class PlanFallback(StdopsError):
+    """Raised by a step of an optimized plan whose load-time assumption does not hold for this run (a value's
+    shape that a folded Shape node took as static): the run is done again on the plan as written."""
+
 
 #: slot 0 always holds None: an empty optional input reads it
 _EMPTY_SLOT = 0
@@ -86,6 +95,7 @@ class Node:
     where: str = ""  # where it is in the file (line of a .param, node index), for messages
     bound: Any = None  # stdops.ops.bind.Bound | None (see above)
     kernels: tuple[str, ...] = ()  # the kernels the step runs on (names in stdops.ops.OPS)
+    check: bool = False  # a step without outputs run whenever its inputs are computed (an optimizer's guard)
 
     def rebound(self, bound: Any, inputs: Sequence[str] | None = None) -> Node:
         """This node running another Bound (a graph pass's rewrite): the same name, outputs and place,
@@ -167,6 +177,17 @@ class Plan:
         self._input_slots = [(n, slot[n]) for n in [*self.input_names, *self.outer_names]]
         self._schedules: dict[tuple[str, ...], list[_Step]] = {}
         self._needed_inputs: dict[tuple[str, ...], list[tuple[str, int]]] = {}
+        #: the optimized twin (stdops/optimize), run instead of this plan when no hook is attached
+        self.fused: Plan | None = None
+
+    @property
+    def as_run(self) -> Plan:
+        """The plan a run without a hook executes (for the graph outputs): the optimized twin if there is one."""
+        return self.fused if self.fused is not None else self
+
+    def constants(self) -> dict[str, Any]:
+        """The fixed values (initializers, folded constants) by name."""
+        return {n: self._template[s] for n, s in self._slot.items() if s in self._const_slots}
 
     # ------------------------------------------------------------------ compile
     def names(self) -> list[str]:
@@ -196,6 +217,9 @@ class Plan:
                 continue
             needed.add(k)
             stack.extend(self._producer[n] for n in self.nodes[k].inputs if n in self._producer)
+        for k, node in enumerate(self.nodes):  # checks on values the run computes anyway
+            if node.check and all(n not in self._producer or self._producer[n] in needed for n in node.inputs if n):
+                needed.add(k)
         order = sorted(needed)
         keep = {self._slot[n] for n in want} | self._const_slots
         last_use: dict[int, int] = {}
@@ -234,6 +258,12 @@ class Plan:
         """Run with ``feeds`` (name -> value, already validated by the front end); returns the
         requested values by name."""
         want = self.output_names if outputs is None else list(outputs)
+        fast = self.fused
+        if hook is None and fast is not None and all(n in fast._slot for n in want):
+            try:
+                return fast.run(feeds, want)
+            except PlanFallback:
+                pass  # an assumption of the optimizer failed: the plan as written decides
         steps = self.schedule(want)
         timer = _STEP_TIMER.get()
         token = _ACTIVE_HOOK.set(hook)

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import InputError, ModelFormatError, ResourceLimitError, StdopsError, UnsupportedOp
 from ..graph import Hook, Node, Plan
 from ..ops.bind import Bound
+from ..optimize import optimize
 from . import layers as _layers  # noqa: F401  (registers every layer declaration)
 from . import param as _param
 from .modelbin import ModelBinReader
@@ -142,7 +143,7 @@ class Net:
         self._bin_data = bin_data
         self.input_names = inputs
         self.output_names = [t for d in pf.layers for t in d.tops if t not in consumed and t not in inputs]
-        self.plan = Plan(nodes, inputs, self.output_names, path=self.path)
+        self.plan = optimize(Plan(nodes, inputs, self.output_names, path=self.path))  # stdops/optimize
         self.blob_names = [t for d in pf.layers for t in d.tops]
 
     # ------------------------------------------------------------------ loading

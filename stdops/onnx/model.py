@@ -21,9 +21,11 @@ from .. import limits
 from ..errors import InputError, ModelFormatError, StdopsError, UnsupportedOp
 from ..graph import Hook, Node, Plan
 from ..ops.bind import Bound
+from ..optimize import optimize
 from . import adapters, control, gradient  # noqa: F401  (version adapters, If/Loop/Scan, Gradient)
 from .functions import function_opsets, inline, schema_function
 from .opset import BindContext, onnx_dtype, resolve
+from .static_shapes import static_shapes
 from .tensors import _tensor, convert_attribute
 
 _A = onnx.AttributeProto
@@ -111,7 +113,9 @@ class GraphBuilder:
         # outputs): found from this graph's own names, never by scanning the enclosing scope
         read = {i for nd in nodes for i in nd.inputs if i} | {vi.name for vi in g.output}
         free = sorted(nm for nm in read if nm not in local and nm in outer)
-        return Plan(nodes, input_names, [vi.name for vi in g.output], constants, self.path, outer=free)
+        plan = Plan(nodes, input_names, [vi.name for vi in g.output], constants, self.path, outer=free)
+        main = graph_where == "graph"  # subgraphs: no static shapes (their inputs are what the loop feeds)
+        return optimize(plan, static_shapes(g, self.opsets, self.functions) if main else None)  # stdops/optimize
 
     def _expanded(self, nodes, opsets: dict[str, int], graph_where: str, depth: int = 0):
         """Yield (node, its opsets, where, depth) with function calls replaced by their bodies: a

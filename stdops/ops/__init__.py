@@ -14,6 +14,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     conv_transpose,  # ConvTranspose, Col2Im, DeformConv
     detection,  # NonMaxSuppression
     elementwise,  # arithmetic and unary math
+    fused,  # the optimizer's fused steps: Conv / MatMul + bias + activation + residual
     grid_sample,  # GridSample, AffineGrid
     image,  # ImageDecoder
     indexing,  # gathers, scatters, one-hot, top-k, unique

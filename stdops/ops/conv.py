@@ -156,19 +156,43 @@ def conv_forward(
 
     ``clip=(lo, hi)`` (either may be None) fuses a following Clip / ReLU / ReLU6: the depthwise paths
     apply it in the copy that drops their junk columns (no extra pass), the others in place."""
+    y, done = _conv_forward_parts(
+        x,
+        cw,
+        b,
+        dict(kernel_shape=kernel_shape, strides=strides, dilations=dilations, pads=pads, auto_pad=auto_pad),
+        clip,
+    )
+    if clip is not None and done != "bias+clip":
+        lo, hi = (None if v is None else cw.dtype.type(v) for v in clip)
+        if lo is not None or hi is not None:
+            np.clip(y, lo, hi, out=y)
+    return y
+
+
+def _conv_forward_parts(x, cw, b, geo: dict, clip=None, defer_bias: bool = False):
+    """(y, done): the convolution with what the path applied itself: "bias+clip" (the bias and ``clip``: the
+    depthwise and compiled Winograd paths, in their last copy), "bias" (the bias only: it rode in the GEMM or
+    was added), or "" (``defer_bias``: the bias is the caller's to add, in a pass it makes anyway)."""
     if clip is not None:
         clip = tuple(None if v is None else cw.dtype.type(v) for v in clip)
         if clip == (None, None):
             clip = None
-    y = _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, clip)
-    if type(y) is tuple:  # (y, True): the path applied B and the clip itself
-        return y[0]
-    if clip is not None and not (cw.Cg == 1 and cw.group > 1):
-        np.clip(y, *clip, out=y)
-    return y
+    return _conv_forward(
+        x,
+        cw,
+        b,
+        geo.get("kernel_shape", ()),
+        geo.get("strides", ()),
+        geo.get("dilations", ()),
+        geo.get("pads", ()),
+        geo.get("auto_pad", "NOTSET"),
+        clip,
+        defer_bias,
+    )
 
 
-def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, clip):
+def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, clip, defer_bias=False):
     n = check_rank(x)
     if len(cw.kernel) != n:
         raise KernelError(f"W has {len(cw.kernel)} spatial axes, X has {n} (X {x.shape}, W {cw.w.shape})")
@@ -196,10 +220,10 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
             raise KernelError(f"B must have shape ({M},), got {b.shape}")
 
     if Cg == 1 and g > 1:  # depthwise (and depthwise with a channel multiplier): taps
-        return depthwise(xc, cw, geo, strides, dilations, b, clip)  # B in the GEMM, clip in the crop
+        return depthwise(xc, cw, geo, strides, dilations, b, clip), "bias+clip"  # B in the GEMM, clip in the crop
     elif n == 2 and (wt := cw.winograd_tile(strides, dilations, out)):
         if wt == 4 and _fast.enabled():  # compiled transforms (ops/_fast.py), B and the clip in the output one
-            return _fast.winograd(TILES[wt], xc, cw.wino(wt), bias_array(b, dt), geo.begin, out, clip), True
+            return _fast.winograd(TILES[wt], xc, cw.wino(wt), bias_array(b, dt), geo.begin, out, clip), "bias+clip"
         y = TILES[wt].conv(xc, cw.wino(wt), geo.begin, out)
     elif all(k == 1 for k in kernel):  # 1x1: a plain GEMM on the (strided) input
         xs = pad_input(xc, geo.begin, geo.end)
@@ -212,7 +236,7 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
             np.copyto(xb[:, :C].reshape(xs.shape), xs)
             xb[:, C] = 1
             y = matmul(cw.matb, xb[0] if N == 1 else xb)
-            return y.reshape((N, M) + out)
+            return y.reshape((N, M) + out), "bias"
         if not xs.flags.c_contiguous:
             xs = np.ascontiguousarray(xs)
         wm = cw.mat
@@ -264,10 +288,13 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
                 y = matmul(wm, cols.reshape(N, g, Cg * kp, P))
             y = y.reshape((N, M) + out)
         if fold:
-            return y
-    if b is not None:
-        y += b.astype(dt, copy=False).reshape((M,) + (1,) * n)
-    return y
+            return y, "bias"
+    if b is None:
+        return y, "bias"
+    if defer_bias:
+        return y, ""
+    y += b.astype(dt, copy=False).reshape((M,) + (1,) * n)
+    return y, "bias"
 
 
 def prepare_conv(constants: tuple, attrs: dict):

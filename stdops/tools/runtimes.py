@@ -2,7 +2,8 @@
 
 - ``stdops``: the plan as a user runs it (no hook: the path a load-time optimizer will fuse);
 - ``stdops-unfused``: the same plan with a hook attached, which keeps every step as written (DESIGN.md,
-  "Execution"); until the optimizer lands the two run the same steps;
+  "Execution"); ``stdops`` runs the load-time optimizer's twin (stdops/optimize: folded constants, fused
+  Conv / MatMul chains), so the two compare the fused steps against the written ones;
 - ``onnxruntime``: ONNX models, graph optimizations off (every value as the file computes it, as in
   ``stdops compare``);
 - ``ncnn``: the official ncnn wheel with exact-fp32 options, in a forked child (``stdops.compare``'s runner),

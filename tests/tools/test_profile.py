@@ -29,7 +29,7 @@ def resnet():
 def test_node_times_add_up_to_the_wall_time(resnet):
     x = np.load(str(RESNET).replace(".onnx", ".in.npy"))
     p = prof.profile(resnet, {"input.1": x}, runs=5)
-    assert [n.name for n in p.nodes] == [n.name for n in resnet.plan.nodes]
+    assert [n.name for n in p.nodes] == [n.name for n in resnet.plan.as_run.nodes]
     assert all(len(n.times) == 5 for n in p.nodes)
     # within each run the nodes' times add up to the wall time measured around model.run
     coverage = sorted(p.coverage())
@@ -107,17 +107,17 @@ def test_cli_table_and_trace(tmp_path, resnet):
     assert "random float32 [1, 3, 64, 64]" in r.stdout  # inputs made from the declared shape
     lines = r.stdout.splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith("node "))
-    body = lines[head + 2 : head + 2 + len(resnet.plan.nodes)]
+    body = lines[head + 2 : head + 2 + len(resnet.plan.as_run.nodes)]
     times = [float(ln.split()[2]) for ln in body]
     assert times == sorted(times, reverse=True)  # sorted by median time
-    assert {ln.split()[0] for ln in body} == {n.name for n in resnet.plan.nodes}
+    assert {ln.split()[0] for ln in body} == {n.name for n in resnet.plan.as_run.nodes}
     assert "of their run's wall time" in r.stdout
     doc = json.loads(trace.read_text())
     events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
-    assert [e["name"] for e in events] == [n.name for n in resnet.plan.nodes]  # one per node, in run order
+    assert [e["name"] for e in events] == [n.name for n in resnet.plan.as_run.nodes]  # one per node, in run order
     assert all(e["dur"] >= 0 and isinstance(e["ts"], float | int) for e in events)
     assert all(b["ts"] >= a["ts"] + a["dur"] - 1e-3 for a, b in zip(events, events[1:]))  # they do not overlap
-    assert len(table.read_text().splitlines()) == 1 + len(resnet.plan.nodes)
+    assert len(table.read_text().splitlines()) == 1 + len(resnet.plan.as_run.nodes)
 
 
 def test_cli_ncnn_needs_a_shape_it_does_not_declare(tmp_path):
@@ -142,5 +142,6 @@ def test_run_profile_prints_the_top_nodes(tmp_path):
     np.save(x, np.load(str(RESNET).replace(".onnx", ".in.npy")))
     r = cli("run", str(RESNET), "-i", f"input.1={x}", "--profile")
     assert r.returncode == 0, r.stderr
-    assert "slowest 10 of 30 nodes" in r.stdout and "Conv" in r.stdout and "outputs" in r.stdout
+    n_run = len(stdops.load(RESNET).plan.as_run.nodes)  # the optimized plan: what a run executes
+    assert f"slowest 10 of {n_run} nodes" in r.stdout and "Conv" in r.stdout and "outputs" in r.stdout
     one_line_exit_2(cli("run", str(RESNET), "-i", f"input.1={x}", "--profile", "--dump", str(tmp_path / "d")), "--dump")

@@ -1,0 +1,311 @@
+"""Fused steps, bound by the load-time graph optimizer (stdops/optimize) in place of chains of nodes:
+
+- :func:`conv_act`: Conv (+ its bias) -> activation -> + residual -> activation, one step;
+- :func:`matmul_act`: X @ W (+ bias per column) -> activation -> + residual -> activation (MatMul + Add,
+  Gemm with a bias row, the MLPs' and transformers' projections).
+
+Each kernel's plain form IS the chain: the Conv / MatMul kernel, then the activation kernels and the Add
+kernel (``Activation.reference``), so that a fused node computes what its nodes computed. The step its
+``prepare`` builds (constant weights, float32) computes the same formulas in fewer memory passes: the
+convolution paths apply the bias (and a clip, in their last copy) themselves, and the rest runs in one
+compiled pass over the output (ops/_fast.py ``epilogue``: bias, activation, residual, activation per cache
+chunk) when the ``fast`` extra is installed, else through the kernels in place. Sigmoid and SiLU in the
+compiled pass use a polynomial exp (within ~4 ulp of the exact sigmoid; the kernels use scipy's expit):
+that is the only difference from the nodes it replaces.
+
+Activations (``activation``/``post_activation`` with their ``*_params``): ``relu``, ``clip`` (lo, hi; NaN
+or absent = unbounded), ``leaky_relu`` (alpha), ``sigmoid``, ``silu`` (x * sigmoid(x)), ``hard_sigmoid``
+(alpha, beta), ``hard_swish`` (alpha, beta: x * hard_sigmoid(x); ONNX's HardSwish is alpha 1/6, beta 0.5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..errors import KernelError
+from . import _fast
+from ._blas import matmul
+from ._registry import op
+from .activation import hard_sigmoid, leaky_relu, relu, sigmoid
+from .conv import _conv_forward_parts, conv, prepare_conv_weight
+from .elementwise import add, clip, mul
+from .linalg import mat_mul
+
+_F = _fast  # the compiled epilogue and its activation codes
+
+
+@dataclasses.dataclass(frozen=True)
+class Activation:
+    """One activation of a fused step: its name, parameters, reference (the kernels) and compiled code."""
+
+    name: str
+    params: tuple[float, ...] = ()
+
+    def __post_init__(self):
+        if self.name not in _ARITY:
+            raise KernelError(f"unknown fused activation {self.name!r} (known: {', '.join(_ARITY)})")
+        lo, hi = _ARITY[self.name]
+        if not lo <= len(self.params) <= hi:
+            raise KernelError(f"activation {self.name!r} takes {lo} to {hi} parameters, got {list(self.params)}")
+
+    def reference(self, y: np.ndarray) -> np.ndarray:
+        """The activation through its kernels (what the unfused nodes compute)."""
+        n, p = self.name, self.params
+        if n == "relu":
+            return relu(y)
+        if n == "clip":
+            t = y.dtype.type
+            lo = None if len(p) < 1 or math.isnan(p[0]) else np.array(t(p[0]))
+            hi = None if len(p) < 2 or math.isnan(p[1]) else np.array(t(p[1]))
+            return clip(y, lo, hi)
+        if n == "leaky_relu":
+            return leaky_relu(y, alpha=p[0] if p else 0.01)
+        if n == "sigmoid":
+            return sigmoid(y)
+        if n == "silu":
+            return mul(y, sigmoid(y))
+        a, b = (p + (0.2, 0.5)[len(p) :]) if n == "hard_sigmoid" else (p + (1 / 6, 0.5)[len(p) :])
+        hs = hard_sigmoid(y, alpha=a, beta=b)
+        return hs if n == "hard_sigmoid" else mul(y, hs)
+
+    def code(self) -> tuple[int, float, float]:
+        """(ACT_* code, p, q) for the compiled epilogue."""
+        n, p = self.name, self.params
+        if n == "relu":
+            return _F.ACT_CLIP, 0.0, math.inf
+        if n == "clip":
+            lo = -math.inf if len(p) < 1 or math.isnan(p[0]) else p[0]
+            hi = math.inf if len(p) < 2 or math.isnan(p[1]) else p[1]
+            return _F.ACT_CLIP, lo, hi
+        if n == "leaky_relu":
+            return _F.ACT_LEAKY, (p[0] if p else 0.01), 0.0
+        if n == "sigmoid":
+            return _F.ACT_SIGMOID, 0.0, 0.0
+        if n == "silu":
+            return _F.ACT_SILU, 0.0, 0.0
+        a, b = (p + (0.2, 0.5)[len(p) :]) if n == "hard_sigmoid" else (p + (1 / 6, 0.5)[len(p) :])
+        # the kernels compute t(alpha) * x + t(beta) in float32
+        a, b = float(np.float32(a)), float(np.float32(b))
+        return (_F.ACT_HARD_SIGMOID if n == "hard_sigmoid" else _F.ACT_HARD_SWISH), a, b
+
+    def clip_bounds(self) -> tuple[float | None, float | None] | None:
+        """(lo, hi) when the activation is a clip the convolution paths apply in their last copy."""
+        if self.name == "relu":
+            return (0.0, None)
+        if self.name == "clip":
+            p = self.params
+            lo = None if len(p) < 1 or math.isnan(p[0]) else p[0]
+            hi = None if len(p) < 2 or math.isnan(p[1]) else p[1]
+            return (lo, hi)
+        return None
+
+
+_ARITY = {
+    "relu": (0, 0),
+    "clip": (0, 2),
+    "leaky_relu": (0, 1),
+    "sigmoid": (0, 0),
+    "silu": (0, 0),
+    "hard_sigmoid": (0, 2),
+    "hard_swish": (0, 2),
+}
+_NONE = (0, 0.0, 0.0)
+
+
+def activation_of(name: str, params: Sequence[float] = ()) -> Activation | None:
+    """The Activation for an attribute pair ("" is none)."""
+    if not name:
+        return None
+    return Activation(str(name), tuple(float(v) for v in params))
+
+
+def _finish_reference(y, act: Activation | None, residual, post: Activation | None):
+    if act is not None:
+        y = act.reference(y)
+    if residual is not None:
+        y = add(y, residual)
+    if post is not None:
+        y = post.reference(y)
+    return y
+
+
+def _compiled_ok(y: np.ndarray, residual) -> bool:
+    return (
+        _fast.enabled()
+        and y.dtype == np.float32
+        and y.flags.c_contiguous
+        and (residual is None or (residual.shape == y.shape and residual.dtype == np.float32))
+    )
+
+
+def _epilogue(y, bias, act, residual, post, bias_axis):
+    """y (a fresh array of the step) -> act(y + bias) + residual -> post: compiled in one pass when it can,
+    else through the kernels (y's own memory reused where the kernels allow)."""
+    if _compiled_ok(y, residual):
+        r = None if residual is None else np.ascontiguousarray(residual)
+        return _fast.epilogue(
+            y,
+            bias,
+            _NONE if act is None else act.code(),
+            r,
+            _NONE if post is None else post.code(),
+            bias_axis,
+        )
+    if bias is not None:
+        y += bias.reshape((-1,) + (1,) * (y.ndim - 2)) if bias_axis == 1 else bias
+    return _finish_reference(y, act, residual, post)
+
+
+# --------------------------------------------------------------------------- Conv
+
+
+_CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+
+
+def prepare_conv_act(constants: tuple, attrs: dict) -> Callable | None:
+    """Load time, W a constant float tensor: its layouts (and, with ``expected_spatial``, the Winograd
+    transform of that size) computed once; a constant B of W's dtype rides in the GEMM or in the epilogue."""
+    w = constants[1] if len(constants) > 1 else None
+    if not isinstance(w, np.ndarray) or w.dtype.kind != "f" or w.ndim < 3:
+        return None
+    geo = {a: attrs[a] for a in _CONV_ATTRS if a != "group"}
+    spatial = tuple(attrs.get("expected_spatial") or ()) or None
+    try:
+        cw = prepare_conv_weight(
+            w, attrs["group"], geo["strides"], geo["dilations"], spatial, geo["pads"], geo["auto_pad"]
+        )
+        act = activation_of(attrs["activation"], attrs["activation_params"])
+        post = activation_of(attrs["post_activation"], attrs["post_activation_params"])
+    except KernelError:
+        return None
+    b0 = constants[2] if len(constants) > 2 else None
+    if isinstance(b0, np.ndarray) and b0.dtype == w.dtype:
+        cw.fold_bias(b0)
+    wdt = w.dtype
+    inline_clip = act.clip_bounds() if act is not None else None
+
+    def conv_act_prepared(x, w_, b=None, residual=None):
+        if x.dtype != wdt or wdt != np.float32:
+            return conv_act(x, w_, b, residual, **attrs)
+        # the epilogue takes the bias when it runs anyway and the path would add it in a pass of its own
+        defer = _fast.enabled() and (act is not None or residual is not None or post is not None)
+        y, done = _conv_forward_parts(x, cw, b, geo, inline_clip, defer_bias=defer)
+        rest_act = None if inline_clip is not None and done == "bias+clip" else act
+        bias = None if done or b is None else np.asarray(b, wdt)
+        if bias is None and rest_act is None and residual is None and post is None:
+            return y
+        return _epilogue(y, bias, rest_act, residual, post, 1)
+
+    return conv_act_prepared
+
+
+@op(kernels=(conv, relu, clip, leaky_relu, sigmoid, hard_sigmoid, mul, add), prepare=prepare_conv_act)
+def conv_act(
+    x,
+    w,
+    b=None,
+    residual=None,
+    /,
+    *,
+    auto_pad="NOTSET",
+    dilations=(),
+    group=1,
+    kernel_shape=(),
+    pads=(),
+    strides=(),
+    activation="",
+    activation_params=(),
+    post_activation="",
+    post_activation_params=(),
+    expected_spatial=(),
+):
+    """Y = post(act(Conv(X, W, B)) + residual): ONNX Conv (attributes and shapes as onnx:Conv), then the
+    activation, the residual added (broadcasting as Add), and the post-activation (see the module doc for
+    the activation names). ``expected_spatial``: X's spatial size when known at load (a preparation hint; any
+    size runs). Y has X's dtype."""
+    y = conv(
+        x,
+        w,
+        b,
+        auto_pad=auto_pad,
+        dilations=dilations,
+        group=group,
+        kernel_shape=kernel_shape,
+        pads=pads,
+        strides=strides,
+    )
+    return _finish_reference(
+        y,
+        activation_of(activation, activation_params),
+        residual,
+        activation_of(post_activation, post_activation_params),
+    )
+
+
+# --------------------------------------------------------------------------- MatMul
+
+
+def prepare_matmul_act(constants: tuple, attrs: dict) -> Callable | None:
+    """Load time, W a constant 2-D float32 matrix and the bias (if any) a constant of its columns: W kept
+    contiguous; the step is one GEMM on X's rows and the epilogue."""
+    w = constants[1] if len(constants) > 1 else None
+    if not isinstance(w, np.ndarray) or w.dtype != np.float32 or w.ndim != 2:
+        return None
+    bias = constants[2] if len(constants) > 2 else None
+    if bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != w.dtype or bias.size != w.shape[1]):
+        return None
+    try:
+        act = activation_of(attrs["activation"], attrs["activation_params"])
+        post = activation_of(attrs["post_activation"], attrs["post_activation_params"])
+    except KernelError:
+        return None
+    wc = np.ascontiguousarray(w)
+    bc = None if bias is None else np.ascontiguousarray(bias.reshape(-1))
+    K, Nc = wc.shape
+
+    def matmul_act_prepared(x, w_, b=None, residual=None):
+        x = np.asarray(x)
+        if x.dtype != np.float32 or x.ndim < 1 or x.shape[-1] != K:
+            return matmul_act(x, w_, b, residual, **attrs)
+        y = matmul(x.reshape(-1, K), wc)
+        out_shape = x.shape[:-1] + (Nc,)
+        if residual is not None and np.shape(residual) != out_shape:
+            y = y.reshape(out_shape)
+            if bc is not None:
+                y += bc
+            return _finish_reference(y, act, residual, post)
+        y = _epilogue(y, bc if b is not None else None, act, residual, post, -1)
+        return y.reshape(out_shape)
+
+    return matmul_act_prepared
+
+
+@op(kernels=(mat_mul, add, relu, clip, leaky_relu, sigmoid, hard_sigmoid, mul), prepare=prepare_matmul_act)
+def matmul_act(
+    x,
+    w,
+    bias=None,
+    residual=None,
+    /,
+    *,
+    activation="",
+    activation_params=(),
+    post_activation="",
+    post_activation_params=(),
+):
+    """Y = post(act(X @ W + bias) + residual): ONNX MatMul of X (..., K) and W (K, N), the bias (N,) added
+    to every row, then the activation, the residual added (broadcasting as Add) and the post-activation (see
+    the module doc). Y (..., N), X's dtype."""
+    y = mat_mul(x, w)
+    if bias is not None:
+        y = add(y, bias)
+    return _finish_reference(
+        y,
+        activation_of(activation, activation_params),
+        residual,
+        activation_of(post_activation, post_activation_params),
+    )

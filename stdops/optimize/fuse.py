@@ -1,0 +1,273 @@
+"""BatchNormalization folding and the Conv / MatMul / Gemm chains fused into one step (stdops/ops/fused.py).
+
+A chain starts at a Conv with a constant weight, a MatMul with a constant 2-D right operand, or a Gemm with a
+constant B (transA = 0, a bias of one value per column, a 2-D A); then, each link being the only reader of
+the value before it (and that value no graph output):
+
+    [BatchNormalization (Conv only)] [Add of a constant bias (MatMul)] [activation] [Add residual] [activation]
+
+An activation is Relu, Clip (constant bounds), LeakyRelu, Sigmoid, Sigmoid + Mul (SiLU: the value read by
+exactly a Sigmoid and the Mul of the value and that Sigmoid), HardSigmoid or HardSwish. The fused node takes
+the first node's name and place in messages, the last node's output and position (every input it reads is
+computed by then). A Conv that starts no chain still becomes a ``conv_act`` when its input's spatial size is
+known: its Winograd transform is then prepared at load.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..graph import Node
+from ..ops import fused
+from ..ops._registry import record_use
+from ..ops.bind import bind
+from ._work import Work, float_const, kernel_name
+
+record_use(fused.conv_act, "optimize", "Conv + bias + activation + residual + activation")
+record_use(fused.matmul_act, "optimize", "MatMul / Gemm + bias + activation + residual + activation")
+
+_ACTIVATIONS = ("relu", "clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish")
+
+
+def _scalar(work: Work, name: str) -> float | None:
+    """A constant scalar input as a float; NaN for an absent one; None when not a constant scalar."""
+    if not name:
+        return math.nan
+    v = work.const(name)
+    if not isinstance(v, np.ndarray) or v.size != 1 or v.dtype.kind != "f":
+        return None
+    return float(v.reshape(()))
+
+
+def _activation(work: Work, node: Node, cur: str) -> tuple[str, tuple[float, ...]] | None:
+    """(name, params) when ``node`` is an activation of ``cur`` a fused step can apply."""
+    k = kernel_name(node)
+    if k not in _ACTIVATIONS or not node.inputs or node.inputs[0] != cur or cur in node.inputs[1:]:
+        return None
+    if len([o for o in node.outputs if o]) != 1:
+        return None
+    a = node.bound.attrs
+    if k == "clip":
+        lo = _scalar(work, node.inputs[1] if len(node.inputs) > 1 else "")
+        hi = _scalar(work, node.inputs[2] if len(node.inputs) > 2 else "")
+        if lo is None or hi is None:
+            return None
+        return "clip", (lo, hi)
+    if k == "leaky_relu":
+        return "leaky_relu", (float(a.get("alpha", 0.01)),)
+    if k == "hard_sigmoid":
+        return "hard_sigmoid", (float(a.get("alpha", 0.2)), float(a.get("beta", 0.5)))
+    return k, ()
+
+
+def _silu(work: Work, cur: str) -> tuple[int, int, str] | None:
+    """(sigmoid position, mul position, mul output) when ``cur`` is read by exactly Sigmoid(cur) and
+    Mul(cur, that sigmoid) (either order)."""
+    if cur in work.kept:
+        return None
+    rs = work.readers(cur)
+    if len(rs) != 2:
+        return None
+    for s, m in (rs, rs[::-1]):
+        sn, mn = work.nodes[s], work.nodes[m]
+        if kernel_name(sn) != "sigmoid" or kernel_name(mn) != "mul" or sn is None or mn is None:
+            continue
+        sig = sn.outputs[0] if sn.outputs else ""
+        if sn.inputs != [cur] or not sig or sorted(mn.inputs) != sorted([cur, sig]) or work.only_reader(sig) != m:
+            continue
+        return s, m, mn.outputs[0]
+    return None
+
+
+@dataclasses.dataclass
+class _Chain:
+    links: list[int]  # positions of the nodes the fused step replaces (after the head)
+    out: str
+    act: tuple[str, tuple[float, ...]] | None = None
+    residual: str = ""
+    post: tuple[str, tuple[float, ...]] | None = None
+
+
+def _chain(work: Work, start: str) -> _Chain:
+    ch = _Chain([], start)
+    stage = 0  # 0: after the head, 1: after the activation, 2: after the residual, 3: done
+    while stage < 3 and ch.out not in work.kept:
+        if stage in (0, 2) and (s := _silu(work, ch.out)) is not None:
+            act = ("silu", ())
+            ch.links += [s[0], s[1]]
+            ch.out = s[2]
+        else:
+            k = work.only_reader(ch.out)
+            if k is None:
+                break
+            node = work.nodes[k]
+            assert node is not None
+            act = _activation(work, node, ch.out) if stage in (0, 2) else None
+            if act is None:
+                if stage < 2 and kernel_name(node) == "add" and len(node.inputs) == 2 and ch.out in node.inputs:
+                    other = node.inputs[1] if node.inputs[0] == ch.out else node.inputs[0]
+                    if not other or other == ch.out:
+                        break
+                    ch.residual = other
+                    ch.links.append(k)
+                    ch.out = node.outputs[0]
+                    stage = 2
+                    continue
+                break
+            ch.links.append(k)
+            ch.out = node.outputs[0]
+        if stage == 0:
+            ch.act = act
+            stage = 1
+        else:
+            ch.post = act
+            stage = 3
+    return ch
+
+
+def _act_attrs(ch: _Chain) -> dict:
+    attrs: dict = {}
+    if ch.act is not None:
+        attrs["activation"], attrs["activation_params"] = ch.act[0], ch.act[1]
+    if ch.post is not None:
+        attrs["post_activation"], attrs["post_activation_params"] = ch.post[0], ch.post[1]
+    return attrs
+
+
+def _place(work: Work, head: int, ch: _Chain, node: Node) -> None:
+    """The fused node at the chain's last position; the head and the links removed."""
+    last = max([head] + ch.links)
+    for k in [head] + ch.links:
+        work.replace(k, None)
+    work.replace(last, node)
+
+
+def _fold_batchnorm(work: Work, conv: Node, w: np.ndarray, b) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(W', B', BN position) when the Conv's only reader is an inference BatchNormalization with constant
+    parameters: W' = W * s / sqrt(var + eps), B' = (B - mean) * s / sqrt(var + eps) + bias, in float64."""
+    k = work.only_reader(conv.outputs[0])
+    if k is None:
+        return None
+    bn = work.nodes[k]
+    if kernel_name(bn) != "batch_normalization" or bn is None or bn.inputs[0] != conv.outputs[0]:
+        return None
+    if bn.bound.attrs.get("training_mode", 0) or len([o for o in bn.outputs if o]) != 1 or len(bn.inputs) != 5:
+        return None
+    ps = [work.const(i) for i in bn.inputs[1:]]
+    M = w.shape[0]
+    if not all(float_const(p) and p.size == M for p in ps):
+        return None
+    scale, bias, mean, var = (p.astype(np.float64).reshape(M) for p in ps)
+    inv = scale / np.sqrt(var + np.float64(np.float32(bn.bound.attrs.get("epsilon", 1e-5))))
+    w2 = (w.astype(np.float64) * inv.reshape((M,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+    b0 = np.zeros(M) if b is None else b.astype(np.float64)
+    b2 = ((b0 - mean) * inv + bias).astype(w.dtype)
+    return w2, b2, k
+
+
+def _fuse_conv(work: Work, h: int, node: Node) -> None:
+    w = work.const(node.inputs[1]) if len(node.inputs) > 1 else None
+    if not float_const(w) or w.ndim < 3:
+        return
+    bname = node.inputs[2] if len(node.inputs) > 2 else ""
+    b = work.const(bname) if bname else None
+    if bname and b is None:
+        return  # a bias known only at run time: leave the Conv alone
+    inputs = list(node.inputs[:3]) + [""] * (3 - len(node.inputs[:3]))
+    links: list[int] = []
+    out = node.outputs[0]
+    bn = _fold_batchnorm(work, node, w, b)
+    if bn is not None:
+        w2, b2, k = bn
+        inputs[1], inputs[2] = work.new_const(node.inputs[1], w2), work.new_const(f"{node.name}.bias", b2)
+        links.append(k)
+        out = work.nodes[k].outputs[0]
+    ch = _chain(work, out)
+    ch.links = links + ch.links
+    attrs = {a: v for a, v in node.bound.attrs.items()}
+    attrs.update(_act_attrs(ch))
+    sx = work.shapes.get(node.inputs[0])
+    if sx is not None and len(sx) == w.ndim:
+        attrs["expected_spatial"] = tuple(sx[2:])
+    if not ch.links and "expected_spatial" not in attrs:
+        return  # nothing to fuse, nothing to prepare
+    consts = (None, work.consts.get(inputs[1]), work.consts.get(inputs[2]) if inputs[2] else None)
+    bound = bind(fused.conv_act, attrs, consts)
+    new = dataclasses.replace(node.rebound(bound, inputs + [ch.residual]), outputs=[ch.out])
+    _place(work, h, ch, new)
+
+
+def _fuse_matmul(work: Work, h: int, node: Node, kname: str) -> None:
+    a = node.bound.attrs
+    w = work.const(node.inputs[1]) if len(node.inputs) > 1 else None
+    if not isinstance(w, np.ndarray) or w.dtype != np.float32 or w.ndim != 2:
+        return
+    x = node.inputs[0]
+    bias = None
+    bias_name = ""
+    if kname == "gemm":
+        if a.get("transA", 0) or not (len(work.shapes.get(x, ())) == 2 or kernel_name(work.producer(x)) == "flatten"):
+            return  # Gemm's A is 2-D (a fused step would not check it): known so, or a Flatten's result
+        alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
+        wt = w.T if a.get("transB", 0) else w
+        if alpha != 1.0:
+            wt = (wt.astype(np.float64) * alpha).astype(w.dtype)
+        c = node.inputs[2] if len(node.inputs) > 2 else ""
+        if c:
+            cv = work.const(c)
+            if (
+                not isinstance(cv, np.ndarray)
+                or cv.dtype != w.dtype
+                or cv.shape not in ((wt.shape[1],), (1, wt.shape[1]))
+            ):
+                return
+            bias = cv.reshape(-1) if beta == 1.0 else (cv.reshape(-1).astype(np.float64) * beta).astype(w.dtype)
+        wname = work.new_const(node.inputs[1], np.ascontiguousarray(wt)) if wt is not w else node.inputs[1]
+        if bias is not None:
+            bias_name = work.new_const(f"{node.name}.bias", np.ascontiguousarray(bias))
+    else:
+        wname = node.inputs[1]
+    ch = _chain(work, node.outputs[0])
+    if kname == "mat_mul" and ch.links and ch.residual:
+        # MatMul -> Add: a constant of one value per column is the bias, the chain restarts after it
+        rv = work.const(ch.residual)
+        first = work.nodes[ch.links[0]]
+        if ch.act is None and kernel_name(first) == "add" and isinstance(rv, np.ndarray):
+            if rv.dtype != w.dtype or rv.ndim != 1 or rv.size != w.shape[1]:
+                return
+            bias, bias_name = rv, ch.residual
+            rest = _chain(work, first.outputs[0])
+            ch = _Chain([ch.links[0]] + rest.links, rest.out, rest.act, rest.residual, rest.post)
+    if kname == "mat_mul" and not ch.links:
+        return
+    if ch.residual and work.is_const(ch.residual):
+        return  # a constant added that is no per-column bias (a broadcast the kernels' Add must decide)
+    bound = bind(fused.matmul_act, _act_attrs(ch), (None, work.consts[wname], bias))
+    new = Node(
+        node.name,
+        node.op,
+        bound.fn,
+        [x, wname, bias_name, ch.residual],
+        [ch.out],
+        node.where,
+        bound,
+        ("matmul_act",),
+    )
+    _place(work, h, ch, new)
+
+
+def run(work: Work) -> None:
+    for h in range(len(work.nodes)):
+        node = work.nodes[h]
+        k = kernel_name(node)
+        if node is None or not node.outputs or not node.outputs[0]:
+            continue
+        if any(i in work.overridable for i in node.inputs[1:]):
+            continue
+        if k == "conv":
+            _fuse_conv(work, h, node)
+        elif k in ("mat_mul", "gemm"):
+            _fuse_matmul(work, h, node, k)
