@@ -54,7 +54,7 @@ def static_shapes(g: onnx.GraphProto, opsets: dict[str, int], functions: dict | 
         tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
         if tt is None or not tt.HasField("shape"):
             continue
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
-        if all(d is not None and d > 0 for d in dims):
-            shapes[vi.name] = tuple(int(d) for d in dims)
+        dims = [int(d.dim_value) if d.HasField("dim_value") else 0 for d in tt.shape.dim]
+        if all(d > 0 for d in dims):
+            shapes[vi.name] = tuple(dims)
     return shapes

@@ -166,18 +166,18 @@ def run_parts(parts: Sequence[Callable[[], object]]) -> None:
             p()
         return
     _ensure_helpers(min(n, len(parts) - 1))
-    rest = [_Part(p) for p in parts[1:]]
-    for p in rest:
-        _queue.put(p)
+    rest = [_Part(fn) for fn in parts[1:]]
+    for part in rest:
+        _queue.put(part)
     parts[0]()
-    for p in rest:
-        if p.claim():
-            p.run()
+    for part in rest:
+        if part.claim():
+            part.run()
         else:
-            p.done.wait()
-    for p in rest:
-        if p.error is not None:
-            raise p.error
+            part.done.wait()
+    for part in rest:
+        if part.error is not None:
+            raise part.error
 
 
 # --------------------------------------------------------------------------- the split GEMM

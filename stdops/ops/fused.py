@@ -278,7 +278,8 @@ def prepare_matmul_act(constants: tuple, attrs: dict) -> Callable | None:
             if bc is not None:
                 y += bc
             return _finish_reference(y, act, residual, post)
-        y = _epilogue(y, bc if b is not None else None, act, residual, post, -1)
+        r = None if residual is None else np.asarray(residual).reshape(y.shape)
+        y = _epilogue(y, bc if b is not None else None, act, r, post, -1)
         return y.reshape(out_shape)
 
     return matmul_act_prepared

@@ -52,8 +52,8 @@ def run(work: Work) -> None:
             if kname != "transpose" or _perm(node, len(sx)) == list(range(len(sx))):
                 _drop(work, k, x, y)
                 continue
-        j = work.producer_index().get(x)
-        first = work.nodes[j] if j is not None else None
+        j = work.producer_index().get(x, -1)
+        first = work.nodes[j] if j >= 0 else None
         if first is None or work.only_reader(x) != k:
             continue
         fname = kernel_name(first)

@@ -145,6 +145,12 @@ def _place(work: Work, head: int, ch: _Chain, node: Node) -> None:
     work.replace(last, node)
 
 
+def _outputs(work: Work, k: int) -> list[str]:
+    node = work.nodes[k]
+    assert node is not None
+    return node.outputs
+
+
 def _fold_batchnorm(work: Work, conv: Node, w: np.ndarray, b) -> tuple[np.ndarray, np.ndarray, int] | None:
     """(W', B', BN position) when the Conv's only reader is an inference BatchNormalization with constant
     parameters: W' = W * s / sqrt(var + eps), B' = (B - mean) * s / sqrt(var + eps) + bias, in float64."""
@@ -170,7 +176,7 @@ def _fold_batchnorm(work: Work, conv: Node, w: np.ndarray, b) -> tuple[np.ndarra
 
 def _fuse_conv(work: Work, h: int, node: Node) -> None:
     w = work.const(node.inputs[1]) if len(node.inputs) > 1 else None
-    if not float_const(w) or w.ndim < 3:
+    if not isinstance(w, np.ndarray) or w.dtype.kind != "f" or w.ndim < 3:
         return
     bname = node.inputs[2] if len(node.inputs) > 2 else ""
     b = work.const(bname) if bname else None
@@ -184,7 +190,7 @@ def _fuse_conv(work: Work, h: int, node: Node) -> None:
         w2, b2, k = bn
         inputs[1], inputs[2] = work.new_const(node.inputs[1], w2), work.new_const(f"{node.name}.bias", b2)
         links.append(k)
-        out = work.nodes[k].outputs[0]
+        out = _outputs(work, k)[0]
     ch = _chain(work, out)
     ch.links = links + ch.links
     attrs = {a: v for a, v in node.bound.attrs.items()}
@@ -239,7 +245,7 @@ def _fuse_matmul(work: Work, h: int, node: Node, kname: str) -> None:
             if rv.dtype != w.dtype or rv.ndim != 1 or rv.size != w.shape[1]:
                 return
             bias, bias_name = rv, ch.residual
-            rest = _chain(work, first.outputs[0])
+            rest = _chain(work, _outputs(work, ch.links[0])[0])
             ch = _Chain([ch.links[0]] + rest.links, rest.out, rest.act, rest.residual, rest.post)
     if kname == "mat_mul" and not ch.links:
         return

@@ -1,0 +1,173 @@
+"""Each optimizer pass on a small model built for it: the rewrite happens (the optimized plan's kernels say so),
+the result matches onnxruntime's (the oracle) and the written plan's, and what must not be rewritten is not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import stdops.onnx as so
+from stdops.graph import Node, Plan
+from stdops.ops.bind import bind
+from stdops.ops.shape import reshape as reshape_kernel
+from stdops.ops.shape import shape as shape_kernel
+from stdops.optimize import optimize
+
+from .test_agreement import _hook, agree
+
+ort = pytest.importorskip("onnxruntime")
+RNG = np.random.default_rng(7)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17, ir=8):
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in inits],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = ir
+    return m
+
+
+def check(m, feeds, expect_kernels=(), absent_kernels=()):
+    ours = so.load(m)
+    so_opts = ort.SessionOptions()
+    so_opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(m.SerializeToString(), so_opts, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    want = dict(zip(names, sess.run(None, feeds)))
+    got = ours.run(feeds)
+    written = ours.run(feeds, hook=_hook)
+    agree(got, written)
+    for k in names:
+        np.testing.assert_allclose(got[k], want[k], rtol=2e-5, atol=2e-5 * max(1.0, float(np.abs(want[k]).max())))
+    kernels = [n.kernels[0] for n in ours.plan.as_run.nodes if n.kernels]
+    for k in expect_kernels:
+        assert k in kernels, kernels
+    for k in absent_kernels:
+        assert k not in kernels, kernels
+    return ours
+
+
+def w(*shape, scale=0.3):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+X = ("x", [1, 8, 10, 10])
+
+
+def conv(inp="x", out="c", cout=8, cin=8, k=3, group=1, bias=True, name="W"):
+    ins = [inp, name] + ([name + "b"] if bias else [])
+    inits = [(name, w(cout, cin // group, k, k))] + ([(name + "b", w(cout))] if bias else [])
+    node = helper.make_node("Conv", ins, [out], pads=[k // 2] * 4, group=group)
+    return node, inits
+
+
+ACTIVATIONS = {
+    "relu": ([helper.make_node("Relu", ["c"], ["y"])], []),
+    "clip": ([helper.make_node("Clip", ["c", "lo", "hi"], ["y"])], [("lo", np.float32(0)), ("hi", np.float32(6))]),
+    "leaky": ([helper.make_node("LeakyRelu", ["c"], ["y"], alpha=0.1)], []),
+    "sigmoid": ([helper.make_node("Sigmoid", ["c"], ["y"])], []),
+    "silu": ([helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["s", "c"], ["y"])], []),
+    "hardsigmoid": ([helper.make_node("HardSigmoid", ["c"], ["y"], alpha=0.3, beta=0.4)], []),
+    "hardswish": ([helper.make_node("HardSwish", ["c"], ["y"])], []),
+}
+
+
+@pytest.mark.parametrize("act", sorted(ACTIVATIONS))
+@pytest.mark.parametrize("group", [1, 8])
+def test_conv_activation_is_one_step(act, group):
+    c, inits = conv(group=group)
+    nodes, more = ACTIVATIONS[act]
+    m = model([c, *nodes], [X], ["y"], inits + more)
+    absent = {"relu", "clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish", "mul", "conv"}
+    check(m, {"x": w(1, 8, 10, 10, scale=3)}, ["conv_act"], absent)
+
+
+def test_batchnorm_folds_into_the_conv_and_the_residual_add_and_relu_fuse():
+    c, inits = conv(bias=False)
+    bn = helper.make_node("BatchNormalization", ["c", "s", "b", "mu", "var"], ["n"], epsilon=1e-3)
+    relu = helper.make_node("Relu", ["n"], ["r"])
+    c2, inits2 = conv("r", "c2", name="W2")
+    add = helper.make_node("Add", ["x", "c2"], ["a"])
+    out = helper.make_node("Relu", ["a"], ["y"])
+    stats = [("s", w(8) + 1), ("b", w(8)), ("mu", w(8)), ("var", np.abs(w(8)) + 0.5)]
+    m = model([c, bn, relu, c2, add, out], [X], ["y"], inits + stats + inits2)
+    ours = check(m, {"x": w(1, 8, 10, 10, scale=2)}, ["conv_act"], {"batch_normalization", "relu", "add"})
+    assert len(ours.plan.as_run.nodes) == 2
+
+
+def test_a_value_read_twice_is_not_fused_away():
+    c, inits = conv()
+    nodes = [c, helper.make_node("Relu", ["c"], ["y"]), helper.make_node("Sigmoid", ["c"], ["z"])]
+    ours = check(so_model := model(nodes, [X], ["y", "z"], inits), {"x": w(1, 8, 10, 10)}, ["relu", "sigmoid"])
+    assert so_model is not None and "c" in ours.plan.as_run.names()
+
+
+def test_matmul_bias_activation_residual():
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["m"]),
+        helper.make_node("Add", ["m", "b"], ["a"]),
+        helper.make_node("Relu", ["a"], ["r"]),
+        helper.make_node("Add", ["r", "x"], ["y"]),
+    ]
+    m = model(nodes, [("x", [2, 5, 16])], ["y"], [("W", w(16, 16)), ("b", w(16))])
+    check(m, {"x": w(2, 5, 16, scale=2)}, ["matmul_act"], {"mat_mul", "add", "relu"})
+
+
+def test_gemm_after_flatten_is_a_matmul_step():
+    nodes = [
+        helper.make_node("Flatten", ["x"], ["f"]),
+        helper.make_node("Gemm", ["f", "W", "C"], ["g"], transB=1, alpha=0.5),
+        helper.make_node("Relu", ["g"], ["y"]),
+    ]
+    m = model(nodes, [("x", ["n", 4, 3])], ["y"], [("W", w(7, 12)), ("C", w(7))])
+    check(m, {"x": w(3, 4, 3)}, ["matmul_act"], {"gemm", "relu"})
+
+
+def test_shape_arithmetic_folds_and_transposes_cancel():
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i0"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "ax"], ["n1"]),
+        helper.make_node("Concat", ["n1", "minus1"], ["target"], axis=0),
+        helper.make_node("Transpose", ["x"], ["t1"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["t1"], ["t2"], perm=[0, 3, 1, 2]),
+        helper.make_node("Identity", ["t2"], ["t3"]),
+        helper.make_node("Reshape", ["t3", "target"], ["y"]),
+    ]
+    inits = [("i0", np.array(0, np.int64)), ("ax", np.array([0], np.int64)), ("minus1", np.array([-1], np.int64))]
+    ours = check(model(nodes, [X], ["y"], inits), {"x": w(1, 8, 10, 10)})
+    steps = ours.plan.as_run.nodes
+    assert [n.kernels for n in steps if not n.check] == [("reshape",)]  # Shape..Concat folded, Transposes gone
+    assert [n.inputs for n in steps if n.check] == [["x"]]  # the guard of the folded Shape
+
+
+def test_a_folded_shape_that_does_not_hold_falls_back_to_the_written_plan():
+    """The guard of a folded Shape: given a wrong static shape, the run is the written plan's."""
+    sh, rs = bind(shape_kernel), bind(reshape_kernel)
+    nodes = [
+        Node("shape", "Shape", sh.fn, ["x"], ["s"], bound=sh),
+        Node("r", "Reshape", rs.fn, ["x", "s"], ["y"], bound=rs),
+    ]
+    plan = optimize(Plan(nodes, ["x"], ["y"]), shapes={"x": (2, 3)})
+    assert plan.fused is not None and plan.fused.constants()["s"].tolist() == [2, 3]
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    np.testing.assert_array_equal(plan.run({"x": x})["y"], x)
+    np.testing.assert_array_equal(plan.run({"x": x[:2, :3]})["y"], x[:2, :3])
+
+
+def test_an_initializer_a_feed_may_override_is_not_folded():
+    """ONNX IR 3: an initializer listed as a graph input is a default the caller may replace."""
+    nodes = [helper.make_node("Add", ["a", "b"], ["c"]), helper.make_node("Relu", ["c"], ["y"])]
+    m = model(
+        nodes, [("a", [3]), ("b", [3])], ["y"], [("a", np.ones(3, np.float32)), ("b", np.ones(3, np.float32))], ir=3
+    )
+    m.opset_import[0].version = 9
+    ours = so.load(m)
+    assert ours.run({})["y"].tolist() == [2, 2, 2]
+    assert ours.run({"a": np.full(3, -5, np.float32)})["y"].tolist() == [0, 0, 0]
