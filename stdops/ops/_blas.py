@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import glob
+import math
 import os
 import queue
 import threading
@@ -188,7 +189,7 @@ def _flops(sa: tuple, sb: tuple) -> float:
     k = sa[-1] if sa else 1
     m = sa[-2] if len(sa) > 1 else 1
     n = sb[-1] if len(sb) > 1 else 1
-    batch = max(int(np.prod(sa[:-2], dtype=np.int64)), int(np.prod(sb[:-2], dtype=np.int64)))
+    batch = max(math.prod(sa[:-2]), math.prod(sb[:-2]))
     return 2.0 * batch * m * n * k
 
 

@@ -119,8 +119,12 @@ def depthwise(xc: np.ndarray, cw, geo, strides, dilations, b=None, clip=None) ->
     g, mg, kernel, dt = cw.group, cw.M // cw.group, cw.kernel, cw.dtype
     M, out, NG = g * mg, geo.out, N * g
     if len(kernel) == 2 and _fast.enabled() and dt.type in (np.float32, np.float64):
-        # one compiled pass (ops/_fast.py); the NumPy path below is its reference
+        # compiled (ops/_fast.py); the NumPy path below is their reference
         xc = np.ascontiguousarray(xc)
+        if mg == 1 and out[0] * out[1] <= _fast.SMALL_MAP:
+            return _fast.depthwise2d_small(
+                xc, cw.dw_taps_last(), bias_array(b, dt), strides, dilations, geo.begin, out, clip
+            )
         return _fast.depthwise2d(xc, cw.dw_taps(), bias_array(b, dt), mg, strides, dilations, geo.begin, out, clip)
     rows = _dw_rows_plan(xc.shape, geo, kernel, strides)
     yr = None if rows is None else _depthwise_rows(xc, cw, geo, strides, dilations, rows[0], rows[1], b)

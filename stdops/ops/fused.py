@@ -114,6 +114,16 @@ _ARITY = {
     "hard_swish": (0, 2),
 }
 _NONE = (0, 0.0, 0.0)
+_CODES: dict = {}
+
+
+def _code(act: Activation | None) -> tuple[int, float, float]:
+    if act is None:
+        return _NONE
+    c = _CODES.get(act)
+    if c is None:
+        c = _CODES[act] = act.code()
+    return c
 
 
 def activation_of(name: str, params: Sequence[float] = ()) -> Activation | None:
@@ -147,14 +157,7 @@ def _epilogue(y, bias, act, residual, post, bias_axis):
     else through the kernels (y's own memory reused where the kernels allow)."""
     if _compiled_ok(y, residual):
         r = None if residual is None else np.ascontiguousarray(residual)
-        return _fast.epilogue(
-            y,
-            bias,
-            _NONE if act is None else act.code(),
-            r,
-            _NONE if post is None else post.code(),
-            bias_axis,
-        )
+        return _fast.epilogue(y, bias, _code(act), r, _code(post), bias_axis)
     if bias is not None:
         y += bias.reshape((-1,) + (1,) * (y.ndim - 2)) if bias_axis == 1 else bias
     return _finish_reference(y, act, residual, post)
