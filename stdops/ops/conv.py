@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ..limits import get as limits_in_force
-from . import _fast
+from . import _fast, _fast_windows
 from ._blas import matmul
 from ._registry import op
 from ._window import (
@@ -273,6 +273,9 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
         else:
             y = matmul(wm, xs.reshape(N, g, Cg, P))
         y = y.reshape((N, M) + out)
+    elif n == 2 and g == 1 and N == 1 and dt == np.float32 and _fast.enabled():
+        # compiled im2col in cache-sized blocks of output rows, one GEMM per block (ops/_fast_windows.py)
+        y = _fast_windows.conv2d_blocked(xc, cw.mat[0], kernel, strides, dilations, geo.begin, out)
     else:  # im2col + one GEMM per group (and sample)
         kp = prod(kernel)
         check_elements((N, C * kp, P), "Conv im2col buffer")

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import KernelError
-from . import _fast
+from . import _fast, _fast_epilogue
 from ._blas import matmul
 from ._registry import op
 from .activation import hard_sigmoid, leaky_relu, relu, sigmoid
@@ -35,7 +35,7 @@ from .conv import _conv_forward_parts, conv, prepare_conv_weight
 from .elementwise import add, clip, mul
 from .linalg import mat_mul
 
-_F = _fast  # the compiled epilogue and its activation codes
+_F = _fast_epilogue  # the compiled epilogue and its activation codes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,7 +157,7 @@ def _epilogue(y, bias, act, residual, post, bias_axis):
     else through the kernels (y's own memory reused where the kernels allow)."""
     if _compiled_ok(y, residual):
         r = None if residual is None else np.ascontiguousarray(residual)
-        return _fast.epilogue(y, bias, _code(act), r, _code(post), bias_axis)
+        return _fast_epilogue.epilogue(y, bias, _code(act), r, _code(post), bias_axis)
     if bias is not None:
         y += bias.reshape((-1,) + (1,) * (y.ndim - 2)) if bias_axis == 1 else bias
     return _finish_reference(y, act, residual, post)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..limits import check_elements
+from . import _fast, _fast_windows
 from ._registry import op
 from ._window import FlatTaps, check_float, check_rank, geometry, ints, pad_pairs, prod
 from .dtypes import compute_dtype
@@ -146,6 +147,8 @@ def _max_pool(
     else:
         fill = _lowest(x.dtype)
     if not with_indices:
+        if n == 2 and x.dtype == np.float32 and _fast.enabled():  # one compiled pass (ops/_fast_windows.py)
+            return _fast_windows.max_pool2d(x, kernel, strides, dilations, geo.begin, out)
         return _separable(x, kernel, strides, dilations, geo, fill, np.maximum)
     ft = FlatTaps(src, geo, kernel, strides, dilations, fill)
     N, C = x.shape[:2]

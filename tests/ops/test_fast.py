@@ -109,3 +109,56 @@ def test_winograd_compiled_matches_numpy(xs, M, pads, clip, dtype, bias, compile
     bound = conv_forward(np.abs(x), prepare_conv_weight(np.abs(w)), absb, pads=pads)
     tol = 1e-5 if dtype == np.float32 else 1e-13  # the transforms' sums in another order
     assert np.all(np.abs(y_fast - y_ref) <= tol * bound + 1e-30)
+
+
+# x shape, M, kernel, strides, dilations, pads: the compiled im2col (ops/_fast_windows.py), float32, group 1
+IM2COL = [
+    ((1, 3, 40, 38), 8, (7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),  # a stem
+    ((1, 5, 17, 19), 6, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),
+    ((1, 4, 12, 13), 3, (3, 2), (1, 3), (2, 1), (0, 2, 1, 0)),
+    ((1, 3, 9, 9), 2, (5, 5), (3, 3), (1, 1), (0, 0, 0, 0)),
+]
+
+
+@pytest.mark.parametrize("xs,M,k,s,d,pads", IM2COL)
+@pytest.mark.parametrize("blocks", [False, True])
+def test_im2col_compiled_matches_numpy(xs, M, k, s, d, pads, blocks, compiled, monkeypatch):
+    from stdops.ops import _fast_windows
+
+    if blocks:  # blocks of a few output rows, the blocks as parts
+        monkeypatch.setattr(_fast_windows, "_ONE_BLOCK", 0)
+        monkeypatch.setattr(_fast_windows, "_BLOCK_VALUES", 3 * xs[1] * k[0] * k[1] * 4)
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal((M, xs[1]) + k).astype(np.float32)
+    b = RNG.standard_normal(M).astype(np.float32)
+    kw = dict(strides=s, dilations=d, pads=pads, clip=(0.0, None))
+    y_fast = conv_forward(x, prepare_conv_weight(w), b, **kw)
+    _fast.set_enabled(False)
+    y_ref = conv_forward(x, prepare_conv_weight(w), b, **kw)
+    assert y_fast.shape == y_ref.shape
+    bound = conv_forward(np.abs(x), prepare_conv_weight(np.abs(w)), np.abs(b), strides=s, dilations=d, pads=pads)
+    assert np.all(np.abs(y_fast - y_ref) <= 1e-6 * bound)
+
+
+# x shape, kernel, strides, dilations, pads, ceil_mode
+MAXPOOL = [
+    ((1, 6, 17, 16), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 0),
+    ((2, 3, 9, 11), (2, 3), (1, 2), (2, 1), (0, 1, 1, 0), 1),
+    ((1, 2, 10, 10), (3, 3), (3, 3), (1, 1), (0, 0, 0, 0), 1),
+    ((1, 4, 7, 5), (1, 1), (2, 1), (1, 1), (0, 0, 0, 0), 0),
+]
+
+
+@pytest.mark.parametrize("xs,k,s,d,pads,ceil", MAXPOOL)
+def test_max_pool_compiled_matches_numpy(xs, k, s, d, pads, ceil, compiled):
+    from stdops.ops.pool import max_pool_values
+
+    x = RNG.standard_normal(xs).astype(np.float32)
+    x.reshape(-1)[::7] = np.nan
+    x.reshape(-1)[::11] = np.inf
+    x.reshape(-1)[::13] = -np.inf
+    kw = dict(kernel_shape=k, strides=s, dilations=d, pads=pads, ceil_mode=ceil)
+    y_fast = max_pool_values(x, **kw)
+    _fast.set_enabled(False)
+    y_ref = max_pool_values(x, **kw)
+    np.testing.assert_array_equal(y_fast, y_ref)  # a maximum is exact

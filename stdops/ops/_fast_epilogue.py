@@ -1,0 +1,127 @@
+"""The fused steps' epilogue, compiled (numba, the optional ``fast`` extra): bias, activation, residual and
+activation in one pass over a convolution's or a GEMM's fresh output (stdops/ops/fused.py uses it when
+``_fast.enabled()``; its reference is the activation and Add kernels themselves, ``fused.Activation``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._fast import numba
+
+#: activation codes of :func:`epilogue` (ops/fused.py maps the activations onto them)
+ACT_NONE, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_SILU, ACT_HARD_SIGMOID, ACT_HARD_SWISH = range(7)
+_CHUNK = 2048  # elements per pass of the exp stages (their scratch stays in L1)
+
+if numba is not None:
+    # no contraction to fused multiply-adds here: clip, leaky relu, hard sigmoid and hard swish then round
+    # exactly as their kernels do (one product, one sum), and the fused step is their result bit for bit
+
+    @numba.njit(inline="always", error_model="numpy")
+    def _exp_stage(v, e, kb):  # pragma: no cover - compiled
+        # e = exp(-|v|) (<= 1, never overflows) for a chunk: Cody-Waite reduction by ln 2 and a degree-6
+        # polynomial on |r| <= ln 2 / 2 (Cephes' expf coefficients, ~1 ulp), scaled by 2^n through the
+        # exponent bits (kb, viewed as float32); exp(-|v|) below 2^-125 (|v| > 87) is flushed to 0
+        kf = kb.view(np.float32)
+        for j in range(v.shape[0]):
+            t = -abs(v[j])
+            t = max(t, np.float32(-87.0))
+            n = np.floor(t * np.float32(1.4426950408889634) + np.float32(0.5))
+            r = t - n * np.float32(0.693359375)
+            r = r + n * np.float32(2.12194440e-4)
+            p = np.float32(1.9875691500e-4)
+            p = p * r + np.float32(1.3981999507e-3)
+            p = p * r + np.float32(8.3334519073e-3)
+            p = p * r + np.float32(4.1665795894e-2)
+            p = p * r + np.float32(1.6666665459e-1)
+            p = p * r + np.float32(5.0000001201e-1)
+            e[j] = p * (r * r) + r + np.float32(1.0)
+            kb[j] = (np.int32(n) + np.int32(127)) << 23
+        for j in range(v.shape[0]):
+            x = e[j] * kf[j]
+            e[j] = x if v[j] > np.float32(-87.0) and v[j] < np.float32(87.0) else np.float32(0.0)
+
+    @numba.njit(inline="always", error_model="numpy")
+    def _act_chunk(v, code, p, q, e, kb):  # pragma: no cover - compiled
+        # v = act(v) in place on a chunk (codes: ACT_*)
+        n = v.shape[0]
+        if code == 1:  # clip: min(max(v, lo), hi), NaN kept (lo > hi gives hi, as np.clip)
+            for j in range(n):
+                t = v[j]
+                t = p if t < p else t
+                v[j] = q if t > q else t
+        elif code == 2:  # leaky relu
+            for j in range(n):
+                t = v[j]
+                v[j] = t if t >= np.float32(0) else p * t
+        elif code == 3 or code == 4:  # sigmoid = 1 / (1 + e) for v >= 0, e / (1 + e) below (e = exp(-|v|))
+            _exp_stage(v, e, kb)
+            for j in range(n):
+                t = v[j]
+                num = e[j] if t < np.float32(0) else np.float32(1.0)
+                if code == 4:
+                    num = num * t
+                s = num / (np.float32(1.0) + e[j])
+                v[j] = s if t == t else t  # NaN stays NaN (inf - inf would not arise: e is finite)
+        elif code == 5 or code == 6:  # hard sigmoid max(0, min(1, p v + q)), hard swish v * that
+            for j in range(n):
+                t = v[j]
+                h = p * t + q
+                h = np.float32(0.0) if h < np.float32(0.0) else h
+                h = np.float32(1.0) if h > np.float32(1.0) else h
+                v[j] = h * t if code == 6 else h
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _epi(y, b, bc, L, M, a1, p1, q1, r, a2, p2, q2):  # pragma: no cover - compiled
+        # y flat (rows of L values, row i of channel i % M) in place: y = act2(act1(y + b[row % M] + bc[col]) + r),
+        # chunk by chunk over the flat array (a chunk spans short rows: per-row loops only for the bias)
+        n = y.shape[0]
+        has_b = b.shape[0] > 0
+        col_b = bc.shape[0] > 0
+        has_r = r.shape[0] > 0
+        e = np.empty(_CHUNK, y.dtype)
+        kb = np.empty(_CHUNK, np.int32)
+        for c0 in range(0, n, _CHUNK):
+            c1 = min(n, c0 + _CHUNK)
+            if has_b or col_b:
+                s = c0
+                while s < c1:
+                    row = s // L
+                    t = min(c1, (row + 1) * L)
+                    if has_b:
+                        bias = b[row % M]
+                        for j in range(s, t):
+                            y[j] = y[j] + bias
+                    if col_b:
+                        off = row * L
+                        for j in range(s, t):
+                            y[j] = y[j] + bc[j - off]
+                    s = t
+            v = y[c0:c1]
+            if a1 != 0:
+                _act_chunk(v, a1, p1, q1, e, kb)
+            if has_r:
+                rr = r[c0:c1]
+                for j in range(c1 - c0):
+                    v[j] = v[j] + rr[j]
+            if a2 != 0:
+                _act_chunk(v, a2, p2, q2, e, kb)
+
+
+def epilogue(y: np.ndarray, b, act1, residual, act2, bias_axis: int = 1) -> np.ndarray:
+    """In place on y (N, M, ...) float32 C-contiguous: y = act2(act1(y + b) + residual), one pass. b is one
+    value per channel (axis 1, a convolution's) or, with ``bias_axis=-1``, per column of a 2-D y (a GEMM's);
+    None for no bias. ``act1``/``act2``: (code, p, q) with the ACT_* codes (ops/fused.py builds them);
+    residual of y's shape or None. Sigmoid and SiLU by a polynomial exp (~4 ulp of the exact sigmoid).
+    Reference: the activation kernels themselves (fused.Activation.reference)."""
+    f = y.dtype.type
+    none = np.zeros((0,), y.dtype)
+    if bias_axis == -1:
+        L, M = y.shape[-1], 1
+        brow, bcol = none, none if b is None else b
+    else:
+        L, M = int(np.prod(y.shape[2:], dtype=np.int64)), y.shape[1]
+        brow, bcol = none if b is None else b, none
+    rr = none if residual is None else residual.reshape(-1)
+    _epi(y.reshape(-1), brow, bcol, max(L, 1), M, act1[0], f(act1[1]), f(act1[2]), rr, act2[0], f(act2[1]), f(act2[2]))
+    return y

@@ -1,0 +1,164 @@
+"""Compiled window kernels (numba, the optional ``fast`` extra): the im2col of a 2-D convolution built block by
+block into a buffer that stays in cache (its GEMM then reads it from there), and 2-D max pooling in one pass.
+
+- :func:`conv2d_blocked`: the columns of a block of output rows copied from the input's column phases (the
+  padded input split once into ``stride`` interleaved phases, so that every tap row is one contiguous run),
+  then one GEMM per block into the output's columns. The NumPy im2col (conv.py) copies a strided window view of the
+  whole padded input, 9-49x the input's size through memory. Reference: conv.py's im2col path.
+- :func:`max_pool2d`: as the compiled depthwise kernel (ops/_fast.py), each plane scattered into its stride
+  phases, every tap one contiguous run, the running maximum over the runs. Reference: pool.py's NumPy max
+  pooling (a separable maximum).
+
+Same arithmetic as the references: the GEMM sums what the reference's GEMM sums (its blocks are whole output
+rows, a rule on the shape alone, see ops/_blas.py); the maximum is exact.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._blas import matmul, run_parts
+from ._fast import numba
+
+#: a layer's columns up to _ONE_BLOCK values (4 MiB of float32) are built at once (its GEMM is then one call, split
+#: by ops/_blas.py's rule); above, in blocks of _BLOCK_VALUES (1 MiB: the GEMM reads them from L2; a 7 x 7 stem)
+_ONE_BLOCK = 1 << 20
+_BLOCK_VALUES = 1 << 18
+
+
+if numba is not None:
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _cols(xp, kh, kw, sh, sw, dh, dw, r0, r1, ow, cols):  # pragma: no cover - compiled
+        # cols (C kh kw, (r1 - r0) ow): row (c, ky, kx), column (oy - r0) ow + ox holds
+        # xpad[c, oy sh + ky dh, ox sw + kx dw]
+        C = xp.shape[0]
+        for c in range(C):
+            for ky in range(kh):
+                for kx in range(kw):
+                    dst = cols[(c * kh + ky) * kw + kx]
+                    rx = kx * dw
+                    ph, q0 = rx % sw, rx // sw
+                    for oy in range(r0, r1):
+                        src = xp[c, ph, oy * sh + ky * dh, q0 : q0 + ow]
+                        d = dst[(oy - r0) * ow : (oy - r0 + 1) * ow]
+                        for i in range(ow):
+                            d[i] = src[i]
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _maxpool(x, kh, kw, sh, sw, dh, dw, pt, pl, y):  # pragma: no cover - compiled
+        # y (P, oh, ow) = max over the window of the planes x (P, H, W) padded with -inf. As the depthwise kernel
+        # (ops/_fast.py): each plane scattered into its sh x sw stride phases (padding -inf), every tap is then ONE
+        # contiguous run of a phase for all outputs (rows at the phase width Wq, the junk columns dropped at the end)
+        P, H, W = x.shape
+        oh, ow = y.shape[1], y.shape[2]
+        Hq = max((H - 1 + pt) // sh + 1, oh + ((kh - 1) * dh) // sh + 1)
+        Wq = max((W - 1 + pl) // sw + 1, ow + ((kw - 1) * dw) // sw)
+        L = -(-(oh * Wq) // 64) * 64
+        ph = np.full((sh * sw, Hq * Wq + L), -np.inf, x.dtype)
+        acc = np.empty(L, x.dtype)
+        for p in range(P):
+            plane = x[p]
+            for iy in range(H):
+                py = iy + pt
+                base = (py // sh) * Wq
+                prow = (py % sh) * sw
+                src = plane[iy]
+                if sw == 2:
+                    half, odd = W // 2, W % 2
+                    pa = pl % 2
+                    e0 = ph[prow + pa, base + pl // 2 : base + pl // 2 + half + odd]
+                    e1 = ph[prow + 1 - pa, base + (1 + pl) // 2 : base + (1 + pl) // 2 + half]
+                    for i in range(half):
+                        e0[i] = src[2 * i]
+                        e1[i] = src[2 * i + 1]
+                    if odd:
+                        e0[half] = src[W - 1]
+                else:
+                    for a in range(sw):
+                        ix0 = (a - pl) % sw
+                        k = base + (ix0 + pl) // sw
+                        dst = ph[prow + a, k : k + (W - ix0 + sw - 1) // sw]
+                        for i in range(dst.shape[0]):
+                            dst[i] = src[ix0 + i * sw]
+            first = True
+            for ky in range(kh):
+                ry = ky * dh
+                for kx in range(kw):
+                    rx = kx * dw
+                    off = (ry // sh) * Wq + rx // sw
+                    run = ph[(ry % sh) * sw + rx % sw, off : off + L]
+                    if first:
+                        for q in range(L):
+                            acc[q] = run[q]
+                        first = False
+                    else:
+                        for q in range(L):
+                            v = run[q]
+                            a_ = acc[q]
+                            acc[q] = v if (v > a_ or v != v) else a_  # NaN propagates as in numpy.maximum
+            out = y[p]
+            for oy in range(oh):
+                r = acc[oy * Wq : oy * Wq + ow]
+                orow = out[oy]
+                for ox in range(ow):
+                    orow[ox] = r[ox]
+
+
+def _phase_layout(x, kernel, strides, dilations, begin, out, fill):
+    """x (C, H, W) zero- (or ``fill``-) padded and split into column phases: xp (C, sw, Hp, Wq), phase a holding
+    the padded columns a, a + sw, ... (one strided copy per phase: numpy's copy is the fastest measured)."""
+    C, H, W = x.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
+    oh, ow = out
+    pt, pl = begin
+    Hp = max(H + pt, (oh - 1) * sh + (kh - 1) * dh + 1)
+    Wq = max(-(-(W + pl) // sw), ow + ((kw - 1) * dw) // sw)
+    xp = np.full((C, sw, Hp, Wq), fill, x.dtype) if fill != 0 else np.zeros((C, sw, Hp, Wq), x.dtype)
+    for a in range(sw):
+        ix0 = (a - pl) % sw  # the first input column of phase a
+        n = len(range(ix0, W, sw))
+        q0 = (ix0 + pl) // sw
+        xp[:, a, pt : pt + H, q0 : q0 + n] = x[:, :, ix0::sw]
+    return xp
+
+
+def conv2d_blocked(x: np.ndarray, wmat: np.ndarray, kernel, strides, dilations, begin, out) -> np.ndarray:
+    """y (1, M, oh, ow) = wmat (M, C kh kw) @ im2col(x) for x (1, C, H, W) float32, group 1: the columns built
+    and multiplied in blocks of whole output rows (the blocks are parts that helper threads may take)."""
+    _, C, H, W = x.shape
+    M, K = wmat.shape
+    oh, ow = out
+    xp = _phase_layout(x[0], kernel, strides, dilations, begin, out, 0)
+    rows = oh if K * oh * ow <= _ONE_BLOCK else max(1, min(oh, _BLOCK_VALUES // max(1, K * ow)))
+    y = np.empty((M, oh * ow), x.dtype)
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
+    blocks = [(r0, min(oh, r0 + rows)) for r0 in range(0, oh, rows)]
+    if len(blocks) == 1:
+        cols = np.empty((K, oh * ow), x.dtype)
+        _cols(xp, kh, kw, sh, sw, dh, dw, 0, oh, ow, cols)
+        return matmul(wmat, cols, out=y).reshape(1, M, oh, ow)
+    n_parts = min(len(blocks), 4)
+    per = math.ceil(len(blocks) / n_parts)
+
+    def part(i: int) -> None:
+        cols = np.empty((K, rows * ow), x.dtype)
+        for r0, r1 in blocks[i * per : (i + 1) * per]:
+            n = (r1 - r0) * ow
+            _cols(xp, kh, kw, sh, sw, dh, dw, r0, r1, ow, cols)
+            np.matmul(wmat, cols[:, :n], out=y[:, r0 * ow : r1 * ow])  # a part already: not split again
+
+    run_parts([lambda i=i: part(i) for i in range(n_parts)])
+    return y.reshape(1, M, oh, ow)
+
+
+def max_pool2d(x: np.ndarray, kernel, strides, dilations, begin, out) -> np.ndarray:
+    """y (N, C, oh, ow) = max over the window of x (N, C, H, W) padded with -inf (``begin`` before each axis)."""
+    N, C = x.shape[:2]
+    xs = np.ascontiguousarray(x).reshape((N * C,) + x.shape[2:])
+    y = np.empty((N * C,) + tuple(out), x.dtype)
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
+    _maxpool(xs, kh, kw, sh, sw, dh, dw, begin[0], begin[1], y)
+    return y.reshape((N, C) + tuple(out))
