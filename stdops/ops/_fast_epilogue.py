@@ -5,9 +5,14 @@ activation in one pass over a convolution's or a GEMM's fresh output (stdops/ops
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._fast import numba
+
+_NONE_F32 = np.zeros((0,), np.float32)
+_NONE_F32.flags.writeable = False
 
 #: activation codes of :func:`epilogue` (ops/fused.py maps the activations onto them)
 ACT_NONE, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_SILU, ACT_HARD_SIGMOID, ACT_HARD_SWISH = range(7)
@@ -88,14 +93,15 @@ if numba is not None:
                 while s < c1:
                     row = s // L
                     t = min(c1, (row + 1) * L)
+                    seg = y[s:t]  # slices: numba's flat indexing would check for negative indices
                     if has_b:
                         bias = b[row % M]
-                        for j in range(s, t):
-                            y[j] = y[j] + bias
+                        for j in range(t - s):
+                            seg[j] = seg[j] + bias
                     if col_b:
-                        off = row * L
-                        for j in range(s, t):
-                            y[j] = y[j] + bc[j - off]
+                        bcs = bc[s - row * L : t - row * L]
+                        for j in range(t - s):
+                            seg[j] = seg[j] + bcs[j]
                     s = t
             v = y[c0:c1]
             if a1 != 0:
@@ -115,12 +121,12 @@ def epilogue(y: np.ndarray, b, act1, residual, act2, bias_axis: int = 1) -> np.n
     residual of y's shape or None. Sigmoid and SiLU by a polynomial exp (~4 ulp of the exact sigmoid).
     Reference: the activation kernels themselves (fused.Activation.reference)."""
     f = y.dtype.type
-    none = np.zeros((0,), y.dtype)
+    none = _NONE_F32 if y.dtype == np.float32 else np.zeros((0,), y.dtype)
     if bias_axis == -1:
         L, M = y.shape[-1], 1
         brow, bcol = none, none if b is None else b
     else:
-        L, M = int(np.prod(y.shape[2:], dtype=np.int64)), y.shape[1]
+        L, M = math.prod(y.shape[2:]), y.shape[1]
         brow, bcol = none if b is None else b, none
     rr = none if residual is None else residual.reshape(-1)
     _epi(y.reshape(-1), brow, bcol, max(L, 1), M, act1[0], f(act1[1]), f(act1[2]), rr, act2[0], f(act2[1]), f(act2[2]))

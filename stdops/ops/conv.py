@@ -83,7 +83,7 @@ class ConvWeight:
         self.bias_src: np.ndarray | None = None  # a constant bias
         self.matb: np.ndarray | None = None  # the GEMM weights with it folded into the GEMM (see fold_bias)
         self.exact = exact  # integer-valued data: only paths that add exact products (no Winograd)
-        self.checked: set = set()  # (input shape, limits) whose buffer sizes were checked against the limits
+        self.checked: dict = {}  # (input shape, attributes, limits) -> their checked geometry (see _conv_forward)
 
     @property
     def mat(self) -> np.ndarray:
@@ -214,7 +214,8 @@ def _conv_forward_parts(x, cw, b, geo: dict, clip=None, defer_bias: bool = False
     )
 
 
-def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, clip, defer_bias=False):
+def _conv_checks(x, cw, kernel_shape, strides, dilations, pads, auto_pad):
+    """(spatial rank, strides, dilations, geometry) of a call, every attribute and size checked."""
     n = check_rank(x)
     if len(cw.kernel) != n:
         raise KernelError(f"W has {len(cw.kernel)} spatial axes, X has {n} (X {x.shape}, W {cw.w.shape})")
@@ -227,20 +228,34 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
     strides = ints(strides, n, 1, "strides")
     dilations = ints(dilations, n, 1, "dilations")
     geo = geometry(x.shape[2:], kernel, strides, dilations, pads, auto_pad)
+    # pads and dilations are the model's word: the output and the padded input every path allocates are
+    # bounded first (stdops.limits)
+    item = np.dtype(cw.dtype).itemsize
+    check_elements((N, C, *(d + lo + hi for d, lo, hi in zip(x.shape[2:], geo.begin, geo.end))), "padded input", item)
+    check_elements((N, M, *geo.out), "Conv output", item)
+    return n, strides, dilations, geo
+
+
+def _tup(v):
+    return v if v is None or type(v) is tuple else tuple(v)
+
+
+def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, clip, defer_bias=False):
+    # a model runs the same shapes again and again: the checks and the geometry of a call are kept per input
+    # shape and attributes (and limits in force), so that a repeated call goes straight to its path
+    key = (x.shape, _tup(kernel_shape), _tup(strides), _tup(dilations), _tup(pads), auto_pad, limits_in_force())
+    known = cw.checked.get(key)
+    if known is None:
+        known = _conv_checks(x, cw, kernel_shape, strides, dilations, pads, auto_pad)
+        if len(cw.checked) > 64:
+            cw.checked.clear()
+        cw.checked[key] = known
+    n, strides, dilations, geo = known
+    N, C = x.shape[:2]
+    g, M, Cg, kernel = cw.group, cw.M, cw.Cg, cw.kernel
     out = geo.out
     P = prod(out)
     dt = cw.dtype
-    # pads and dilations are the model's word: the output and the padded input every path below allocates
-    # are bounded first (stdops.limits)
-    seen = (x.shape, limits_in_force())
-    if seen not in cw.checked:  # a model runs the same shapes again and again: checked once per shape
-        item = np.dtype(dt).itemsize
-        padded = (N, C, *(d + lo + hi for d, lo, hi in zip(x.shape[2:], geo.begin, geo.end)))
-        check_elements(padded, "padded input", item)
-        check_elements((N, M, *out), "Conv output", item)
-        if len(cw.checked) > 64:
-            cw.checked.clear()
-        cw.checked.add(seen)
     xc = x if x.dtype == dt else x.astype(dt)
     if b is not None:
         b = np.asarray(b)
