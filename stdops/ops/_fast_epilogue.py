@@ -23,13 +23,13 @@ if numba is not None:
     # exactly as their kernels do (one product, one sum), and the fused step is their result bit for bit
 
     @numba.njit(inline="always", error_model="numpy")
-    def _exp_stage(v, e, kb):  # pragma: no cover - compiled
-        # e = exp(-|v|) (<= 1, never overflows) for a chunk: Cody-Waite reduction by ln 2 and a degree-6
+    def _exp_stage(v, e, kb, scale=np.float32(1.0)):  # pragma: no cover - compiled
+        # e = exp(-|scale v|) (<= 1, never overflows) for a chunk: Cody-Waite reduction by ln 2 and a degree-6
         # polynomial on |r| <= ln 2 / 2 (Cephes' expf coefficients, ~1 ulp), scaled by 2^n through the
-        # exponent bits (kb, viewed as float32); exp(-|v|) below 2^-125 (|v| > 87) is flushed to 0
+        # exponent bits (kb, viewed as float32); exp(-|scale v|) below 2^-125 (> 87) is flushed to 0
         kf = kb.view(np.float32)
         for j in range(v.shape[0]):
-            t = -abs(v[j])
+            t = -abs(scale * v[j])
             t = max(t, np.float32(-87.0))
             n = np.floor(t * np.float32(1.4426950408889634) + np.float32(0.5))
             r = t - n * np.float32(0.693359375)
@@ -44,7 +44,26 @@ if numba is not None:
             kb[j] = (np.int32(n) + np.int32(127)) << 23
         for j in range(v.shape[0]):
             x = e[j] * kf[j]
-            e[j] = x if v[j] > np.float32(-87.0) and v[j] < np.float32(87.0) else np.float32(0.0)
+            a = scale * v[j]
+            e[j] = x if a > np.float32(-87.0) and a < np.float32(87.0) else np.float32(0.0)
+
+    @numba.njit(inline="always", error_model="numpy")
+    def _tanh_chunk(v, e, kb):  # pragma: no cover - compiled
+        # v = tanh(v) in place: (1 - e) / (1 + e) with the sign of v, e = exp(-2|v|), for |v| >= 0.3 (no
+        # cancellation there: e <= 0.55); below, the odd Taylor polynomial to x^9 (error < 1e-8 of |v|)
+        _exp_stage(v, e, kb, np.float32(2.0))
+        for j in range(v.shape[0]):
+            x = v[j]
+            a = abs(x)
+            x2 = x * x
+            p = np.float32(62.0 / 2835.0)
+            p = p * x2 - np.float32(17.0 / 315.0)
+            p = p * x2 + np.float32(2.0 / 15.0)
+            p = p * x2 - np.float32(1.0 / 3.0)
+            small = x + x * (x2 * p)
+            big = (np.float32(1.0) - e[j]) / (np.float32(1.0) + e[j])
+            big = big if x >= np.float32(0.0) else -big
+            v[j] = small if a < np.float32(0.3) else (big if x == x else x)
 
     @numba.njit(inline="always", error_model="numpy")
     def _act_chunk(v, code, p, q, e, kb):  # pragma: no cover - compiled

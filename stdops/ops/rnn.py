@@ -31,6 +31,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import KernelError
+from . import _fast, _fast_rnn
 from ._registry import op
 from .dtypes import compute_dtype, is_float
 from .rnn_cell import Act, GRUCell, LSTMCell, clipper, gru_cell, into, lstm_cell, parse_activations, rnn_cell, rnn_step
@@ -232,6 +233,14 @@ def _finish(s: _Setup, direction: str, Y: np.ndarray, *states: np.ndarray) -> tu
         np.ascontiguousarray(Y.astype(od, copy=False)),
         *(np.ascontiguousarray(st.astype(od, copy=False)) for st in states),
     )
+
+
+def _lstm_compiled(s: _Setup, input_forget) -> bool:
+    """Whether the compiled LSTM loop (ops/_fast_rnn.py) computes this LSTM: float32, default activations,
+    no clip, no input_forget (the caller checks peepholes and sequence lengths)."""
+    if not _fast.enabled() or s.wt != np.float32 or s.clip is not None or input_forget:
+        return False
+    return all([a.name for a in acts] == ["sigmoid", "tanh", "tanh"] for acts in s.acts)
 
 
 # --------------------------------------------------------------------------- RNN
@@ -486,6 +495,9 @@ def lstm(
     h = _rows(s, s.h0)
     c = _rows(s, c)
     masked = s.mask is not None
+    if not masked and not peep and _lstm_compiled(s, input_forget):  # the whole loop in one call
+        _fast_rnn.lstm_loop(gxs, s.RT.transpose(0, 2, 1), h, c, Y2, Bn)
+        return _finish(s, direction, Y, h.copy().reshape(D, Bn, H), c.reshape(D, Bn, H))
     if masked:
         mask = np.tile(s.mask, (1, D, 1))  # [T, D*B, 1]
         hn = np.empty_like(h)

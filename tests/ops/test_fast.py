@@ -162,3 +162,32 @@ def test_max_pool_compiled_matches_numpy(xs, k, s, d, pads, ceil, compiled):
     _fast.set_enabled(False)
     y_ref = max_pool_values(x, **kw)
     np.testing.assert_array_equal(y_fast, y_ref)  # a maximum is exact
+
+
+# T, B, I, H, direction, initial states
+LSTM = [
+    (7, 1, 5, 4, "forward", False),
+    (6, 3, 4, 8, "bidirectional", True),
+    (5, 2, 3, 6, "reverse", True),
+    (1, 1, 16, 33, "forward", True),
+]
+
+
+@pytest.mark.parametrize("T,B,I,H,direction,states", LSTM)
+def test_lstm_compiled_loop_matches_numpy(T, B, I, H, direction, states, compiled):
+    """The compiled LSTM time loop (ops/_fast_rnn.py) against the NumPy loop on the shared cells."""
+    from stdops.ops.rnn import lstm
+
+    D = 2 if direction == "bidirectional" else 1
+    x = RNG.standard_normal((T, B, I)).astype(np.float32)
+    w = (RNG.standard_normal((D, 4 * H, I)) * 0.5).astype(np.float32)
+    r = (RNG.standard_normal((D, 4 * H, H)) * 0.5).astype(np.float32)
+    b = RNG.standard_normal((D, 8 * H)).astype(np.float32)
+    h0 = RNG.standard_normal((D, B, H)).astype(np.float32) if states else None
+    c0 = RNG.standard_normal((D, B, H)).astype(np.float32) if states else None
+    got = lstm(x, w, r, b, None, h0, c0, direction=direction)
+    _fast.set_enabled(False)
+    want = lstm(x, w, r, b, None, h0, c0, direction=direction)
+    for g, e in zip(got, want):
+        assert g.shape == e.shape and g.dtype == e.dtype
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
