@@ -41,6 +41,28 @@ def fused_activation(activation_type: int, params: Sequence[float]) -> Callable[
     raise ValueError(f"activation_type {t} is not one of 0..6")
 
 
+def fused_step_activation(activation_type: int, params: Sequence[float]) -> tuple[str, tuple[float, ...]] | None:
+    """The activation as a fused step takes it (stdops/ops/fused.py: the same kernels, in the convolution's
+    last pass), or None (none, or Mish: applied after the step)."""
+    p = [float(v) for v in params]
+    t = int(activation_type)
+    if t == 1:
+        return "relu", ()
+    if t == 2:
+        return "leaky_relu", (p[0] if p else 0.0,)
+    if t == 3:
+        f32 = np.float32
+        return "clip", (float(f32(p[0] if len(p) > 0 else -np.inf)), float(f32(p[1] if len(p) > 1 else np.inf)))
+    if t == 4:
+        return "sigmoid", ()
+    if t == 6:
+        return "hard_swish", (
+            float(np.float32(p[0] if len(p) > 0 else 0.2)),
+            float(np.float32(p[1] if len(p) > 1 else 0.5)),
+        )
+    return None
+
+
 def with_activation(fn: Callable, activation_type: int, params: Sequence[float]) -> Callable:
     """``fn`` followed by the fused activation (``fn`` itself when there is none)."""
     act = fused_activation(activation_type, params)

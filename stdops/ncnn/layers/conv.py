@@ -22,9 +22,9 @@ import numpy as np
 
 from ...errors import KernelError
 from ...ops import conv as convolution
-from ...ops import conv_transpose, linalg, quant, shape_pad
+from ...ops import conv_transpose, fused, linalg, quant, shape_pad
 from ...ops.bind import bind
-from ..activation import FUSED, fused_activation
+from ..activation import FUSED, fused_activation, fused_step_activation
 from ..spec import P, Ref, W, layer
 from .quant import dequant_scales, int8_epilogue, int8_input, quantize_rows
 
@@ -300,7 +300,14 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str, int8_build=None,
     wf = np.ascontiguousarray(wd.astype(np.float32, copy=False).reshape(wshape))
     # the weights reach the kernel's load-time preparation through the binder; SAME padding depends on
     # the input's size, so there is one binding per padding met (nets feed one size, Extractors a few)
-    conv_for = _bindings(convolution.conv, dict(group=g, strides=strides, dilations=dilations), (None, wf, bias))
+    geo = dict(group=g, strides=strides, dilations=dilations)
+    step_act = fused_step_activation(p.activation_type, p.activation_params)
+    if step_act is not None:  # the activation applied in the convolution's last pass (stdops/ops/fused.py)
+        geo.update(activation=step_act[0], activation_params=step_act[1])
+        conv_for = _bindings(fused.conv_act, geo, (None, wf, bias))
+    else:
+        conv_for = _bindings(convolution.conv, geo, (None, wf, bias))
+    after = None if step_act is not None else act
     inner = flat_inner_product(wf, bias) if flat_inner_product is not None and kp == 1 else None
 
     def run(x):
@@ -312,7 +319,7 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str, int8_build=None,
             raise KernelError(f"{type_name}: input has {xs.shape[0]} channels, the weights expect {Cg * g}")
         xs, pads = geometry(xs)
         y = conv_for(pads)(xs[None], wf, bias)[0]
-        return act(y) if act is not None else y
+        return after(y) if after is not None else y
 
     return run
 
@@ -469,7 +476,7 @@ def _declare(type_name: str, nd: int, depthwise: bool, deconv: bool, int8: bool,
         def build(p, w):
             return _build_deconv(p, w, nd, depthwise, type_name)
     else:
-        kernels = (convolution.conv, shape_pad.pad, *FUSED)
+        kernels = (convolution.conv, fused.conv_act, shape_pad.pad, *FUSED)
         kernels += (quant.conv_integer,) if int8 else ()
         kernels += (linalg.gemm,) if flat else ()
 
