@@ -10,12 +10,17 @@ import math
 import numpy as np
 
 from ._fast import numba
+from .elementwise import _ERF_CLIP, _ERF_HI, _ERF_LO, _ERF_Q
 
 _NONE_F32 = np.zeros((0,), np.float32)
 _NONE_F32.flags.writeable = False
 
 #: activation codes of :func:`epilogue` (ops/fused.py maps the activations onto them)
-ACT_NONE, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_SILU, ACT_HARD_SIGMOID, ACT_HARD_SWISH = range(7)
+ACT_NONE, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_SILU, ACT_HARD_SIGMOID, ACT_HARD_SWISH, ACT_GELU = range(8)
+
+# erf as the Erf kernel computes it (elementwise.erf_float32: tanh(x S(x^2)), the kernel's own fit)
+_EQ = _ERF_Q
+_EHI, _ELO, _ECLIP = _ERF_HI, _ERF_LO, _ERF_CLIP
 _CHUNK = 2048  # elements per pass of the exp stages (their scratch stays in L1)
 
 if numba is not None:
@@ -66,7 +71,7 @@ if numba is not None:
             v[j] = small if a < np.float32(0.3) else (big if x == x else x)
 
     @numba.njit(inline="always", error_model="numpy")
-    def _act_chunk(v, code, p, q, e, kb):  # pragma: no cover - compiled
+    def _act_chunk(v, code, p, q, e, kb, e2):  # pragma: no cover - compiled
         # v = act(v) in place on a chunk (codes: ACT_*)
         n = v.shape[0]
         if code == 1:  # clip: min(max(v, lo), hi), NaN kept (lo > hi gives hi, as np.clip)
@@ -78,15 +83,52 @@ if numba is not None:
             for j in range(n):
                 t = v[j]
                 v[j] = t if t >= np.float32(0) else p * t
-        elif code == 3 or code == 4:  # sigmoid = 1 / (1 + e) for v >= 0, e / (1 + e) below (e = exp(-|v|))
-            _exp_stage(v, e, kb)
+        elif code == 3 or code == 4:
+            # sigmoid = 1 / (1 + e) for v >= 0, e / (1 + e) below, e = exp(-|v|) as in _exp_stage, in one loop
+            kf = kb.view(np.float32)
             for j in range(n):
-                t = v[j]
-                num = e[j] if t < np.float32(0) else np.float32(1.0)
+                x = v[j]
+                t = max(-abs(x), np.float32(-87.0))
+                k = np.floor(t * np.float32(1.4426950408889634) + np.float32(0.5))
+                r = t - k * np.float32(0.693359375)
+                r = r + k * np.float32(2.12194440e-4)
+                p_ = np.float32(1.9875691500e-4)
+                p_ = p_ * r + np.float32(1.3981999507e-3)
+                p_ = p_ * r + np.float32(8.3334519073e-3)
+                p_ = p_ * r + np.float32(4.1665795894e-2)
+                p_ = p_ * r + np.float32(1.6666665459e-1)
+                p_ = p_ * r + np.float32(5.0000001201e-1)
+                q_ = p_ * (r * r) + r + np.float32(1.0)
+                kb[j] = (np.int32(k) + np.int32(127)) << 23
+                ex = q_ * kf[j]
+                ex = ex if x > np.float32(-87.0) and x < np.float32(87.0) else np.float32(0.0)
+                num = ex if x < np.float32(0) else np.float32(1.0)
                 if code == 4:
-                    num = num * t
-                s = num / (np.float32(1.0) + e[j])
-                v[j] = s if t == t else t  # NaN stays NaN (inf - inf would not arise: e is finite)
+                    num = num * x
+                s = num / (np.float32(1.0) + ex)
+                v[j] = s if x == x else x  # NaN stays NaN
+        elif code == 7:  # GELU, erf form: 0.5 v (1 + erf(v / p)); e holds x S(x^2) of x = v / p, then its tanh
+            for j in range(n):
+                x = v[j] / p
+                x = -_ECLIP if x < -_ECLIP else (_ECLIP if x > _ECLIP else x)
+                y = x * x
+                w = _EQ[8] * y
+                w = (w + _EQ[7]) * y
+                w = (w + _EQ[6]) * y
+                w = (w + _EQ[5]) * y
+                w = (w + _EQ[4]) * y
+                w = (w + _EQ[3]) * y
+                w = (w + _EQ[2]) * y
+                w = (w + _EQ[1]) * y
+                w = (w + _EQ[0]) * y
+                w = (w + _ELO) * x + x * _EHI
+                e[j] = w
+            t = e[:n]
+            _tanh_chunk(t, e2, kb)
+            for j in range(n):
+                x = v[j]
+                g = (t[j] + np.float32(1.0)) * np.float32(0.5)
+                v[j] = x * g if x == x else x
         elif code == 5 or code == 6:  # hard sigmoid max(0, min(1, p v + q)), hard swish v * that
             for j in range(n):
                 t = v[j]
@@ -104,6 +146,7 @@ if numba is not None:
         col_b = bc.shape[0] > 0
         has_r = r.shape[0] > 0
         e = np.empty(_CHUNK, y.dtype)
+        e2 = np.empty(_CHUNK, y.dtype)
         kb = np.empty(_CHUNK, np.int32)
         for c0 in range(0, n, _CHUNK):
             c1 = min(n, c0 + _CHUNK)
@@ -124,13 +167,13 @@ if numba is not None:
                     s = t
             v = y[c0:c1]
             if a1 != 0:
-                _act_chunk(v, a1, p1, q1, e, kb)
+                _act_chunk(v, a1, p1, q1, e, kb, e2)
             if has_r:
                 rr = r[c0:c1]
                 for j in range(c1 - c0):
                     v[j] = v[j] + rr[j]
             if a2 != 0:
-                _act_chunk(v, a2, p2, q2, e, kb)
+                _act_chunk(v, a2, p2, q2, e, kb, e2)
 
 
 def epilogue(y: np.ndarray, b, act1, residual, act2, bias_axis: int = 1) -> np.ndarray:

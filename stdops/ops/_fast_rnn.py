@@ -32,7 +32,7 @@ if numba is not None:
                 rec = np.dot(Rs[r // B], h[r])
                 for j in range(G):
                     g[j] = g[j] + rec[j]
-                _act_chunk(g[: 3 * H], ACT_SIGMOID, np.float32(0), np.float32(0), e, kb)
+                _act_chunk(g[: 3 * H], ACT_SIGMOID, np.float32(0), np.float32(0), e, kb, e)
                 gc = g[3 * H :]
                 _tanh_chunk(gc, e, kb)
                 hr, cr, yr = h[r], c[r], Y[t, r]

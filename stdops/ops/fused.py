@@ -15,7 +15,8 @@ that is the only difference from the nodes it replaces.
 
 Activations (``activation``/``post_activation`` with their ``*_params``): ``relu``, ``clip`` (lo, hi; NaN
 or absent = unbounded), ``leaky_relu`` (alpha), ``sigmoid``, ``silu`` (x * sigmoid(x)), ``hard_sigmoid``
-(alpha, beta), ``hard_swish`` (alpha, beta: x * hard_sigmoid(x); ONNX's HardSwish is alpha 1/6, beta 0.5).
+(alpha, beta), ``hard_swish`` (alpha, beta: x * hard_sigmoid(x); ONNX's HardSwish is alpha 1/6, beta 0.5),
+``gelu`` (d: x * ((erf(x / d) + 1) * 0.5), the erf GELU as exporters write it, d = sqrt(2)).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ._blas import matmul
 from ._registry import op
 from .activation import hard_sigmoid, leaky_relu, relu, sigmoid
 from .conv import _conv_forward_parts, conv, prepare_conv_weight
-from .elementwise import add, clip, mul
+from .elementwise import add, clip, div, erf, mul
 from .linalg import mat_mul
 
 _F = _fast_epilogue  # the compiled epilogue and its activation codes
@@ -68,6 +69,10 @@ class Activation:
             return sigmoid(y)
         if n == "silu":
             return mul(y, sigmoid(y))
+        if n == "gelu":  # the exported graph's chain: x * ((erf(x / d) + 1) * 0.5)
+            t = y.dtype.type
+            one, half = np.array(t(1)), np.array(t(0.5))
+            return mul(y, mul(add(erf(div(y, np.array(t(p[0] if p else math.sqrt(2))))), one), half))
         a, b = (p + (0.2, 0.5)[len(p) :]) if n == "hard_sigmoid" else (p + (1 / 6, 0.5)[len(p) :])
         hs = hard_sigmoid(y, alpha=a, beta=b)
         return hs if n == "hard_sigmoid" else mul(y, hs)
@@ -87,6 +92,8 @@ class Activation:
             return _F.ACT_SIGMOID, 0.0, 0.0
         if n == "silu":
             return _F.ACT_SILU, 0.0, 0.0
+        if n == "gelu":
+            return _F.ACT_GELU, float(np.float32(p[0] if p else math.sqrt(2))), 0.0
         a, b = (p + (0.2, 0.5)[len(p) :]) if n == "hard_sigmoid" else (p + (1 / 6, 0.5)[len(p) :])
         # the kernels compute t(alpha) * x + t(beta) in float32
         a, b = float(np.float32(a)), float(np.float32(b))
@@ -112,6 +119,7 @@ _ARITY = {
     "silu": (0, 0),
     "hard_sigmoid": (0, 2),
     "hard_swish": (0, 2),
+    "gelu": (0, 1),
 }
 _NONE = (0, 0.0, 0.0)
 _CODES: dict = {}
@@ -206,7 +214,7 @@ def prepare_conv_act(constants: tuple, attrs: dict) -> Callable | None:
     return conv_act_prepared
 
 
-@op(kernels=(conv, relu, clip, leaky_relu, sigmoid, hard_sigmoid, mul, add), prepare=prepare_conv_act)
+@op(kernels=(conv, relu, clip, leaky_relu, sigmoid, hard_sigmoid, mul, add, div, erf), prepare=prepare_conv_act)
 def conv_act(
     x,
     w,
@@ -288,7 +296,7 @@ def prepare_matmul_act(constants: tuple, attrs: dict) -> Callable | None:
     return matmul_act_prepared
 
 
-@op(kernels=(mat_mul, add, relu, clip, leaky_relu, sigmoid, hard_sigmoid, mul), prepare=prepare_matmul_act)
+@op(kernels=(mat_mul, add, relu, clip, leaky_relu, sigmoid, hard_sigmoid, mul, div, erf), prepare=prepare_matmul_act)
 def matmul_act(
     x,
     w,

@@ -7,7 +7,8 @@ the value before it (and that value no graph output):
     [BatchNormalization (Conv only)] [Add of a constant bias (MatMul)] [activation] [Add residual] [activation]
 
 An activation is Relu, Clip (constant bounds), LeakyRelu, Sigmoid, Sigmoid + Mul (SiLU: the value read by
-exactly a Sigmoid and the Mul of the value and that Sigmoid), HardSigmoid or HardSwish. The fused node takes
+exactly a Sigmoid and the Mul of the value and that Sigmoid), HardSigmoid, HardSwish, or the erf GELU as
+exporters write it (Div by sqrt(2), Erf, Add 1, Mul 0.5, Mul by the value). The fused node takes
 the first node's name and place in messages, the last node's output and position (every input it reads is
 computed by then). A Conv that starts no chain still becomes a ``conv_act`` when its input's spatial size is
 known: its Winograd transform is then prepared at load.
@@ -82,6 +83,71 @@ def _silu(work: Work, cur: str) -> tuple[int, int, str] | None:
     return None
 
 
+def _const_is(work: Work, name: str, value: float, tol: float = 0.0) -> bool:
+    v = _scalar(work, name)
+    return v is not None and not math.isnan(v) and abs(v - value) <= tol
+
+
+def _other(node: Node, name: str) -> str | None:
+    """The other input of a two-input node that reads ``name`` once."""
+    if len(node.inputs) != 2 or node.inputs.count(name) != 1:
+        return None
+    return node.inputs[1] if node.inputs[0] == name else node.inputs[0]
+
+
+def _gelu(work: Work, cur: str) -> tuple[list[int], str, float] | None:
+    """(positions, output, divisor) when ``cur`` feeds the erf GELU exporters write,
+    cur * ((erf(cur / sqrt2) + 1) * 0.5) (Mul operands in either order, the 0.5 before or after the
+    product with cur)."""
+    if cur in work.kept:
+        return None
+    rs = work.readers(cur)
+    if len(rs) != 2:
+        return None
+    for d, m in (rs, rs[::-1]):
+        dn = work.nodes[d]
+        if kernel_name(dn) != "div" or dn is None or dn.inputs[:1] != [cur] or len(dn.inputs) != 2:
+            continue
+        divisor = _scalar(work, dn.inputs[1])
+        if divisor is None or not abs(divisor - math.sqrt(2)) < 1e-6:
+            continue
+        chain = [d]
+        k = work.only_reader(dn.outputs[0])
+        en = work.nodes[k] if k is not None else None
+        if kernel_name(en) != "erf" or en is None or en.inputs != [dn.outputs[0]]:
+            continue
+        chain.append(k)
+        k = work.only_reader(en.outputs[0])
+        an = work.nodes[k] if k is not None else None
+        if kernel_name(an) != "add" or an is None or not _const_is(work, _other(an, en.outputs[0]) or "", 1.0):
+            continue
+        chain.append(k)
+        v = an.outputs[0]
+        half_first = True
+        k = work.only_reader(v)
+        n1 = work.nodes[k] if k is not None else None
+        if kernel_name(n1) != "mul" or n1 is None:
+            continue
+        o = _other(n1, v)
+        if o == cur and k == m:
+            half_first = False
+        elif not _const_is(work, o or "", 0.5):
+            continue
+        chain.append(k)
+        k2 = work.only_reader(n1.outputs[0])
+        n2 = work.nodes[k2] if k2 is not None else None
+        if kernel_name(n2) != "mul" or n2 is None:
+            continue
+        o2 = _other(n2, n1.outputs[0])
+        if half_first and not (o2 == cur and k2 == m):
+            continue
+        if not half_first and not _const_is(work, o2 or "", 0.5):
+            continue
+        chain.append(k2)
+        return chain, n2.outputs[0], divisor
+    return None
+
+
 @dataclasses.dataclass
 class _Chain:
     links: list[int]  # positions of the nodes the fused step replaces (after the head)
@@ -99,6 +165,10 @@ def _chain(work: Work, start: str) -> _Chain:
             act = ("silu", ())
             ch.links += [s[0], s[1]]
             ch.out = s[2]
+        elif stage in (0, 2) and (gl := _gelu(work, ch.out)) is not None:
+            act = ("gelu", (gl[2],))
+            ch.links += gl[0]
+            ch.out = gl[1]
         else:
             k = work.only_reader(ch.out)
             if k is None:

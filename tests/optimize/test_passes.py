@@ -171,3 +171,21 @@ def test_an_initializer_a_feed_may_override_is_not_folded():
     ours = so.load(m)
     assert ours.run({})["y"].tolist() == [2, 2, 2]
     assert ours.run({"a": np.full(3, -5, np.float32)})["y"].tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("half_first", [True, False])
+def test_matmul_erf_gelu_is_one_step(half_first):
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["m"]),
+        helper.make_node("Add", ["m", "b"], ["a"]),
+        helper.make_node("Div", ["a", "sq2"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["e1"]),
+    ]
+    if half_first:
+        nodes += [helper.make_node("Mul", ["half", "e1"], ["h"]), helper.make_node("Mul", ["a", "h"], ["y"])]
+    else:
+        nodes += [helper.make_node("Mul", ["a", "e1"], ["h"]), helper.make_node("Mul", ["h", "half"], ["y"])]
+    consts = [("sq2", np.float32(np.sqrt(2))), ("one", np.float32(1)), ("half", np.float32(0.5))]
+    m = model(nodes, [("x", [3, 7, 16])], ["y"], [("W", w(16, 24)), ("b", w(24))] + consts)
+    check(m, {"x": w(3, 7, 16, scale=3)}, ["matmul_act"], {"erf", "div", "mul", "add", "mat_mul"})
