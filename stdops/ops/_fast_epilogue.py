@@ -107,9 +107,9 @@ if numba is not None:
                     num = num * x
                 s = num / (np.float32(1.0) + ex)
                 v[j] = s if x == x else x  # NaN stays NaN
-        elif code == 7:  # GELU, erf form: 0.5 v (1 + erf(v / p)); e holds x S(x^2) of x = v / p, then its tanh
+        elif code == 7:  # GELU, erf form: v (1 + erf(u)) 0.5, u = v / p (q = 1) or v p (q = 0); e: u S(u^2), tanh
             for j in range(n):
-                x = v[j] / p
+                x = v[j] / p if q != np.float32(0) else v[j] * p
                 x = -_ECLIP if x < -_ECLIP else (_ECLIP if x > _ECLIP else x)
                 y = x * x
                 w = _EQ[8] * y

@@ -16,7 +16,8 @@ that is the only difference from the nodes it replaces.
 Activations (``activation``/``post_activation`` with their ``*_params``): ``relu``, ``clip`` (lo, hi; NaN
 or absent = unbounded), ``leaky_relu`` (alpha), ``sigmoid``, ``silu`` (x * sigmoid(x)), ``hard_sigmoid``
 (alpha, beta), ``hard_swish`` (alpha, beta: x * hard_sigmoid(x); ONNX's HardSwish is alpha 1/6, beta 0.5),
-``gelu`` (d: x * ((erf(x / d) + 1) * 0.5), the erf GELU as exporters write it, d = sqrt(2)).
+``gelu`` (c, divides: x * ((erf(u) + 1) * 0.5), u = x / c when divides else x * c: the erf GELU as
+exporters write it, c = sqrt(2) or 1 / sqrt(2)).
 """
 
 from __future__ import annotations
@@ -69,10 +70,12 @@ class Activation:
             return sigmoid(y)
         if n == "silu":
             return mul(y, sigmoid(y))
-        if n == "gelu":  # the exported graph's chain: x * ((erf(x / d) + 1) * 0.5)
+        if n == "gelu":  # the exported graph's chain: x * ((erf(x / c) + 1) * 0.5), or erf(x * c)
             t = y.dtype.type
             one, half = np.array(t(1)), np.array(t(0.5))
-            return mul(y, mul(add(erf(div(y, np.array(t(p[0] if p else math.sqrt(2))))), one), half))
+            c, divides = (p + (math.sqrt(2), 1.0)[len(p) :])[:2]
+            u = div(y, np.array(t(c))) if divides else mul(y, np.array(t(c)))
+            return mul(y, mul(add(erf(u), one), half))
         a, b = (p + (0.2, 0.5)[len(p) :]) if n == "hard_sigmoid" else (p + (1 / 6, 0.5)[len(p) :])
         hs = hard_sigmoid(y, alpha=a, beta=b)
         return hs if n == "hard_sigmoid" else mul(y, hs)
@@ -93,7 +96,8 @@ class Activation:
         if n == "silu":
             return _F.ACT_SILU, 0.0, 0.0
         if n == "gelu":
-            return _F.ACT_GELU, float(np.float32(p[0] if p else math.sqrt(2))), 0.0
+            c, divides = (p + (math.sqrt(2), 1.0)[len(p) :])[:2]
+            return _F.ACT_GELU, float(np.float32(c)), float(divides)
         a, b = (p + (0.2, 0.5)[len(p) :]) if n == "hard_sigmoid" else (p + (1 / 6, 0.5)[len(p) :])
         # the kernels compute t(alpha) * x + t(beta) in float32
         a, b = float(np.float32(a)), float(np.float32(b))
@@ -119,7 +123,7 @@ _ARITY = {
     "silu": (0, 0),
     "hard_sigmoid": (0, 2),
     "hard_swish": (0, 2),
-    "gelu": (0, 1),
+    "gelu": (0, 2),
 }
 _NONE = (0, 0.0, 0.0)
 _CODES: dict = {}

@@ -95,56 +95,65 @@ def _other(node: Node, name: str) -> str | None:
     return node.inputs[1] if node.inputs[0] == name else node.inputs[0]
 
 
-def _gelu(work: Work, cur: str) -> tuple[list[int], str, float] | None:
-    """(positions, output, divisor) when ``cur`` feeds the erf GELU exporters write,
-    cur * ((erf(cur / sqrt2) + 1) * 0.5) (Mul operands in either order, the 0.5 before or after the
-    product with cur)."""
+def _one(work: Work, name: str, kernel: str) -> tuple[int, Node] | None:
+    """(position, node) of the only reader of ``name`` when it runs ``kernel``."""
+    k = work.only_reader(name)
+    node = work.nodes[k] if k is not None else None
+    if node is None or kernel_name(node) != kernel:
+        return None
+    return k, node
+
+
+def _gelu(work: Work, cur: str) -> tuple[list[int], str, tuple[float, float]] | None:
+    """(positions, output, (c, divides)) when ``cur`` feeds the erf GELU as exporters write it: u = cur / c
+    (c = sqrt 2) or cur * c (c = 1 / sqrt 2), then ((erf(u) + 1) * 0.5) * cur in any association of the
+    two products (Mul operands in either order)."""
     if cur in work.kept:
         return None
     rs = work.readers(cur)
     if len(rs) != 2:
         return None
-    for d, m in (rs, rs[::-1]):
-        dn = work.nodes[d]
-        if kernel_name(dn) != "div" or dn is None or dn.inputs[:1] != [cur] or len(dn.inputs) != 2:
+    for s_, other in (rs, rs[::-1]):
+        sn, on = work.nodes[s_], work.nodes[other]
+        if sn is None or on is None:
             continue
-        divisor = _scalar(work, dn.inputs[1])
-        if divisor is None or not abs(divisor - math.sqrt(2)) < 1e-6:
+        k = kernel_name(sn)
+        if k == "div" and sn.inputs[:1] == [cur] and len(sn.inputs) == 2:
+            c, divides = _scalar(work, sn.inputs[1]), 1.0
+            if c is None or not abs(c - math.sqrt(2)) < 1e-6:
+                continue
+        elif k == "mul" and (o := _other(sn, cur)) is not None:
+            c, divides = _scalar(work, o), 0.0
+            if c is None or not abs(c - math.sqrt(0.5)) < 1e-7:
+                continue
+        else:
             continue
-        chain = [d]
-        k = work.only_reader(dn.outputs[0])
-        en = work.nodes[k] if k is not None else None
-        if kernel_name(en) != "erf" or en is None or en.inputs != [dn.outputs[0]]:
+        erf_ = _one(work, sn.outputs[0], "erf")
+        add_ = _one(work, erf_[1].outputs[0], "add") if erf_ is not None else None
+        if add_ is None or not _const_is(work, _other(add_[1], erf_[1].outputs[0]) or "", 1.0):
             continue
-        chain.append(k)
-        k = work.only_reader(en.outputs[0])
-        an = work.nodes[k] if k is not None else None
-        if kernel_name(an) != "add" or an is None or not _const_is(work, _other(an, en.outputs[0]) or "", 1.0):
+        a = add_[1].outputs[0]
+        chain = [s_, erf_[0], add_[0]]
+        m1 = _one(work, a, "mul")
+        if m1 is None:
             continue
-        chain.append(k)
-        v = an.outputs[0]
-        half_first = True
-        k = work.only_reader(v)
-        n1 = work.nodes[k] if k is not None else None
-        if kernel_name(n1) != "mul" or n1 is None:
+        o1 = _other(m1[1], a)
+        if o1 is None:
             continue
-        o = _other(n1, v)
-        if o == cur and k == m:
-            half_first = False
-        elif not _const_is(work, o or "", 0.5):
+        if on.outputs and o1 == on.outputs[0]:  # (cur * 0.5, the other reader) times (erf + 1)
+            if kernel_name(on) != "mul" or not _const_is(work, _other(on, cur) or "", 0.5):
+                continue
+            if work.only_reader(on.outputs[0]) != m1[0]:
+                continue
+            return chain + [other, m1[0]], m1[1].outputs[0], (c, divides)
+        m2 = _one(work, m1[1].outputs[0], "mul")
+        if m2 is None:
             continue
-        chain.append(k)
-        k2 = work.only_reader(n1.outputs[0])
-        n2 = work.nodes[k2] if k2 is not None else None
-        if kernel_name(n2) != "mul" or n2 is None:
-            continue
-        o2 = _other(n2, n1.outputs[0])
-        if half_first and not (o2 == cur and k2 == m):
-            continue
-        if not half_first and not _const_is(work, o2 or "", 0.5):
-            continue
-        chain.append(k2)
-        return chain, n2.outputs[0], divisor
+        o2 = _other(m2[1], m1[1].outputs[0])
+        if _const_is(work, o1, 0.5) and o2 == cur and m2[0] == other:  # cur * ((erf + 1) * 0.5)
+            return chain + [m1[0], m2[0]], m2[1].outputs[0], (c, divides)
+        if o1 == cur and m1[0] == other and _const_is(work, o2 or "", 0.5):  # (cur * (erf + 1)) * 0.5
+            return chain + [m1[0], m2[0]], m2[1].outputs[0], (c, divides)
     return None
 
 
@@ -166,7 +175,7 @@ def _chain(work: Work, start: str) -> _Chain:
             ch.links += [s[0], s[1]]
             ch.out = s[2]
         elif stage in (0, 2) and (gl := _gelu(work, ch.out)) is not None:
-            act = ("gelu", (gl[2],))
+            act = ("gelu", gl[2])
             ch.links += gl[0]
             ch.out = gl[1]
         else:

@@ -189,3 +189,18 @@ def test_matmul_erf_gelu_is_one_step(half_first):
     consts = [("sq2", np.float32(np.sqrt(2))), ("one", np.float32(1)), ("half", np.float32(0.5))]
     m = model(nodes, [("x", [3, 7, 16])], ["y"], [("W", w(16, 24)), ("b", w(24))] + consts)
     check(m, {"x": w(3, 7, 16, scale=3)}, ["matmul_act"], {"erf", "div", "mul", "add", "mat_mul"})
+
+
+def test_the_other_gelu_spelling_is_one_step_too():
+    """u = x * (1 / sqrt 2), and (0.5 x) * (erf(u) + 1): benchmarks/models.py's transformer."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["a"]),
+        helper.make_node("Mul", ["a", "isq2"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Mul", ["a", "half"], ["h"]),
+        helper.make_node("Add", ["e", "one"], ["e1"]),
+        helper.make_node("Mul", ["h", "e1"], ["y"]),
+    ]
+    consts = [("isq2", np.float32(1 / np.sqrt(2))), ("one", np.float32(1)), ("half", np.float32(0.5))]
+    m = model(nodes, [("x", [5, 16])], ["y"], [("W", w(16, 24))] + consts)
+    check(m, {"x": w(5, 16, scale=3)}, ["matmul_act"], {"erf", "mul", "add", "mat_mul"})
