@@ -193,3 +193,63 @@ def epilogue(y: np.ndarray, b, act1, residual, act2, bias_axis: int = 1) -> np.n
     rr = none if residual is None else residual.reshape(-1)
     _epi(y.reshape(-1), brow, bcol, max(L, 1), M, act1[0], f(act1[1]), f(act1[2]), rr, act2[0], f(act2[1]), f(act2[2]))
     return y
+
+
+# --------------------------------------------------------------------------- row-wise normalizations
+
+if numba is not None:
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _softmax_rows(x, y, e, kb):  # pragma: no cover - compiled
+        # y[r] = exp(x[r] - max) / sum(exp(x[r] - max)) per row (exp of the non-positive differences as _exp_stage)
+        R, L = x.shape
+        for r in range(R):
+            xr, yr = x[r], y[r]
+            m = xr[0]
+            for j in range(L):
+                v = xr[j]
+                m = v if (v > m or v != v) else m
+            for j in range(L):
+                yr[j] = xr[j] - m
+            _exp_stage(yr, e, kb)
+            s = np.float32(0.0)
+            for j in range(L):
+                s += e[j]
+            for j in range(L):
+                yr[j] = e[j] / s
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _layer_norm_rows(x, scale, bias, eps, y):  # pragma: no cover - compiled
+        # y[r] = (x[r] - mean) / sqrt(var + eps) * scale + bias per row (two passes for the statistics)
+        R, L = x.shape
+        has_b = bias.shape[0] == L
+        for r in range(R):
+            xr, yr = x[r], y[r]
+            s = np.float32(0.0)
+            for j in range(L):
+                s += xr[j]
+            mean = s / np.float32(L)
+            q = np.float32(0.0)
+            for j in range(L):
+                d = xr[j] - mean
+                q += d * d
+            inv = np.float32(1.0) / np.sqrt(q / np.float32(L) + eps)
+            for j in range(L):
+                t = ((xr[j] - mean) * inv) * scale[j]
+                yr[j] = t + bias[j] if has_b else t
+
+
+def softmax_rows(x: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis of a float32 array (a new array)."""
+    x2 = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
+    y = np.empty_like(x2)
+    _softmax_rows(x2, y, np.empty(x2.shape[1], np.float32), np.empty(x2.shape[1], np.int32))
+    return y.reshape(x.shape)
+
+
+def layer_norm_rows(x: np.ndarray, scale: np.ndarray, bias, eps: float) -> np.ndarray:
+    """LayerNormalization over the last axis of a float32 array, scale and bias (L,) float32 (a new array)."""
+    x2 = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
+    y = np.empty_like(x2)
+    _layer_norm_rows(x2, scale, _NONE_F32 if bias is None else bias, np.float32(eps), y)
+    return y.reshape(x.shape)

@@ -2,7 +2,9 @@
 
 - :func:`conv_act`: Conv (+ its bias) -> activation -> + residual -> activation, one step;
 - :func:`matmul_act`: X @ W (+ bias per column) -> activation -> + residual -> activation (MatMul + Add,
-  Gemm with a bias row, the MLPs' and transformers' projections).
+  Gemm with a bias row, the MLPs' and transformers' projections);
+- :func:`softmax_rows`, :func:`layer_norm_rows`: Softmax and LayerNormalization (its statistics unread) over
+  the last axis, one compiled pass per row.
 
 Each kernel's plain form IS the chain: the Conv / MatMul kernel, then the activation kernels and the Add
 kernel (``Activation.reference``), so that a fused node computes what its nodes computed. The step its
@@ -32,10 +34,11 @@ from ..errors import KernelError
 from . import _fast, _fast_epilogue
 from ._blas import matmul
 from ._registry import op
-from .activation import hard_sigmoid, leaky_relu, relu, sigmoid
+from .activation import hard_sigmoid, leaky_relu, relu, sigmoid, softmax
 from .conv import _conv_forward_parts, conv, prepare_conv_weight
 from .elementwise import add, clip, div, erf, mul
 from .linalg import mat_mul
+from .norm import layer_normalization
 
 _F = _fast_epilogue  # the compiled epilogue and its activation codes
 
@@ -325,3 +328,61 @@ def matmul_act(
         residual,
         activation_of(post_activation, post_activation_params),
     )
+
+
+# --------------------------------------------------------------------------- row-wise steps
+
+
+def _last_axis(axis, x) -> bool:
+    return int(axis) in (-1, x.ndim - 1)
+
+
+def prepare_softmax_rows(constants: tuple, attrs: dict) -> Callable:
+    axis = attrs["axis"]
+
+    def softmax_rows_prepared(x):
+        if not (_fast.enabled() and isinstance(x, np.ndarray) and x.dtype == np.float32 and x.ndim >= 1):
+            return softmax_rows(x, axis=axis)
+        if not _last_axis(axis, x) or x.shape[-1] == 0:
+            return softmax_rows(x, axis=axis)
+        return _fast_epilogue.softmax_rows(x)
+
+    return softmax_rows_prepared
+
+
+@op(kernels=(softmax,), prepare=prepare_softmax_rows)
+def softmax_rows(x, /, *, axis=-1):
+    """Y = Softmax(X) along ``axis`` (onnx:Softmax-13): the optimizer's step for a Softmax, compiled in one
+    pass per row over the last axis (the exp of the epilogue), the Softmax kernel otherwise."""
+    return softmax(x, axis=axis)
+
+
+def prepare_layer_norm_rows(constants: tuple, attrs: dict) -> Callable | None:
+    scale = constants[1] if len(constants) > 1 else None
+    bias = constants[2] if len(constants) > 2 else None
+    axis, eps = attrs["axis"], float(attrs["epsilon"])
+    if attrs["stash_type"] != 1 or not isinstance(scale, np.ndarray) or scale.dtype != np.float32:
+        return None
+    if bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != np.float32):
+        return None
+    L = scale.size
+    sc = np.ascontiguousarray(scale.reshape(-1))
+    bc = None if bias is None else np.ascontiguousarray(bias.reshape(-1))
+    shapes_ok = scale.shape[-1:] == (L,) and (bias is None or bias.size == L and bias.shape[-1:] == (L,))
+
+    def layer_norm_rows_prepared(x, s_=None, b_=None):
+        if not (_fast.enabled() and shapes_ok and isinstance(x, np.ndarray) and x.dtype == np.float32):
+            return layer_norm_rows(x, s_, b_, **attrs)
+        if x.ndim < max(1, scale.ndim, 0 if bias is None else bias.ndim) or not _last_axis(axis, x) or x.shape[-1] != L:
+            return layer_norm_rows(x, s_, b_, **attrs)
+        return _fast_epilogue.layer_norm_rows(x, sc, bc, eps)
+
+    return layer_norm_rows_prepared
+
+
+@op(kernels=(layer_normalization,), prepare=prepare_layer_norm_rows)
+def layer_norm_rows(x, scale, bias=None, /, *, axis=-1, epsilon=1e-5, stash_type=1):
+    """Y of LayerNormalization (onnx:LayerNormalization-17) without its Mean and InvStdDev outputs: the
+    optimizer's step for a LayerNormalization whose statistics nobody reads, compiled per row over the last
+    axis (two-pass statistics) for float32 with constant Scale and B of that axis, the kernel otherwise."""
+    return layer_normalization(x, scale, bias, axis=axis, epsilon=epsilon, stash_type=stash_type)[0]

@@ -11,7 +11,8 @@ exactly a Sigmoid and the Mul of the value and that Sigmoid), HardSigmoid, HardS
 exporters write it (Div by sqrt(2), Erf, Add 1, Mul 0.5, Mul by the value). The fused node takes
 the first node's name and place in messages, the last node's output and position (every input it reads is
 computed by then). A Conv that starts no chain still becomes a ``conv_act`` when its input's spatial size is
-known: its Winograd transform is then prepared at load.
+known: its Winograd transform is then prepared at load. Softmax, and LayerNormalization whose statistics no
+node reads, become the row-wise compiled steps ``softmax_rows`` / ``layer_norm_rows``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from ._work import Work, float_const, kernel_name
 
 record_use(fused.conv_act, "optimize", "Conv + bias + activation + residual + activation")
 record_use(fused.matmul_act, "optimize", "MatMul / Gemm + bias + activation + residual + activation")
+record_use(fused.softmax_rows, "optimize", "Softmax")
+record_use(fused.layer_norm_rows, "optimize", "LayerNormalization without its statistics")
 
 _ACTIVATIONS = ("relu", "clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish")
 
@@ -356,3 +359,8 @@ def run(work: Work) -> None:
             _fuse_conv(work, h, node)
         elif k in ("mat_mul", "gemm"):
             _fuse_matmul(work, h, node, k)
+        elif k == "softmax" and len(node.outputs) == 1:
+            work.replace(h, node.rebound(bind(fused.softmax_rows, node.bound.attrs)))
+        elif k == "layer_normalization" and not any(o in work.kept or work.readers(o) for o in node.outputs[1:] if o):
+            ln = bind(fused.layer_norm_rows, node.bound.attrs, node.bound.constants)
+            work.replace(h, dataclasses.replace(node.rebound(ln), outputs=node.outputs[:1]))

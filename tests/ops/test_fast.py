@@ -191,3 +191,28 @@ def test_lstm_compiled_loop_matches_numpy(T, B, I, H, direction, states, compile
     for g, e in zip(got, want):
         assert g.shape == e.shape and g.dtype == e.dtype
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
+def test_row_steps_compiled_match_their_kernels(compiled):
+    """softmax_rows and layer_norm_rows (ops/fused.py, compiled per row) against Softmax and LayerNormalization."""
+    from stdops.ops.activation import softmax
+    from stdops.ops.bind import bind
+    from stdops.ops.fused import layer_norm_rows, softmax_rows
+    from stdops.ops.norm import layer_normalization
+
+    x = (RNG.standard_normal((3, 5, 37)) * 20).astype(np.float32)
+    x[0, 0, 3], x[0, 1, :] = np.nan, -np.inf
+    x[1, 2, 7] = np.inf
+    with np.errstate(invalid="ignore"):
+        got = bind(softmax_rows, {"axis": -1}).fn(x)
+        want = softmax(x, axis=-1)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    y = RNG.standard_normal((4, 6, 33)).astype(np.float32) * 3 + 1
+    s, b = RNG.standard_normal(33).astype(np.float32), RNG.standard_normal(33).astype(np.float32)
+    for bias in (b, None):
+        step = bind(layer_norm_rows, {"epsilon": 1e-3}, (None, s, bias))
+        assert step.prepared
+        got = step.fn(y, s, bias)
+        want = layer_normalization(y, s, bias, epsilon=1e-3)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
