@@ -163,6 +163,42 @@ def test_output_means_where_the_result_goes(tmp_path, x_npy):
     assert len(traj.read_text().splitlines()) == 1 + 6  # header + t = 0, 0.1, ..., 0.5
 
 
+def test_npz_output_keeps_any_output_name_at_the_path_given(tmp_path):
+    # np.savez(path, **outputs) crashed on an output named "file" (its own first parameter), took one named
+    # "allow_pickle" for its flag, and wrote out.NPZ to out.NPZ.npz
+    ort = pytest.importorskip("onnxruntime")
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    names = ("file", "allow_pickle", "args")
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x"], [n]) for op, n in zip(("Relu", "Neg", "Abs"), names)],
+        "g",
+        [x],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in names],
+    )
+    model = tmp_path / "clash.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    xv = np.array([1.5, -2.0, 0.0], np.float32)
+    np.save(tmp_path / "x.npy", xv)
+    out = tmp_path / "out.NPZ"
+    r = stdops("run", str(model), "-i", f"x={tmp_path / 'x.npy'}", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clash.onnx", "out.NPZ", "x.npy"]
+    expected = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": xv})
+    with np.load(out) as z:
+        assert sorted(z.files) == sorted(names)
+        for n, want in zip(names, expected):
+            np.testing.assert_array_equal(z[n], want)
+    traj = tmp_path / "t.NPZ"  # the MDF trajectory too
+    r = stdops("run", str(demo_mdf_path()), "--duration", "0.5", "--dt", "0.1", "-o", str(traj))
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "t.NPZ.npz").exists()
+    with np.load(traj) as z:
+        np.testing.assert_allclose(z["time"], np.linspace(0.0, 0.5, 6))
+
+
 def test_compare_exit_status_and_full_names(tmp_path, x_npy):
     pytest.importorskip("onnxruntime")
     import onnx

@@ -191,9 +191,11 @@ def _dump_hook(folder: Path):
 def _save(result: dict, out: Path) -> None:
     import numpy as np
 
+    from ..npz import save_npz
+
     arrays = {n: v for n, v in result.items() if isinstance(v, np.ndarray) and v.dtype != object}
     if str(out).lower().endswith(".npz"):
-        np.savez(out, **arrays)
+        save_npz(out, arrays)
     else:
         out.mkdir(exist_ok=True)
         for name, v in arrays.items():
