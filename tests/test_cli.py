@@ -251,3 +251,25 @@ def test_limit_flags(tmp_path):
     assert stdops("run", str(p), "-i", f"x={x}", "--max-elements", "1K").returncode == 0  # 1024 >= 1000
     one_line_exit_2(stdops("run", str(p), "--max-elements", "lots"), "--max-elements", "expected a count")
     one_line_exit_2(stdops("ops", "--max-elements", "5"), "unknown option --max-elements")
+
+
+def test_lenient_mdf_loading(tmp_path):
+    import json
+
+    model = json.loads(Path(demo_mdf_path()).read_text()) if str(demo_mdf_path()).endswith(".json") else None
+    if model is None:
+        import yaml
+
+        model = yaml.safe_load(Path(demo_mdf_path()).read_text())
+    graph = next(iter(model.values()))["graphs"]
+    node = next(iter(next(iter(graph.values()))["nodes"].values()))
+    node["output_port"] = node.pop("output_ports")  # a misspelt field
+    node["output_ports"] = node["output_port"]
+    p = tmp_path / "misspelt.json"
+    p.write_text(json.dumps(model))
+    one_line_exit_2(stdops("run", str(p)), "output_port", "did you mean output_ports?")
+    one_line_exit_2(stdops("info", str(p)), "did you mean output_ports?")
+    r = stdops("run", str(p), "--lenient")
+    assert r.returncode == 0, r.stderr
+    assert stdops("info", str(p), "--lenient").returncode == 0
+    one_line_exit_2(stdops("info", XOR, "--lenient"), "--lenient", "MDF")

@@ -41,6 +41,14 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
+def add_lenient(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--lenient",
+        action="store_true",
+        help="MDF: an unknown (misspelt) field is a warning, not an error",
+    )
+
+
 def add_debug(p: argparse.ArgumentParser) -> None:
     # accepted before and after the subcommand (both set the same flag)
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors")

@@ -237,22 +237,17 @@ def plot(
     duration: float | None = None,
     dt: float | None = None,
     out_png: Any = "mdf.png",
-    graph: bool = False,
     graph_id: str | None = None,
     lenient: bool = False,
 ) -> None:
-    """``graph=False``: run for ``duration`` with ``dt`` and plot every output port over time;
-    ``graph=True``: draw the nodes and edges."""
+    """Run for ``duration`` with ``dt`` and plot every output port over time (the graph picture is
+    ``stdops plot --graph``, stdops/viz)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from .api import Simulation
 
     model = _load(path, lenient)
-    if graph:
-        _plot_graph(model.graph(graph_id), out_png)
-        console.print(f"saved the graph to {escape(os.fspath(out_png))}")
-        return
     duration, dt = _preferred(model, duration, dt)
     if duration is None or dt is None:
         raise StdopsError("plot needs --duration and --dt (or --graph)")
@@ -261,71 +256,3 @@ def plot(
         traj = sim.run(float(duration), float(dt))
     traj.plot(out_png, title=f"{model.id}: {sim.graph.id}")
     console.print(f"saved {len(traj.columns())} series over {len(traj.times)} steps to {escape(os.fspath(out_png))}")
-
-
-def _plot_graph(g, out_png: Any) -> None:
-    import matplotlib.pyplot as plt
-
-    from .scheduler import toposort
-
-    nodes = list(g.nodes)
-    deps = {n: set() for n in nodes}
-    for e in g.edges.values():
-        if e.receiver in deps and e.sender in deps and e.sender != e.receiver:
-            rn = g.nodes[e.receiver]
-            if e.receiver_port in rn.input_ports and rn.input_ports[e.receiver_port].default_value is None:
-                deps[e.receiver].add(e.sender)
-    try:
-        levels = toposort(nodes, deps)
-    except StdopsError:
-        levels = [nodes]
-    pos = {}
-    for x, level in enumerate(levels):
-        for y, n in enumerate(level):
-            pos[n] = (x, -(y - (len(level) - 1) / 2))
-    fig, ax = plt.subplots(figsize=(max(4, 2.2 * len(levels)), max(3, 1.2 * max(len(lv) for lv in levels))))
-    for e in g.edges.values():
-        if e.sender in pos and e.receiver in pos:
-            (x0, y0), (x1, y1) = pos[e.sender], pos[e.receiver]
-            # backward edges bend one way; edges that skip a level bend further, clear of the nodes between
-            rad = 0.15 if x1 <= x0 else (0.35 if x1 - x0 > 1 and y0 == y1 else 0.0)
-            ax.annotate(
-                "",
-                xy=(x1, y1),
-                xytext=(x0, y0),
-                arrowprops=dict(
-                    arrowstyle="->", color="0.4", shrinkA=22, shrinkB=22, connectionstyle=f"arc3,rad={rad}"
-                ),
-            )
-            weight = (e.parameters or {}).get("weight") if hasattr(e, "parameters") else None
-            if weight is not None and not (isinstance(weight, (int, float)) and weight == 1):
-                # the label sits where the arc bulges: the chord's midpoint moved along its normal
-                mx, my = (x0 + x1) / 2, (y0 + y1) / 2
-                ax.text(
-                    mx + rad * (y1 - y0) / 2,
-                    my - rad * (x1 - x0) / 2,
-                    f"w={weight}",
-                    fontsize=7,
-                    ha="center",
-                    va="center",
-                    color="0.3",
-                    bbox=dict(fc="white", ec="none", pad=0.5),
-                )
-    for n, (x, y) in pos.items():
-        ax.text(
-            x,
-            y,
-            n,
-            ha="center",
-            va="center",
-            fontsize=9,
-            bbox=dict(boxstyle="round,pad=0.5", fc="#dbe9f6", ec="#3b6ea5"),
-        )
-    ax.set_xlim(-0.7, len(levels) - 0.3)
-    ys = [y for _, y in pos.values()] or [0]
-    ax.set_ylim(min(ys) - 0.8, max(ys) + 0.8)
-    ax.axis("off")
-    ax.set_title(f"graph {g.id}")
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=120)
-    plt.close(fig)

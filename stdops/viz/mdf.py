@@ -38,10 +38,10 @@ def _condition(c: Any) -> str:
     return f"{c.type}(" + ", ".join(f"{k}={_expr(v)}" for k, v in kw.items()) + ")"
 
 
-def from_mdf(path: str, graph_id: str | None = None) -> Diagram:
+def from_mdf(path: str, graph_id: str | None = None, lenient: bool = False) -> Diagram:
     from ..mdf import load
 
-    model = load(path)
+    model = load(path, strict=not lenient)
     g = model.graph(graph_id)
     notes = []
     if len(model.graphs) > 1:
