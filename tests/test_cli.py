@@ -199,6 +199,30 @@ def test_npz_output_keeps_any_output_name_at_the_path_given(tmp_path):
         np.testing.assert_allclose(z["time"], np.linspace(0.0, 0.5, 6))
 
 
+def test_the_model_s_preferred_step_is_used_and_checked(tmp_path):
+    # a preferred_dt or preferred_duration that is not a usable number crashed `run` (float("abc"), a
+    # ZeroDivisionError for 0) with a traceback; it is the file's word, checked as --dt / --duration are
+    text = Path(demo_mdf_path()).read_text()
+    assert "preferred_dt: 0.001" in text and "preferred_duration: 10" in text
+    model = tmp_path / "osc.yaml"
+    model.write_text(text.replace("preferred_dt: 0.001", "preferred_dt: 0.25"))
+    traj = tmp_path / "t.csv"
+    r = stdops("run", str(model), "--duration", "1", "-o", str(traj))
+    assert r.returncode == 0, r.stderr
+    times = [float(line.split(",")[0]) for line in traj.read_text().splitlines()[1:]]
+    assert times == [0.0, 0.25, 0.5, 0.75, 1.0]  # t = k * dt up to the duration (Simulation.run's rule)
+    for key, bad, given in (
+        ("preferred_dt", '"abc"', "--duration"),
+        ("preferred_dt", "0", "--duration"),
+        ("preferred_dt", "[1]", "--duration"),
+        ("preferred_duration", '"abc"', "--dt"),
+        ("preferred_duration", "-1", "--dt"),
+    ):
+        old = "preferred_dt: 0.001" if key == "preferred_dt" else "preferred_duration: 10"
+        model.write_text(text.replace(old, f"{key}: {bad}"))
+        one_line_exit_2(stdops("run", str(model), given, "1"), "osc.yaml", f"metadata.{key}", "expected a number")
+
+
 def test_compare_exit_status_and_full_names(tmp_path, x_npy):
     pytest.importorskip("onnxruntime")
     import onnx

@@ -156,15 +156,15 @@ class _Composite(Condition):
         return self.conds
 
     @property
-    def is_absolute(self):  # type: ignore[override]
+    def is_absolute(self):
         return any(c.is_absolute for c in self.conds)
 
     @property
-    def absolute_intervals(self):  # type: ignore[override]
+    def absolute_intervals(self):
         return [i for c in self.conds if c.is_absolute for i in c.absolute_intervals]
 
     @property
-    def absolute_fixed_points(self):  # type: ignore[override]
+    def absolute_fixed_points(self):
         return [i for c in self.conds if c.is_absolute for i in c.absolute_fixed_points]
 
     def __repr__(self):
@@ -200,7 +200,7 @@ class Not(Condition):
         return not self.cond.satisfied(sch, owner)
 
     @property
-    def is_absolute(self):  # type: ignore[override]
+    def is_absolute(self):
         return self.cond.is_absolute
 
 
@@ -448,11 +448,11 @@ class TimeInterval(Condition):
         self.start_inclusive, self.end_inclusive = bool(start_inclusive), bool(end_inclusive)
 
     @property
-    def absolute_intervals(self):  # type: ignore[override]
+    def absolute_intervals(self):
         return [self.repeat] if self.repeat is not None else []
 
     @property
-    def absolute_fixed_points(self):  # type: ignore[override]
+    def absolute_fixed_points(self):
         fp = []
         if self.start_inclusive and self.start is not None:
             fp.append(self.start)
@@ -483,7 +483,7 @@ class TimeTermination(Condition):
         self.t, self.inclusive = _to_ms(t, unit), bool(inclusive)
 
     @property
-    def absolute_fixed_points(self):  # type: ignore[override]
+    def absolute_fixed_points(self):
         return [self.t] if self.inclusive else []
 
     def satisfied(self, sch, owner):

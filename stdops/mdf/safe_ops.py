@@ -252,7 +252,7 @@ def _checked_product(fn: Callable, kind: str) -> Callable:
     return wrapper
 
 
-BINOPS: dict[type, Callable] = {
+BINOPS: dict[str, Callable] = {
     "Add": _add,
     "Sub": _elementwise(operator.sub, "-"),
     "Mult": _mul,
