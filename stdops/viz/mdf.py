@@ -112,6 +112,6 @@ def from_mdf(path: str, graph_id: str | None = None, lenient: bool = False) -> D
         label = "" if weight is None or (isinstance(weight, (int, float)) and weight == 1) else f"w={_expr(weight)}"
         links.append(Link(index[e.sender], index[e.receiver], e.sender_port, e.receiver_port, label, e.id))
     term = (g.conditions.termination or {}) if g.conditions is not None else {}
-    for k, c in term.items():
-        notes.append(f"termination {k}: {_condition(c)}")
+    for k, stop in term.items():
+        notes.append(f"termination {k}: {_condition(stop)}")
     return Diagram(f"{path}: graph {g.id}", "LR", boxes, links, notes=notes)
