@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import limits
+from .._files import read_bounded
 from ..errors import ModelFormatError, StdopsError, ValidationError
 from .schema import Condition, MdfBase, Model
 
@@ -27,14 +28,7 @@ class MdfWarning(UserWarning):
 
 
 def _read_text(path: str) -> str:
-    try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise ModelFormatError(path, None, f"file of {size} bytes is larger than the {MAX_FILE_BYTES} byte limit")
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise ModelFormatError(path, None, f"cannot read: {e.strerror or e}") from None
+    data = read_bounded(path, MAX_FILE_BYTES, f"the {MAX_FILE_BYTES} byte limit")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
