@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from .. import limits
+from .._files import read_bounded
 from ..errors import ModelFormatError, StdopsError, ValidationError
-from .schema import MdfBase, Model
+from .schema import Condition, MdfBase, Model
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
 
@@ -27,14 +28,7 @@ class MdfWarning(UserWarning):
 
 
 def _read_text(path: str) -> str:
-    try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise ModelFormatError(path, None, f"file of {size} bytes is larger than the {MAX_FILE_BYTES} byte limit")
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise ModelFormatError(path, None, f"cannot read: {e.strerror or e}") from None
+    data = read_bounded(path, MAX_FILE_BYTES, f"the {MAX_FILE_BYTES} byte limit")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -121,7 +115,7 @@ def _yaml_loader():
     class Loader(yaml.SafeLoader):
         _aliases = 0
 
-        def compose_node(self, parent, index):  # type: ignore[override]
+        def compose_node(self, parent, index):
             if self.check_event(yaml.AliasEvent):
                 self._aliases += 1
                 if self._aliases > MAX_YAML_ALIASES:
@@ -271,7 +265,7 @@ def to_data_body(obj: MdfBase) -> dict:
             out[name] = _plain(v)
     for k, v in (obj.model_extra or {}).items():
         out[k] = _plain(v)
-    if type(obj).__name__ == "Condition":
+    if isinstance(obj, Condition):
         out["kwargs"] = _plain(obj.kwargs)
     return out
 

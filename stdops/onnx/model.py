@@ -18,6 +18,7 @@ import numpy as np
 import onnx
 
 from .. import limits
+from .._files import read_bounded
 from ..errors import InputError, ModelFormatError, StdopsError, UnsupportedOp
 from ..graph import Hook, Node, Plan
 from ..ops.bind import Bound
@@ -25,13 +26,11 @@ from ..optimize import optimize
 from . import adapters, control, gradient  # noqa: F401  (version adapters, If/Loop/Scan, Gradient)
 from .functions import function_opsets, inline, schema_function
 from .opset import BindContext, onnx_dtype, resolve
+from .proto import MAX_MODEL_BYTES, parse_model
 from .static_shapes import static_shapes
 from .tensors import _tensor, convert_attribute
 
 _A = onnx.AttributeProto
-
-#: the largest .onnx file we read into memory (protobuf's own limit is 2 GiB)
-MAX_MODEL_BYTES = 2**31 - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -336,26 +335,10 @@ def _read_model(source: Any) -> tuple[onnx.ModelProto, str | None]:
         data, path = bytes(source), None
     elif isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        try:
-            size = os.path.getsize(path)
-            if size > MAX_MODEL_BYTES:
-                raise ModelFormatError(path, None, f"file of {size} bytes is larger than protobuf's 2 GiB limit")
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise ModelFormatError(path, None, f"cannot read: {e.strerror or e}") from None
+        data = read_bounded(path, MAX_MODEL_BYTES, "protobuf's 2 GiB limit")
     else:
         raise TypeError(f"expected a path, bytes or onnx.ModelProto, got {type(source).__name__}")
-    m = onnx.ModelProto()
-    try:
-        m.ParseFromString(data)
-    except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
-        raise ModelFormatError(path, None, f"not a valid ONNX model (truncated or corrupt protobuf: {e})") from None
-    if not m.HasField("graph") or not m.opset_import:
-        raise ModelFormatError(
-            path, None, "not a valid ONNX model (no graph or no opset_import; truncated or not an .onnx file)"
-        )
-    return m, path
+    return parse_model(data, path), path
 
 
 class Model:

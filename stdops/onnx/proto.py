@@ -17,6 +17,8 @@ from types import ModuleType
 from ..errors import ModelFormatError
 
 _PB2 = "onnx.onnx_ml_pb2"
+#: the largest .onnx file read into memory (protobuf's own limit is 2 GiB)
+MAX_MODEL_BYTES = 2**31 - 1
 
 
 def pb2() -> ModuleType:

@@ -7,11 +7,8 @@ import dataclasses
 import math
 import os
 
-from ..errors import ModelFormatError
-from .proto import parse_model, pb2
-
-#: the largest .onnx file we read into memory (protobuf's own limit is 2 GiB)
-MAX_MODEL_BYTES = 2**31 - 1
+from .._files import read_bounded
+from .proto import MAX_MODEL_BYTES, parse_model, pb2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,15 +58,7 @@ def _declared(vi) -> DeclaredValue:
 
 def summarize(path: str | os.PathLike) -> OnnxSummary:
     p = os.fspath(path)
-    try:
-        size = os.path.getsize(p)
-        if size > MAX_MODEL_BYTES:
-            raise ModelFormatError(p, None, f"file of {size} bytes is larger than protobuf's 2 GiB limit")
-        with open(p, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise ModelFormatError(p, None, f"cannot read: {e.strerror or e}") from None
-    m = parse_model(data, p)
+    m = parse_model(read_bounded(p, MAX_MODEL_BYTES, "protobuf's 2 GiB limit"), p)
     g = m.graph
     init_names = {t.name for t in g.initializer}
     hist: dict[str, int] = {}
