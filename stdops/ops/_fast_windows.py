@@ -15,6 +15,7 @@ rows, a rule on the shape alone, see ops/_blas.py); the maximum is exact.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -150,7 +151,7 @@ def conv2d_blocked(x: np.ndarray, wmat: np.ndarray, kernel, strides, dilations, 
             _cols(xp, kh, kw, sh, sw, dh, dw, r0, r1, ow, cols)
             np.matmul(wmat, cols[:, :n], out=y[:, r0 * ow : r1 * ow])  # a part already: not split again
 
-    run_parts([lambda i=i: part(i) for i in range(n_parts)])
+    run_parts([functools.partial(part, i) for i in range(n_parts)])
     return y.reshape(1, M, oh, ow)
 
 

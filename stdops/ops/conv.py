@@ -288,7 +288,7 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
         else:
             y = matmul(wm, xs.reshape(N, g, Cg, P))
         y = y.reshape((N, M) + out)
-    elif n == 2 and g == 1 and N == 1 and dt == np.float32 and _fast.enabled():
+    elif n == 2 and g == 1 and N == 1 and dt == np.float32 and _fast.enabled() and strides[1] <= 16:
         # compiled im2col in cache-sized blocks of output rows, one GEMM per block (ops/_fast_windows.py)
         y = _fast_windows.conv2d_blocked(xc, cw.mat[0], kernel, strides, dilations, geo.begin, out)
     else:  # im2col + one GEMM per group (and sample)

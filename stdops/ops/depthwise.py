@@ -118,7 +118,8 @@ def depthwise(xc: np.ndarray, cw, geo, strides, dilations, b=None, clip=None) ->
     N, C = xc.shape[:2]
     g, mg, kernel, dt = cw.group, cw.M // cw.group, cw.kernel, cw.dtype
     M, out, NG = g * mg, geo.out, N * g
-    if len(kernel) == 2 and _fast.enabled() and dt.type in (np.float32, np.float64):
+    if len(kernel) == 2 and _fast.enabled() and dt.type in (np.float32, np.float64) and strides[0] * strides[1] <= 16:
+        # (the compiled buffers hold one plane per stride phase: small strides only)
         # compiled (ops/_fast.py); the NumPy path below is their reference
         xc = np.ascontiguousarray(xc)
         if mg == 1 and out[0] * out[1] <= _fast.SMALL_MAP:

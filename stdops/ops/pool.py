@@ -147,7 +147,8 @@ def _max_pool(
     else:
         fill = _lowest(x.dtype)
     if not with_indices:
-        if n == 2 and x.dtype == np.float32 and _fast.enabled():  # one compiled pass (ops/_fast_windows.py)
+        # one compiled pass (ops/_fast_windows.py); its buffer holds strides[0] * strides[1] phases: small strides
+        if n == 2 and x.dtype == np.float32 and _fast.enabled() and strides[0] * strides[1] <= 16:
             return _fast_windows.max_pool2d(x, kernel, strides, dilations, geo.begin, out)
         return _separable(x, kernel, strides, dilations, geo, fill, np.maximum)
     ft = FlatTaps(src, geo, kernel, strides, dilations, fill)

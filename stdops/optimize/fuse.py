@@ -101,7 +101,9 @@ def _other(node: Node, name: str) -> str | None:
 def _one(work: Work, name: str, kernel: str) -> tuple[int, Node] | None:
     """(position, node) of the only reader of ``name`` when it runs ``kernel``."""
     k = work.only_reader(name)
-    node = work.nodes[k] if k is not None else None
+    if k is None:
+        return None
+    node = work.nodes[k]
     if node is None or kernel_name(node) != kernel:
         return None
     return k, node
@@ -132,7 +134,9 @@ def _gelu(work: Work, cur: str) -> tuple[list[int], str, tuple[float, float]] | 
         else:
             continue
         erf_ = _one(work, sn.outputs[0], "erf")
-        add_ = _one(work, erf_[1].outputs[0], "add") if erf_ is not None else None
+        if erf_ is None:
+            continue
+        add_ = _one(work, erf_[1].outputs[0], "add")
         if add_ is None or not _const_is(work, _other(add_[1], erf_[1].outputs[0]) or "", 1.0):
             continue
         a = add_[1].outputs[0]
