@@ -134,6 +134,8 @@ class RunConfig:
     duration: float | None = None
     dt: float | None = None
     limits: dict[str, int] | None = None
+    #: the seeds of one point run as replicas of one simulation (MDF; see run_mdf_replicas)
+    vectorize: bool = True
 
 
 def run_batch(sha: str, config: RunConfig, jobs: list[tuple]) -> dict[str, Any]:
@@ -156,12 +158,21 @@ def _run_jobs(sha: str, config: RunConfig, jobs: list[tuple], results: list) -> 
     model, lock, payload = loaded(sha)
     if config.kind == "mdf":
         copies: dict[str, Any] = {}  # jobs of one point share one copy of the model with its values set
+        groups: list[tuple[Any, list[int]]] = []  # consecutive jobs of one point (its seeds)
         for j, overrides in jobs:
             key = repr(sorted(overrides.items()))
             m = copies.get(key)
             if m is None:
                 m = copies[key] = with_parameters(model, overrides, payload.name)
-            results.append((j, *run_mdf(m, config, j)))
+            if groups and groups[-1][0] is m and config.vectorize:
+                groups[-1][1].append(j)
+            else:
+                groups.append((m, [j]))
+        for m, js in groups:
+            if len(js) == 1:
+                results.append((js[0], *run_mdf(m, config, js[0])))
+            else:
+                run_mdf_replicas(m, config, js, results)
         return
     for j, feeds in jobs:
         with lock:
@@ -200,6 +211,38 @@ def run_mdf(model: Any, config: RunConfig, j: int) -> tuple[dict[str, np.ndarray
     traj = sim.run(config.duration, config.dt)
     outs = {f"{n}.{p}": v for n, ports in traj.data.items() for p, v in ports.items()}
     return _arrays(outs, model.path), np.asarray(traj.times, dtype=np.float64)
+
+
+def run_mdf_replicas(model: Any, config: RunConfig, js: list[int], results: list) -> None:
+    """Jobs ``js`` of one point as replicas of one simulation, replica k seeded as job js[k], their results
+    appended to ``results``: the same as run_mdf gives for each job, bit for bit (stdops.mdf.replicas; a
+    model the replica axis cannot carry is run job by job by the simulation itself). A model error is
+    raised by the job it belongs to, after the jobs before it."""
+    from ..mdf import Simulation
+
+    seeds = [np.random.SeedSequence(config.root_seed, spawn_key=(j,)) for j in js]
+    try:
+        sim = Simulation(model, seeds=seeds)
+        if config.duration is None or config.dt is None:
+            outs = sim.evaluate()
+            got = [
+                (j, _arrays({f"{n}.{p}": v for n, ports in o.items() for p, v in ports.items()}, model.path), None)
+                for j, o in zip(js, outs)
+            ]
+        else:
+            got = [
+                (
+                    j,
+                    _arrays({f"{n}.{p}": v for n, ports in t.data.items() for p, v in ports.items()}, model.path),
+                    np.asarray(t.times, dtype=np.float64),
+                )
+                for j, t in zip(js, sim.run(config.duration, config.dt))
+            ]
+    except StdopsError:
+        for j in js:  # the failing job, named as a job-by-job run names it
+            results.append((j, *run_mdf(model, config, j)))
+        raise
+    results.extend(got)
 
 
 def _arrays(values: dict[str, Any], name: str | None) -> dict[str, np.ndarray]:

@@ -158,25 +158,19 @@ def drift_diffusion_integrator(
     return float(out) if out.ndim == 0 else out
 
 
-def replicated(rngs, args, n_trials: int | None = None) -> np.ndarray:
-    """K calls of :func:`drift_diffusion_integrator` at once, call ``k`` drawing its key from ``rngs[k]``:
-    ``args`` are the six arguments, each either one value for every call or ``(K, ...)`` (a value per call,
-    marked by the caller as ``(True, array)``; a shared one is ``(False, value)``). Returns ``(K, *shape)``,
-    row k bit-identical to ``drift_diffusion_integrator(*args_k, rng=rngs[k], n_trials=n_trials)``."""
-    n_rep = len(rngs)
-    per_call = []
-    shapes = set()
-    for k in range(n_rep):
-        vals = [a[1][k] if a[0] else a[1] for a in args]
-        shapes.add(np.broadcast_shapes(*(np.shape(v) for v in vals)))
-        per_call.append(vals)
+def replicated(rngs, per_call_args, n_trials: int | None = None) -> np.ndarray:
+    """K calls of :func:`drift_diffusion_integrator` as one walk: call ``k`` takes the six arguments
+    ``per_call_args[k]`` and its key from ``rngs[k]``. Returns ``(K, *shape)``, row k bit-identical to
+    ``drift_diffusion_integrator(*per_call_args[k], rng=rngs[k], n_trials=n_trials)`` (the calls' trial
+    shapes must agree)."""
+    flats = [_trial_arrays(args, n_trials) for args in per_call_args]
+    shapes = {shape for _, shape in flats}
     if len(shapes) != 1:
-        raise KernelError("drift_diffusion_integrator: the replicas' trial shapes differ")
-    flats = [_trial_arrays(vals, n_trials) for vals in per_call]
+        raise KernelError(f"drift_diffusion_integrator: the replicas' trial shapes differ: {sorted(shapes)}")
     shape = flats[0][1]
     size = flats[0][0][0].size
-    limits.check_elements((n_rep, size), "drift_diffusion_integrator trials of every replica")
+    limits.check_elements((len(flats), size), "drift_diffusion_integrator trials of every replica")
     keys = np.repeat(np.array([draw_key(g) for g in rngs], dtype=np.uint64), size)
-    streams = np.tile(np.arange(size, dtype=np.uint64), n_rep)
-    cols = [np.concatenate([f[0][i] for f in flats]) for i in range(6)]
-    return signed_times(keys, streams, *cols).reshape((n_rep, *shape))
+    streams = np.tile(np.arange(size, dtype=np.uint64), len(flats))
+    cols = [np.concatenate([flat[i] for flat, _ in flats]) for i in range(6)]
+    return signed_times(keys, streams, *cols).reshape((len(flats), *shape))
