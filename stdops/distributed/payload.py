@@ -81,6 +81,7 @@ _MODELS: OrderedDict[str, tuple[Any, threading.Lock]] = OrderedDict()
 _LOCK = threading.Lock()
 _KEEP = 4  # loaded models kept per process
 LOADS: dict[str, int] = {}  # how many times this process loaded each model (once, unless evicted)
+REPLICA_JOBS: dict[str, int] = {}  # jobs of each model this process ran as replicas of one simulation
 
 
 _REFS: dict[str, int] = {}  # sweeps of each model running in this process (two may share a cluster)
@@ -172,7 +173,8 @@ def _run_jobs(sha: str, config: RunConfig, jobs: list[tuple], results: list) -> 
             if len(js) == 1:
                 results.append((js[0], *run_mdf(m, config, js[0])))
             else:
-                run_mdf_replicas(m, config, js, results)
+                if run_mdf_replicas(m, config, js, results):
+                    REPLICA_JOBS[sha] = REPLICA_JOBS.get(sha, 0) + len(js)
         return
     for j, feeds in jobs:
         with lock:
@@ -213,11 +215,11 @@ def run_mdf(model: Any, config: RunConfig, j: int) -> tuple[dict[str, np.ndarray
     return _arrays(outs, model.path), np.asarray(traj.times, dtype=np.float64)
 
 
-def run_mdf_replicas(model: Any, config: RunConfig, js: list[int], results: list) -> None:
+def run_mdf_replicas(model: Any, config: RunConfig, js: list[int], results: list) -> bool:
     """Jobs ``js`` of one point as replicas of one simulation, replica k seeded as job js[k], their results
     appended to ``results``: the same as run_mdf gives for each job, bit for bit (stdops.mdf.replicas; a
     model the replica axis cannot carry is run job by job by the simulation itself). A model error is
-    raised by the job it belongs to, after the jobs before it."""
+    raised by the job it belongs to, after the jobs before it. Returns whether the replica axis held."""
     from ..mdf import Simulation
 
     seeds = [np.random.SeedSequence(config.root_seed, spawn_key=(j,)) for j in js]
@@ -243,6 +245,7 @@ def run_mdf_replicas(model: Any, config: RunConfig, js: list[int], results: list
             results.append((j, *run_mdf(model, config, j)))
         raise
     results.extend(got)
+    return sim.vectorized
 
 
 def _arrays(values: dict[str, Any], name: str | None) -> dict[str, np.ndarray]:
