@@ -223,6 +223,7 @@ def run_mdf_replicas(model: Any, config: RunConfig, js: list[int], results: list
     from ..mdf import Simulation
 
     seeds = [np.random.SeedSequence(config.root_seed, spawn_key=(j,)) for j in js]
+    got: list[tuple]
     try:
         sim = Simulation(model, seeds=seeds)
         if config.duration is None or config.dt is None:

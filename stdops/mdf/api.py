@@ -335,7 +335,7 @@ class Simulation:
         inputs: dict | None = None,
         progress: Callable[[int, int], None] | None = None,
         clock: str = "steps",
-    ) -> Trajectory:
+    ) -> Any:
         """evaluate() at t = 0, then evaluate(time_increment=dt) at t = k*dt for k = 1 .. K, with
         K = round(duration/dt) when duration is a whole number of steps (within 1e-9 of one), else
         floor(duration/dt): ``run(20, 0.05)`` gives 401 evaluations, the last at t = 20. Times are computed

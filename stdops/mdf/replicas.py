@@ -6,9 +6,8 @@ a random function returns, and everything computed from it -- is a :class:`Repli
 held as one array with a leading replica axis when they stack. Every operation on a Replicas is one of
 
 - **lifted**: one array operation over the replica axis, for the element-wise ufuncs that are correctly
-  rounded IEEE operations (+ - * / sqrt, comparisons, min/max, abs, floor, ...; not exp, log or powers,
-  whose SIMD and scalar code paths may round differently) and the whole-array reductions (sum, mean, min,
-  max, any, all, prod), on NumPy values (not Python floats, whose errors and promotions differ). Each one
+  rounded IEEE operations (+ - * / sqrt, comparisons, abs, floor, ...; not exp, log or powers, whose SIMD
+  and scalar code paths may round differently) and the whole-array sums, means, any and all, on NumPy values (not Python floats, whose errors and promotions differ). Each one
   is checked against the same operation on replica 0's own value (type, dtype, shape, bits), and computed
   the next way when they differ;
 - **mapped**: the operation run once per replica on the replica's own values (any numpy function or
@@ -43,7 +42,8 @@ class NotReplicable(Exception):
 
 
 #: element-wise ufuncs whose every element is a correctly rounded IEEE operation (or exact), so that an
-#: element's result does not depend on where it sits in the array
+#: element's result does not depend on where it sits in the array (not maximum / minimum: which zero of
+#: max(0.0, -0.0) they give may differ between their SIMD and scalar code paths)
 EXACT_UFUNCS = frozenset(
     {
         np.add,
@@ -61,10 +61,6 @@ EXACT_UFUNCS = frozenset(
         np.sqrt,
         np.square,
         np.reciprocal,
-        np.maximum,
-        np.minimum,
-        np.fmax,
-        np.fmin,
         np.greater,
         np.greater_equal,
         np.less,
@@ -90,8 +86,9 @@ EXACT_UFUNCS = frozenset(
         np.invert,
     }
 )
-#: whole-array reductions lifted as one reduction per replica row
-REDUCTIONS = frozenset({np.sum, np.mean, np.min, np.max, np.amin, np.amax, np.any, np.all, np.prod})
+#: whole-array reductions lifted as one reduction per replica row: sums by NumPy's pairwise summation, which
+#: splits a row the same way wherever it starts, and the order-free any / all
+REDUCTIONS = frozenset({np.sum, np.mean, np.any, np.all})
 _NUMPY_KINDS = ("array", "numpy")
 
 
@@ -104,6 +101,8 @@ class Replicas:
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, data: Any, kind: str):
+        self.data: Any
+        self.items: Any
         self.kind = kind
         if kind == "items":
             self.items, self.data, self.n = list(data), None, len(data)
