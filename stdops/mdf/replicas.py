@@ -7,9 +7,9 @@ held as one array with a leading replica axis when they stack. Every operation o
 
 - **lifted**: one array operation over the replica axis, for the element-wise ufuncs that are correctly
   rounded IEEE operations (+ - * / sqrt, comparisons, abs, floor, ...; not exp, log or powers, whose SIMD
-  and scalar code paths may round differently) and the whole-array sums, means, any and all, on NumPy values (not Python floats, whose errors and promotions differ). Each one
-  is checked against the same operation on replica 0's own value (type, dtype, shape, bits), and computed
-  the next way when they differ;
+  and scalar code paths may round differently) and the whole-array sums, means, any and all, on NumPy
+  values (not Python floats, whose errors and promotions differ). Each one is checked against the same
+  operation on replica 0's own value (type, dtype, shape, bits), and computed the next way when they differ;
 - **mapped**: the operation run once per replica on the replica's own values (any numpy function or
   ufunc, indexing, Python operators on Python values, a standard or ONNX function call, a random draw:
   replica k draws from generator k) -- exact by construction;
