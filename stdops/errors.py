@@ -10,6 +10,10 @@ from __future__ import annotations
 class StdopsError(Exception):
     """Base of every error caused by the user's input (model, feeds, options)."""
 
+    #: True once the message names the file and the place (an inner plan or expression gave them): the
+    #: enclosing scopes pass the error on as it is
+    located: bool = False
+
 
 class ModelFormatError(StdopsError):
     """A model file (or proto) that is malformed: truncated, corrupt, wrong magic,

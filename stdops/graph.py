@@ -316,7 +316,7 @@ class Plan:
         else:
             loc = f"{self.path}: " if self.path else ""
             err = ResourceLimitError(f"{loc}node {node.name!r} ({node.op}): {e}")
-        err.located = True  # type: ignore[attr-defined]
+        err.located = True
         return err
 
 

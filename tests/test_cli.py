@@ -163,6 +163,66 @@ def test_output_means_where_the_result_goes(tmp_path, x_npy):
     assert len(traj.read_text().splitlines()) == 1 + 6  # header + t = 0, 0.1, ..., 0.5
 
 
+def test_npz_output_keeps_any_output_name_at_the_path_given(tmp_path):
+    # np.savez(path, **outputs) crashed on an output named "file" (its own first parameter), took one named
+    # "allow_pickle" for its flag, and wrote out.NPZ to out.NPZ.npz
+    ort = pytest.importorskip("onnxruntime")
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    names = ("file", "allow_pickle", "args")
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x"], [n]) for op, n in zip(("Relu", "Neg", "Abs"), names)],
+        "g",
+        [x],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in names],
+    )
+    model = tmp_path / "clash.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    xv = np.array([1.5, -2.0, 0.0], np.float32)
+    np.save(tmp_path / "x.npy", xv)
+    out = tmp_path / "out.NPZ"
+    r = stdops("run", str(model), "-i", f"x={tmp_path / 'x.npy'}", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clash.onnx", "out.NPZ", "x.npy"]
+    expected = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": xv})
+    with np.load(out) as z:
+        assert sorted(z.files) == sorted(names)
+        for n, want in zip(names, expected):
+            np.testing.assert_array_equal(z[n], want)
+    traj = tmp_path / "t.NPZ"  # the MDF trajectory too
+    r = stdops("run", str(demo_mdf_path()), "--duration", "0.5", "--dt", "0.1", "-o", str(traj))
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "t.NPZ.npz").exists()
+    with np.load(traj) as z:
+        np.testing.assert_allclose(z["time"], np.linspace(0.0, 0.5, 6))
+
+
+def test_the_model_s_preferred_step_is_used_and_checked(tmp_path):
+    # a preferred_dt or preferred_duration that is not a usable number crashed `run` (float("abc"), a
+    # ZeroDivisionError for 0) with a traceback; it is the file's word, checked as --dt / --duration are
+    text = Path(demo_mdf_path()).read_text()
+    assert "preferred_dt: 0.001" in text and "preferred_duration: 10" in text
+    model = tmp_path / "osc.yaml"
+    model.write_text(text.replace("preferred_dt: 0.001", "preferred_dt: 0.25"))
+    traj = tmp_path / "t.csv"
+    r = stdops("run", str(model), "--duration", "1", "-o", str(traj))
+    assert r.returncode == 0, r.stderr
+    times = [float(line.split(",")[0]) for line in traj.read_text().splitlines()[1:]]
+    assert times == [0.0, 0.25, 0.5, 0.75, 1.0]  # t = k * dt up to the duration (Simulation.run's rule)
+    for key, bad, given in (
+        ("preferred_dt", '"abc"', "--duration"),
+        ("preferred_dt", "0", "--duration"),
+        ("preferred_dt", "[1]", "--duration"),
+        ("preferred_duration", '"abc"', "--dt"),
+        ("preferred_duration", "-1", "--dt"),
+    ):
+        old = "preferred_dt: 0.001" if key == "preferred_dt" else "preferred_duration: 10"
+        model.write_text(text.replace(old, f"{key}: {bad}"))
+        one_line_exit_2(stdops("run", str(model), given, "1"), "osc.yaml", f"metadata.{key}", "expected a number")
+
+
 def test_compare_exit_status_and_full_names(tmp_path, x_npy):
     pytest.importorskip("onnxruntime")
     import onnx
@@ -215,3 +275,25 @@ def test_limit_flags(tmp_path):
     assert stdops("run", str(p), "-i", f"x={x}", "--max-elements", "1K").returncode == 0  # 1024 >= 1000
     one_line_exit_2(stdops("run", str(p), "--max-elements", "lots"), "--max-elements", "expected a count")
     one_line_exit_2(stdops("ops", "--max-elements", "5"), "unknown option --max-elements")
+
+
+def test_lenient_mdf_loading(tmp_path):
+    import json
+
+    model = json.loads(Path(demo_mdf_path()).read_text()) if str(demo_mdf_path()).endswith(".json") else None
+    if model is None:
+        import yaml
+
+        model = yaml.safe_load(Path(demo_mdf_path()).read_text())
+    graph = next(iter(model.values()))["graphs"]
+    node = next(iter(next(iter(graph.values()))["nodes"].values()))
+    node["output_port"] = node.pop("output_ports")  # a misspelt field
+    node["output_ports"] = node["output_port"]
+    p = tmp_path / "misspelt.json"
+    p.write_text(json.dumps(model))
+    one_line_exit_2(stdops("run", str(p)), "output_port", "did you mean output_ports?")
+    one_line_exit_2(stdops("info", str(p)), "did you mean output_ports?")
+    r = stdops("run", str(p), "--lenient")
+    assert r.returncode == 0, r.stderr
+    assert stdops("info", str(p), "--lenient").returncode == 0
+    one_line_exit_2(stdops("info", XOR, "--lenient"), "--lenient", "MDF")

@@ -44,6 +44,7 @@ def build_parser() -> Parser:
         add_debug(p)
         if getattr(module, "LOADS_MODELS", True):
             add_limits(p)
+    parser.commands = sub.choices
     return parser
 
 
@@ -62,7 +63,7 @@ def _check_command(parser: Parser, args: Sequence[str]) -> None:
 
 
 def _unknown_options(parser: Parser, a: argparse.Namespace, extra: Sequence[str]) -> None:
-    sub = parser._subparsers._group_actions[0].choices[a.command]  # type: ignore[union-attr]
+    sub = parser.commands[a.command]
     word = extra[0]
     if word.startswith("-"):
         name = word.split("=", 1)[0]

@@ -9,7 +9,7 @@ import importlib.util
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -26,6 +26,8 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)  # a misspelt option is an error, never a silent prefix match
         super().__init__(*args, **kwargs)
+        #: the subcommands' parsers by name (filled by build_parser; argparse keeps them in private fields)
+        self.commands: dict[str, Parser] = {}
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
@@ -37,6 +39,14 @@ class Parser(argparse.ArgumentParser):
 def did_you_mean(word: str, choices: Sequence[str]) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
+
+
+def add_lenient(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--lenient",
+        action="store_true",
+        help="MDF: an unknown (misspelt) field is a warning, not an error",
+    )
 
 
 def add_debug(p: argparse.ArgumentParser) -> None:
@@ -175,7 +185,7 @@ def parse_inputs(items: Sequence[str]) -> dict[str, Any]:
     return feeds
 
 
-def not_for(kind: str, given: dict[str, Any], allowed_kinds: dict[str, Sequence[str]]) -> None:
+def not_for(kind: str, given: Mapping[str, Any], allowed_kinds: Mapping[str, Sequence[str]]) -> None:
     """Refuse options that do not apply to this kind of model (instead of ignoring them)."""
     for option, value in given.items():
         if value in (None, False, [], ()):

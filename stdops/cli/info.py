@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ._base import UsageError, existing_file, print_table
+from ._base import UsageError, add_lenient, existing_file, print_table
 
 HELP = "inputs, outputs, operators (layers) and parameters of a model"
 
@@ -22,6 +22,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
         "model", type=existing_file, help="model file: .onnx, .param / .param.bin (ncnn), .json / .yaml (MDF)"
     )
     p.add_argument("weights", nargs="?", type=existing_file, help="ncnn .bin (default: beside the .param)")
+    add_lenient(p)
     p.set_defaults(func=main)
     return p
 
@@ -35,12 +36,14 @@ def main(a: argparse.Namespace) -> int:
     from .. import model_kind
 
     kind = model_kind(a.model)
+    if a.lenient and kind != "mdf":
+        raise UsageError(f"--lenient applies to MDF models, not {kind.upper()}")
     if a.weights is not None and kind != "ncnn":
         raise UsageError(f"a weights file applies to ncnn models, not {kind.upper()}")
     if kind == "mdf":
         from ..mdf import cli as mdf_cli
 
-        mdf_cli.info(a.model)
+        mdf_cli.info(a.model, lenient=a.lenient)
     elif kind == "ncnn":
         from ..ncnn import Net
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from ._base import (
     UsageError,
+    add_lenient,
     existing_file,
     nonnegative_float,
     not_for,
@@ -52,6 +53,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
         help="image to write (--graph: .svg, .html, .png, .pdf; over time: .png, .svg, .pdf; default plot.png)",
     )
     p.add_argument("--graph", action="store_true", help="draw the graph (nodes, edges, shapes) instead")
+    add_lenient(p)
     p.add_argument(
         "--fold",
         choices=("auto", "always", "never"),
@@ -83,6 +85,8 @@ def main(a: argparse.Namespace) -> int:
     from .. import model_kind
 
     kind = model_kind(a.model)
+    if a.lenient and kind != "mdf":
+        raise UsageError(f"--lenient applies to MDF models, not {kind.upper()}")
     if a.graph:
         if a.duration is not None or a.dt is not None:
             raise UsageError("--graph draws the graph: --duration and --dt do not apply")
@@ -94,7 +98,12 @@ def main(a: argparse.Namespace) -> int:
         from ..viz import draw
 
         counts = draw(
-            str(a.model), str(a.output), fold=a.fold, feeds=parse_inputs(a.input) or None, shapes=parse_shapes(a.shape)
+            str(a.model),
+            str(a.output),
+            fold=a.fold,
+            feeds=parse_inputs(a.input) or None,
+            shapes=parse_shapes(a.shape),
+            lenient=a.lenient,
         )
         folded = f"; {counts['folds']} run(s) of identical blocks folded" if counts["folds"] else ""
         print(f"drew {counts['nodes']} nodes as {counts['boxes']} boxes{folded}: {a.output}")
@@ -110,5 +119,5 @@ def main(a: argparse.Namespace) -> int:
     require_module("matplotlib", "plot", "plots")
     from ..mdf import cli as mdf_cli
 
-    mdf_cli.plot(a.model, a.duration, a.dt, a.output, False)
+    mdf_cli.plot(a.model, a.duration, a.dt, a.output, lenient=a.lenient)
     return 0

@@ -82,7 +82,7 @@ def main(a: argparse.Namespace) -> int:
     output_file(out, "--output", (".onnx",) if kind == "onnx" else (".param",))
     given = parse_inputs(a.input)
     source = cutmod.open_source(str(a.model), str(a.weights) if a.weights else None)
-    model = source.model if kind == "onnx" else source.net
+    model = source.model if isinstance(source, cutmod.OnnxSource) else source.net
     feeds, notes = feeds_from_args(model, given, a)
     judge = Judge(a.against, a.check, a.atol, a.rtol, a.check_timeout)
     steps: list[str] = []

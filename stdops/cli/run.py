@@ -8,6 +8,7 @@ from typing import Any
 
 from ._base import (
     UsageError,
+    add_lenient,
     existing_file,
     nonnegative_float,
     not_for,
@@ -28,6 +29,7 @@ _APPLIES = {
     "--dt": ("mdf",),
     "--seed": ("mdf",),
     "--profile": ("onnx", "ncnn"),
+    "--lenient": ("mdf",),
 }
 
 
@@ -55,6 +57,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--duration", type=nonnegative_float, help="MDF: simulated time to run")
     p.add_argument("--dt", type=positive_float, help="MDF: time step (> 0)")
     p.add_argument("--seed", type=int, help="MDF: random seed")
+    add_lenient(p)
     p.add_argument(
         "--profile",
         action="store_true",
@@ -118,6 +121,7 @@ def main(a: argparse.Namespace) -> int:
             "--duration": a.duration,
             "--dt": a.dt,
             "--seed": a.seed,
+            "--lenient": a.lenient,
             "--profile": a.profile,
         },
         _APPLIES,
@@ -131,7 +135,9 @@ def main(a: argparse.Namespace) -> int:
                 raise UsageError("--output saves a trajectory: give --duration (and --dt)")
         from ..mdf import cli as mdf_cli
 
-        mdf_cli.run_model(a.model, a.duration, a.dt, out, seed=a.seed, inputs=parse_inputs(a.input) or None)
+        mdf_cli.run_model(
+            a.model, a.duration, a.dt, out, seed=a.seed, inputs=parse_inputs(a.input) or None, lenient=a.lenient
+        )
         return 0
     if out is not None:
         if str(out).lower().endswith(".csv"):
@@ -191,9 +197,11 @@ def _dump_hook(folder: Path):
 def _save(result: dict, out: Path) -> None:
     import numpy as np
 
+    from ..npz import save_npz
+
     arrays = {n: v for n, v in result.items() if isinstance(v, np.ndarray) and v.dtype != object}
     if str(out).lower().endswith(".npz"):
-        np.savez(out, **arrays)
+        save_npz(out, arrays)
     else:
         out.mkdir(exist_ok=True)
         for name, v in arrays.items():

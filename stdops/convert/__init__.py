@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -156,7 +157,7 @@ def _write_many(items: Sequence[tuple[str, bytes]]) -> list[str]:
     return [p for _, p in temps]
 
 
-class _CallablePackage(sys.modules[__name__].__class__):
+class _CallablePackage(types.ModuleType):
     """``stdops.convert(src, dst)`` works whether ``stdops.convert`` is reached as the package (once any
     of its modules is imported, Python binds that name to it) or through ``stdops.__getattr__``."""
 

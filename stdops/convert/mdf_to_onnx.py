@@ -30,13 +30,48 @@ _DATAFLOW_CONDITIONS = {"Always", "AllHaveRun", "All", "EveryNCalls", "JustRan"}
 
 
 def _np_dtype(name: str | None, default: np.dtype) -> np.dtype:
+    """The element type of a graph input: its recorded ``dtype`` or its port ``type`` (MDF's names)."""
     if not name:
         return default
     table = {"float": np.float32, "double": np.float64, "int": np.int64, "bool": np.bool_}
+    return _onnx_element_type(table.get(name, name)) or default
+
+
+def _onnx_element_type(name: Any) -> np.dtype | None:
+    """The numpy dtype ``name`` names, if an ONNX tensor can hold it."""
+    from onnx import helper
+
     try:
-        return np.dtype(table.get(name, name))
-    except TypeError:
-        return default
+        dtype = np.dtype(name)
+        helper.np_dtype_to_tensor_dtype(dtype)
+    except (TypeError, ValueError, KeyError):
+        return None
+    return dtype
+
+
+# What ONNX -> MDF recorded in ``metadata`` (the ONNX names, element types and shapes, the output counts) is
+# a hint: a file edited by hand or written to harm can hold anything there, and a hint of the wrong form is
+# no hint (the value gets the name and type it would have without metadata), never a crash.
+def _hint_str(meta: Any, key: str) -> str | None:
+    v = meta.get(key) if isinstance(meta, dict) else None
+    return v if isinstance(v, str) and v else None
+
+
+def _hint_records(meta: Any, key: str) -> list[dict[str, Any]]:
+    """The graph's ``onnx_inputs`` / ``onnx_outputs``: records that name their port."""
+    v = meta.get(key) if isinstance(meta, dict) else None
+    return [d for d in v if isinstance(d, dict) and _hint_str(d, "port")] if isinstance(v, list) else []
+
+
+def _hint_dtype(meta: Any) -> np.dtype | None:
+    name = _hint_str(meta, "dtype")
+    return _onnx_element_type(name) if name is not None and name != "string" else None
+
+
+def _hint_shape(meta: Any) -> list[int] | None:
+    v = meta.get("shape") if isinstance(meta, dict) else None
+    ok = isinstance(v, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v)
+    return v if ok else None
 
 
 def mdf_file_to_onnx(
@@ -115,7 +150,7 @@ def mdf_to_onnx(
     # dependency order, the file's order where it allows (a model written from ONNX keeps its node order)
     position = {n: k for k, n in enumerate(graph.nodes)}
     order, indeg = [], {n: len({e.sender for e in incoming[n]}) for n in graph.nodes}
-    ready = sorted((n for n in graph.nodes if indeg[n] == 0), key=position.get)
+    ready = sorted((n for n in graph.nodes if indeg[n] == 0), key=position.__getitem__)
     while ready:
         n = ready.pop(0)
         order.append(n)
@@ -123,7 +158,7 @@ def mdf_to_onnx(
             indeg[s] -= 1
             if indeg[s] == 0:
                 ready.append(s)
-        ready.sort(key=position.get)
+        ready.sort(key=position.__getitem__)
     if len(order) != len(graph.nodes):
         cyc = [n for n in graph.nodes if n not in order]
         raise fail(
@@ -131,8 +166,8 @@ def mdf_to_onnx(
         )
 
     # ---------------------------------------------------------------- names of graph inputs / outputs
-    recorded_in = {d["port"]: d for d in gmeta.get("onnx_inputs", []) if isinstance(d, dict) and "port" in d}
-    recorded_out = [d for d in gmeta.get("onnx_outputs", []) if isinstance(d, dict) and "port" in d]
+    recorded_in = {d["port"]: d for d in _hint_records(gmeta, "onnx_inputs")}
+    recorded_out = _hint_records(gmeta, "onnx_outputs")
     port_names: dict[str, int] = {}
     for n in graph.nodes.values():
         for pid in n.output_ports:
@@ -167,8 +202,8 @@ def mdf_to_onnx(
         for pid, port in node.input_ports.items():
             es = [e for e in incoming[nid] if e.receiver_port == pid]
             if not es:
-                name = (port.metadata or {}).get("onnx_name") or recorded_in.get(pid, {}).get("name") or pid
-                dtype = _np_dtype((recorded_in.get(pid) or {}).get("dtype") or port.type, float_dtype)
+                name = _hint_str(port.metadata, "onnx_name") or _hint_str(recorded_in.get(pid), "name") or pid
+                dtype = _np_dtype(_hint_str(recorded_in.get(pid), "dtype") or port.type, float_dtype)
                 shape = (input_shapes or {}).get(pid, (input_shapes or {}).get(name, port.shape))
                 inputs.setdefault(name, (name, dtype, None if shape is None else tuple(shape)))
                 g.reserve([name])
@@ -203,7 +238,7 @@ def mdf_to_onnx(
         for pid, t in _NodeTranslator(g, node, values, nw, fail, version, float_dtype).outputs():
             # the value keeps the name ONNX -> MDF recorded, or the port id when it is unique
             port = node.output_ports[pid]
-            want = (port.metadata or {}).get("onnx_name") or (pid if port_names[pid] == 1 else f"{nid}_{pid}")
+            want = _hint_str(port.metadata, "onnx_name") or (pid if port_names[pid] == 1 else f"{nid}_{pid}")
             if t.name != want and want not in g.used and g.rename_output(t.name, want, since=start):
                 t = Tensor(want, t.dtype)
             port_values[(nid, pid)] = t
@@ -212,7 +247,7 @@ def mdf_to_onnx(
                 continue
             graph_outputs.append((pid, port_values[(nid, pid)]))
             # the name written: what ONNX -> MDF recorded, the port id, or node_port if ids repeat
-            meta_name = (port.metadata or {}).get("onnx_name")
+            meta_name = _hint_str(port.metadata, "onnx_name")
             graph_outputs[-1] = (
                 meta_name or (pid if port_names[pid] == 1 else f"{nid}_{pid}"),
                 port_values[(nid, pid)],
@@ -220,9 +255,10 @@ def mdf_to_onnx(
     g.prefix = ""
     if recorded_out:
         by_name = dict(graph_outputs)
-        wanted = [d.get("name") for d in recorded_out]
-        if set(wanted) <= set(by_name):  # the recorded outputs (unread optional outputs are not among them)
-            graph_outputs = [(n, by_name[n]) for n in wanted]
+        wanted = [_hint_str(d, "name") for d in recorded_out]
+        named = [n for n in wanted if n is not None]
+        if len(named) == len(wanted) and set(named) <= set(by_name):  # (unread optional outputs are not among them)
+            graph_outputs = [(n, by_name[n]) for n in named]
     outs = []
     for name, t in graph_outputs:
         if t.name != name and not g.rename_output(t.name, name):
@@ -235,11 +271,11 @@ def mdf_to_onnx(
         producer="stdops convert (from MDF)",
         doc=f"converted from MDF graph {graph.id!r} by stdops",
     )
-    _output_types_from_inference(m, {d.get("name"): d for d in recorded_out})
+    _output_types_from_inference(m, {name: d for d in recorded_out if (name := _hint_str(d, "name")) is not None})
     return check(m, path, f"{gw} converted to ONNX")
 
 
-def _output_types_from_inference(m, recorded: dict) -> None:
+def _output_types_from_inference(m, recorded: dict[str, dict[str, Any]]) -> None:
     """Graph outputs get the element type and shape ONNX -> MDF recorded, else what shape inference says."""
     import onnx
     from onnx import helper
@@ -251,12 +287,9 @@ def _output_types_from_inference(m, recorded: dict) -> None:
     known = {vi.name: vi for vi in list(inferred.graph.value_info) + list(inferred.graph.output)}
     for o in m.graph.output:
         rec = recorded.get(o.name)
-        if rec and rec.get("dtype") and rec.get("shape") is not None:
-            o.CopyFrom(
-                helper.make_tensor_value_info(
-                    o.name, helper.np_dtype_to_tensor_dtype(np.dtype(rec["dtype"])), rec["shape"]
-                )
-            )
+        dtype, shape = _hint_dtype(rec), _hint_shape(rec)
+        if dtype is not None and shape is not None:
+            o.CopyFrom(helper.make_tensor_value_info(o.name, helper.np_dtype_to_tensor_dtype(dtype), shape))
         elif o.name in known:
             o.CopyFrom(known[o.name])
 
@@ -306,8 +339,9 @@ class _NodeTranslator:
         meta = prm.metadata or {}
         if isinstance(v, str):
             return self.vb.expression(v, self.known)
-        if "dtype" in meta and meta["dtype"] != "string":
-            return Const(v, np.dtype(meta["dtype"]), meta.get("onnx_name"))
+        dtype = _hint_dtype(meta)
+        if dtype is not None:
+            return Const(v, dtype, _hint_str(meta, "onnx_name"))
         return Const(v)
 
     def outputs(self) -> list[tuple[str, Tensor]]:
@@ -406,7 +440,8 @@ class _NodeTranslator:
             if not isinstance(v, Const):
                 raise Refused(f"attribute {aname!r} of onnx::{op} must be a constant")
             attrs[aname] = _attribute(v, aschema.type, helper, numpy_helper)
-        n_out = int((self.node.metadata or {}).get("onnx_n_outputs", 0)) or max(1, _outputs_used(self.node, op))
+        recorded = _int((self.node.metadata or {}).get("onnx_n_outputs"))  # a hint, as the names are
+        n_out = recorded if recorded and 0 < recorded <= schema.max_output else max(1, _outputs_used(self.node, op))
         outs = self.g.op(op, names, n_out, name=self.node.id, **attrs)
         outs = [outs] if isinstance(outs, str) else outs
         dtypes = [self._out_dtype(schema, k, var_dtype) for k in range(len(outs))]

@@ -16,6 +16,10 @@ import numpy as np
 #: opsets re-version ops that onnxruntime has kernels for only in their older versions (MaxRoiPool, RoiAlign)
 DEFAULT_OPSET = 20
 
+#: ONNX attributes by name, as ``GraphBuilder.op`` and ``helper.make_node`` take them (ints, floats, strings,
+#: lists of them, tensors); no ONNX schema names an attribute ``outputs`` or ``name``, op's own parameters
+Attrs = dict[str, Any]
+
 
 def onnx_dtype(dtype: Any) -> int:
     """The TensorProto element type of a numpy dtype (bfloat16 from ml_dtypes included)."""

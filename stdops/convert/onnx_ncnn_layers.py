@@ -89,18 +89,18 @@ def conv_transpose(ctx: NodeCtx) -> None:
     strides, dilations = _ints(ctx, "strides", nd, 1), _ints(ctx, "dilations", nd, 1)
     opad = _ints(ctx, "output_padding", nd, 0)
     out_sp = ctx.out_shape()[2:]
-    b, e = [], []
-    for i, k, s, d, op_, o in zip(shape[2:], kernel, strides, dilations, opad, out_sp):  # from the sizes
-        total = s * (i - 1) + op_ + (k - 1) * d + 1 - o
-        if "output_shape" in ctx.attrs or "auto_pad" in ctx.attrs:
-            auto = ctx.attrs.get("auto_pad", b"SAME_UPPER")
+    if "output_shape" in ctx.attrs or "auto_pad" in ctx.attrs:  # the pads follow from the sizes
+        auto = ctx.attrs.get("auto_pad", b"SAME_UPPER")
+        b: list[int] = []
+        e: list[int] = []
+        for i, k, s, d, op_, o in zip(shape[2:], kernel, strides, dilations, opad, out_sp):
+            total = s * (i - 1) + op_ + (k - 1) * d + 1 - o
             lo = total // 2 if auto in (b"SAME_UPPER", "SAME_UPPER") else total - total // 2
-        else:
-            lo = None
-        b.append(lo)
-        e.append(None if lo is None else total - lo)
-    if b[0] is None:
-        b, e = (_ints(ctx, "pads", 2 * nd, 0)[:nd], _ints(ctx, "pads", 2 * nd, 0)[nd:])
+            b.append(lo)
+            e.append(total - lo)
+    else:
+        pads = _ints(ctx, "pads", 2 * nd, 0)
+        b, e = pads[:nd], pads[nd:]
     if min(b + e) < 0:
         raise ctx.fail("an output larger than the full deconvolution")
     Cg = C // grp

@@ -223,26 +223,25 @@ def binary(ctx: NodeCtx) -> None:
     O = ctx.out_shape()
     R = len(O)
     dropped = len(canonical(O)) < R
-    ops = []
+    operands: list[str | float] = []  # a blob's name, or a one-element constant as BinaryOp's scalar
     for i in (0, 1):
         s = ctx.shape(i)
         aligned = (1,) * (R - len(s)) + tuple(s)
         want = aligned[1:] if dropped else aligned
         if ctx.is_const(i):
             v = ctx.const(i)
-            ops.append(
-                ("scalar", float(v.reshape(-1)[0])) if v.size == 1 else ("blob", ctx.memory_data(v.reshape(want)))
-            )
+            operands.append(float(v.reshape(-1)[0]) if v.size == 1 else ctx.memory_data(v.reshape(want)))
         else:
-            ops.append(("blob", ctx.blob(i, want)))
-    if ops[0][0] == "scalar" and ops[1][0] == "scalar":
-        raise ctx.fail("both operands are constants")
-    if ops[1][0] == "scalar":
-        y = ctx.layer("BinaryOp", [ops[0][1]], {0: op, 1: 1, 2: ops[1][1]})[0]
-    elif ops[0][0] == "scalar":
-        y = ctx.layer("BinaryOp", [ops[1][1]], {0: _REVERSED.get(op, op), 1: 1, 2: ops[0][1]})[0]
+            operands.append(ctx.blob(i, want))
+    a, b = operands
+    if isinstance(b, float):
+        if isinstance(a, float):
+            raise ctx.fail("both operands are constants")
+        y = ctx.layer("BinaryOp", [a], {0: op, 1: 1, 2: b})[0]
+    elif isinstance(a, float):
+        y = ctx.layer("BinaryOp", [b], {0: _REVERSED.get(op, op), 1: 1, 2: a})[0]
     else:
-        y = ctx.layer("BinaryOp", [ops[0][1], ops[1][1]], {0: op})[0]
+        y = ctx.layer("BinaryOp", [a, b], {0: op})[0]
     ctx.put(0, y)
 
 
@@ -386,7 +385,13 @@ def pad(ctx: NodeCtx) -> None:
     cb, ce = b[off:], e[off:]
     nd = len(cshape)
     params: dict = {4: {"constant": 0, "edge": 1, "reflect": 2}[mode], 5: value}
-    names = {1: [(2, 3)], 2: [(0, 1), (2, 3)], 3: [(7, 8), (0, 1), (2, 3)], 4: [None, (7, 8), (0, 1), (2, 3)]}[nd]
+    layouts: dict[int, list[tuple[int, int] | None]] = {  # the (before, after) param ids of each axis
+        1: [(2, 3)],
+        2: [(0, 1), (2, 3)],
+        3: [(7, 8), (0, 1), (2, 3)],
+        4: [None, (7, 8), (0, 1), (2, 3)],
+    }
+    names = layouts[nd]
     for ax, ids in enumerate(names):
         if ids is None:
             if cb[ax] or ce[ax]:

@@ -72,8 +72,8 @@ def onnx_to_mdf(model, path: str | None = None):
     for vi in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
         tt = vi.type.tensor_type
         if tt.elem_type:
-            dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim]
-            types[vi.name] = (helper.tensor_dtype_to_np_dtype(tt.elem_type).name, dims)
+            declared = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim]
+            types[vi.name] = (helper.tensor_dtype_to_np_dtype(tt.elem_type).name, declared)
     inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     graph_inputs = [i.name for i in g.input if i.name not in inits]
 
@@ -151,9 +151,9 @@ def onnx_to_mdf(model, path: str | None = None):
             else:
                 pid = port_of(value)
                 dtype, dims = types.get(value, (None, None))
-                meta = {"onnx_name": value} if pid != value else None
+                port_meta = {"onnx_name": value} if pid != value else None
                 shape = tuple(dims) if dims is not None and all(isinstance(d, int) for d in dims) else None
-                in_ports[pid] = InputPort(id=pid, shape=shape, type=_type_name(dtype), metadata=meta)
+                in_ports[pid] = InputPort(id=pid, shape=shape, type=_type_name(dtype), metadata=port_meta)
                 consumers.append((value, nid, pid))
                 ref = pid
             if variadic and i >= len(formal) - 1:

@@ -175,13 +175,14 @@ def record(model, input_shapes: Mapping[str, Sequence[int]] | None, path: str | 
         shape = tuple((input_shapes or {}).get(vi.name, dims))
         if len(shape) == len(dims) - 1:  # given in ncnn's layout, without the batch axis
             shape = (1, *shape)
-        if any(d is None or d < 1 for d in shape):
+        static = tuple(d for d in shape if d is not None and d >= 1)
+        if len(static) != len(shape):
             raise ConversionError(
                 path, f"input {vi.name!r}", "ncnn", f"has no static shape ({dims}): give --input-shape {vi.name}=1,..."
             )
         dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        check_elements(shape, f"{path or 'onnx'}: input {vi.name!r}")  # refused, not allocated
-        feeds[vi.name] = rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else np.zeros(shape, dtype)
+        check_elements(static, f"{path or 'onnx'}: input {vi.name!r}")  # refused, not allocated
+        feeds[vi.name] = rng.standard_normal(static).astype(dtype) if dtype.kind == "f" else np.zeros(static, dtype)
     values: dict[str, np.ndarray] = dict(inits)
     for n in g.node:
         if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import InputError, ResourceLimitError, SharedStateError, StdopsError
+from ..npz import save_npz
 from .engine import _make_ctx, _State, build_graph
 from .functions import STANDARD
 from .io import MdfWarning
@@ -81,7 +82,7 @@ class Trajectory:
             for p, arr in ports.items():
                 if arr.dtype != object:
                     arrays[f"{n}.{p}"] = arr
-        np.savez(path, **arrays)
+        save_npz(path, arrays)
 
     def plot(self, path: Any = None, title: str | None = None):
         """Every numeric output port over time (matplotlib); saved to ``path`` if given."""

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from typing import Any
@@ -17,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import StdopsError
+from ..errors import StdopsError, ValidationError
 from .api import n_steps as _n_steps
 
 console = Console()
@@ -98,15 +99,33 @@ def print_outputs(outputs: dict, title: str = "outputs") -> None:
     console.print(t)
 
 
-def _preferred(model, duration: float | None, dt: float | None) -> tuple[float | None, float | None]:
-    md = model.metadata or {}
+def _preferred(model, duration: float | None, dt: float | None) -> tuple[float, float] | None:
+    """(duration, dt) of a time-stepped run, the one not given taken from the model's metadata
+    (``preferred_duration``, ``preferred_dt``); None for one evaluation (neither given)."""
     if duration is None and dt is not None:
-        duration = md.get("preferred_duration")
-    if dt is None and duration is not None:
-        dt = md.get("preferred_dt")
+        duration = _metadata_time(model, "preferred_duration")
+        if duration is None:
+            return None  # a dt alone, and no preferred duration: one evaluation
+    if duration is None:
+        return None
+    if dt is None:
+        dt = _metadata_time(model, "preferred_dt")
         if dt is None:
             raise StdopsError("--duration needs --dt (the model gives no preferred_dt)")
-    return duration, dt
+    return float(duration), float(dt)
+
+
+def _metadata_time(model, key: str) -> float | None:
+    """A duration or step from the model's metadata: the file's word, so checked as --duration / --dt are
+    (a number; a step > 0, a duration >= 0, both finite)."""
+    v = (model.metadata or {}).get(key)
+    if v is None:
+        return None
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if not ok or (v <= 0 if key == "preferred_dt" else v < 0):
+        want = "a number > 0" if key == "preferred_dt" else "a number >= 0"
+        raise ValidationError(getattr(model, "path", None), f"metadata.{key}", f"expected {want}, got {v!r}")
+    return float(v)
 
 
 def run_model(
@@ -127,19 +146,20 @@ def run_model(
 
     model = _load(path, lenient)
     sim = Simulation(model, graph=graph, seed=seed)
-    duration, dt = _preferred(model, duration, dt)
+    span = _preferred(model, duration, dt)
     if out is not None:
         ext = os.path.splitext(os.fspath(out))[1].lower()
         if ext not in (".csv", ".npz"):
             raise StdopsError(f"--out {out}: expected a .csv or .npz file")
-        if duration is None:
+        if span is None:
             raise StdopsError("--out saves a trajectory: give --duration and --dt")
-    if duration is None:
+    if span is None:
         with np.errstate(all="ignore"), _reporting_nonfinite():
             sim.evaluate(inputs=inputs)
         print_outputs(sim.outputs, f"outputs of {escape(sim.graph.id)}")
         return
-    n_steps = _n_steps(float(duration), float(dt))
+    duration, dt = span
+    n_steps = _n_steps(duration, dt)
     with np.errstate(all="ignore"), _reporting_nonfinite():
         if n_steps > PROGRESS_MIN_STEPS:
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -159,9 +179,9 @@ def run_model(
                     if i % every == 0 or i == n:
                         prog.update(task, completed=i)
 
-                traj = sim.run(float(duration), float(dt), inputs=inputs, progress=progress)
+                traj = sim.run(duration, dt, inputs=inputs, progress=progress)
         else:
-            traj = sim.run(float(duration), float(dt), inputs=inputs)
+            traj = sim.run(duration, dt, inputs=inputs)
     console.print(f"{len(traj.times)} steps, t = 0 .. {traj.times[-1]:.6g} (dt {dt})")
     print_outputs(sim.outputs, f"outputs of {escape(sim.graph.id)} at t = {traj.times[-1]:.6g}")
     if out is not None:
@@ -237,95 +257,23 @@ def plot(
     duration: float | None = None,
     dt: float | None = None,
     out_png: Any = "mdf.png",
-    graph: bool = False,
     graph_id: str | None = None,
     lenient: bool = False,
 ) -> None:
-    """``graph=False``: run for ``duration`` with ``dt`` and plot every output port over time;
-    ``graph=True``: draw the nodes and edges."""
+    """Run for ``duration`` with ``dt`` and plot every output port over time (the graph picture is
+    ``stdops plot --graph``, stdops/viz)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from .api import Simulation
 
     model = _load(path, lenient)
-    if graph:
-        _plot_graph(model.graph(graph_id), out_png)
-        console.print(f"saved the graph to {escape(os.fspath(out_png))}")
-        return
-    duration, dt = _preferred(model, duration, dt)
-    if duration is None or dt is None:
+    span = _preferred(model, duration, dt)
+    if span is None:
         raise StdopsError("plot needs --duration and --dt (or --graph)")
+    duration, dt = span
     sim = Simulation(model, graph=graph_id)
     with np.errstate(all="ignore"), _reporting_nonfinite():
-        traj = sim.run(float(duration), float(dt))
+        traj = sim.run(duration, dt)
     traj.plot(out_png, title=f"{model.id}: {sim.graph.id}")
     console.print(f"saved {len(traj.columns())} series over {len(traj.times)} steps to {escape(os.fspath(out_png))}")
-
-
-def _plot_graph(g, out_png: Any) -> None:
-    import matplotlib.pyplot as plt
-
-    from .scheduler import toposort
-
-    nodes = list(g.nodes)
-    deps = {n: set() for n in nodes}
-    for e in g.edges.values():
-        if e.receiver in deps and e.sender in deps and e.sender != e.receiver:
-            rn = g.nodes[e.receiver]
-            if e.receiver_port in rn.input_ports and rn.input_ports[e.receiver_port].default_value is None:
-                deps[e.receiver].add(e.sender)
-    try:
-        levels = toposort(nodes, deps)
-    except StdopsError:
-        levels = [nodes]
-    pos = {}
-    for x, level in enumerate(levels):
-        for y, n in enumerate(level):
-            pos[n] = (x, -(y - (len(level) - 1) / 2))
-    fig, ax = plt.subplots(figsize=(max(4, 2.2 * len(levels)), max(3, 1.2 * max(len(lv) for lv in levels))))
-    for e in g.edges.values():
-        if e.sender in pos and e.receiver in pos:
-            (x0, y0), (x1, y1) = pos[e.sender], pos[e.receiver]
-            # backward edges bend one way; edges that skip a level bend further, clear of the nodes between
-            rad = 0.15 if x1 <= x0 else (0.35 if x1 - x0 > 1 and y0 == y1 else 0.0)
-            ax.annotate(
-                "",
-                xy=(x1, y1),
-                xytext=(x0, y0),
-                arrowprops=dict(
-                    arrowstyle="->", color="0.4", shrinkA=22, shrinkB=22, connectionstyle=f"arc3,rad={rad}"
-                ),
-            )
-            weight = (e.parameters or {}).get("weight") if hasattr(e, "parameters") else None
-            if weight is not None and not (isinstance(weight, (int, float)) and weight == 1):
-                # the label sits where the arc bulges: the chord's midpoint moved along its normal
-                mx, my = (x0 + x1) / 2, (y0 + y1) / 2
-                ax.text(
-                    mx + rad * (y1 - y0) / 2,
-                    my - rad * (x1 - x0) / 2,
-                    f"w={weight}",
-                    fontsize=7,
-                    ha="center",
-                    va="center",
-                    color="0.3",
-                    bbox=dict(fc="white", ec="none", pad=0.5),
-                )
-    for n, (x, y) in pos.items():
-        ax.text(
-            x,
-            y,
-            n,
-            ha="center",
-            va="center",
-            fontsize=9,
-            bbox=dict(boxstyle="round,pad=0.5", fc="#dbe9f6", ec="#3b6ea5"),
-        )
-    ax.set_xlim(-0.7, len(levels) - 0.3)
-    ys = [y for _, y in pos.values()] or [0]
-    ax.set_ylim(min(ys) - 0.8, max(ys) + 0.8)
-    ax.axis("off")
-    ax.set_title(f"graph {g.id}")
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=120)
-    plt.close(fig)

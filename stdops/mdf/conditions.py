@@ -116,10 +116,20 @@ def _to_ms(v: Any, unit: Any = "ms") -> Fraction | None:
 class Condition(abc.ABC):
     """Base: ``satisfied(scheduler, owner)``."""
 
-    is_absolute = False
-    absolute_intervals: list = []
-    absolute_fixed_points: list = []
     dependencies: tuple = ()
+
+    @property
+    def is_absolute(self) -> bool:
+        """Whether it reads the clock's absolute time (which then sets the scheduler's time step)."""
+        return False
+
+    @property
+    def absolute_intervals(self) -> list:
+        return []
+
+    @property
+    def absolute_fixed_points(self) -> list:
+        return []
 
     @abc.abstractmethod
     def satisfied(self, sch: Scheduler, owner: Any) -> bool:
@@ -156,15 +166,15 @@ class _Composite(Condition):
         return self.conds
 
     @property
-    def is_absolute(self):  # type: ignore[override]
+    def is_absolute(self):
         return any(c.is_absolute for c in self.conds)
 
     @property
-    def absolute_intervals(self):  # type: ignore[override]
+    def absolute_intervals(self):
         return [i for c in self.conds if c.is_absolute for i in c.absolute_intervals]
 
     @property
-    def absolute_fixed_points(self):  # type: ignore[override]
+    def absolute_fixed_points(self):
         return [i for c in self.conds if c.is_absolute for i in c.absolute_fixed_points]
 
     def __repr__(self):
@@ -200,7 +210,7 @@ class Not(Condition):
         return not self.cond.satisfied(sch, owner)
 
     @property
-    def is_absolute(self):  # type: ignore[override]
+    def is_absolute(self):
         return self.cond.is_absolute
 
 
@@ -382,7 +392,8 @@ class WhenFinishedAll(Condition):
         return all(sch.counts_total[ESU][d] >= 1 for d in self.dependencies or sch.nodes)
 
 
-_COMPARATORS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": None, "!=": None}
+_ORDERINGS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_COMPARATORS = (*_ORDERINGS, "==", "!=")  # equality within atol / rtol
 
 
 class Threshold(Condition):
@@ -422,14 +433,16 @@ class Threshold(Condition):
             return bool(np.isclose(v, self.threshold, atol=self.atol, rtol=self.rtol))
         if self.comparator == "!=":
             return not bool(np.isclose(v, self.threshold, atol=self.atol, rtol=self.rtol))
-        return _COMPARATORS[self.comparator](v, self.threshold)
+        return _ORDERINGS[self.comparator](v, self.threshold)
 
 
 class TimeInterval(Condition):
     """Absolute time (ms by default): every ``repeat`` from the owner's offset, within
     [start, end]."""
 
-    is_absolute = True
+    @property
+    def is_absolute(self) -> bool:
+        return True
 
     def __init__(
         self,
@@ -448,11 +461,11 @@ class TimeInterval(Condition):
         self.start_inclusive, self.end_inclusive = bool(start_inclusive), bool(end_inclusive)
 
     @property
-    def absolute_intervals(self):  # type: ignore[override]
+    def absolute_intervals(self):
         return [self.repeat] if self.repeat is not None else []
 
     @property
-    def absolute_fixed_points(self):  # type: ignore[override]
+    def absolute_fixed_points(self):
         fp = []
         if self.start_inclusive and self.start is not None:
             fp.append(self.start)
@@ -477,13 +490,15 @@ class TimeInterval(Condition):
 
 
 class TimeTermination(Condition):
-    is_absolute = True
+    @property
+    def is_absolute(self) -> bool:
+        return True
 
     def __init__(self, t: Any, inclusive: bool = True, unit: Any = "ms"):
         self.t, self.inclusive = _to_ms(t, unit), bool(inclusive)
 
     @property
-    def absolute_fixed_points(self):  # type: ignore[override]
+    def absolute_fixed_points(self):
         return [self.t] if self.inclusive else []
 
     def satisfied(self, sch, owner):

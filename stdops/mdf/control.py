@@ -96,6 +96,8 @@ def _subgraph_param(ctx: CallContext, source: Callable, name: str, op: str, wher
     graph = graph_from_value(ctx.constants.get(key)) if key is not None else None
     if graph is None:
         raise ValidationError(ctx.path, where, f"onnx::{op} needs a '{name}' parameter holding an MDF graph")
+    if ctx.compile_subgraph is None:  # compile_call comes here only with one (functions.py)
+        raise ValidationError(ctx.path, where, f"onnx::{op}: subgraphs are not compiled here")
     return ctx.compile_subgraph(graph, f"{where}.{name}")
 
 

@@ -50,6 +50,13 @@ def _default_opset(model: Model | None) -> int:
 
 class _Edge:
     __slots__ = ("id", "sender", "sport", "receiver", "rport", "weight", "passthrough")
+    id: str
+    sender: str
+    sport: str
+    receiver: str
+    rport: _InPort
+    weight: Any
+    passthrough: bool
 
 
 class GraphEngine:

@@ -52,11 +52,10 @@ Fn = Callable[[Scope], Any]
 # The whitelist and its guards live in safe_ops; the operators by AST node type
 
 _BINOPS: dict[type, Callable] = {getattr(ast, name): fn for name, fn in BINOPS.items()}
-_UNARY: dict[type, Callable] = {
+_UNARY: dict[type, Callable] = {  # ``not`` has its own visitor (_not: elementwise on arrays)
     ast.USub: operator.neg,
     ast.UAdd: operator.pos,
     ast.Invert: operator.invert,
-    ast.Not: None,
 }
 _CMP: dict[type, Callable] = {getattr(ast, name): fn for name, fn in COMPARISONS.items()}
 
@@ -200,34 +199,41 @@ def compile_value(
     """
     if not isinstance(value, str):
         if isinstance(value, dict):
-            return Compiled(lambda s, v=value: v, frozenset(), True, value, value)
+            return Compiled(_constant(value), frozenset(), True, value, value)
         try:
             v = constant_value(value)
         except StdopsError as e:
             raise ValidationError(path, where or "(value)", str(e)) from None
-        return Compiled(lambda s, v=v: v, frozenset(), True, v, value)
+        return Compiled(_constant(v), frozenset(), True, v, value)
     if value in known:
-        key = known[value]
-        return Compiled(lambda s, k=key: s[k], frozenset([value]), False, None, value)
+        return Compiled(_reader(known[value]), frozenset([value]), False, None, value)
     num = _number(value)
     if num is not None:
-        return Compiled(lambda s, v=num: v, frozenset(), True, num, value)
+        return Compiled(_constant(num), frozenset(), True, num, value)
     try:
         fn, names = compile_expression(value, known)
     except ExprError as e:
         if allow_strings:
-            return Compiled(lambda s, v=value: v, frozenset(), True, value, value)
+            return Compiled(_constant(value), frozenset(), True, value, value)
         raise ValidationError(path, where or "(expression)", f"{e}: {value!r}") from None
-    fn = _located(fn, where or "(expression)", path)
+    run = _located(fn, where or "(expression)", path)
     if not names:  # constant folding at load: every operation is bounded by stdops.limits (safe_ops)
         try:
-            v = fn({})
+            v = fn({})  # unlocated: the ValidationError names the file and the field
         except StdopsError as e:
             raise ValidationError(path, where or "(expression)", f"{getattr(e, 'detail', e)}: {value!r}") from None
         except Exception:  # noqa: BLE001 - evaluated at run time then, where it will raise again
-            return Compiled(fn, frozenset(), False, None, value)
-        return Compiled(lambda s, v=v: v, frozenset(), True, v, value)
-    return Compiled(fn, frozenset(names), False, None, value)
+            return Compiled(run, frozenset(), False, None, value)
+        return Compiled(_constant(v), frozenset(), True, v, value)
+    return Compiled(run, frozenset(names), False, None, value)
+
+
+def _constant(v: Any) -> Fn:
+    return lambda s: v
+
+
+def _reader(key: Any) -> Fn:
+    return lambda s: s[key]
 
 
 def _located(fn: Fn, where: str, path: str | None) -> Fn:
@@ -238,11 +244,10 @@ def _located(fn: Fn, where: str, path: str | None) -> Fn:
         try:
             return fn(s)
         except (ResourceLimitError, ExprError) as e:
-            if getattr(e, "located", False):
+            if e.located:
                 raise
             err = type(e)(f"{loc}: {e}")
-            err.located = True  # type: ignore[attr-defined]
-            err.detail = str(e)  # type: ignore[attr-defined]
+            err.located = True
             raise err from None
 
     return run
@@ -311,7 +316,7 @@ class _Compiler:
     def v_Name(self, node: ast.Name) -> Fn:
         is_key, v = self._name_value(node.id)
         if is_key:
-            return lambda s, k=v: s[k]
+            return _reader(v)
         if isinstance(v, dict) and v in MODULES.values():
             raise ExprError(f"module {node.id!r} can only be used as {node.id}.<name>")
         return lambda s: v
@@ -413,7 +418,7 @@ class _Compiler:
     def v_Dict(self, node: ast.Dict) -> Fn:
         if any(k is None for k in node.keys):
             raise ExprError("dict unpacking (**) is not allowed")
-        ks = [self.visit(k) for k in node.keys]
+        ks = [self.visit(k) for k in node.keys if k is not None]  # (none is: refused above)
         vs = [self.visit(v) for v in node.values]
         return lambda s: {k(s): v(s) for k, v in zip(ks, vs)}
 
@@ -458,7 +463,7 @@ class _Compiler:
                 "(a further one would be an output it writes into)"
             )
         args = [self.visit(a) for a in node.args]
-        kws = [(k.arg, self.visit(k.value)) for k in node.keywords]
+        kws = [(k.arg, self.visit(k.value)) for k in node.keywords if k.arg is not None]  # (** refused above)
         if not kws:
             if len(args) == 1:
                 a0 = args[0]

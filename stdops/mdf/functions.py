@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -156,8 +157,8 @@ def compile_args(
     owner: str,
     where: str,
     path: str | None,
-    strings: set[str] = frozenset(),
-    maybe_strings: set[str] = frozenset(),
+    strings: AbstractSet[str] = frozenset(),
+    maybe_strings: AbstractSet[str] = frozenset(),
 ) -> tuple[list[tuple[Hashable, Compiled]], dict[str, Hashable], set[str]]:
     """Compile ``args`` in order; each arg is stored in the scope under a private key that later
     args (and the function body) see by the arg's name. An arg named in ``strings`` whose value is a

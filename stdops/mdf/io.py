@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import limits
 from ..errors import ModelFormatError, StdopsError, ValidationError
-from .schema import MdfBase, Model
+from .schema import Condition, MdfBase, Model
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
 
@@ -121,7 +121,7 @@ def _yaml_loader():
     class Loader(yaml.SafeLoader):
         _aliases = 0
 
-        def compose_node(self, parent, index):  # type: ignore[override]
+        def compose_node(self, parent, index):
             if self.check_event(yaml.AliasEvent):
                 self._aliases += 1
                 if self._aliases > MAX_YAML_ALIASES:
@@ -271,7 +271,7 @@ def to_data_body(obj: MdfBase) -> dict:
             out[name] = _plain(v)
     for k, v in (obj.model_extra or {}).items():
         out[k] = _plain(v)
-    if type(obj).__name__ == "Condition":
+    if isinstance(obj, Condition):
         out["kwargs"] = _plain(obj.kwargs)
     return out
 

@@ -248,11 +248,11 @@ def _checked_product(fn: Callable, kind: str) -> Callable:
         return fn(a, b, *args, **kwargs)
 
     wrapper.__name__ = getattr(fn, "__name__", kind)
-    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+    functools.update_wrapper(wrapper, fn, assigned=(), updated=())  # __wrapped__: signature() reads fn's
     return wrapper
 
 
-BINOPS: dict[type, Callable] = {
+BINOPS: dict[str, Callable] = {
     "Add": _add,
     "Sub": _elementwise(operator.sub, "-"),
     "Mult": _mul,
@@ -455,7 +455,7 @@ def _numpy_call(name: str, fn: Callable) -> Callable:
         return _check_result(fn(*args, **kwargs), what)
 
     call.__name__ = name
-    call.__wrapped__ = fn  # type: ignore[attr-defined]
+    functools.update_wrapper(call, fn, assigned=(), updated=())  # __wrapped__: signature() reads fn's
     return call
 
 

@@ -57,12 +57,12 @@ def toposort(nodes: list, deps: dict) -> list[list]:
     while remaining:
         ready = [n for n, d in remaining.items() if not d]
         if not ready:
-            cyc = sorted(remaining, key=order.get)
+            cyc = sorted(remaining, key=order.__getitem__)
             raise StdopsError(
                 f"the graph has a cycle through {', '.join(map(repr, cyc))} and none of the "
                 f"input ports on it has a default_value to start from"
             )
-        ready.sort(key=order.get)
+        ready.sort(key=order.__getitem__)
         levels.append(ready)
         rs = set(ready)
         remaining = {n: d - rs for n, d in remaining.items() if n not in rs}

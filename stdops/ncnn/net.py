@@ -28,10 +28,10 @@ class Layer:
     def __init__(
         self,
         decl: _param.LayerDecl,
-        spec: LayerSpec | None,
-        params: Params | None,
+        spec: LayerSpec,
+        params: Params,
         weights: dict[str, np.ndarray],
-        fn: Callable | None,
+        fn: Callable,
     ):
         self.decl, self.spec, self.params, self.weights, self.fn = decl, spec, params, weights, fn
 

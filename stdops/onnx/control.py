@@ -15,7 +15,7 @@ import numpy as np
 from .. import limits
 from ..errors import KernelError, ResourceLimitError
 from ..graph import subgraph_hook
-from .opset import BindContext, adapter, onnx_dtype
+from .opset import BindContext, adapter, onnx_dtype, reads_outer
 
 
 def _compile(ctx: BindContext, attr: str):
@@ -63,8 +63,7 @@ def _if(ctx: BindContext):
         )
         return tuple(out[n] for n in plan.output_names)
 
-    run_if.outer_inputs = outer
-    return run_if
+    return reads_outer(run_if, outer)
 
 
 def _empty_like_output(vi, ctx: BindContext | None = None) -> np.ndarray:
@@ -124,8 +123,7 @@ def _loop(ctx: BindContext):
         stacked = [np.stack(s) if s else empty_scans[j] for j, s in enumerate(scans)]
         return (*state, *stacked)
 
-    run_loop.outer_inputs = outer
-    return run_loop
+    return reads_outer(run_loop, outer)
 
 
 @adapter("Scan", 9)
@@ -186,8 +184,7 @@ def _scan(ctx: BindContext):
             result.append(np.moveaxis(y, 0, ax) if ax else y)
         return (*state, *result)
 
-    run_scan.outer_inputs = outer
-    return run_scan
+    return reads_outer(run_scan, outer)
 
 
 @adapter("Scan", 8)
@@ -254,8 +251,7 @@ def _scan_8(ctx: BindContext):
             results.append(y)
         return tuple(results)
 
-    run_scan_8.outer_inputs = outer
-    return run_scan_8
+    return reads_outer(run_scan_8, outer)
 
 
 @adapter("SequenceMap", 17)
@@ -292,5 +288,4 @@ def _sequence_map(ctx: BindContext):
                 results[j].append(out[nm])
         return tuple(results)
 
-    run_sequence_map.outer_inputs = outer
-    return run_sequence_map
+    return reads_outer(run_sequence_map, outer)

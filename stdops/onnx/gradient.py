@@ -26,7 +26,7 @@ import numpy as np
 
 from .._lazy import LazyModule
 from .gradient_rules import NON_DIFFERENTIABLE, RULES, SELECTION, _counter, _node_attrs, _selection, _unbroadcast
-from .opset import BindContext, adapter
+from .opset import BindContext, adapter, reads_outer
 
 helper = LazyModule("onnx.helper")  # the onnx package only when a Gradient node is built
 
@@ -185,5 +185,4 @@ def _gradient(ctx: BindContext):
             result.append(np.zeros_like(xv) if gx is None else np.array(gx, dtype=xv.dtype))
         return tuple(result)
 
-    run_gradient.outer_inputs = outer  # type: ignore[attr-defined]  # read by the graph builder
-    return run_gradient
+    return reads_outer(run_gradient, outer)

@@ -140,8 +140,15 @@ def _extremum(x, y, g, need):
 
 
 _SIMPLE["Max"] = _SIMPLE["Min"] = _extremum
+
+
+def _attribute_free(rule: Backward) -> RuleFactory:
+    """The factory of a rule that reads no attribute."""
+    return lambda attrs, opset: rule
+
+
 for _op, _fn in _SIMPLE.items():
-    RULES[_op] = lambda a, opset, _fn=_fn: _fn  # type: ignore[misc]
+    RULES[_op] = _attribute_free(_fn)
 
 
 @rule("Pow")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -101,6 +101,15 @@ class BindContext:
 
 
 Adapter = Callable[[BindContext], Callable]
+StepFn = TypeVar("StepFn", bound=Callable)
+
+
+def reads_outer(step: StepFn, names: list[str]) -> StepFn:
+    """Publish the enclosing-scope values a step's subgraphs read (control flow, ``Plan.outer_names``):
+    the front end appends them to the node's inputs and the step receives them after its own."""
+    setattr(step, "outer_inputs", names)  # noqa: B010 - a function attribute the front end reads with getattr
+    return step
+
 
 #: (prefix:op_type, version) -> adapter
 ADAPTERS: dict[tuple[str, int], Adapter] = {}

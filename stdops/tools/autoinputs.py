@@ -117,7 +117,7 @@ def make_inputs(
             )
         else:
             free = [k for k, v in enumerate(d.shape) if not (isinstance(v, int) and v > 0)]
-            shape = tuple(1 if k in free else int(v) for k, v in enumerate(d.shape))
+            shape = tuple(v if isinstance(v, int) and v > 0 else 1 for v in d.shape)  # the free ones set to 1
             if free:
                 named = ", ".join(f"{d.shape[k]!r}" if d.shape[k] else f"#{k}" for k in free)
                 notes.append(f"input {d.name!r}: dimension(s) {named} set to 1 (--shape {d.name}=... to choose)")

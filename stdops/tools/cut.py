@@ -97,6 +97,10 @@ class Source:
                     seen.append(i)
         return seen
 
+    def freeze(self, feeds: dict[str, Any]) -> None:
+        """Run stdops on the whole model, keeping every value (up to a step that raises) in ``values``."""
+        raise NotImplementedError
+
     def write(self, nodes: Sequence[int], outputs: Sequence[str], folder: str, stem: str) -> dict[str, Any]:
         """Write the cut into ``folder``; returns {"model", "weights", "inputs": {name: npy path}}."""
         raise NotImplementedError
@@ -324,7 +328,7 @@ class NcnnSource(Source):
         return {"model": param, "weights": weights, "inputs": self._save_inputs(inputs, folder, stem)}
 
 
-def open_source(path: str, weights: str | None = None) -> Source:
+def open_source(path: str, weights: str | None = None) -> OnnxSource | NcnnSource:
     from .. import model_kind
 
     kind = model_kind(path)

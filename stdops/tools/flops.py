@@ -96,7 +96,11 @@ def estimate(op: str, inputs: list, result: Any, attrs: dict[str, Any] | None = 
 
 def _ncnn(op: str, x: Any, out: Any, p: Any) -> int | None:
     n_out = _size(out)
-    get = lambda name, default=0: getattr(p, name, default)  # noqa: E731
+
+    def get(name: str, default: int = 0) -> int:  # an integer param of the layer (ncnn's are ints)
+        value: int = getattr(p, name, default)
+        return value
+
     # weight_data_size / num_output taps feed each output element (depthwise: kernel_w * kernel_h of them)
     if (op.startswith("Convolution") or op == "InnerProduct") and get("num_output") > 0:
         per_output = get("weight_data_size") // get("num_output")

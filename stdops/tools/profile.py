@@ -247,11 +247,11 @@ def export(p: Profile, csv: bool) -> str:
     buf = io.StringIO()
     w = _csv.writer(buf)
     w.writerow(list(records[0]) if records else ["node"])
-    for r in records:
-        shapes = " ".join("x".join(map(str, s)) for s in r["output_shapes"])
-        flops = r["flops"] if r["flops"] is not None else ""
+    for n in p.nodes:  # the records' columns, from the typed profile
+        shapes = " ".join("x".join(map(str, s)) for s in n.out_shapes)
+        flops = n.flops if n.flops is not None else ""
         w.writerow(
-            [r["node"], r["op"], f"{r['median_us']:.3f}", f"{r['share_of_wall']:.4f}", flops]
-            + [r["bytes_in"], r["bytes_out"], shapes]
+            [n.name, n.op, f"{n.median * 1e6:.3f}", f"{n.median / p.wall:.4f}", flops]
+            + [n.bytes_in, n.bytes_out, shapes]
         )
     return buf.getvalue()

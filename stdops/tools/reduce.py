@@ -63,7 +63,8 @@ class Judge:
     def outcome(self, files: dict[str, Any]) -> Outcome:
         if self.check is not None:
             return self._run_check(files)
-        return self._against_peer(files)
+        assert self.against is not None  # __init__ takes exactly one of the two
+        return self._against_peer(files, self.against)
 
     def failing(self, files: dict[str, Any]) -> Outcome:
         out = self.outcome(files)
@@ -75,7 +76,7 @@ class Judge:
     def _feeds(self, files: dict[str, Any]) -> dict[str, np.ndarray]:
         return {name: np.load(p, allow_pickle=False) for name, p in files["inputs"].items()}
 
-    def _against_peer(self, files: dict[str, Any]) -> Outcome:
+    def _against_peer(self, files: dict[str, Any], peer: str) -> Outcome:
         from ..compare import _diff
 
         feeds = self._feeds(files)
@@ -86,7 +87,6 @@ class Judge:
             raise
         except StdopsError as e:
             return Outcome(True, "stdops raises", str(e))
-        peer = "stdops-unfused" if self.against == "stdops-unfused" else self.against
         try:
             theirs = runtimes.run(peer, model, feeds, outputs=list(ours), weights=weights)
         except StdopsError as e:

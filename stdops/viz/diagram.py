@@ -113,7 +113,9 @@ def check_size(d: Diagram, path: str) -> None:
         )
 
 
-def build(path: str, feeds: dict[str, Any] | None = None, shapes: dict | None = None, seed: int = 0) -> Diagram:
+def build(
+    path: str, feeds: dict[str, Any] | None = None, shapes: dict | None = None, seed: int = 0, lenient: bool = False
+) -> Diagram:
     from .. import model_kind
 
     kind = model_kind(path)
@@ -123,7 +125,7 @@ def build(path: str, feeds: dict[str, Any] | None = None, shapes: dict | None = 
         return from_ncnn(path, feeds, shapes, seed)
     from .mdf import from_mdf
 
-    return from_mdf(path)
+    return from_mdf(path, lenient=lenient)
 
 
 # --------------------------------------------------------------------------- ONNX

@@ -25,7 +25,9 @@ def _segments(d: Diagram) -> list[list[int]]:
     for (src, _value), end in last_use.items():
         crossing[src] += 1
         crossing[end] -= 1
-    segs, current, live = [], [], 0
+    segs: list[list[int]] = []
+    current: list[int] = []
+    live = 0
     for i in range(n):
         live += crossing[i]
         if d.boxes[i].kind not in ("op", "mdf"):  # graph inputs and outputs stand alone

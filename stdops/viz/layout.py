@@ -298,8 +298,8 @@ def place(d: Diagram) -> Placed:
             chain = list(reversed(chain))
         for dummy in chain:
             r = layer_of[dummy]
-            a, b = start[r], start[r] + thick[r]
-            pair = [point(a, center[dummy]), point(b, center[dummy])]
+            near, far = start[r], start[r] + thick[r]  # the layer's two sides
+            pair = [point(near, center[dummy]), point(far, center[dummy])]
             mids += list(reversed(pair)) if k in back else pair
         if k in back:
             # a feedback link goes around the boxes of the layers it spans, in its own lane

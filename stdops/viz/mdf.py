@@ -38,10 +38,10 @@ def _condition(c: Any) -> str:
     return f"{c.type}(" + ", ".join(f"{k}={_expr(v)}" for k, v in kw.items()) + ")"
 
 
-def from_mdf(path: str, graph_id: str | None = None) -> Diagram:
+def from_mdf(path: str, graph_id: str | None = None, lenient: bool = False) -> Diagram:
     from ..mdf import load
 
-    model = load(path)
+    model = load(path, strict=not lenient)
     g = model.graph(graph_id)
     notes = []
     if len(model.graphs) > 1:
@@ -54,33 +54,33 @@ def from_mdf(path: str, graph_id: str | None = None) -> Diagram:
         tip = [f"node {node.id}"]
         if node.input_ports:
             rows.append(Row("input ports", "section"))
-            for p in node.input_ports.values():
+            for port in node.input_ports.values():
                 extra = []
-                if p.shape is not None:
-                    extra.append(dims(p.shape))
-                if p.default_value is not None:
-                    extra.append(f"default {_expr(p.default_value)}")
-                if p.reduce not in (None, "overwrite"):
-                    extra.append(f"reduce {p.reduce}")
-                text = p.id + (f"  ({', '.join(extra)})" if extra else "")
-                rows.append(Row(clip(text, MDF_ROW), "port", p.id, "in"))
+                if port.shape is not None:
+                    extra.append(dims(port.shape))
+                if port.default_value is not None:
+                    extra.append(f"default {_expr(port.default_value)}")
+                if port.reduce not in (None, "overwrite"):
+                    extra.append(f"reduce {port.reduce}")
+                text = port.id + (f"  ({', '.join(extra)})" if extra else "")
+                rows.append(Row(clip(text, MDF_ROW), "port", port.id, "in"))
                 tip.append(f"in  {text}")
         if node.parameters:
             rows.append(Row("parameters", "section"))
-            for p in node.parameters.values():
-                if p.time_derivative is not None:
-                    text = f"d{p.id}/dt = {_expr(p.time_derivative)}"
-                    if p.default_initial_value is not None:
-                        text += f"; {p.id}(0) = {_expr(p.default_initial_value)}"
-                elif p.function is not None:
-                    text = f"{p.id} = {_call(p.function, p.args)}"
-                elif p.value is not None:
-                    text = f"{p.id} = {_expr(p.value)}"
-                    if p.default_initial_value is not None:
-                        text += f" (initially {_expr(p.default_initial_value)})"
+            for param in node.parameters.values():
+                if param.time_derivative is not None:
+                    text = f"d{param.id}/dt = {_expr(param.time_derivative)}"
+                    if param.default_initial_value is not None:
+                        text += f"; {param.id}(0) = {_expr(param.default_initial_value)}"
+                elif param.function is not None:
+                    text = f"{param.id} = {_call(param.function, param.args)}"
+                elif param.value is not None:
+                    text = f"{param.id} = {_expr(param.value)}"
+                    if param.default_initial_value is not None:
+                        text += f" (initially {_expr(param.default_initial_value)})"
                 else:
-                    text = f"{p.id} = {_expr(p.default_initial_value)}"
-                for c in p.conditions:
+                    text = f"{param.id} = {_expr(param.default_initial_value)}"
+                for c in param.conditions:
                     text += f"; if {_expr(c.test)}: {_expr(c.value)}"
                 rows.append(Row(clip(text, MDF_ROW)))
                 tip.append(text)
@@ -98,9 +98,9 @@ def from_mdf(path: str, graph_id: str | None = None) -> Diagram:
             rows.append(Row(f"{len(node.graphs)} nested graph(s)", "section"))
         if node.output_ports:
             rows.append(Row("output ports", "section"))
-            for p in node.output_ports.values():
-                text = f"{p.id} = {_expr(p.value)}"
-                rows.append(Row(clip(text, MDF_ROW), "port", p.id, "out"))
+            for output in node.output_ports.values():
+                text = f"{output.id} = {_expr(output.value)}"
+                rows.append(Row(clip(text, MDF_ROW), "port", output.id, "out"))
                 tip.append(f"out {text}")
         index[node.id] = len(boxes)
         boxes.append(Box(f"node:{node.id}", "mdf", "mdf", rows, "\n".join(tip)))
@@ -112,6 +112,6 @@ def from_mdf(path: str, graph_id: str | None = None) -> Diagram:
         label = "" if weight is None or (isinstance(weight, (int, float)) and weight == 1) else f"w={_expr(weight)}"
         links.append(Link(index[e.sender], index[e.receiver], e.sender_port, e.receiver_port, label, e.id))
     term = (g.conditions.termination or {}) if g.conditions is not None else {}
-    for k, c in term.items():
-        notes.append(f"termination {k}: {_condition(c)}")
+    for k, stop in term.items():
+        notes.append(f"termination {k}: {_condition(stop)}")
     return Diagram(f"{path}: graph {g.id}", "LR", boxes, links, notes=notes)

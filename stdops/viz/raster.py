@@ -123,10 +123,10 @@ def draw(d: Diagram, p: Placed, out: str, fmt: str) -> None:
                     family="monospace",
                     va="center",
                     ha="right",
-                    **style,
+                    fontdict=style,
                 )
             else:
-                ax.text(x + PAD_X, ty, row.text, fontsize=size * pt, family="monospace", va="center", **style)
+                ax.text(x + PAD_X, ty, row.text, fontsize=size * pt, family="monospace", va="center", fontdict=style)
             if row.port is not None:
                 cx = x if row.side == "in" else x + w
                 ax.add_patch(matplotlib.patches.Circle((cx, ty), 3.5, fc=stroke, ec="none"))

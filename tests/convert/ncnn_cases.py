@@ -326,6 +326,18 @@ def conv_cases(rng):
             1,
         )
     )
+    # and float depthwise weights, quantized per group by the converter (a generator of its own: the cases
+    # after it keep their values)
+    own = np.random.default_rng(20260112)
+    out.append(
+        (
+            "ConvolutionDepthWise",
+            params,
+            [f32(own, 6 * 9), f32(own, 6, lo=20, hi=60), np.array([25.0], np.float32)],
+            [f32(own, 6, 5, 5)],
+            1,
+        )
+    )
     # DeformableConv2D: offsets, with and without mask
     for mask in (False, True):
         c, h, w_, k = 2, 6, 7, 3

@@ -179,3 +179,61 @@ def test_a_function_without_an_onnx_form_is_refused(tmp_path):
         match=r"parameters.ddm: cannot convert to ONNX: the function 'drift_diffusion_integrator' has no ONNX form",
     ):
         mdf_file_to_onnx(str(p))
+
+
+def _set_everywhere(kind: str, key: str, value):
+    def mutate(g: dict) -> None:
+        for n in g["nodes"].values():
+            for item in [n] if kind == "node" else (n.get(kind) or {}).values():
+                item.setdefault("metadata", {})[key] = value
+
+    return mutate
+
+
+def _set_record(key: str, field: str, value):
+    return lambda g: g["metadata"][key][0].__setitem__(field, value)
+
+
+#: metadata hints of the wrong form (a hand-edited or hostile file); each crashed MDF -> ONNX with a TypeError
+#: or ValueError (an unhashable name, int() of a word, np.dtype() of a number, iterating a number)
+MALFORMED_HINTS = {
+    "output record name is a list": _set_record("onnx_outputs", "name", ["y"]),
+    "output record dtype is no dtype": _set_record("onnx_outputs", "dtype", "nonsense"),
+    "output record shape is a word": _set_record("onnx_outputs", "shape", "abc"),
+    "output records are a number": lambda g: g["metadata"].__setitem__("onnx_outputs", 5),
+    "input record port is a list": _set_record("onnx_inputs", "port", ["x"]),
+    "input records are a number": lambda g: g["metadata"].__setitem__("onnx_inputs", 7),
+    "output counts are words": _set_everywhere("node", "onnx_n_outputs", "two"),
+    "output counts are lists": _set_everywhere("node", "onnx_n_outputs", [1]),
+    "input port names are numbers": _set_everywhere("input_ports", "onnx_name", 5),
+    "output port names are lists": _set_everywhere("output_ports", "onnx_name", [1]),
+    "parameter dtypes are numbers": _set_everywhere("parameters", "dtype", 5),
+    "parameter names are lists": _set_everywhere("parameters", "onnx_name", [1]),
+}
+
+
+@pytest.fixture(scope="module")
+def recurrent_as_mdf(tmp_path_factory) -> dict:
+    path = next(p for p in ONNX_FIXTURES if "recurrent" in os.path.basename(p))
+    out = tmp_path_factory.mktemp("mdf") / "m.json"
+    convert(path, out)
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("mutate", MALFORMED_HINTS.values(), ids=MALFORMED_HINTS.keys())
+def test_malformed_metadata_hints_are_no_hints(mutate, recurrent_as_mdf, tmp_path):
+    """The ONNX names, types and output counts ONNX -> MDF records are hints: one of the wrong form is ignored
+    (the model converts as if it were absent), and the graph still computes what onnxruntime does on the
+    original (without the output records, the LSTM's unread outputs are graph outputs too)."""
+    doc = json.loads(json.dumps(recurrent_as_mdf))
+    (model,) = doc.values()
+    (graph,) = model["graphs"].values()
+    mutate(graph)
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    convert(tmp_path / "bad.json", tmp_path / "back.onnx")
+    path = next(p for p in ONNX_FIXTURES if "recurrent" in os.path.basename(p))
+    original, back = onnx.load(path), onnx.load(tmp_path / "back.onnx")
+    x = np.load(path.replace(".onnx", ".in.npy"))
+    (want,) = run_onnx(original, {original.graph.input[0].name: x})
+    got = run_onnx(back, {back.graph.input[0].name: x})
+    assert any(y.shape == want.shape and np.array_equal(y, want) for y in got), [y.shape for y in got]

@@ -96,6 +96,8 @@ def test_examples_round_trip_and_cli(name, tmp_path, capsys):
         assert (tmp_path / "t.csv").read_text().startswith("time,")
         cli.plot(EX / name, 1.0, 0.01, tmp_path / "p.png")
         assert (tmp_path / "p.png").stat().st_size > 1000
-    cli.plot(EX / name, None, None, tmp_path / "g.png", graph=True)
-    assert (tmp_path / "g.png").stat().st_size > 1000
+    from stdops.viz import draw
+
+    draw(str(EX / name), str(tmp_path / "g.svg"))  # the graph picture (stdops plot --graph)
+    assert (tmp_path / "g.svg").read_text().count("<rect") >= len(m.graph().nodes)
     assert "outputs" in capsys.readouterr().out

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...ncnn.layers.conv import crop_negative, same_pads
 from ...ncnn.layers.quant import dequant_scales, quantize_rows
+from ..onnx_build import Attrs
 from .base import F32, LayerCtx, emits, float2int8, fused_activation, gather_elements, index_map
 
 _AXES = ("w", "h", "d")
@@ -139,18 +140,18 @@ def _convolution_int8(ctx, nd, depthwise, wshape, grp, kernel, strides, dilation
     M = wshape[0]
     wscales = w["weight_data_int8_scales"].astype(F32)
     bscale = F32(w["bottom_blob_int8_scales"][0])
-    if depthwise:
-        per_group = np.broadcast_to(wscales, (grp,)) if wscales.size == 1 else wscales
-        per_out = np.repeat(per_group, M // grp)
-    else:
-        per_group, per_out = None, wscales
+    if depthwise:  # one scale per group
+        row_scales = np.broadcast_to(wscales, (grp,)) if wscales.size == 1 else wscales
+        per_out = np.repeat(row_scales, M // grp)
+        rows = grp
+    else:  # one per output channel
+        row_scales = per_out = wscales
+        rows = M
     wd = w["weight_data"]
     if wd.dtype == np.int8:
         w8 = wd.reshape(wshape)
-    elif depthwise:
-        w8 = quantize_rows(wd.astype(F32).reshape(grp, -1), per_group).reshape(wshape)
     else:
-        w8 = quantize_rows(wd.astype(F32).reshape(M, -1), per_out).reshape(wshape)
+        w8 = quantize_rows(wd.astype(F32).reshape(rows, -1), row_scales).reshape(wshape)
     descale = dequant_scales(per_out, bscale).reshape((1, M) + (1,) * nd)
     x, shape = _conv_rank_input(ctx, nd)
     if np.dtype(ctx.in_dtypes[0]) == np.int8:
@@ -220,7 +221,7 @@ def _deconvolution(ctx: LayerCtx, nd: int, depthwise: bool) -> None:
             pads_e.append(max(0, total - lo))
             extend[ax] = max(0, lo - total)
         pads = pads_b + pads_e
-    attrs = dict(
+    attrs: Attrs = dict(
         kernel_shape=list(kernel),
         strides=list(strides),
         dilations=list(dilations),

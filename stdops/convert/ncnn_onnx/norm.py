@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..onnx_build import Attrs
 from .base import F32, LayerCtx, emits
 
 
@@ -79,7 +80,7 @@ def lrn(ctx: LayerCtx) -> None:
     size = int(p.local_size)
     if p.region_type == 0:
         if size % 2:
-            attrs = dict(size=size, alpha=float(p.alpha), beta=float(p.beta), bias=float(p.bias))
+            attrs: Attrs = dict(size=size, alpha=float(p.alpha), beta=float(p.beta), bias=float(p.bias))
             ctx.put(0, g.op("LRN", [ctx.x()], **attrs))
             return
         # an even size (onnxruntime's LRN takes odd ones): the window [c - size/2, c - size/2 + size - 1]

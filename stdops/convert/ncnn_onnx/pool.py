@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ncnn.layers.conv import same_pads
+from ..onnx_build import Attrs
 from .base import F32, FLT_MAX, LayerCtx, emits
 from .conv import _crop_box
 
@@ -99,7 +100,7 @@ def _pooling(ctx: LayerCtx, nd: int) -> None:
                 starts, ends, bb, ee = _crop_box(shape, b, e)
                 x = g.slice(x, starts, ends, list(range(2, 2 + nd)))
                 b, e = list(bb), list(ee)
-    attrs = dict(kernel_shape=list(kernel), strides=list(strides))
+    attrs: Attrs = dict(kernel_shape=list(kernel), strides=list(strides))
     if is_max:
         ctx.put(0, g.op("MaxPool", [_pad(ctx, x, b, e, -FLT_MAX)], **attrs))
         return
@@ -123,7 +124,7 @@ def _average_excluding_pads(ctx: LayerCtx, x: str, sp, b, e, kernel, strides) ->
     does it itself when every pad is smaller than the kernel (onnxruntime's limit); otherwise the sum over
     the zero-padded input is scaled by kernel size / count, the counts computed here."""
     g = ctx.g
-    attrs = dict(kernel_shape=list(kernel), strides=list(strides))
+    attrs: Attrs = dict(kernel_shape=list(kernel), strides=list(strides))
     if all(v < k for v, k in zip(b, kernel)) and all(v < k for v, k in zip(e, kernel)):
         return g.op("AveragePool", [x], pads=list(b) + list(e), count_include_pad=0, **attrs)
     ones = np.pad(np.ones(sp, F32), [(bb, ee) for bb, ee in zip(b, e)])

@@ -108,6 +108,8 @@ def grid_sample(ctx: LayerCtx) -> None:
         i64 = g.cast(g.op("Where", [ok, i, g.scalar(0.0)]), np.int64)
         flat = i64 if flat is None else g.op("Add", [g.op("Mul", [flat, g.scalar(L, np.int64)]), i64])
         valid = ok if valid is None else g.op("And", [valid, ok])
+    if flat is None or valid is None:  # k >= 2: the layer takes 3d and 4d bottoms only (stdops.ncnn.layers)
+        raise ctx.fail(f"GridSample on a {r}d bottom")
     C = ctx.in_shapes[0][0]
     data = g.reshape(ctx.x(0), (C, -1))
     vals = g.op("Gather", [data, g.reshape(flat, (-1,))], axis=1)  # [C, points]

@@ -3,7 +3,7 @@ once, at load time, into callables (values of enclosing scopes become extra node
 
 from __future__ import annotations
 
-from ..opset import adapter
+from ..opset import adapter, reads_outer
 
 
 @adapter("FlexAttention", 1, domain="ai.onnx.preview")
@@ -45,5 +45,4 @@ def _flex_attention(ctx):
             mods[name] = mod
         return fn(q, k, v, **mods)
 
-    flex_attention.outer_inputs = outer
-    return flex_attention
+    return reads_outer(flex_attention, outer)
