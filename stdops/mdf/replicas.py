@@ -260,7 +260,7 @@ def _binary(pyop: Callable, ufunc: np.ufunc | None) -> tuple[Callable, Callable]
     return forward, reflected
 
 
-for _name, _op, _uf in (
+_OPERATORS: list[tuple[str, Callable, Any]] = [
     ("add", operator.add, np.add),
     ("sub", operator.sub, np.subtract),
     ("mul", operator.mul, np.multiply),
@@ -274,18 +274,20 @@ for _name, _op, _uf in (
     ("xor", operator.xor, np.bitwise_xor),
     ("lshift", operator.lshift, None),
     ("rshift", operator.rshift, None),
-):
-    _f, _r = _binary(_op, _uf)
-    setattr(Replicas, f"__{_name}__", _f)
-    setattr(Replicas, f"__r{_name}__", _r)
-for _name, _op, _uf in (
+]
+_COMPARISONS: list[tuple[str, Callable, Any]] = [
     ("eq", operator.eq, np.equal),
     ("ne", operator.ne, np.not_equal),
     ("lt", operator.lt, np.less),
     ("le", operator.le, np.less_equal),
     ("gt", operator.gt, np.greater),
     ("ge", operator.ge, np.greater_equal),
-):
+]
+for _name, _op, _uf in _OPERATORS:
+    _f, _r = _binary(_op, _uf)
+    setattr(Replicas, f"__{_name}__", _f)
+    setattr(Replicas, f"__r{_name}__", _r)
+for _name, _op, _uf in _COMPARISONS:
     setattr(Replicas, f"__{_name}__", _binary(_op, _uf)[0])  # Python reflects comparisons itself
 
 
@@ -434,7 +436,7 @@ class ReplicaState(SimState):
         self.graphs = []
         self.inputs = {}
 
-    @property  # type: ignore[override]
+    @property
     def rng(self) -> np.random.Generator:
         if self.current is None:
             raise NotReplicable("a random draw outside a per-replica call")
