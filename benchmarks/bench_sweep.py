@@ -8,14 +8,15 @@ measured in the same run, alternating (A, B, A, B, ...), so both see the same ma
     python benchmarks/bench_sweep.py --points 6 --point-seconds 1.5 --rounds 5
     python benchmarks/bench_sweep.py --no-scaling      # (1) only;  --no-replicas: (2) only
 
-The model is examples/mdf/ddm_decision.yaml. In (2) each point is one coherence value with --trials drift-diffusion
-trials integrated as arrays (chosen so that the slowest-to-fastest point takes at least --point-seconds here,
-in this process). The clusters are started before timing (their start-up is not timed); each timed sweep
-includes sending the model, batching, and gathering the results into the dataset. It prints seconds per
-sweep for 1 and 2 workers (median over rounds), the speed-up (1-worker / 2-worker time) and whether it meets
-the issue's goal of >= 1.8x. On a machine with fewer than 2 free cores no number can meet it: the load
-average is printed beside it, and how much CPU the workers actually got (their CPU seconds per second of
-sweep, from each worker process).
+The model is examples/mdf/ddm_decision.yaml. In (2) each point is one coherence value (ddm.threshold set to
+--threshold, 2 by default: longer trials than the example's, so that fewer of them -- less data per job --
+fill a point) with --trials drift-diffusion trials integrated as arrays (chosen so that the fastest point
+takes at least --point-seconds here, in this process). The clusters are started before timing (their start-up
+is not timed); each timed sweep includes sending the model, batching, and gathering the results into the
+dataset. It prints seconds per sweep for 1 and 2 workers (median over rounds), the speed-up (1-worker /
+2-worker time) and whether it meets the issue's goal of >= 1.8x. On a machine with fewer than 2 free cores no
+number can meet it: the load average is printed beside it, and how much CPU the workers actually got (their
+CPU seconds per second of sweep, from each worker process).
 """
 
 from __future__ import annotations
@@ -36,13 +37,14 @@ DDM = os.path.join(ROOT, "examples", "mdf", "ddm_decision.yaml")
 GOAL = 1.8
 
 
-def _one_point_seconds(coherence: float, trials: int) -> float:
+def _one_point_seconds(coherence: float, trials: int, threshold: float = 1.0) -> float:
     import stdops.mdf as mdf
 
     model = mdf.load(DDM)
     nodes = model.graph(None).nodes
     nodes["stimulus"].parameters["coherence"].value = coherence
     nodes["stimulus"].parameters["trials"].value = trials
+    nodes["ddm"].parameters["threshold"].value = threshold
     sim = mdf.Simulation(model, seed=0)
     t0 = time.perf_counter()
     sim.evaluate()
@@ -90,6 +92,12 @@ def main() -> int:
     ap.add_argument("--point-seconds", type=float, default=1.0, help="least compute time of one point")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of (1 worker, 2 workers)")
     ap.add_argument("--trials", type=int, default=None, help="trials per point (default: sized to --point-seconds)")
+    ap.add_argument(
+        "--threshold",
+        type=float,
+        default=2.0,
+        help="(2): ddm.threshold (a higher one means longer trials, so fewer of them fill a point: less data per job)",
+    )
     ap.add_argument("--vec-points", type=int, default=4, help="(1): points of the seeds sweep")
     ap.add_argument("--vec-seeds", type=int, default=64, help="(1): seeds per point")
     ap.add_argument("--vec-trials", type=int, default=200, help="(1): drift-diffusion trials per job")
@@ -127,18 +135,18 @@ def bench_scaling(a, clusters: dict) -> None:
     fastest = max(coherences)  # a stronger drift ends its trials sooner
     trials = a.trials
     if trials is None:
-        per_trial = _one_point_seconds(fastest, 20000) / 20000
+        per_trial = _one_point_seconds(fastest, 5000, a.threshold) / 5000
         trials = int(math.ceil(1.15 * a.point_seconds / per_trial / 1000.0)) * 1000
-    t_fast = _one_point_seconds(fastest, trials)
+    t_fast = _one_point_seconds(fastest, trials, a.threshold)
     while a.trials is None and t_fast < a.point_seconds:  # the machine's speed varies: measure again
         trials = int(math.ceil(trials * 1.2 * a.point_seconds / t_fast / 1000.0)) * 1000
-        t_fast = _one_point_seconds(fastest, trials)
-    t_slow = _one_point_seconds(min(coherences), trials)
+        t_fast = _one_point_seconds(fastest, trials, a.threshold)
+    t_slow = _one_point_seconds(min(coherences), trials, a.threshold)
     print(
-        f"DDM sweep on 1 and 2 workers: {a.points} points x {trials} trials; one point takes {t_fast:.2f} s "
-        f"(coherence {fastest:g}) to {t_slow:.2f} s (coherence {min(coherences):g}) here"
+        f"DDM sweep on 1 and 2 workers: {a.points} points x {trials} trials, threshold {a.threshold:g}; one point "
+        f"takes {t_fast:.2f} s (coherence {fastest:g}) to {t_slow:.2f} s (coherence {min(coherences):g}) here"
     )
-    grid = {"stimulus.coherence": coherences, "stimulus.trials": [trials]}
+    grid = {"stimulus.coherence": coherences, "ddm.threshold": [a.threshold], "stimulus.trials": [trials]}
     for _, client in clusters.values():  # warm-up: every worker imports stdops and loads the model
         sweep(DDM, {"stimulus.coherence": [0.4, 0.4001], "stimulus.trials": [100]}, client=client)
     times: dict[int, list[float]] = {1: [], 2: []}
