@@ -15,10 +15,11 @@ AVX-512 core, fastest of alternating rounds):
   NumPy transforms (a gather copy and a Kronecker GEMM each way) cost 70% of the layer. 3x3 64@56:
   0.90 ms against 1.41 ms (onnxruntime 1.16 ms); 128@28: 0.85 against 0.97 (onnxruntime 1.10).
 - :func:`ddm_walk`: drift-diffusion trials walked one at a time to their crossing, each on its counter-based
-  normals (Philox4x32-10 words made 32-128 at a time in SIMD lanes, the ziggurat's fast path inline), so no
-  normal is made past a trial's end; the NumPy path walks all trials a block of steps at a time, with the
-  same bits. 10,000 trials of ~420 steps: 1.7 us per trial against 39 us (benchmarks/bench_mdf.py, where
-  modeci-mdf's function takes ~250 us per trial).
+  normals (Philox4x32-10 words made 32-128 at a time in SIMD lanes, the ziggurat's fast path inline; the
+  words past a trial's end are never turned into normals); the NumPy path walks all trials a block of steps
+  at a time, with the same bits (so no fused multiply-add here: each step's x + (mu + sigma z) is NumPy's).
+  10,000 trials of ~420 steps: 1.7 us per trial against 39 us (benchmarks/bench_mdf.py, where modeci-mdf's
+  function takes ~250 us per trial).
 
 Strict IEEE arithmetic except fused multiply-add (numba's ``contract``): each output sums its terms in a
 fixed order, padding included as zeros (0 * inf is NaN, as the definition says). The first call of each
