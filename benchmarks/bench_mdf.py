@@ -334,22 +334,42 @@ DDM_PARAMS = {
     "dt": 0.01,
 }
 DDM_GOAL = 100.0
-DDM_REF_TRIALS = 100
+DDM_REF_TRIALS = 200
 
 
 def bench_ddm(ref, trials: int, rounds: int) -> dict | None:
-    """drift_diffusion_integrator: stdops' ``trials`` at once vs the reference's function called once per
-    trial (DDM_REF_TRIALS per round, in its venv), alternating rounds; per-trial medians."""
+    """drift_diffusion_integrator: stdops' ``trials`` at once (the compiled walk, and the NumPy path beside
+    it) vs the reference's function called once per trial (DDM_REF_TRIALS per round, in its venv),
+    alternating rounds (after one untimed call of each stdops path); per-trial medians. Then the README's
+    example, ``sim.run(duration=10, dt=0.01)`` on examples/mdf/ddm_decision.yaml (2000 trials per evaluation)."""
+    from stdops.ops import _fast
     from stdops.ops.cognitive.ddm import drift_diffusion_integrator as ddm
 
     p = DDM_PARAMS
-    ours, theirs, mean_rt, ref_rt, err = [], [], None, None, None
+    paths = {"compiled": True, "numpy": False} if _fast.numba is not None else {"numpy": False}
+    ours: dict[str, list[float]] = {k: [] for k in paths}
+    theirs, mean_rt, ref_rt, err = [], None, None, None
+
+    def run_ours(path: str, seed: int) -> float:
+        prev = _fast.set_enabled(paths[path])
+        try:
+            t0 = time.perf_counter()
+            out = ddm(*p.values(), rng=np.random.default_rng(seed), n_trials=trials)
+            return time.perf_counter() - t0, out
+        finally:
+            _fast.set_enabled(prev)
+
+    for path in paths:  # the compiled kernel loads (or compiles) on its first call
+        run_ours(path, 0)
+    same = None
     for r in range(rounds):
-        rng = np.random.default_rng(r)
-        t0 = time.perf_counter()
-        out = ddm(*p.values(), rng=rng, n_trials=trials)
-        ours.append((time.perf_counter() - t0) / trials)
-        mean_rt = float(np.mean(np.abs(out)))
+        outs = {}
+        for path in paths:
+            dt_s, outs[path] = run_ours(path, r + 1)
+            ours[path].append(dt_s / trials)
+        first = next(iter(outs.values()))
+        same = (same is not False) and all(np.array_equal(first, o) for o in outs.values())
+        mean_rt = float(np.mean(np.abs(first)))
         if ref is not None:
             try:
                 res = ref.request({"ddm": p, "trials": DDM_REF_TRIALS}, 600.0)
@@ -360,28 +380,49 @@ def bench_ddm(ref, trials: int, rounds: int) -> dict | None:
                     ref_rt = res["mean_abs_rt"]
             except Exception as e:  # noqa: BLE001 - report and go on
                 err = f"{type(e).__name__}: {e}"
-    t_ours = float(np.median(ours))
     t_ref = float(np.median(theirs)) if theirs else None
-    ratio = t_ref / t_ours if t_ref else None
     print(
         f"drift_diffusion_integrator ({', '.join(f'{k}={v}' for k, v in p.items())}; ~{(mean_rt - 0.2) / 0.01:.0f} "
-        f"steps per trial): stdops {trials} trials at once {t_ours * trials * 1e3:.1f} ms = {t_ours * 1e6:.2f} us/trial"
-        + (
-            f"; reference {t_ref * 1e6:.1f} us/trial ({DDM_REF_TRIALS} calls per round); ref/stdops {ratio:.1f}x "
-            f"(goal {DDM_GOAL:g}x: {'met' if ratio >= DDM_GOAL else 'NOT met'}); mean |RT| stdops {mean_rt:.3f}, "
-            f"reference {ref_rt:.3f}"
-            if ratio
-            else f"; reference: {err or 'not run'}"
-        )
+        f"steps per trial), {trials} trials per call, median of {rounds} alternating rounds:"
+        + (f" reference {t_ref * 1e6:.1f} us/trial ({DDM_REF_TRIALS} calls per round)" if t_ref else "")
     )
-    t0 = time.perf_counter()
+    ratio = None
+    for path, ts in ours.items():
+        t = float(np.median(ts))
+        r_ = t_ref / t if t_ref else None
+        if path == next(iter(paths)):
+            ratio = r_
+        print(
+            f"    stdops {path:<9}{t * trials * 1e3:8.1f} ms = {t * 1e6:6.2f} us/trial"
+            + (
+                f"; ref/stdops {r_:6.1f}x (goal {DDM_GOAL:g}x: {'met' if r_ >= DDM_GOAL else 'NOT met'})"
+                if r_
+                else f"; reference: {err or 'not run'}"
+            )
+        )
+    print(
+        f"    the paths give the same bits: {same}; mean |RT| stdops {mean_rt:.3f}"
+        + (f", reference {ref_rt:.3f} (its {DDM_REF_TRIALS} trials)" if ref_rt is not None else "")
+    )
     import stdops.mdf as mdf
 
+    t0 = time.perf_counter()
     sim = mdf.Simulation(mdf.load(os.path.join(ROOT, "examples", "mdf", "ddm_decision.yaml")), seed=0)
     sim.evaluate()
     one = time.perf_counter() - t0
-    print(f"examples/mdf/ddm_decision.yaml (2000 trials, dt 0.01): one evaluation {one * 1e3:.0f} ms (with load)")
-    return {"stdops_s_per_trial": t_ours, "reference_s_per_trial": t_ref, "ratio": ratio}
+    t0 = time.perf_counter()
+    traj = sim.run(duration=10, dt=0.01)
+    run_s = time.perf_counter() - t0
+    print(
+        f"examples/mdf/ddm_decision.yaml (2000 trials, dt 0.01): one evaluation {one * 1e3:.0f} ms (with load); "
+        f"the README's sim.run(duration=10, dt=0.01): {len(traj.times)} evaluations in {run_s:.2f} s"
+    )
+    return {
+        "stdops_s_per_trial": float(np.median(next(iter(ours.values())))),
+        "reference_s_per_trial": t_ref,
+        "ratio": ratio,
+        "readme_run_s": run_s,
+    }
 
 
 def _fmt(x: float | None, spec: str) -> str:

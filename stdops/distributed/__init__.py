@@ -14,10 +14,13 @@ processes (default: the cores; a script that starts one guards its top level wit
 "__main__":``, as dask's worker processes require); ``serial=True`` runs here, without dask. The results
 are bit-identical in every case: job ``j`` is seeded from ``SeedSequence(seed).spawn(n_jobs)[j]`` (see ``plan``).
 
-Vectorized trials: an MDF model that integrates its trials as arrays (``examples/mdf/ddm_decision.yaml``
+Vectorized trials and seeds: an MDF model that integrates its trials as arrays (``examples/mdf/ddm_decision.yaml``
 draws ``stimulus.trials`` drift-diffusion trials in one call) runs all of a point's trials inside one job;
 a sweep never turns trials into tasks. Seeds are separate jobs (each its own random stream), batched many
-to a task.
+to a task; the seeds of one point that share a task run as replicas of one simulation
+(``Simulation(model, seeds=[...])``, :mod:`stdops.mdf.replicas`): one drift-diffusion walk for all their
+trials, each job's result the bits its lone run gives (a model the replica axis cannot carry runs them one
+by one).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ def sweep(
     progress: bool | Callable[[int, int], None] = False,
     command: str | None = None,
     log: Callable[[str], None] | None = None,
+    vectorize: bool = True,
 ):
     """Run ``model`` at every job of the sweep and return the results as an ``xarray.Dataset``.
 
@@ -71,6 +75,8 @@ def sweep(
     ``output`` (.nc or .zarr) is rewritten as jobs finish (every ``checkpoint_seconds``) and at the end;
     with ``resume`` the jobs it already holds are not run again. ``progress``: True for a progress bar on
     stderr, or a callable(done, total). ``log`` receives status lines (the dashboard's address).
+    ``vectorize``: the seeds of a point that land in one task run as replicas of one simulation (MDF;
+    the same bits as one run per seed, see stdops.mdf.replicas); False runs them one by one.
     """
     from .. import __version__, load, model_kind
 
@@ -134,7 +140,9 @@ def sweep(
     # ------------------------------------------------------------ running
     from .. import limits
 
-    config = RunConfig(kind, plan.root_seed, plan.duration, plan.dt, dataclasses.asdict(limits.get()))
+    config = RunConfig(
+        kind, plan.root_seed, plan.duration, plan.dt, dataclasses.asdict(limits.get()), vectorize=bool(vectorize)
+    )
     saver = _Checkpoints(store, out, checkpoint_seconds)
     from . import runner
 

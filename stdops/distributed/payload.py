@@ -81,6 +81,7 @@ _MODELS: OrderedDict[str, tuple[Any, threading.Lock]] = OrderedDict()
 _LOCK = threading.Lock()
 _KEEP = 4  # loaded models kept per process
 LOADS: dict[str, int] = {}  # how many times this process loaded each model (once, unless evicted)
+REPLICA_JOBS: dict[str, int] = {}  # jobs of each model this process ran as replicas of one simulation
 
 
 _REFS: dict[str, int] = {}  # sweeps of each model running in this process (two may share a cluster)
@@ -134,6 +135,8 @@ class RunConfig:
     duration: float | None = None
     dt: float | None = None
     limits: dict[str, int] | None = None
+    #: the seeds of one point run as replicas of one simulation (MDF; see run_mdf_replicas)
+    vectorize: bool = True
 
 
 def run_batch(sha: str, config: RunConfig, jobs: list[tuple]) -> dict[str, Any]:
@@ -156,12 +159,22 @@ def _run_jobs(sha: str, config: RunConfig, jobs: list[tuple], results: list) -> 
     model, lock, payload = loaded(sha)
     if config.kind == "mdf":
         copies: dict[str, Any] = {}  # jobs of one point share one copy of the model with its values set
+        groups: list[tuple[Any, list[int]]] = []  # consecutive jobs of one point (its seeds)
         for j, overrides in jobs:
             key = repr(sorted(overrides.items()))
             m = copies.get(key)
             if m is None:
                 m = copies[key] = with_parameters(model, overrides, payload.name)
-            results.append((j, *run_mdf(m, config, j)))
+            if groups and groups[-1][0] is m and config.vectorize:
+                groups[-1][1].append(j)
+            else:
+                groups.append((m, [j]))
+        for m, js in groups:
+            if len(js) == 1:
+                results.append((js[0], *run_mdf(m, config, js[0])))
+            else:
+                if run_mdf_replicas(m, config, js, results):
+                    REPLICA_JOBS[sha] = REPLICA_JOBS.get(sha, 0) + len(js)
         return
     for j, feeds in jobs:
         with lock:
@@ -200,6 +213,40 @@ def run_mdf(model: Any, config: RunConfig, j: int) -> tuple[dict[str, np.ndarray
     traj = sim.run(config.duration, config.dt)
     outs = {f"{n}.{p}": v for n, ports in traj.data.items() for p, v in ports.items()}
     return _arrays(outs, model.path), np.asarray(traj.times, dtype=np.float64)
+
+
+def run_mdf_replicas(model: Any, config: RunConfig, js: list[int], results: list) -> bool:
+    """Jobs ``js`` of one point as replicas of one simulation, replica k seeded as job js[k], their results
+    appended to ``results``: the same as run_mdf gives for each job, bit for bit (stdops.mdf.replicas; a
+    model the replica axis cannot carry is run job by job by the simulation itself). A model error is
+    raised by the job it belongs to, after the jobs before it. Returns whether the replica axis held."""
+    from ..mdf import Simulation
+
+    seeds = [np.random.SeedSequence(config.root_seed, spawn_key=(j,)) for j in js]
+    got: list[tuple]
+    try:
+        sim = Simulation(model, seeds=seeds)
+        if config.duration is None or config.dt is None:
+            outs = sim.evaluate()
+            got = [
+                (j, _arrays({f"{n}.{p}": v for n, ports in o.items() for p, v in ports.items()}, model.path), None)
+                for j, o in zip(js, outs)
+            ]
+        else:
+            got = [
+                (
+                    j,
+                    _arrays({f"{n}.{p}": v for n, ports in t.data.items() for p, v in ports.items()}, model.path),
+                    np.asarray(t.times, dtype=np.float64),
+                )
+                for j, t in zip(js, sim.run(config.duration, config.dt))
+            ]
+    except StdopsError:
+        for j in js:  # the failing job, named as a job-by-job run names it
+            results.append((j, *run_mdf(model, config, j)))
+        raise
+    results.extend(got)
+    return sim.vectorized
 
 
 def _arrays(values: dict[str, Any], name: str | None) -> dict[str, np.ndarray]:

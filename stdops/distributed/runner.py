@@ -60,14 +60,28 @@ def run_serial(
     report: Report,
     checkpoint: Callable[[], None],
 ) -> None:
-    """Every pending job here, one at a time, through the same code a worker runs."""
+    """Every pending job here, through the same code a worker runs: one at a time, or (``config.vectorize``,
+    MDF) the pending seeds of each point together, as replicas of one simulation."""
     sha = register(payload)
     try:
-        for j in store.pending():
-            _consume(store, plan, run_batch(sha, config, [plan.job(j)]), report)
+        for batch in _point_batches(plan, store.pending(), config.vectorize and plan.kind == "mdf"):
+            _consume(store, plan, run_batch(sha, config, [plan.job(j) for j in batch]), report)
             checkpoint()
     finally:
         forget(sha)
+
+
+def _point_batches(plan: SweepPlan, jobs: list[int], by_point: bool) -> list[list[int]]:
+    """Jobs in order, cut where the point changes (the seed is the last, fastest job dimension), or one each."""
+    if not by_point:
+        return [[j] for j in jobs]
+    out: list[list[int]] = []
+    for j in jobs:
+        if out and j // plan.seeds == out[-1][-1] // plan.seeds:
+            out[-1].append(j)
+        else:
+            out.append([j])
+    return out
 
 
 def _payload_plugin(payload: ModelPayload):

@@ -19,6 +19,7 @@ from ..npz import save_npz
 from .engine import _make_ctx, _State, build_graph
 from .functions import STANDARD
 from .io import MdfWarning
+from .replicas import Replicas, ReplicaState, split
 from .schema import Graph, Model
 
 
@@ -127,13 +128,23 @@ class Simulation:
     environment state update); ``run(duration, dt)`` steps time and returns a :class:`Trajectory`.
     ``seed`` seeds the generator used by drift_diffusion_integrator and ACT-R conflict resolution.
 
+    ``seeds=[s_0, ..., s_{K-1}]`` (instead of ``seed``) runs K replicas of the model at once, replica k
+    drawing every random number from ``numpy.random.default_rng(s_k)``: ``evaluate()``, ``outputs`` and
+    ``run()`` then give a list of K results, result k bit-identical to what ``Simulation(model,
+    seed=s_k)`` gives. Values that are the same in every replica are computed once, the random functions
+    and what is computed from their values carry a replica axis (:mod:`stdops.mdf.replicas`: the
+    drift-diffusion trials of all replicas are one walk). Where the replicas would part ways (a condition
+    or a truth test on values that differ, a value handed to code that does not know replicas) the run is
+    repeated one replica at a time, from the start (``vectorized`` becomes False, ``fallback_reason`` says
+    why).
+
     A Simulation holds the state of its run, so it is one thread's at a time: a call from a second thread
     while one is running raises :class:`~stdops.errors.SharedStateError` (give each thread its own
     Simulation; they may share the loaded model). Each evaluation has its own resource budget
     (:mod:`stdops.limits`).
     """
 
-    def __init__(self, model: Any, graph: str | None = None, seed: Any = None):
+    def __init__(self, model: Any, graph: str | None = None, seed: Any = None, *, seeds: Any = None):
         if isinstance(model, (str, os.PathLike)):
             from .io import load
 
@@ -142,7 +153,21 @@ class Simulation:
             model = Model(id=model.id, graphs={model.id: model})
         self.model = model
         self.graph = model.graph(graph)
-        self._state = _State(seed)
+        self._seeds: list | None = None
+        self._state: _State
+        if seeds is not None:
+            if seed is not None:
+                raise StdopsError("Simulation: give seed or seeds, not both")
+            self._seeds = list(seeds)
+            if not self._seeds:
+                raise StdopsError("Simulation: seeds is empty (one seed per replica)")
+            self._state = ReplicaState(self._seeds)
+        else:
+            self._state = _State(seed)
+        #: the replicas run one by one, after a refusal of the replica axis (``fallback_reason``)
+        self._separate: list[Simulation] | None = None
+        self._calls: list[tuple[str, tuple]] = []  # a replicated run's calls so far, replayed by the fallback
+        self.fallback_reason: str | None = None
         self._lock = threading.Lock()
         self._holder: int | None = None
         with limits.budget("load"):
@@ -186,30 +211,99 @@ class Simulation:
 
     @property
     def rng(self) -> np.random.Generator:
+        if isinstance(self._state, ReplicaState):
+            raise StdopsError("Simulation.rng: a replicated simulation has one generator per replica (rngs)")
         return self._state.rng
 
-    def evaluate(self, time_increment: Any = None, inputs: dict | None = None) -> dict:
+    @property
+    def rngs(self) -> list[np.random.Generator]:
+        """The replicas' generators (a replicated simulation)."""
+        if not isinstance(self._state, ReplicaState):
+            return [self._state.rng]
+        if self._separate is not None:
+            return [s.rng for s in self._separate]
+        return list(self._state.rngs)
+
+    @property
+    def replicas(self) -> int | None:
+        """K for ``Simulation(model, seeds=[...K seeds])``, else None."""
+        return None if self._seeds is None else len(self._seeds)
+
+    @property
+    def vectorized(self) -> bool:
+        """Whether the replicas run as one computation (False for one seed, or after a fallback)."""
+        return self._seeds is not None and self._separate is None
+
+    def evaluate(self, time_increment: Any = None, inputs: dict | None = None) -> Any:
         """One trial; ``inputs`` keyed by input-port id or ``"node.port"`` (held on the port for every
-        execution of its node in the trial). Returns ``outputs``."""
-        with self._exclusive("evaluate"), limits.budget("evaluation"):
-            self._engine.evaluate(time_increment, inputs)
-            self.n_evaluations += 1
-            if time_increment is not None:
-                self.time += time_increment
-            self._check_finite(self.time if time_increment is not None else None)
-            return self.outputs
+        execution of its node in the trial). Returns ``outputs`` (a list of them, one per replica, for a
+        replicated simulation)."""
+        with self._exclusive("evaluate"):
+            if self._seeds is not None:
+                return self._replicated("evaluate", (time_increment, inputs))
+            with limits.budget("evaluation"):
+                return self._evaluate(time_increment, inputs)
+
+    def _evaluate(self, time_increment: Any, inputs: dict | None) -> Any:
+        self._engine.evaluate(time_increment, inputs)
+        self.n_evaluations += 1
+        if time_increment is not None:
+            self.time += time_increment
+        self._check_finite(self.time if time_increment is not None else None)
+        return self.outputs
+
+    def _replicated(self, method: str, args: tuple) -> Any:
+        """``evaluate`` / ``run`` of a replicated simulation: with the replica axis while it holds, else (from
+        the first refusal on, or any error: the lone runs then raise the model's own) one replica at a time."""
+        if self._separate is None:
+            try:
+                if method == "evaluate":
+                    with limits.budget("evaluation"):
+                        out = self._evaluate(*args)
+                else:
+                    out = self._run(*args)
+            except Exception as e:  # noqa: BLE001 - every replica is run on its own instead
+                self._separate_replicas(e)
+            else:
+                self._calls.append((method, args[:3] + (None,) + args[4:] if method == "run" else args))
+                return out
+        assert self._separate is not None
+        out = [getattr(s, method)(*args) for s in self._separate]
+        self.time, self.n_evaluations = self._separate[0].time, self._separate[0].n_evaluations
+        return out
+
+    def _separate_replicas(self, why: BaseException) -> None:
+        """From now on, one Simulation per replica: each made afresh from its seed and given the calls made
+        so far, so it stands where a lone run would."""
+        assert self._seeds is not None
+        self.fallback_reason = " ".join(f"{type(why).__name__}: {why}".split())[:500]
+        sims = [Simulation(self.model, self.graph.id, seed=s) for s in self._seeds]
+        for method, args in self._calls:
+            for sim in sims:
+                getattr(sim, method)(*args)
+        self._separate = sims
 
     @property
-    def outputs(self) -> dict[str, dict[str, Any]]:
-        return {n: dict(e.out_values) for n, e in self._engine.nodes.items()}
+    def outputs(self) -> Any:
+        if self._seeds is None:
+            return {n: dict(e.out_values) for n, e in self._engine.nodes.items()}
+        if self._separate is not None:
+            return [s.outputs for s in self._separate]
+        return _per_replica({n: dict(e.out_values) for n, e in self._engine.nodes.items()}, len(self._seeds))
 
-    def node_outputs(self) -> dict[str, dict[str, Any]]:
+    def node_outputs(self) -> Any:
         """Like ``outputs``, with the nodes of nested graphs too (keyed by their own ids)."""
-        return {n: dict(e.out_values) for n, e in self._engine.all_nodes()}
+        if self._separate is not None:
+            return [s.node_outputs() for s in self._separate]
+        out = {n: dict(e.out_values) for n, e in self._engine.all_nodes()}
+        return out if self._seeds is None else _per_replica(out, len(self._seeds))
 
     @property
-    def parameters(self) -> dict[str, dict[str, Any]]:
-        return {n: {p.id: p.curr for p in e.params} for n, e in self._engine.nodes.items()}
+    def parameters(self) -> Any:
+        if self._separate is not None:
+            return [s.parameters for s in self._separate]
+        out = {n: {p.id: p.curr for p in e.params} for n, e in self._engine.nodes.items()}
+        return out if self._seeds is None else _per_replica(out, len(self._seeds))
 
     @property
     def execution_order(self) -> list[list[str]]:
@@ -217,7 +311,15 @@ class Simulation:
         return [list(s) for s in self._engine.scheduler.execution_list]
 
     def output(self, key: str) -> Any:
-        """One output value by ``"node.port"`` or a unique port id."""
+        """One output value by ``"node.port"`` or a unique port id (a list of them for a replicated
+        simulation)."""
+        if self._separate is not None:
+            return [s.output(key) for s in self._separate]
+        if self._seeds is not None:
+            return split(self._output(key), len(self._seeds))
+        return self._output(key)
+
+    def _output(self, key: str) -> Any:
         if "." in key:
             n, _, p = key.rpartition(".")
             if n in self._engine.nodes and p in self._engine.nodes[n].out_values:
@@ -234,7 +336,7 @@ class Simulation:
         inputs: dict | None = None,
         progress: Callable[[int, int], None] | None = None,
         clock: str = "steps",
-    ) -> Trajectory:
+    ) -> Any:
         """evaluate() at t = 0, then evaluate(time_increment=dt) at t = k*dt for k = 1 .. K, with
         K = round(duration/dt) when duration is a whole number of steps (within 1e-9 of one), else
         floor(duration/dt): ``run(20, 0.05)`` gives 401 evaluations, the last at t = 20. Times are computed
@@ -242,11 +344,14 @@ class Simulation:
 
         ``clock="accumulate"`` reproduces the reference's example scripts instead (``t += dt`` as a float
         while ``t <= duration``), whose step count can differ by one from the integer rule when rounding
-        accumulates (the conformance tests use this protocol). ``progress(i, n)`` is called as it goes."""
+        accumulates (the conformance tests use this protocol). ``progress(i, n)`` is called as it goes.
+        A replicated simulation returns a list of K Trajectories."""
         with self._exclusive("run"):
+            if self._seeds is not None:
+                return self._replicated("run", (duration, dt, inputs, progress, clock))
             return self._run(duration, dt, inputs, progress, clock)
 
-    def _run(self, duration: float, dt: float, inputs: dict | None, progress, clock: str) -> Trajectory:
+    def _run(self, duration: float, dt: float, inputs: dict | None, progress, clock: str) -> Any:
         if dt is None or not dt > 0:
             raise StdopsError(f"run: dt must be positive, got {dt!r}")
         if duration is None or duration < 0:
@@ -276,7 +381,14 @@ class Simulation:
             if progress is not None:
                 progress(i + 1, n)
         self.time = times[-1] if times else 0.0
-        return Trajectory(times, data)
+        if self._seeds is None:
+            return Trajectory(times, data)
+        k = len(self._seeds)
+        per = {n_: {p: [split(v, k) for v in vals] for p, vals in ports.items()} for n_, ports in data.items()}
+        return [
+            Trajectory(times, {n_: {p: [v[r] for v in vals] for p, vals in ports.items()} for n_, ports in per.items()})
+            for r in range(k)
+        ]
 
     def _check_finite(self, t: Any) -> None:
         """The first evaluation at which each output port holds inf or NaN: recorded in ``nonfinite`` and
@@ -301,6 +413,11 @@ class Simulation:
             elif isinstance(v, np.floating):
                 if isfinite(v):
                     continue
+            elif tv is Replicas:
+                d = v.data
+                if d is None or d.dtype.kind not in "fc" or np.isfinite(d).all():
+                    continue
+                v = d
             else:
                 continue
             if (node, port) in self.nonfinite:
@@ -314,6 +431,12 @@ class Simulation:
                 NonFiniteWarning,
                 stacklevel=3,
             )
+
+
+def _per_replica(values: dict, n: int) -> list[dict]:
+    """{node: {port: value}} with Replicas among the values -> K such dicts, one per replica."""
+    split_values = {node: {p: split(v, n) for p, v in ports.items()} for node, ports in values.items()}
+    return [{node: {p: vals[k] for p, vals in ports.items()} for node, ports in split_values.items()} for k in range(n)]
 
 
 def n_steps(duration: float, dt: float) -> int:

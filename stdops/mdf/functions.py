@@ -39,7 +39,9 @@ from ..ops.bind import bind
 from ..ops.cognitive import actr
 from ..ops.cognitive import psyneulink as pnl
 from ..ops.cognitive.ddm import drift_diffusion_integrator
+from ..ops.cognitive.ddm import replicated as replicated_ddm
 from ..ops.mdf_standard import SCALED, MatMul, Relu, exponential, linear, logistic
+from . import replicas
 from .expr import EXTRA_FUNCTIONS, Compiled, compile_value
 
 
@@ -120,10 +122,11 @@ PSYNEULINK_FUNCTIONS = {
 for _n, _f in PSYNEULINK_FUNCTIONS.items():
     _register(_f, _n, description=f"PsyNeuLink's {_n}")
 
-# the standard functions are callable by name inside expressions too
+# the standard functions are callable by name inside expressions too (once per replica when an argument
+# differs between the replicas of a replicated run)
 for _n, _s in STANDARD.items():
     if not _s.needs_rng:
-        EXTRA_FUNCTIONS.setdefault(_n, _s.fn)
+        EXTRA_FUNCTIONS.setdefault(_n, replicas.per_replica_function(_s.fn))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,15 +224,26 @@ def compile_call(
             f"{where}.function",
             f"unknown function {name!r} (standard functions: {', '.join(sorted(STANDARD))}, or onnx::<Op>)",
         )
-    if not steps:
-        return impl, names
+    fn = impl
+    if steps:
 
-    def run(s: dict) -> Any:
-        for k, c in steps:
-            s[k] = c.fn(s)
-        return impl(s)
+        def fn(s: dict) -> Any:
+            for k, c in steps:
+                s[k] = c.fn(s)
+            return impl(s)
 
-    return run, names
+    if isinstance(ctx.state, replicas.ReplicaState) and name != _LIFTED_RANDOM:
+        # a replicated run: the call runs once per replica where the replicas' values differ (or it draws
+        # random numbers); the drift-diffusion integrator is lifted whole instead (_compile_standard)
+        std = STANDARD.get(name)
+        fn = replicas.per_replica_call(
+            fn, ctx.state, random=std is not None and std.needs_rng, stateful=name in ("onnx::Loop", "onnx::If")
+        )
+    return fn, names
+
+
+#: the random function a replicated run computes for all replicas in one call (stdops.ops.cognitive.ddm)
+_LIFTED_RANDOM = "drift_diffusion_integrator"
 
 
 def _quoted_ids(value: Any, known: Mapping[str, Hashable]) -> Any:
@@ -298,6 +312,15 @@ def _compile_standard(
     consts = {i: k[1] for i, k in enumerate(keys) if isinstance(k, tuple) and len(k) == 2 and k[0] == "const"}
     if std.needs_rng:
         state = ctx.state
+        if std.name == _LIFTED_RANDOM and isinstance(state, replicas.ReplicaState):
+
+            def run(s: dict) -> Any:  # every replica's call in one walk, each on its own generator
+                vals = [consts[i] if i in consts else s[k] for i, k in enumerate(keys)]
+                per_call = [[replicas.per_replica_value(v, k) for v in vals] for k in range(state.n)]
+                out = replicated_ddm(state.rngs, per_call)
+                return replicas.Replicas(out, "array" if out.ndim > 1 else "float")
+
+            return run, names
 
         def run(s: dict) -> Any:
             vals = [consts[i] if i in consts else s[k] for i, k in enumerate(keys)]

@@ -43,7 +43,9 @@ def assert_bit_identical(a, b) -> None:
 
 @pytest.fixture(scope="module")
 def serial():
-    return sweep(DDM, GRID, seeds=SEEDS, seed=5, serial=True)
+    """The reference: every job alone, in this process (no replicas; the clusters' tasks of several seeds of
+    one point run them as replicas of one simulation)."""
+    return sweep(DDM, GRID, seeds=SEEDS, seed=5, serial=True, vectorize=False)
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +131,9 @@ def test_local_cluster_is_bit_identical_to_serial_whatever_the_batching(serial, 
     )
     assert_bit_identical(big_tasks, serial)
     assert len(tasks) < 12  # after the first tasks measured the rate, jobs went out several to a task
+    # ... and the seeds of one point in one task ran as replicas of one simulation
+    sha = big_tasks.attrs["model_sha256"]
+    assert sum(local_client.run(lambda: payload.REPLICA_JOBS.get(sha, 0)).values()) > 0
     # an ONNX batch too
     xs = np.random.default_rng(0).random((6, 1, 2)).astype(np.float32)
     here = sweep(demo_model_path(), inputs={"x": xs}, serial=True)

@@ -47,6 +47,22 @@ def test_ddm_grid_over_seeds_matches_theory_and_the_public_api():
     np.testing.assert_array_equal(ds["ddm.signed_rt"].values[1, 0, 2], sim.outputs["ddm"]["signed_rt"])
 
 
+def test_seeds_as_replicas_are_the_seeds_one_by_one():
+    """A point's seeds run as replicas of one simulation give the bits of one run per seed: one evaluation,
+    and time-stepped."""
+    from stdops.distributed import payload
+
+    grid = {"stimulus.coherence": [0.1, 0.4], "stimulus.trials": [200]}
+    for kw in ({}, {"duration": 0.03, "dt": 0.01}):
+        before = sum(payload.REPLICA_JOBS.values())
+        vec = sweep(DDM, grid, seeds=5, seed=3, serial=True, **kw)
+        assert sum(payload.REPLICA_JOBS.values()) - before == 10  # every job, 5 seeds to a simulation
+        alone = sweep(DDM, grid, seeds=5, seed=3, serial=True, vectorize=False, **kw)
+        xr.testing.assert_identical(vec, alone)
+        for name in alone.variables:
+            assert vec[name].values.tobytes() == alone[name].values.tobytes(), name
+
+
 def test_time_stepped_sweep_of_an_initial_value_matches_the_analytic_oscillator():
     ds = sweep(OSC, {"mass_spring.k": [1.0, 4.0], "mass_spring.x": [1.0, 2.0]}, duration=2.0, dt=0.001, serial=True)
     assert ds["mass_spring.position"].dims == ("mass_spring.k", "mass_spring.x", "seed", "time")
@@ -124,7 +140,7 @@ def test_resume_after_an_interrupted_sweep_gives_the_same_file(tmp_path, suffix)
         assert np.isnan(partial["ddm.accuracy"].values[2]).all()  # the jobs not run yet
     ran = []
     sweep(DDM, grid, seeds=2, serial=True, output=part, command="c", resume=True, progress=lambda d, t: ran.append(d))
-    assert ran == [5, 6]  # only the two missing jobs ran
+    assert ran == [6]  # only the two missing jobs ran (one point's two seeds: one batch, as replicas)
     if suffix == ".nc":
         assert part.read_bytes() == whole.read_bytes()
     else:
