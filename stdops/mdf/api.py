@@ -352,12 +352,15 @@ class Simulation:
             return self._run(duration, dt, inputs, progress, clock)
 
     def _run(self, duration: float, dt: float, inputs: dict | None, progress, clock: str) -> Any:
-        if dt is None or not dt > 0:
-            raise StdopsError(f"run: dt must be positive, got {dt!r}")
-        if duration is None or duration < 0:
-            raise StdopsError(f"run: duration must be >= 0, got {duration!r}")
+        if dt is None or not (dt > 0 and math.isfinite(dt)):
+            raise StdopsError(f"run: dt must be a positive finite number, got {dt!r}")
+        if duration is None or not (duration >= 0 and math.isfinite(duration)):
+            raise StdopsError(f"run: duration must be a finite number >= 0, got {duration!r}")
         if clock not in ("steps", "accumulate"):
             raise StdopsError(f"run: clock must be 'steps' or 'accumulate', not {clock!r}")
+        # The step count comes from the caller or the file's metadata (preferred_dt): bound it before a list
+        # of times (and a trajectory of that many values per port) is built (stdops/limits.py).
+        limits.check_elements((n_steps(duration, dt),), f"run(duration={duration!r}, dt={dt!r}): time steps", 8)
         if clock == "steps":
             times = [k * dt for k in range(n_steps(duration, dt))]
             if abs(times[-1] - duration) <= 1e-9 * max(1.0, abs(duration)):
@@ -443,6 +446,8 @@ def n_steps(duration: float, dt: float) -> int:
     """Evaluations of ``run(duration, dt)``: 1 + round(duration/dt) when that is within 1e-9 (relative) of
     a whole number, else 1 + floor(duration/dt)."""
     q = duration / dt
+    if not math.isfinite(q):
+        raise StdopsError(f"run: duration / dt = {duration!r} / {dt!r} is not a finite number of steps")
     k = round(q)
     if abs(q - k) > 1e-9 * max(1.0, abs(q)):
         k = math.floor(q)

@@ -283,3 +283,17 @@ def test_cli_helpers_strict_or_lenient(tmp_path, capsys):
         mdf_cli.run_model(p)
     mdf_cli.run_model(p, lenient=True)
     assert "unknown field(s) output_port" in capsys.readouterr().out.replace("\n", " ")
+
+
+@pytest.mark.parametrize(
+    ("duration", "dt"),
+    [(1.0, 1e-30), (1e300, 1e-300), (float("inf"), 0.1), (float("nan"), 0.1), (1.0, float("nan")), (1.0, float("inf"))],
+)
+def test_run_refuses_a_step_count_it_cannot_hold_before_building_the_times(duration, dt):
+    # a file's metadata (preferred_dt) reaches run() as well as the caller: 1e30 steps used to hang while the
+    # list of times was built
+    sim = mdf.Simulation(mdf.model_from_data(CLOCK))
+    with pytest.raises(StdopsError, match=r"time steps|finite"):
+        sim.run(duration=duration, dt=dt)
+    assert sim.n_evaluations == 0
+
