@@ -296,4 +296,3 @@ def test_run_refuses_a_step_count_it_cannot_hold_before_building_the_times(durat
     with pytest.raises(StdopsError, match=r"time steps|finite"):
         sim.run(duration=duration, dt=dt)
     assert sim.n_evaluations == 0
-
