@@ -210,7 +210,9 @@ def bench_ncnn(cases, threads_list, repeat, budget, stat="min") -> dict:
             set_blas(max(threads_list))
             y = ours.run(feeds)[out]
         except Exception as e:  # noqa: BLE001
-            print(f"ncnn {name:<22} stdops fails: {type(e).__name__}: {str(e)[:120]}")
+            probe = ncnn.Net()
+            peer = "the wheel loads it" if probe.load_param(param) == 0 else "the wheel refuses it too"
+            print(f"ncnn {name:<22} stdops fails ({peer}): {type(e).__name__}: {str(e)[:120]}")
             continue
         fns, before = [], []
         for threads in threads_list:

@@ -25,6 +25,23 @@ def static_shapes(g: onnx.GraphProto, opsets: dict[str, int], functions: dict | 
     """value name -> static shape (a tuple of ints) for the values ONNX's shape inference determines."""
     if len(g.node) > MAX_NODES or not any(n.op_type in _USERS for n in g.node):
         return {}
+    try:
+        inferred = _inferred(g, opsets, functions)
+    except Exception:  # noqa: BLE001 - no shapes (the optimizer works without them): a file's names that are
+        return {}  # not UTF-8 fail in protobuf's string fields, its unusual graphs in onnx's inference
+    shapes: dict = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is None or not tt.HasField("shape"):
+            continue
+        dims = [int(d.dim_value) if d.HasField("dim_value") else 0 for d in tt.shape.dim]
+        if all(d > 0 for d in dims):
+            shapes[vi.name] = tuple(dims)
+    return shapes
+
+
+def _inferred(g: onnx.GraphProto, opsets: dict[str, int], functions: dict | None) -> onnx.ModelProto:
+    """The skeleton model (module docstring) with its shapes inferred."""
     declared = {vi.name for vi in g.input}
     inputs = list(g.input)
     inits = []
@@ -45,16 +62,4 @@ def static_shapes(g: onnx.GraphProto, opsets: dict[str, int], functions: dict | 
     model.ir_version = max(model.ir_version, 7)
     if functions:
         model.functions.extend(functions.values())
-    try:
-        inferred = shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=False)
-    except Exception:  # noqa: BLE001 - no shapes: the optimizer works without them
-        return {}
-    shapes: dict = {}
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
-        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
-        if tt is None or not tt.HasField("shape"):
-            continue
-        dims = [int(d.dim_value) if d.HasField("dim_value") else 0 for d in tt.shape.dim]
-        if all(d > 0 for d in dims):
-            shapes[vi.name] = tuple(dims)
-    return shapes
+    return shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=False)

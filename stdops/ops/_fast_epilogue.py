@@ -197,43 +197,97 @@ def epilogue(y: np.ndarray, b, act1, residual, act2, bias_axis: int = 1) -> np.n
 
 # --------------------------------------------------------------------------- row-wise normalizations
 
+_LANES = 16  # partial sums / maxima per row: independent chains the compiler keeps in vector registers
+
 if numba is not None:
 
+    @numba.njit(inline="always", error_model="numpy")
+    def _lane_sum(v, lanes):  # pragma: no cover - compiled
+        # sum of v in _LANES interleaved partial sums, then the lanes and the tail in order (a fixed order: the
+        # result depends on the length only; a single running sum would be one add latency per element)
+        n = v.shape[0]
+        n16 = n - n % _LANES
+        for k in range(_LANES):
+            lanes[k] = np.float32(0.0)
+        for j0 in range(0, n16, _LANES):
+            w = v[j0 : j0 + _LANES]
+            for k in range(_LANES):
+                lanes[k] += w[k]
+        s = np.float32(0.0)
+        for k in range(_LANES):
+            s += lanes[k]
+        for j in range(n16, n):
+            s += v[j]
+        return s
+
     @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _softmax_rows(x, y, e, kb):  # pragma: no cover - compiled
-        # y[r] = exp(x[r] - max) / sum(exp(x[r] - max)) per row (exp of the non-positive differences as _exp_stage)
+    def _softmax_rows(x, y, kb):  # pragma: no cover - compiled
+        # y[r] = exp(x[r] - max) / sum(exp(x[r] - max)) per row; exp of the non-positive differences as
+        # _exp_stage (d < -87 gives 0). A row holding NaN or +inf (max - max is NaN), or only -inf, is NaN
+        # throughout, as the kernel's formula gives.
         R, L = x.shape
+        L16 = L - L % _LANES
+        lanes = np.empty(_LANES, x.dtype)
+        nans = np.empty(_LANES, x.dtype)
+        kf = kb.view(np.float32)
         for r in range(R):
             xr, yr = x[r], y[r]
+            for k in range(_LANES):
+                lanes[k] = xr[0]
+                nans[k] = np.float32(0.0)
+            for j0 in range(0, L16, _LANES):
+                w = xr[j0 : j0 + _LANES]
+                for k in range(_LANES):
+                    v = w[k]
+                    lanes[k] = v if v > lanes[k] else lanes[k]
+                    nans[k] += np.float32(1.0) if v != v else np.float32(0.0)
             m = xr[0]
-            for j in range(L):
+            bad = np.float32(0.0)
+            for k in range(_LANES):
+                m = lanes[k] if lanes[k] > m else m
+                bad += nans[k]
+            for j in range(L16, L):
                 v = xr[j]
-                m = v if (v > m or v != v) else m
+                m = v if v > m else m
+                bad += np.float32(1.0) if v != v else np.float32(0.0)
+            if bad != np.float32(0.0) or m - m != np.float32(0.0):
+                for j in range(L):
+                    yr[j] = np.float32(np.nan)
+                continue
+            for j in range(L):  # exp(t), t = x - max <= 0: 2^n p(r), n = round(t / ln 2) (by the 1.5 * 2^23 shift)
+                t = xr[j] - m
+                t = t if t > np.float32(-87.0) else np.float32(-87.0)
+                n = (t * np.float32(1.4426950408889634) + np.float32(12582912.0)) - np.float32(12582912.0)
+                q = t - n * np.float32(0.693359375)
+                q = q + n * np.float32(2.12194440e-4)
+                p = np.float32(1.9875691500e-4)
+                p = p * q + np.float32(1.3981999507e-3)
+                p = p * q + np.float32(8.3334519073e-3)
+                p = p * q + np.float32(4.1665795894e-2)
+                p = p * q + np.float32(1.6666665459e-1)
+                p = p * q + np.float32(5.0000001201e-1)
+                yr[j] = p * (q * q) + q + np.float32(1.0)
+                kb[j] = (np.int32(n) + np.int32(127)) << 23
             for j in range(L):
-                yr[j] = xr[j] - m
-            _exp_stage(yr, e, kb)
-            s = np.float32(0.0)
+                yr[j] = yr[j] * kf[j] if xr[j] - m > np.float32(-87.0) else np.float32(0.0)
+            s = _lane_sum(yr, lanes)
             for j in range(L):
-                s += e[j]
-            for j in range(L):
-                yr[j] = e[j] / s
+                yr[j] = yr[j] / s
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _layer_norm_rows(x, scale, bias, eps, y):  # pragma: no cover - compiled
-        # y[r] = (x[r] - mean) / sqrt(var + eps) * scale + bias per row (two passes for the statistics)
+        # y[r] = (x[r] - mean) / sqrt(var + eps) * scale + bias per row (two passes for the statistics; the
+        # squared deviations go through y's row, then overwritten)
         R, L = x.shape
         has_b = bias.shape[0] == L
+        lanes = np.empty(_LANES, x.dtype)
         for r in range(R):
             xr, yr = x[r], y[r]
-            s = np.float32(0.0)
-            for j in range(L):
-                s += xr[j]
-            mean = s / np.float32(L)
-            q = np.float32(0.0)
+            mean = _lane_sum(xr, lanes) / np.float32(L)
             for j in range(L):
                 d = xr[j] - mean
-                q += d * d
-            inv = np.float32(1.0) / np.sqrt(q / np.float32(L) + eps)
+                yr[j] = d * d
+            inv = np.float32(1.0) / np.sqrt(_lane_sum(yr, lanes) / np.float32(L) + eps)
             for j in range(L):
                 t = ((xr[j] - mean) * inv) * scale[j]
                 yr[j] = t + bias[j] if has_b else t
@@ -243,7 +297,7 @@ def softmax_rows(x: np.ndarray) -> np.ndarray:
     """Softmax over the last axis of a float32 array (a new array)."""
     x2 = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
     y = np.empty_like(x2)
-    _softmax_rows(x2, y, np.empty(x2.shape[1], np.float32), np.empty(x2.shape[1], np.int32))
+    _softmax_rows(x2, y, np.empty(x2.shape[1], np.int32))
     return y.reshape(x.shape)
 
 

@@ -41,7 +41,33 @@ def _arr(x, what: str = "input") -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- reshape family
-@op("onnx:Reshape-5")
+def prepare_reshape(constants: tuple, attrs: dict):
+    """Load time, ``shape`` a constant: its dimensions read once, the step one ndarray.reshape (a view, as the
+    kernel's). Only a shape whose meaning does not depend on the input's dimensions is prepared (no 0 to copy,
+    no -1 beside a 0); any array the reshape refuses goes to the kernel, which raises its error."""
+    shape = constants[1] if len(constants) > 1 else None
+    if shape is None:
+        return None
+    try:
+        dims = tuple(int_list(shape, "shape"))
+    except KernelError:
+        return None
+    if any(d < -1 for d in dims) or dims.count(-1) > 1 or (0 in dims and (-1 in dims or not attrs["allowzero"])):
+        return None
+    allowzero = attrs["allowzero"]
+
+    def reshape_prepared(data, shape_):
+        if type(data) is np.ndarray:
+            try:
+                return data.reshape(dims)
+            except ValueError:
+                pass
+        return reshape(data, shape_, allowzero=allowzero)
+
+    return reshape_prepared
+
+
+@op("onnx:Reshape-5", prepare=prepare_reshape)
 def reshape(data, shape, /, *, allowzero=0):
     """y = data with the shape ``shape``; a 0 copies the input dimension (unless ``allowzero``),
     one -1 is inferred from the element count.

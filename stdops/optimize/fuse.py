@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from ..errors import StdopsError
 from ..graph import Node
 from ..ops import fused
 from ..ops._registry import record_use
@@ -366,5 +367,27 @@ def run(work: Work) -> None:
         elif k == "softmax" and len(node.outputs) == 1:
             work.replace(h, node.rebound(bind(fused.softmax_rows, node.bound.attrs)))
         elif k == "layer_normalization" and not any(o in work.kept or work.readers(o) for o in node.outputs[1:] if o):
-            ln = bind(fused.layer_norm_rows, node.bound.attrs, node.bound.constants)
+            # the constants as the passes left them (a scale that reached the node through a folded Identity
+            # is known only here, not to the front end's binding)
+            consts = tuple(work.const(i) for i in node.inputs)
+            ln = bind(fused.layer_norm_rows, node.bound.attrs, consts)
             work.replace(h, dataclasses.replace(node.rebound(ln), outputs=node.outputs[:1]))
+    _prepare_known_constants(work)
+
+
+def _prepare_known_constants(work: Work) -> None:
+    """Nodes whose kernel prepares constant inputs, rebound where a pass made an input constant that the front
+    end's binding did not know (a weight read through an Identity the cancel pass removed, a folded value):
+    the weights of exported graphs that share one initializer between layers."""
+    for k, node in enumerate(work.nodes):
+        if kernel_name(node) is None or node is None or node.bound.kernel.prepare is None:
+            continue
+        old = tuple(node.bound.constants) + (None,) * (len(node.inputs) - len(node.bound.constants))
+        consts = tuple(work.const(i) if c is None else c for i, c in zip(node.inputs, old))
+        if all((c is None) == (o is None) for c, o in zip(consts, old)):
+            continue
+        try:
+            bound = node.bound.rebind(constants=consts)
+        except StdopsError:
+            continue  # the written node raises its error at run time
+        work.replace(k, node.rebound(bound))

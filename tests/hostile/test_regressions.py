@@ -332,3 +332,21 @@ def test_ncnn_convolution_paths_refuse_huge_pads_before_allocating(layer, x, n_w
     _behaves_then(
         case, tmp_path, ResourceLimitError, r"node 'L' \(Convolution(DepthWise)?\).*(Conv output|padded input)"
     )
+
+
+def test_onnx_graph_name_that_is_not_utf8_loads_and_runs(tmp_path):
+    """Bug: the optimizer's static-shape inference rebuilt the graph through onnx.helper, whose string fields
+    decode as UTF-8: a graph name of other bytes (which no loader reads) ended the load in UnicodeDecodeError."""
+    data = (EXAMPLES / "xor_mlp.onnx").read_bytes()
+    field = b"\x12\x07xor_mlp"  # GraphProto.name (field 2, 7 bytes)
+    assert data.count(field) == 1
+    bad = data.replace(field, b"\x12\x07\xff\xfe\x81xor_")
+    case = Case("graph name not utf-8", "onnx", {"model.onnx": bad}, "model.onnx", None, {})
+    failures = run_cases([case], tmp_path / "fork")
+    assert not failures, report(failures, 1)
+    x = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.float32)
+    want = so.load(EXAMPLES / "xor_mlp.onnx").run({"x": x})
+    (tmp_path / "model.onnx").write_bytes(bad)
+    got = so.load(tmp_path / "model.onnx").run({"x": x})
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name])

@@ -206,11 +206,15 @@ def test_row_steps_compiled_match_their_kernels(compiled):
     x = (RNG.standard_normal((3, 5, 37)) * 20).astype(np.float32)
     x[0, 0, 3], x[0, 1, :] = np.nan, -np.inf
     x[1, 2, 7] = np.inf
+    x[1, 3, 5] = x[2, 0, 36] = -np.inf  # a -inf among finite values: 0 there, the row finite
     with np.errstate(invalid="ignore"):
         got = bind(softmax_rows, {"axis": -1}).fn(x)
         want = softmax(x, axis=-1)
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
     assert np.array_equal(np.isnan(got), np.isnan(want))
+    for rows, length in ((7, 128), (3, 16), (2, 1), (5, 200)):  # lengths around the 16 partial sums
+        z = (RNG.standard_normal((rows, length)) * 5).astype(np.float32)
+        np.testing.assert_allclose(bind(softmax_rows, {"axis": -1}).fn(z), softmax(z, axis=-1), rtol=2e-6, atol=1e-7)
     y = RNG.standard_normal((4, 6, 33)).astype(np.float32) * 3 + 1
     s, b = RNG.standard_normal(33).astype(np.float32), RNG.standard_normal(33).astype(np.float32)
     for bias in (b, None):

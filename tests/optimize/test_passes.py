@@ -204,3 +204,19 @@ def test_the_other_gelu_spelling_is_one_step_too():
     consts = [("isq2", np.float32(1 / np.sqrt(2))), ("one", np.float32(1)), ("half", np.float32(0.5))]
     m = model(nodes, [("x", [5, 16])], ["y"], [("W", w(16, 24))] + consts)
     check(m, {"x": w(5, 16, scale=3)}, ["matmul_act"], {"erf", "mul", "add", "mat_mul"})
+
+
+def test_a_weight_read_through_an_identity_is_prepared():
+    """Exporters share one initializer between layers through Identity nodes: once the cancel pass removes them,
+    the LayerNormalization and the Reshape see constants and are bound to their prepared (compiled) steps."""
+    nodes = [
+        helper.make_node("Identity", ["s0"], ["s1"]),
+        helper.make_node("Identity", ["shape0"], ["shape1"]),
+        helper.make_node("LayerNormalization", ["x", "s1", "b0"], ["n"], epsilon=1e-5),
+        helper.make_node("Reshape", ["n", "shape1"], ["y"]),
+    ]
+    inits = [("s0", w(16) + 1), ("b0", w(16)), ("shape0", np.array([6, -1], np.int64))]
+    m = model(nodes, [("x", [3, 4, 16])], ["y"], inits)
+    ours = check(m, {"x": w(3, 4, 16, scale=2.0)}, expect_kernels=("layer_norm_rows",), absent_kernels=("identity",))
+    bound = {n.kernels[0]: n.bound for n in ours.plan.as_run.nodes}
+    assert bound["layer_norm_rows"].prepared and bound["reshape"].prepared
