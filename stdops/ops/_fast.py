@@ -9,17 +9,13 @@ AVX-512 core, fastest of alternating rounds):
   bias and a following clip, one plane at a time in cache: the plane is scattered into its zero-padded
   stride phases, each tap is one long contiguous multiply-add into the plane's accumulator, and the
   accumulator is clipped into Y. One pass over X and one over Y; the NumPy path gathers the taps into
-  columns first (2-4 passes over 2-9x the input). MobileNetV2's 3x3 144@56: 0.47 ms against 1.8 ms.
+  columns first (2-4 passes over 2-9x the input). MobileNetV2's 3x3 144@56: 0.47 ms against 1.8 ms;
+  3 x 3 stride 1 takes ``_dw3x3s1`` (the nine taps in one expression per output): 0.24 ms.
 - :func:`winograd`: the input and output transforms of F(4x4, 3x3), each a 6-from-6 linear map per tile
   with the coefficients in registers over the 4 x 4 phases of a plane, bias and clip in the output one; the
   NumPy transforms (a gather copy and a Kronecker GEMM each way) cost 70% of the layer. 3x3 64@56:
   0.90 ms against 1.41 ms (onnxruntime 1.16 ms); 128@28: 0.85 against 0.97 (onnxruntime 1.10).
-- :func:`ddm_walk`: drift-diffusion trials walked one at a time to their crossing, each on its counter-based
-  normals (Philox4x32-10 words made 32-128 at a time in SIMD lanes, the ziggurat's fast path inline; the
-  words past a trial's end are never turned into normals); the NumPy path walks all trials a block of steps
-  at a time, with the same bits (so no fused multiply-add here: each step's x + (mu + sigma z) is NumPy's).
-  10,000 trials of ~420 steps: 1.7 us per trial against 39 us (benchmarks/bench_mdf.py, where modeci-mdf's
-  function takes ~250 us per trial).
+(The drift-diffusion walk, ``ddm_walk``, is in ops/_fast_ddm.py.)
 
 Strict IEEE arithmetic except fused multiply-add (numba's ``contract``): each output sums its terms in a
 fixed order, padding included as zeros (0 * inf is NaN, as the definition says). The first call of each
@@ -29,7 +25,6 @@ turns the compiled path off.
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
@@ -43,6 +38,7 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
 
 _enabled = numba is not None and os.environ.get("STDOPS_NO_FAST", "") in ("", "0")
 _DW_CHUNK = 4096  # accumulator values per pass of the depthwise taps (16 KiB: stays in L1 with its runs)
+_DW_WIDE_ROW = 48  # 3 x 3 stride-1 depthwise rows from this width on go straight into Y (measured: 56 and 112 gain)
 
 
 def enabled() -> bool:
@@ -136,6 +132,64 @@ if numba is not None:
                         orow = out[oy]
                         for ox in range(ow):
                             orow[ox] = r[ox]
+
+    @numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+    def _dw3x3s1(x, w, b, pt, pl, clip, lo, hi, y):  # pragma: no cover - compiled
+        # 3 x 3 stride-1 undilated depthwise (one channel per group): each plane copied into a zero-padded plane
+        # of width Wp = ow + 2, then every output is b + w0 r0 + ... + w8 r8 in _dw2d's tap order (the same sum)
+        # in one expression: 9 loads and one store per output, where _dw2d makes 9 passes over an accumulator.
+        # Wide rows go straight into Y row by row; narrow ones as one run over the plane at width Wp (the two
+        # junk columns per row dropped in the copy to Y)
+        N, C, H, W = x.shape
+        oh, ow = y.shape[2], y.shape[3]
+        Wp, Hp = ow + 2, oh + 2
+        L = oh * Wp
+        p = np.zeros(Hp * Wp + 2, x.dtype)
+        acc = np.empty(L, x.dtype)
+        has_b = b.shape[0] == C
+        for n in range(N):
+            for c in range(C):
+                plane = x[n, c]
+                for iy in range(min(H, Hp - pt)):
+                    row = p[(iy + pt) * Wp + pl :]
+                    src = plane[iy]
+                    for i in range(min(W, Wp - pl)):
+                        row[i] = src[i]
+                w0, w1, w2 = w[c, 0, 0], w[c, 0, 1], w[c, 0, 2]
+                w3, w4, w5 = w[c, 1, 0], w[c, 1, 1], w[c, 1, 2]
+                w6, w7, w8 = w[c, 2, 0], w[c, 2, 1], w[c, 2, 2]
+                bias = b[c] if has_b else x.dtype.type(0)
+                out = y[n, c]
+                if ow >= _DW_WIDE_ROW:
+                    for oy in range(oh):
+                        o = oy * Wp
+                        r0, r1, r2 = p[o : o + ow], p[o + 1 : o + 1 + ow], p[o + 2 : o + 2 + ow]
+                        o += Wp
+                        r3, r4, r5 = p[o : o + ow], p[o + 1 : o + 1 + ow], p[o + 2 : o + 2 + ow]
+                        o += Wp
+                        r6, r7, r8 = p[o : o + ow], p[o + 1 : o + 1 + ow], p[o + 2 : o + 2 + ow]
+                        orow = out[oy]
+                        for q in range(ow):
+                            t = bias + w0 * r0[q] + w1 * r1[q] + w2 * r2[q] + w3 * r3[q] + w4 * r4[q]
+                            t = t + w5 * r5[q] + w6 * r6[q] + w7 * r7[q] + w8 * r8[q]
+                            if clip:
+                                t = lo if t < lo else (hi if t > hi else t)  # NaN stays NaN
+                            orow[q] = t
+                    continue
+                r0, r1, r2 = p[0:L], p[1 : L + 1], p[2 : L + 2]
+                r3, r4, r5 = p[Wp : Wp + L], p[Wp + 1 : Wp + L + 1], p[Wp + 2 : Wp + L + 2]
+                r6, r7, r8 = p[2 * Wp : 2 * Wp + L], p[2 * Wp + 1 : 2 * Wp + L + 1], p[2 * Wp + 2 : 2 * Wp + L + 2]
+                for q in range(L):
+                    t = bias + w0 * r0[q] + w1 * r1[q] + w2 * r2[q] + w3 * r3[q] + w4 * r4[q]
+                    t = t + w5 * r5[q] + w6 * r6[q] + w7 * r7[q] + w8 * r8[q]
+                    if clip:
+                        t = lo if t < lo else (hi if t > hi else t)
+                    acc[q] = t
+                for oy in range(oh):
+                    r = acc[oy * Wp : oy * Wp + ow]
+                    orow = out[oy]
+                    for ox in range(ow):
+                        orow[ox] = r[ox]
 
     @numba.njit(inline="always")
     def _lin6(c, k, d0, d1, d2, d3, d4, d5):  # pragma: no cover - compiled
@@ -321,6 +375,9 @@ if numba is not None:
 #: maps of at most this many outputs per channel take the channels-last kernel (measured on one AVX-512 core:
 #: 7 x 7 x 960 0.07 ms against 0.19 planar, 14 x 14 x 576 0.11 against 0.25; 28 x 28 loses)
 SMALL_MAP = 256
+#: ... for 3 x 3 stride 1, whose planar kernel sums the taps in registers (_dw3x3s1; 14 x 14 x 384: 0.065 ms against
+#: 0.15 channels-last; 7 x 7 x 960: 0.12 against 0.08)
+SMALL_MAP_3X3 = 64
 
 
 def depthwise2d_small(x, wt, b, strides, dilations, begin, out, clip=None) -> np.ndarray:
@@ -352,6 +409,9 @@ def depthwise2d(x, w, b, mult, strides, dilations, begin, out, clip=None) -> np.
     M = w.shape[0]
     y = np.empty((N, M) + tuple(out), dt)
     bb = np.zeros((0,), dt) if b is None else b
+    if mult == 1 and w.shape[1:] == (3, 3) and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1):
+        _dw3x3s1(x, w, bb, begin[0], begin[1], *_clip_args(clip, dt), y)
+        return y
     _dw2d(
         x,
         w,
@@ -395,151 +455,3 @@ def winograd(tile, x, U, b, begin, out, clip=None) -> np.ndarray:
     y = np.empty((N, M) + tuple(out), dt)
     _wino4_out(P, at, TH, TW, TWp, np.zeros((0,), dt) if b is None else b, *_clip_args(clip, dt), y)
     return y
-
-
-# --------------------------------------------------------------------------------------------------------
-# Drift diffusion: each trial walked to its end on its own counter-based normals (NumPy reference:
-# stdops.ops.cognitive.ddm._walk_numpy on stdops.ops.cognitive.philox_normals, which this must match bit for bit)
-
-if numba is not None:
-    _U64 = numba.uint64
-    _LO32 = np.uint64(0xFFFFFFFF)
-    _SH32 = np.uint64(32)
-    _SH12 = np.uint64(12)
-    _SH11 = np.uint64(11)
-    _SH8 = np.uint64(8)
-    _ONE = np.uint64(1)
-    _MASK8 = np.uint64(0xFF)
-    _PM0, _PM1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
-    _PW0, _PW1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
-    _OVF = np.uint64(1 << 63)
-    _OVF_SHIFT = np.uint64(20)
-    _U53 = 2.0**-53
-
-    @numba.njit(inline="always")
-    def _philox_words(j, stream, key):  # pragma: no cover - compiled
-        # Philox4x32-10 of the counter (j, stream) under key: philox_normals.words
-        c0, c1, c2, c3 = j & _LO32, j >> _SH32, stream & _LO32, stream >> _SH32
-        k0, k1 = key & _LO32, key >> _SH32
-        for _ in range(10):
-            p0 = _PM0 * c0
-            p1 = _PM1 * c2
-            c0, c1, c2, c3 = (p1 >> _SH32) ^ c1 ^ k0, p1 & _LO32, (p0 >> _SH32) ^ c3 ^ k1, p0 & _LO32
-            k0 = (k0 + _PW0) & _LO32
-            k1 = (k1 + _PW1) & _LO32
-        return c0 | (c1 << _SH32), c2 | (c3 << _SH32)
-
-    @numba.njit(inline="always")
-    def _overflow_word(key, stream, step, pos):  # pragma: no cover - compiled
-        w0, w1 = _philox_words(_OVF | (step << _OVF_SHIFT) | (pos >> _ONE), stream, key)
-        return w0 if (pos & _ONE) == 0 else w1
-
-    @numba.njit(nogil=True)
-    def _slow_normal(key, stream, step, layer, neg, v, scale, inner, zf, r):  # pragma: no cover - compiled
-        # philox_normals._slow_path for one word: the tail beyond r (layer 0) or a wedge, fresh words after
-        # a rejected wedge; exp only in the tests (math.exp: the C library's, as the NumPy path's band uses)
-        pos = _U64(0)
-        while True:
-            if layer == 0:
-                u1 = (np.float64(_overflow_word(key, stream, step, pos) >> _SH11) + 1.0) * _U53
-                u2 = np.float64(_overflow_word(key, stream, step, pos + _ONE) >> _SH11) * _U53
-                pos += _U64(2)
-                x = r / math.sqrt(u1)
-                q = x / r
-                if u2 / (q * q * q) < math.exp(-0.5 * (x * x - r * r)):
-                    return -x if neg else x
-            else:
-                u = np.float64(_overflow_word(key, stream, step, pos) >> _SH11) * _U53
-                pos += _ONE
-                y = zf[layer] + u * (zf[layer + 1] - zf[layer])
-                if y < math.exp(-0.5 * v * v):
-                    return -v if neg else v
-                w = _overflow_word(key, stream, step, pos)
-                pos += _ONE
-                layer = np.intp(w & _MASK8)
-                neg = ((w >> _SH8) & _ONE) == _ONE
-                v = np.float64(w >> _SH12) * scale[layer]
-                if v < inner[layer]:
-                    return -v if neg else v
-
-    @numba.njit(inline="always")
-    def _philox_fill(j0, n, stream, key, out):  # pragma: no cover - compiled
-        # the words of counters j0 .. j0 + n - 1: independent iterations, which LLVM runs in SIMD lanes
-        k0i, k1i = key & _LO32, key >> _SH32
-        s0, s1 = stream & _LO32, stream >> _SH32
-        for q in range(n):
-            j = j0 + _U64(q)
-            c0, c1, c2, c3 = j & _LO32, j >> _SH32, s0, s1
-            k0, k1 = k0i, k1i
-            for _ in range(10):
-                p0 = _PM0 * c0
-                p1 = _PM1 * c2
-                c0, c1, c2, c3 = (p1 >> _SH32) ^ c1 ^ k0, p1 & _LO32, (p0 >> _SH32) ^ c3 ^ k1, p0 & _LO32
-                k0 = (k0 + _PW0) & _LO32
-                k1 = (k1 + _PW1) & _LO32
-            out[2 * q] = c0 | (c1 << _SH32)
-            out[2 * q + 1] = c2 | (c3 << _SH32)
-
-    _WALK_FIRST, _WALK_MAX = 16, 64  # Philox calls per refill of a trial's words (2 steps each), doubling
-
-    @numba.njit(cache=True, nogil=True)
-    def _ddm_walk(keys, streams, x0, mu, sigma, thr, cap, scale, inner, zf, r, steps, xend):  # pragma: no cover
-        # each trial to its end; its words made _WALK_FIRST, 2 _WALK_FIRST, ... calls at a time (the words
-        # after its crossing are never turned into normals)
-        buf = np.empty(2 * _WALK_MAX, np.uint64)
-        for i in range(x0.shape[0]):
-            key, stream = keys[i], streams[i]
-            x, m, s, t = x0[i], mu[i], sigma[i], thr[i]
-            k = 0
-            calls = _WALK_FIRST
-            done = False
-            while not done:
-                _philox_fill(_U64(k) >> _ONE, calls, stream, key, buf)
-                for q in range(2 * calls):
-                    w = buf[q]
-                    layer = np.intp(w & _MASK8)
-                    v = np.float64(w >> _SH12) * scale[layer]
-                    neg = ((w >> _SH8) & _ONE) == _ONE
-                    if v < inner[layer]:
-                        z = -v if neg else v
-                    else:
-                        z = _slow_normal(key, stream, _U64(k), layer, neg, v, scale, inner, zf, r)
-                    x = x + (m + s * z)
-                    k += 1
-                    if abs(x) >= t:
-                        done = True
-                        break
-                    if k >= cap:
-                        return i
-                if calls < _WALK_MAX:
-                    calls *= 2
-            steps[i] = k
-            xend[i] = x
-        return -1
-
-
-def ddm_walk(keys, streams, x0, mu, sigma, thr, cap):
-    """(steps, last x) of each trial's walk x += mu + sigma z until |x| >= thr, z = philox_normals.normal(key,
-    stream, step); (None, None) when a trial has not crossed after ``cap`` steps. Flat arrays of one length."""
-    from .cognitive import philox_normals
-
-    _, zf, scale, inner = philox_normals.tables()
-    steps = np.empty(x0.shape[0], np.int64)
-    xend = np.empty(x0.shape[0], np.float64)
-    f64 = np.float64
-    bad = _ddm_walk(
-        np.ascontiguousarray(keys, np.uint64),
-        np.ascontiguousarray(streams, np.uint64),
-        np.ascontiguousarray(x0, f64),
-        np.ascontiguousarray(mu, f64),
-        np.ascontiguousarray(sigma, f64),
-        np.ascontiguousarray(thr, f64),
-        int(cap),
-        scale,
-        inner,
-        zf,
-        philox_normals.ZIG_R,
-        steps,
-        xend,
-    )
-    return (None, None) if bad >= 0 else (steps, xend)

@@ -122,7 +122,9 @@ def depthwise(xc: np.ndarray, cw, geo, strides, dilations, b=None, clip=None) ->
         # (the compiled buffers hold one plane per stride phase: small strides only)
         # compiled (ops/_fast.py); the NumPy path below is their reference
         xc = np.ascontiguousarray(xc)
-        if mg == 1 and out[0] * out[1] <= _fast.SMALL_MAP:
+        s1 = kernel == (3, 3) and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1)
+        small = _fast.SMALL_MAP_3X3 if s1 else _fast.SMALL_MAP
+        if mg == 1 and out[0] * out[1] <= small:
             return _fast.depthwise2d_small(
                 xc, cw.dw_taps_last(), bias_array(b, dt), strides, dilations, geo.begin, out, clip
             )

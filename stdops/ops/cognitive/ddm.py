@@ -10,7 +10,7 @@ exactly on +threshold counts as the lower response, as the reference's ``x > thr
 Trial i of a call draws z_k = normal(key, i, k) from :mod:`.philox_normals`, a pure function of the call's
 key (one 64-bit draw from the caller's ``numpy.random.Generator``), the trial's number and the step. So a
 trial's walk does not depend on how the trials are grouped: the compiled kernel walks each trial to its end
-(``stdops.ops._fast.ddm_walk``; only the normals a trial uses are made), the NumPy path advances all trials
+(``stdops.ops._fast_ddm.ddm_walk``; only the normals a trial uses are made), the NumPy path advances all trials
 a block of steps at a time (one cumulative sum per block, the trials that ended dropped between blocks), and
 both give the same bits. Several calls' trials can be walked together (each with its own key): that is how
 ``stdops.mdf`` runs a sweep's seeds as one array computation (:func:`signed_times`).
@@ -22,7 +22,7 @@ import numpy as np
 
 from ... import limits
 from ...errors import KernelError, StdopsError
-from .. import _fast
+from .. import _fast, _fast_ddm
 from .._registry import op
 from . import philox_normals
 
@@ -105,7 +105,7 @@ def signed_times(keys, streams, x0, ndt, drift, thr, sd, step) -> np.ndarray:
         cap = min(limits.max_loop_iterations(), philox_normals.MAX_STEPS)
         args = (keys[inside], streams[inside], x0[inside], mu[inside], sigma[inside], thr[inside], cap)
         if _fast.enabled():
-            k, x = _fast.ddm_walk(*args)
+            k, x = _fast_ddm.ddm_walk(*args)
             if k is None:
                 raise _no_crossing(cap)
         else:
