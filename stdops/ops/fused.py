@@ -3,6 +3,8 @@
 - :func:`conv_act`: Conv (+ its bias) -> activation -> + residual -> activation, one step;
 - :func:`matmul_act`: X @ W (+ bias per column) -> activation -> + residual -> activation (MatMul + Add,
   Gemm with a bias row, the MLPs' and transformers' projections);
+- :func:`squeeze_excite`: X * act2(Conv1x1(act1(Conv1x1(GlobalAveragePool(X))))), the squeeze-and-excitation
+  block of MobileNetV3 and EfficientNet, one step;
 - :func:`softmax_rows`, :func:`layer_norm_rows`: Softmax and LayerNormalization (its statistics unread) over
   the last axis, one compiled pass per row.
 
@@ -39,6 +41,7 @@ from .conv import _conv_forward_parts, conv, prepare_conv_weight
 from .elementwise import add, clip, div, erf, mul
 from .linalg import mat_mul
 from .norm import layer_normalization
+from .pool import global_average_pool
 
 _F = _fast_epilogue  # the compiled epilogue and its activation codes
 
@@ -328,6 +331,78 @@ def matmul_act(
         residual,
         activation_of(post_activation, post_activation_params),
     )
+
+
+# --------------------------------------------------------------------------- squeeze and excitation
+
+
+def prepare_squeeze_excite(constants: tuple, attrs: dict) -> Callable | None:
+    """Load time, both weights constant float32 (C1, C, 1, 1) and (C, C1, 1, 1), the biases constant or absent:
+    the step is the pooling kernel, two small GEMMs on the (N, C) means and one broadcast product with X, where
+    the nodes run a convolution each on 1 x 1 maps (four steps of fixed overhead, milliseconds over a network)."""
+    w1, b1, w2, b2 = (constants[k] if len(constants) > k else None for k in range(1, 5))
+    if not all(isinstance(w, np.ndarray) and w.dtype == np.float32 and w.ndim == 4 for w in (w1, w2)):
+        return None
+    C1, C = w1.shape[:2]
+    if w1.shape[2:] != (1, 1) or w2.shape != (C, C1, 1, 1):
+        return None
+    for bias, n in ((b1, C1), (b2, C)):
+        if bias is not None and not (isinstance(bias, np.ndarray) and bias.dtype == np.float32 and bias.shape == (n,)):
+            return None
+    try:
+        act1 = activation_of(attrs["activation"], attrs["activation_params"])
+        act2 = activation_of(attrs["post_activation"], attrs["post_activation_params"])
+    except KernelError:
+        return None
+    w1t = np.ascontiguousarray(w1.reshape(C1, C).T)
+    w2t = np.ascontiguousarray(w2.reshape(C, C1).T)
+
+    def squeeze_excite_prepared(x, w1_, b1_=None, w2_=None, b2_=None):
+        if not (isinstance(x, np.ndarray) and x.dtype == np.float32 and x.ndim == 4 and x.shape[1] == C):
+            return squeeze_excite(x, w1_, b1_, w2_, b2_, **attrs)
+        if 0 in x.shape:
+            return squeeze_excite(x, w1_, b1_, w2_, b2_, **attrs)
+        N = x.shape[0]
+        h = matmul(global_average_pool(x).reshape(N, C), w1t)
+        if b1 is not None:
+            h += b1
+        h = h if act1 is None else act1.reference(h)
+        e = matmul(np.ascontiguousarray(h, dtype=np.float32), w2t)
+        if b2 is not None:
+            e += b2
+        e = e if act2 is None else act2.reference(e)
+        return np.multiply(x, e.reshape(N, C, 1, 1))
+
+    return squeeze_excite_prepared
+
+
+@op(
+    kernels=(global_average_pool, conv, relu, clip, leaky_relu, sigmoid, hard_sigmoid, mul, add, div, erf),
+    prepare=prepare_squeeze_excite,
+)
+def squeeze_excite(
+    x,
+    w1,
+    b1=None,
+    w2=None,
+    b2=None,
+    /,
+    *,
+    activation="",
+    activation_params=(),
+    post_activation="",
+    post_activation_params=(),
+):
+    """Y = X * post(Conv(act(Conv(GlobalAveragePool(X), W1, B1)), W2, B2)): onnx:GlobalAveragePool, two
+    onnx:Conv with 1 x 1 kernels (group 1, stride 1, no padding) and their activations (see the module doc), and
+    onnx:Mul of X by the result (broadcasting as Mul). Y has X's dtype."""
+    if w2 is None:
+        raise KernelError("squeeze_excite needs its second weight W2")
+    h = _finish_reference(
+        conv(global_average_pool(x), w1, b1), activation_of(activation, activation_params), None, None
+    )
+    e = _finish_reference(conv(h, w2, b2), activation_of(post_activation, post_activation_params), None, None)
+    return mul(x, e)
 
 
 # --------------------------------------------------------------------------- row-wise steps

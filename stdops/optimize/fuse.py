@@ -13,6 +13,10 @@ the first node's name and place in messages, the last node's output and position
 computed by then). A Conv that starts no chain still becomes a ``conv_act`` when its input's spatial size is
 known: its Winograd transform is then prepared at load. Softmax, and LayerNormalization whose statistics no
 node reads, become the row-wise compiled steps ``softmax_rows`` / ``layer_norm_rows``.
+
+Then a squeeze-and-excitation block, GlobalAveragePool(X) -> 1 x 1 ``conv_act`` -> 1 x 1 ``conv_act`` -> Mul by X
+(each value read only by the next; the convolutions group 1, stride 1, unpadded, constant weights, one activation
+each and no residual), becomes one ``squeeze_excite`` step at the Mul's position.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from ._work import Work, float_const, kernel_name
 
 record_use(fused.conv_act, "optimize", "Conv + bias + activation + residual + activation")
 record_use(fused.matmul_act, "optimize", "MatMul / Gemm + bias + activation + residual + activation")
+record_use(fused.squeeze_excite, "optimize", "GlobalAveragePool + 1x1 Conv + act + 1x1 Conv + act + Mul")
 record_use(fused.softmax_rows, "optimize", "Softmax")
 record_use(fused.layer_norm_rows, "optimize", "LayerNormalization without its statistics")
 
@@ -372,7 +377,67 @@ def run(work: Work) -> None:
             consts = tuple(work.const(i) for i in node.inputs)
             ln = bind(fused.layer_norm_rows, node.bound.attrs, consts)
             work.replace(h, dataclasses.replace(node.rebound(ln), outputs=node.outputs[:1]))
+    for h in range(len(work.nodes)):
+        if kernel_name(work.nodes[h]) == "global_average_pool":
+            _fuse_squeeze_excite(work, h)
     _prepare_known_constants(work)
+
+
+def _pointwise(work: Work, k: int | None, src: str) -> tuple[Node, str, dict] | None:
+    """(node, output, attrs) when position k is a ``conv_act`` of ``src`` fit for a squeeze-excite step: a 1 x 1
+    group-1 convolution, stride 1, unpadded, constant float32 weight and (if any) bias, no residual or post act."""
+    node = None if k is None else work.nodes[k]
+    if kernel_name(node) != "conv_act" or node is None or node.inputs[:1] != [src] or len(node.outputs) != 1:
+        return None
+    a = node.bound.attrs
+    ins = list(node.inputs) + [""] * (4 - len(node.inputs))
+    w, b = work.const(ins[1]), work.const(ins[2]) if ins[2] else None
+    if ins[3] or a.get("post_activation") or (ins[2] and b is None):
+        return None
+    if not (isinstance(w, np.ndarray) and w.dtype == np.float32 and w.ndim == 4 and w.shape[2:] == (1, 1)):
+        return None
+    if a.get("group", 1) != 1 or a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        return None
+    if any(v != 1 for v in tuple(a.get("strides") or ()) + tuple(a.get("dilations") or ())):
+        return None
+    if any(v != 0 for v in a.get("pads") or ()):
+        return None
+    return node, node.outputs[0], a
+
+
+def _fuse_squeeze_excite(work: Work, h: int) -> None:
+    gap = work.nodes[h]
+    assert gap is not None
+    x, pooled = gap.inputs[0], gap.outputs[0]
+    c1 = _pointwise(work, work.only_reader(pooled), pooled)
+    if c1 is None:
+        return
+    k1 = work.only_reader(pooled)
+    c2 = _pointwise(work, work.only_reader(c1[1]), c1[1])
+    if c2 is None:
+        return
+    k2 = work.only_reader(c1[1])
+    km = work.only_reader(c2[1])
+    mul = None if km is None else work.nodes[km]
+    if kernel_name(mul) != "mul" or mul is None or sorted(mul.inputs) != sorted([x, c2[1]]) or x == c2[1]:
+        return
+    w1, w2 = work.const(c1[0].inputs[1]), work.const(c2[0].inputs[1])
+    if w2.shape != (w1.shape[1], w1.shape[0], 1, 1):
+        return  # the product would broadcast otherwise than by channel
+    attrs = {
+        "activation": c1[2].get("activation", ""),
+        "activation_params": tuple(c1[2].get("activation_params", ())),
+        "post_activation": c2[2].get("activation", ""),
+        "post_activation_params": tuple(c2[2].get("activation_params", ())),
+    }
+    b1 = c1[0].inputs[2] if len(c1[0].inputs) > 2 else ""
+    b2 = c2[0].inputs[2] if len(c2[0].inputs) > 2 else ""
+    inputs = [x, c1[0].inputs[1], b1, c2[0].inputs[1], b2]
+    bound = bind(fused.squeeze_excite, attrs, tuple(work.const(i) if i else None for i in inputs))
+    new = Node(gap.name, gap.op, bound.fn, inputs, [mul.outputs[0]], gap.where, bound, ("squeeze_excite",))
+    for k in (h, k1, k2):
+        work.replace(k, None)
+    work.replace(km, new)
 
 
 def _prepare_known_constants(work: Work) -> None:
