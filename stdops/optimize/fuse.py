@@ -16,7 +16,9 @@ node reads, become the row-wise compiled steps ``softmax_rows`` / ``layer_norm_r
 
 Then a squeeze-and-excitation block, GlobalAveragePool(X) -> 1 x 1 ``conv_act`` -> 1 x 1 ``conv_act`` -> Mul by X
 (each value read only by the next; the convolutions group 1, stride 1, unpadded, constant weights, one activation
-each and no residual), becomes one ``squeeze_excite`` step at the Mul's position.
+each and no residual), becomes one ``squeeze_excite`` step at the Mul's position; with the 1 x 1 ``conv_act``
+that alone reads its result (group 1, stride 1, unpadded, constant weights), one ``squeeze_excite_conv`` step at the
+convolution's position.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ._work import Work, float_const, kernel_name
 record_use(fused.conv_act, "optimize", "Conv + bias + activation + residual + activation")
 record_use(fused.matmul_act, "optimize", "MatMul / Gemm + bias + activation + residual + activation")
 record_use(fused.squeeze_excite, "optimize", "GlobalAveragePool + 1x1 Conv + act + 1x1 Conv + act + Mul")
+record_use(fused.squeeze_excite_conv, "optimize", "squeeze_excite + the 1x1 Conv (+ act + residual) reading it")
 record_use(fused.softmax_rows, "optimize", "Softmax")
 record_use(fused.layer_norm_rows, "optimize", "LayerNormalization without its statistics")
 
@@ -383,16 +386,17 @@ def run(work: Work) -> None:
     _prepare_known_constants(work)
 
 
-def _pointwise(work: Work, k: int | None, src: str) -> tuple[Node, str, dict] | None:
+def _pointwise(work: Work, k: int | None, src: str, chain: bool = False) -> tuple[Node, str, dict] | None:
     """(node, output, attrs) when position k is a ``conv_act`` of ``src`` fit for a squeeze-excite step: a 1 x 1
-    group-1 convolution, stride 1, unpadded, constant float32 weight and (if any) bias, no residual or post act."""
+    group-1 convolution, stride 1, unpadded, constant float32 weight and (if any) bias, no residual or post act
+    (unless ``chain``: the convolution after the block keeps its whole chain)."""
     node = None if k is None else work.nodes[k]
     if kernel_name(node) != "conv_act" or node is None or node.inputs[:1] != [src] or len(node.outputs) != 1:
         return None
     a = node.bound.attrs
     ins = list(node.inputs) + [""] * (4 - len(node.inputs))
     w, b = work.const(ins[1]), work.const(ins[2]) if ins[2] else None
-    if ins[3] or a.get("post_activation") or (ins[2] and b is None):
+    if ((ins[3] or a.get("post_activation")) and not chain) or (ins[2] and b is None) or ins[3] == src:
         return None
     if not (isinstance(w, np.ndarray) and w.dtype == np.float32 and w.ndim == 4 and w.shape[2:] == (1, 1)):
         return None
@@ -433,6 +437,25 @@ def _fuse_squeeze_excite(work: Work, h: int) -> None:
     b1 = c1[0].inputs[2] if len(c1[0].inputs) > 2 else ""
     b2 = c2[0].inputs[2] if len(c2[0].inputs) > 2 else ""
     inputs = [x, c1[0].inputs[1], b1, c2[0].inputs[1], b2]
+    kc = work.only_reader(mul.outputs[0])
+    c3 = _pointwise(work, kc, mul.outputs[0], chain=True)
+    if c3 is not None and work.const(c3[0].inputs[1]).shape[1] == w1.shape[1] and kc is not None:
+        se = {
+            "se_activation": attrs["activation"],
+            "se_activation_params": attrs["activation_params"],
+            "se_gate": attrs["post_activation"],
+            "se_gate_params": attrs["post_activation_params"],
+        }
+        for a in ("activation", "post_activation"):
+            se[a], se[a + "_params"] = c3[2].get(a, ""), tuple(c3[2].get(a + "_params", ()))
+        ins3 = list(c3[0].inputs) + [""] * (4 - len(c3[0].inputs))
+        inputs += [ins3[1], ins3[2], ins3[3]]
+        bound = bind(fused.squeeze_excite_conv, se, tuple(work.const(i) if i else None for i in inputs))
+        new = Node(gap.name, gap.op, bound.fn, inputs, [c3[1]], gap.where, bound, ("squeeze_excite_conv",))
+        for k in (h, k1, k2, km):
+            work.replace(k, None)
+        work.replace(kc, new)
+        return
     bound = bind(fused.squeeze_excite, attrs, tuple(work.const(i) if i else None for i in inputs))
     new = Node(gap.name, gap.op, bound.fn, inputs, [mul.outputs[0]], gap.where, bound, ("squeeze_excite",))
     for k in (h, k1, k2):

@@ -222,8 +222,9 @@ def test_a_weight_read_through_an_identity_is_prepared():
     assert bound["layer_norm_rows"].prepared and bound["reshape"].prepared
 
 
-def _squeeze_excite(mul_order, act2, bias2=True, w2_out=8):
-    """GlobalAveragePool -> 1x1 Conv -> Relu -> 1x1 Conv -> act2 -> Mul by x (MobileNetV3's / EfficientNet's SE)."""
+def _squeeze_excite(mul_order, act2, bias2=True, w2_out=8, project=None, batch=1):
+    """GlobalAveragePool -> 1x1 Conv -> Relu -> 1x1 Conv -> act2 -> Mul by x (MobileNetV3's / EfficientNet's SE);
+    ``project``: (bias, residual) of a 1x1 Conv of the result to 6 channels (+ x's first 6 channels as residual)."""
     gap = helper.make_node("GlobalAveragePool", ["x"], ["p"])
     c1 = helper.make_node("Conv", ["p", "W1", "W1b"], ["h"])
     r = helper.make_node("Relu", ["h"], ["hr"])
@@ -234,7 +235,16 @@ def _squeeze_excite(mul_order, act2, bias2=True, w2_out=8):
     }[act2]
     mul = helper.make_node("Mul", ["x", "s"] if mul_order else ["s", "x"], ["y"])
     inits = [("W1", w(4, 8, 1, 1)), ("W1b", w(4)), ("W2", w(w2_out, 4, 1, 1))] + ([("W2b", w(w2_out))] if bias2 else [])
-    return model([gap, c1, r, c2, *a2, mul], [X], ["y"], inits)
+    nodes = [gap, c1, r, c2, *a2, mul]
+    if project is not None:
+        bias, residual = project
+        mul.output[0] = "se"
+        inits += [("W3", w(8, 8, 1, 1))] + ([("W3b", w(8))] if bias else [])
+        nodes.append(helper.make_node("Conv", ["se", "W3"] + (["W3b"] if bias else []), ["c3"]))
+        nodes.append(
+            helper.make_node("Add", ["c3", "x"], ["y"]) if residual else helper.make_node("Relu", ["c3"], ["y"])
+        )
+    return model(nodes, [("x", [batch, 8, 10, 10])], ["y"], inits)
 
 
 @pytest.mark.parametrize("mul_order,act2,bias2", [(True, "hardsigmoid", True), (False, "sigmoid", False)])
@@ -265,3 +275,12 @@ def test_squeeze_excite_plain_form_is_the_chain():
     want = sess.run(None, {"x": x})[0]
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bias,residual", [(True, True), (False, False)])
+def test_squeeze_excite_and_the_conv_after_it_are_one_step(bias, residual):
+    """The block's product folded into the 1x1 convolution that reads it (with the residual Add or a Relu)."""
+    m = _squeeze_excite(True, "hardsigmoid", project=(bias, residual), batch=2)
+    absent = {"global_average_pool", "conv_act", "conv", "relu", "hard_sigmoid", "mul", "add", "squeeze_excite"}
+    ours = check(m, {"x": w(2, 8, 10, 10, scale=3)}, ["squeeze_excite_conv"], absent)
+    assert len(ours.plan.as_run.nodes) == 1
