@@ -21,6 +21,7 @@ from ._fast import numba
 #: 5-tap rows with at most this many outputs per channel take ops/_fast.py's channels-last kernel instead (one AVX-512
 #: core: 576@7 0.078 ms against 0.155 here; 240@14 0.116 here against 0.144, 480@14 0.227 against 0.287)
 SMALL_MAP_5 = 64
+_WIDE_ROW = 48  # 3 x 3 output rows from this width on go straight into Y (as ops/_fast.py's _dw3x3s1)
 _CHUNK = 2048  # accumulator values per round of the 5-tap rows (8 KiB with float32: in L1 with its runs)
 
 if numba is not None:
@@ -61,6 +62,16 @@ if numba is not None:
             if odd:
                 e0[half] = src[W - 1]
 
+    @numba.njit(inline="always")
+    def _rows_out(acc, Wq, out):  # pragma: no cover - compiled
+        # the plane's rows, computed at width Wq, into Y (the junk columns dropped)
+        oh, ow = out.shape
+        for oy in range(oh):
+            rr = acc[oy * Wq : oy * Wq + ow]
+            orow = out[oy]
+            for ox in range(ow):
+                orow[ox] = rr[ox]
+
     @numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
     def _dw_taps(x, xpairs, w, b, sh, sw, pt, pl, clip, lo, hi, y):  # pragma: no cover - compiled
         # y[n, c] = b[c] + sum over (ky, kx) of w[c, ky, kx] xpad[n, c, oy sh + ky, ox sw + kx] (kx < 3 or 5), the
@@ -70,9 +81,12 @@ if numba is not None:
         oh, ow = y.shape[2], y.shape[3]
         Hq = max((H - 1 + pt) // sh + 1, oh + (kh - 1) // sh + 1)
         Wq = max((W - 1 + pl) // sw + 1, ow + (kw - 1) // sw)
-        L = oh * Wq
+        # the runs cover L = oh Wq rounded up to whole vector iterations (32 values): loops of a few rows otherwise
+        # run mostly in their scalar remainder (the values past oh Wq are junk, never copied to Y; the buffer has
+        # that much slack at its end)
+        L = -(-(oh * Wq) // 32) * 32
         S = Hq * Wq
-        ph = np.zeros(sh * sw * S + 1, x.dtype)  # (+1: a uint32 view of a float64 buffer is never empty)
+        ph = np.zeros(sh * sw * S + L - oh * Wq + 1, x.dtype)  # (+1: a uint32 view of float64 is never empty)
         pu = ph.view(np.uint32)
         acc = np.empty(L, x.dtype)
         has_b = b.shape[0] == C
@@ -89,6 +103,18 @@ if numba is not None:
                     w3, w4, w5 = wc[1, 0], wc[1, 1], wc[1, 2]
                     w6, w7, w8 = wc[2, 0], wc[2, 1], wc[2, 2]
                     out = y[n, c]
+                    if ow < _WIDE_ROW:  # narrow rows: one run over the plane at width Wq, copied to Y below
+                        o00, o01, o02 = ph[0:L], ph[a1 : a1 + L], ph[b1 : b1 + L]
+                        o10, o11, o12 = ph[b2 : b2 + L], ph[b2 + a1 : b2 + a1 + L], ph[b2 + b1 : b2 + b1 + L]
+                        o20, o21, o22 = ph[d2 : d2 + L], ph[d2 + a1 : d2 + a1 + L], ph[d2 + b1 : d2 + b1 + L]
+                        for q in range(L):
+                            t = bias + w0 * o00[q] + w1 * o01[q] + w2 * o02[q] + w3 * o10[q] + w4 * o11[q]
+                            t = t + w5 * o12[q] + w6 * o20[q] + w7 * o21[q] + w8 * o22[q]
+                            if clip:
+                                t = lo if t < lo else (hi if t > hi else t)
+                            acc[q] = t
+                        _rows_out(acc, Wq, out)
+                        continue
                     for oy in range(oh):
                         o = oy * Wq
                         o00, o01, o02 = ph[o : o + ow], ph[o + a1 : o + a1 + ow], ph[o + b1 : o + b1 + ow]
@@ -128,12 +154,7 @@ if numba is not None:
                             for q in range(n_):
                                 t = a[q]
                                 a[q] = lo if t < lo else (hi if t > hi else t)
-                out = y[n, c]
-                for oy in range(oh):
-                    rr = acc[oy * Wq : oy * Wq + ow]
-                    orow = out[oy]
-                    for ox in range(ow):
-                        orow[ox] = rr[ox]
+                _rows_out(acc, Wq, y[n, c])
 
 
 def applies(mult: int, kernel, strides, dilations) -> bool:
