@@ -358,16 +358,16 @@ def _se_gate_prepared(constants: tuple, attrs: dict, a1: str = "activation", a2:
     w1t = np.ascontiguousarray(w1.reshape(C1, C).T)
     w2t = np.ascontiguousarray(w2.reshape(C, C1).T)
 
+    means: dict = {}  # spatial size -> the 1 / P vector of the pooling GEMV (as the GlobalAveragePool kernel's)
+
     def gate(x):
-        N = x.shape[0]
-        h = matmul(global_average_pool(x).reshape(N, C), w1t)
-        if b1 is not None:
-            h += b1
-        h = h if act1 is None else act1.reference(h)
-        e = matmul(np.ascontiguousarray(h, dtype=np.float32), w2t)
-        if b2 is not None:
-            e += b2
-        return e if act2 is None else act2.reference(e)
+        N, P = x.shape[0], x.shape[2] * x.shape[3]
+        v = means.get(P)
+        if v is None:
+            v = means[P] = np.full(P, 1.0 / P, np.float32)
+        pooled = np.ascontiguousarray(x).reshape(N * C, P) @ v  # the pooling kernel's formula, without its checks
+        h = _epilogue(matmul(pooled.reshape(N, C), w1t), b1, act1, None, None, -1)
+        return _epilogue(matmul(h, w2t), b2, act2, None, None, -1)
 
     gate.channels = C
     return gate
