@@ -180,5 +180,6 @@ def depthwise_taps(x, w, b, strides, begin, out, clip_args) -> np.ndarray:
         xpairs = x.view(np.uint64)
     else:
         xpairs = np.zeros((N, C, 0, 0), np.uint64)
-    _dw_taps(x, xpairs, w, bb, strides[0], strides[1], begin[0], begin[1], *clip_args, y)
+    clip, lo, hi = clip_args
+    _dw_taps(x, xpairs, w, bb, strides[0], strides[1], begin[0], begin[1], clip, lo, hi, y)
     return y

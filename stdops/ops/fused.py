@@ -337,12 +337,16 @@ def matmul_act(
 # --------------------------------------------------------------------------- squeeze and excitation
 
 
-def _se_gate_prepared(constants: tuple, attrs: dict, a1: str = "activation", a2: str = "post_activation"):
-    """Load time: gate(x) -> E (N, C), the excitation of a squeeze-and-excitation block, when both weights are
-    constant float32 (C1, C, 1, 1) and (C, C1, 1, 1) and the biases constant or absent; else None. The pooling
-    kernel, then two small GEMMs on the (N, C) means with their activations."""
+def _se_gate_prepared(
+    constants: tuple, attrs: dict, a1: str = "activation", a2: str = "post_activation"
+) -> tuple[Callable, int] | None:
+    """Load time: (gate, C), gate(x) -> E (N, C) the excitation of a squeeze-and-excitation block, when both
+    weights are constant float32 (C1, C, 1, 1) and (C, C1, 1, 1) and the biases constant or absent; else None.
+    The pooling kernel's GEMV, then two small GEMMs on the (N, C) means with their activations."""
     w1, b1, w2, b2 = (constants[k] if len(constants) > k else None for k in range(1, 5))
-    if not all(isinstance(w, np.ndarray) and w.dtype == np.float32 and w.ndim == 4 for w in (w1, w2)):
+    if not (isinstance(w1, np.ndarray) and isinstance(w2, np.ndarray)):
+        return None
+    if not all(w.dtype == np.float32 and w.ndim == 4 for w in (w1, w2)):
         return None
     C1, C = w1.shape[:2]
     if w1.shape[2:] != (1, 1) or w2.shape != (C, C1, 1, 1):
@@ -369,8 +373,7 @@ def _se_gate_prepared(constants: tuple, attrs: dict, a1: str = "activation", a2:
         h = _epilogue(matmul(pooled.reshape(N, C), w1t), b1, act1, None, None, -1)
         return _epilogue(matmul(h, w2t), b2, act2, None, None, -1)
 
-    gate.channels = C
-    return gate
+    return gate, C
 
 
 def _se_fits(x, C: int) -> bool:
@@ -380,10 +383,10 @@ def _se_fits(x, C: int) -> bool:
 def prepare_squeeze_excite(constants: tuple, attrs: dict) -> Callable | None:
     """Load time, both weights constant (see ``_se_gate_prepared``): the step is the gate and one broadcast
     product with X, where the nodes run a convolution each on 1 x 1 maps (four steps of fixed overhead)."""
-    gate = _se_gate_prepared(constants, attrs)
-    if gate is None:
+    prepared = _se_gate_prepared(constants, attrs)
+    if prepared is None:
         return None
-    C = gate.channels
+    gate, C = prepared
 
     def squeeze_excite_prepared(x, w1_, b1_=None, w2_=None, b2_=None):
         if not _se_fits(x, C):
@@ -428,12 +431,12 @@ def prepare_squeeze_excite_conv(constants: tuple, attrs: dict) -> Callable | Non
     """Load time, the block's weights constant (see ``_se_gate_prepared``) and W3 a constant float32 (M, C, 1, 1):
     W3 (X * E) is computed as (W3 E) X per image, one GEMM on X itself: the scaled block output is never written
     (one pass over X instead of three), then the compiled epilogue for B3, the activation and the residual."""
-    gate = _se_gate_prepared(constants, attrs, "se_activation", "se_gate")
+    prepared = _se_gate_prepared(constants, attrs, "se_activation", "se_gate")
     w3 = constants[5] if len(constants) > 5 else None
     b3 = constants[6] if len(constants) > 6 else None
-    if gate is None or not (isinstance(w3, np.ndarray) and w3.dtype == np.float32 and w3.ndim == 4):
+    if prepared is None or not (isinstance(w3, np.ndarray) and w3.dtype == np.float32 and w3.ndim == 4):
         return None
-    C = gate.channels
+    gate, C = prepared
     if w3.shape[1:] != (C, 1, 1) or (b3 is not None and not (isinstance(b3, np.ndarray) and b3.dtype == np.float32)):
         return None
     M = w3.shape[0]

@@ -386,12 +386,16 @@ def run(work: Work) -> None:
     _prepare_known_constants(work)
 
 
-def _pointwise(work: Work, k: int | None, src: str, chain: bool = False) -> tuple[Node, str, dict] | None:
-    """(node, output, attrs) when position k is a ``conv_act`` of ``src`` fit for a squeeze-excite step: a 1 x 1
+def _pointwise(work: Work, src: str, chain: bool = False) -> tuple[int, Node, str, dict] | None:
+    """(position, node, output, attrs) when the only reader of ``src`` is a ``conv_act`` of it fit for a
+    squeeze-excite step: a 1 x 1
     group-1 convolution, stride 1, unpadded, constant float32 weight and (if any) bias, no residual or post act
     (unless ``chain``: the convolution after the block keeps its whole chain)."""
+    k = work.only_reader(src)
     node = None if k is None else work.nodes[k]
-    if kernel_name(node) != "conv_act" or node is None or node.inputs[:1] != [src] or len(node.outputs) != 1:
+    if k is None or kernel_name(node) != "conv_act" or node is None or node.inputs[:1] != [src]:
+        return None
+    if len(node.outputs) != 1:
         return None
     a = node.bound.attrs
     ins = list(node.inputs) + [""] * (4 - len(node.inputs))
@@ -406,40 +410,37 @@ def _pointwise(work: Work, k: int | None, src: str, chain: bool = False) -> tupl
         return None
     if any(v != 0 for v in a.get("pads") or ()):
         return None
-    return node, node.outputs[0], a
+    return k, node, node.outputs[0], a
 
 
 def _fuse_squeeze_excite(work: Work, h: int) -> None:
     gap = work.nodes[h]
     assert gap is not None
     x, pooled = gap.inputs[0], gap.outputs[0]
-    c1 = _pointwise(work, work.only_reader(pooled), pooled)
-    if c1 is None:
+    c1 = _pointwise(work, pooled)
+    c2 = None if c1 is None else _pointwise(work, c1[2])
+    if c1 is None or c2 is None:
         return
-    k1 = work.only_reader(pooled)
-    c2 = _pointwise(work, work.only_reader(c1[1]), c1[1])
-    if c2 is None:
-        return
-    k2 = work.only_reader(c1[1])
-    km = work.only_reader(c2[1])
+    (k1, n1, _, a1), (k2, n2, e, a2) = c1, c2
+    km = work.only_reader(e)
     mul = None if km is None else work.nodes[km]
-    if kernel_name(mul) != "mul" or mul is None or sorted(mul.inputs) != sorted([x, c2[1]]) or x == c2[1]:
+    if km is None or mul is None or kernel_name(mul) != "mul" or sorted(mul.inputs) != sorted([x, e]) or x == e:
         return
-    w1, w2 = work.const(c1[0].inputs[1]), work.const(c2[0].inputs[1])
+    w1, w2 = work.const(n1.inputs[1]), work.const(n2.inputs[1])
     if w2.shape != (w1.shape[1], w1.shape[0], 1, 1):
         return  # the product would broadcast otherwise than by channel
     attrs = {
-        "activation": c1[2].get("activation", ""),
-        "activation_params": tuple(c1[2].get("activation_params", ())),
-        "post_activation": c2[2].get("activation", ""),
-        "post_activation_params": tuple(c2[2].get("activation_params", ())),
+        "activation": a1.get("activation", ""),
+        "activation_params": tuple(a1.get("activation_params", ())),
+        "post_activation": a2.get("activation", ""),
+        "post_activation_params": tuple(a2.get("activation_params", ())),
     }
-    b1 = c1[0].inputs[2] if len(c1[0].inputs) > 2 else ""
-    b2 = c2[0].inputs[2] if len(c2[0].inputs) > 2 else ""
-    inputs = [x, c1[0].inputs[1], b1, c2[0].inputs[1], b2]
-    kc = work.only_reader(mul.outputs[0])
-    c3 = _pointwise(work, kc, mul.outputs[0], chain=True)
-    if c3 is not None and work.const(c3[0].inputs[1]).shape[1] == w1.shape[1] and kc is not None:
+    b1 = n1.inputs[2] if len(n1.inputs) > 2 else ""
+    b2 = n2.inputs[2] if len(n2.inputs) > 2 else ""
+    inputs = [x, n1.inputs[1], b1, n2.inputs[1], b2]
+    c3 = _pointwise(work, mul.outputs[0], chain=True)
+    if c3 is not None and work.const(c3[1].inputs[1]).shape[1] == w1.shape[1]:
+        kc, n3, y, a3 = c3
         se = {
             "se_activation": attrs["activation"],
             "se_activation_params": attrs["activation_params"],
@@ -447,11 +448,11 @@ def _fuse_squeeze_excite(work: Work, h: int) -> None:
             "se_gate_params": attrs["post_activation_params"],
         }
         for a in ("activation", "post_activation"):
-            se[a], se[a + "_params"] = c3[2].get(a, ""), tuple(c3[2].get(a + "_params", ()))
-        ins3 = list(c3[0].inputs) + [""] * (4 - len(c3[0].inputs))
+            se[a], se[a + "_params"] = a3.get(a, ""), tuple(a3.get(a + "_params", ()))
+        ins3 = list(n3.inputs) + [""] * (4 - len(n3.inputs))
         inputs += [ins3[1], ins3[2], ins3[3]]
         bound = bind(fused.squeeze_excite_conv, se, tuple(work.const(i) if i else None for i in inputs))
-        new = Node(gap.name, gap.op, bound.fn, inputs, [c3[1]], gap.where, bound, ("squeeze_excite_conv",))
+        new = Node(gap.name, gap.op, bound.fn, inputs, [y], gap.where, bound, ("squeeze_excite_conv",))
         for k in (h, k1, k2, km):
             work.replace(k, None)
         work.replace(kc, new)
