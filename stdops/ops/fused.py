@@ -430,7 +430,8 @@ def squeeze_excite(
 def prepare_squeeze_excite_conv(constants: tuple, attrs: dict) -> Callable | None:
     """Load time, the block's weights constant (see ``_se_gate_prepared``) and W3 a constant float32 (M, C, 1, 1):
     W3 (X * E) is computed as (W3 E) X per image, one GEMM on X itself: the scaled block output is never written
-    (one pass over X instead of three), then the compiled epilogue for B3, the activation and the residual."""
+    (one pass over X instead of three), then the compiled epilogue for B3, the activation and the residual. Where
+    W3 is larger than X (M > H W) X * E is the cheaper product and is computed instead."""
     prepared = _se_gate_prepared(constants, attrs, "se_activation", "se_gate")
     w3 = constants[5] if len(constants) > 5 else None
     b3 = constants[6] if len(constants) > 6 else None
@@ -457,8 +458,13 @@ def prepare_squeeze_excite_conv(constants: tuple, attrs: dict) -> Callable | Non
             return squeeze_excite_conv(x, w1_, b1_, w2_, b2_, w3_, b3_, residual, **attrs)
         e = gate(x)
         y = np.empty((N, M, H, W), np.float32)
-        for n in range(N):
-            matmul(w3m * e[n], x[n].reshape(C, H * W), out=y[n].reshape(M, H * W))
+        if M <= H * W:  # W3 E, the smaller product (the block's output is never written)
+            for n in range(N):
+                matmul(w3m * e[n], x[n].reshape(C, H * W), out=y[n].reshape(M, H * W))
+        else:  # small maps of many channels (EfficientNet's 7 x 7 x 1152 -> 320): X E is the smaller one
+            xs = np.multiply(x, e.reshape(N, C, 1, 1))
+            for n in range(N):
+                matmul(w3m, xs[n].reshape(C, H * W), out=y[n].reshape(M, H * W))
         if b3 is None and act is None and residual is None and post is None:
             return y
         return _epilogue(y, b3, act, residual, post, 1)
