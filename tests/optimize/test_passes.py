@@ -222,7 +222,7 @@ def test_a_weight_read_through_an_identity_is_prepared():
     assert bound["layer_norm_rows"].prepared and bound["reshape"].prepared
 
 
-def _squeeze_excite(mul_order, act2, bias2=True, w2_out=8, project=None, batch=1):
+def _squeeze_excite(mul_order, act2, bias2=True, w2_out=8, project=None, batch=1, side=10):
     """GlobalAveragePool -> 1x1 Conv -> Relu -> 1x1 Conv -> act2 -> Mul by x (MobileNetV3's / EfficientNet's SE);
     ``project``: (bias, residual) of a 1x1 Conv of the result to 6 channels (+ x's first 6 channels as residual)."""
     gap = helper.make_node("GlobalAveragePool", ["x"], ["p"])
@@ -244,7 +244,7 @@ def _squeeze_excite(mul_order, act2, bias2=True, w2_out=8, project=None, batch=1
         nodes.append(
             helper.make_node("Add", ["c3", "x"], ["y"]) if residual else helper.make_node("Relu", ["c3"], ["y"])
         )
-    return model(nodes, [("x", [batch, 8, 10, 10])], ["y"], inits)
+    return model(nodes, [("x", [batch, 8, side, side])], ["y"], inits)
 
 
 @pytest.mark.parametrize("mul_order,act2,bias2", [(True, "hardsigmoid", True), (False, "sigmoid", False)])
@@ -277,10 +277,11 @@ def test_squeeze_excite_plain_form_is_the_chain():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("bias,residual", [(True, True), (False, False)])
-def test_squeeze_excite_and_the_conv_after_it_are_one_step(bias, residual):
-    """The block's product folded into the 1x1 convolution that reads it (with the residual Add or a Relu)."""
-    m = _squeeze_excite(True, "hardsigmoid", project=(bias, residual), batch=2)
+@pytest.mark.parametrize("bias,residual,side", [(True, True, 10), (False, False, 10), (True, True, 2)])
+def test_squeeze_excite_and_the_conv_after_it_are_one_step(bias, residual, side):
+    """The block's product folded into the 1x1 convolution that reads it (with the residual Add or a Relu); on
+    a 2 x 2 map (fewer positions than output channels) the product scales X instead of the weights."""
+    m = _squeeze_excite(True, "hardsigmoid", project=(bias, residual), batch=2, side=side)
     absent = {"global_average_pool", "conv_act", "conv", "relu", "hard_sigmoid", "mul", "add", "squeeze_excite"}
-    ours = check(m, {"x": w(2, 8, 10, 10, scale=3)}, ["squeeze_excite_conv"], absent)
+    ours = check(m, {"x": w(2, 8, side, side, scale=3)}, ["squeeze_excite_conv"], absent)
     assert len(ours.plan.as_run.nodes) == 1
