@@ -248,3 +248,27 @@ def test_row_steps_compiled_match_their_kernels(compiled):
         got = step.fn(y, s, bias)
         want = layer_normalization(y, s, bias, epsilon=1e-3)[0]
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("params", [(2**0.5, 1.0), (0.5**0.5, 0.0)], ids=["divides", "multiplies"])
+def test_gelu_epilogue_matches_the_erf_chain(params, compiled):
+    """The compiled erf GELU (a rational erf, ops/_fast_epilogue.py) against the exported chain through the
+    kernels (Div or Mul, Erf, Add, Mul, Mul): the whole float32 range, the bias per column, NaN and infinities."""
+    from stdops.ops import _fast_epilogue
+    from stdops.ops.fused import Activation
+
+    act = Activation("gelu", params)
+    x = np.linspace(-12, 12, 200_001, dtype=np.float32)
+    x = np.concatenate([x, [np.nan, np.inf, -np.inf, 0.0, -0.0, 3e38, -3e38, 1e-30, -1e-30]]).astype(np.float32)
+    x = np.concatenate([x, np.zeros(-x.size % 96, np.float32)]).reshape(-1, 96)
+    b = (RNG.standard_normal(96) * 2).astype(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = act.reference(x + b)
+        got = _fast_epilogue.epilogue(x.copy(), b, act.code(), None, (0, 0.0, 0.0), -1)
+    assert got.dtype == np.float32
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    fin = np.isfinite(want)
+    assert np.array_equal(got[~fin & ~np.isnan(want)], want[~fin & ~np.isnan(want)])
+    # the Erf kernel is within 1.3e-7 of the exact GELU relative to max(1, |x|); the rational within 2.4e-7
+    err = np.abs(got[fin].astype(np.float64) - want[fin]) / np.maximum(1.0, np.abs((x + b)[fin]))
+    assert err.max() < 4e-7
