@@ -242,42 +242,40 @@ if numba is not None:
         return s
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _softmax_rows(x, y, kb):  # pragma: no cover - compiled
-        # y[r] = exp(x[r] - max) / sum(exp(x[r] - max)) per row; exp of the non-positive differences as
-        # _exp_stage (d < -87 gives 0). A row holding NaN or +inf (max - max is NaN), or only -inf, is NaN
-        # throughout, as the kernel's formula gives.
+    def _softmax_rows(x, y, kb, scale):  # pragma: no cover - compiled
+        # y[r] = exp(s (x[r] - max)) / sum(exp(s (x[r] - max))) per row (s = scale > 0: Softmax(s x[r])); exp of
+        # the non-positive differences as _exp_stage (d < -87 gives 0). A row holding NaN or +inf (max - max is
+        # NaN), or only -inf, is NaN throughout, as the kernel's formula gives.
         R, L = x.shape
         L16 = L - L % _LANES
         lanes = np.empty(_LANES, x.dtype)
-        nans = np.empty(_LANES, x.dtype)
         kf = kb.view(np.float32)
         for r in range(R):
             xr, yr = x[r], y[r]
             for k in range(_LANES):
                 lanes[k] = xr[0]
-                nans[k] = np.float32(0.0)
             for j0 in range(0, L16, _LANES):
                 w = xr[j0 : j0 + _LANES]
                 for k in range(_LANES):
                     v = w[k]
                     lanes[k] = v if v > lanes[k] else lanes[k]
-                    nans[k] += np.float32(1.0) if v != v else np.float32(0.0)
             m = xr[0]
-            bad = np.float32(0.0)
             for k in range(_LANES):
                 m = lanes[k] if lanes[k] > m else m
-                bad += nans[k]
             for j in range(L16, L):
                 v = xr[j]
                 m = v if v > m else m
-                bad += np.float32(1.0) if v != v else np.float32(0.0)
-            if bad != np.float32(0.0) or m - m != np.float32(0.0):
+            # a NaN after the first element is ignored by the maximum: its difference is NaN, kept by the exp
+            # loop, and the sum's NaN makes the whole row NaN
+            if m - m != np.float32(0.0):
                 for j in range(L):
                     yr[j] = np.float32(np.nan)
                 continue
-            for j in range(L):  # exp(t), t = x - max <= 0: 2^n p(r), n = round(t / ln 2) (by the 1.5 * 2^23 shift)
-                t = xr[j] - m
-                t = t if t > np.float32(-87.0) else np.float32(-87.0)
+            for j in range(L):  # exp(t), t = (x - max) scale <= 0: 2^n p(r), n = round(t / ln 2) (by the 1.5 * 2^23
+                # shift); 2^n through kb's bits, stored and read back in the same iteration (the compiler keeps it
+                # in a register: one vectorized loop)
+                d = (xr[j] - m) * scale
+                t = d if d > np.float32(-87.0) else np.float32(-87.0)
                 n = (t * np.float32(1.4426950408889634) + np.float32(12582912.0)) - np.float32(12582912.0)
                 q = t - n * np.float32(0.693359375)
                 q = q + n * np.float32(2.12194440e-4)
@@ -287,13 +285,12 @@ if numba is not None:
                 p = p * q + np.float32(4.1665795894e-2)
                 p = p * q + np.float32(1.6666665459e-1)
                 p = p * q + np.float32(5.0000001201e-1)
-                yr[j] = p * (q * q) + q + np.float32(1.0)
                 kb[j] = (np.int32(n) + np.int32(127)) << 23
+                e = (p * (q * q) + q + np.float32(1.0)) * kf[j]
+                yr[j] = e if d > np.float32(-87.0) else (np.float32(0.0) if d == d else d)
+            inv = np.float32(1.0) / _lane_sum(yr, lanes)  # a product per element, not a division (<= 1 ulp apart)
             for j in range(L):
-                yr[j] = yr[j] * kf[j] if xr[j] - m > np.float32(-87.0) else np.float32(0.0)
-            s = _lane_sum(yr, lanes)
-            for j in range(L):
-                yr[j] = yr[j] / s
+                yr[j] = yr[j] * inv
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _layer_norm_rows(x, scale, bias, eps, y):  # pragma: no cover - compiled
@@ -314,11 +311,11 @@ if numba is not None:
                 yr[j] = t + bias[j] if has_b else t
 
 
-def softmax_rows(x: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis of a float32 array (a new array)."""
+def softmax_rows(x: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """Softmax(scale * x) over the last axis of a float32 array (a new array); scale a positive finite number."""
     x2 = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
     y = np.empty_like(x2)
-    _softmax_rows(x2, y, np.empty(x2.shape[1], np.int32))
+    _softmax_rows(x2, y, np.empty(x2.shape[1], np.int32), np.float32(scale))
     return y.reshape(x.shape)
 
 
