@@ -518,22 +518,27 @@ def _last_axis(axis, x) -> bool:
 
 
 def prepare_softmax_rows(constants: tuple, attrs: dict) -> Callable:
-    axis = attrs["axis"]
+    axis, scale = attrs["axis"], float(attrs["scale"])
+    if not (math.isfinite(scale) and scale > 0.0):
+        raise KernelError(f"softmax_rows: scale must be a positive finite number, got {scale}")
 
     def softmax_rows_prepared(x):
         if not (_fast.enabled() and isinstance(x, np.ndarray) and x.dtype == np.float32 and x.ndim >= 1):
-            return softmax_rows(x, axis=axis)
+            return softmax_rows(x, axis=axis, scale=scale)
         if not _last_axis(axis, x) or x.shape[-1] == 0:
-            return softmax_rows(x, axis=axis)
-        return _fast_epilogue.softmax_rows(x)
+            return softmax_rows(x, axis=axis, scale=scale)
+        return _fast_epilogue.softmax_rows(x, scale)
 
     return softmax_rows_prepared
 
 
-@op(kernels=(softmax,), prepare=prepare_softmax_rows)
-def softmax_rows(x, /, *, axis=-1):
-    """Y = Softmax(X) along ``axis`` (onnx:Softmax-13): the optimizer's step for a Softmax, compiled in one
-    pass per row over the last axis (the exp of the epilogue), the Softmax kernel otherwise."""
+@op(kernels=(softmax, mul), prepare=prepare_softmax_rows)
+def softmax_rows(x, /, *, axis=-1, scale=1.0):
+    """Y = Softmax(scale * X) along ``axis`` (onnx:Softmax-13; scale > 0, the attention scale the optimizer
+    moved here from a Mul or Div): the optimizer's step for a Softmax, compiled in one pass per row over the
+    last axis (the exp of the epilogue, the scale applied to X - max), the Mul and Softmax kernels otherwise."""
+    if scale != 1.0:
+        x = mul(x, np.array(scale, np.asarray(x).dtype))
     return softmax(x, axis=axis)
 
 

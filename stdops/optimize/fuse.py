@@ -12,7 +12,9 @@ exporters write it (Div by sqrt(2), Erf, Add 1, Mul 0.5, Mul by the value). The 
 the first node's name and place in messages, the last node's output and position (every input it reads is
 computed by then). A Conv that starts no chain still becomes a ``conv_act`` when its input's spatial size is
 known: its Winograd transform is then prepared at load. Softmax, and LayerNormalization whose statistics no
-node reads, become the row-wise compiled steps ``softmax_rows`` / ``layer_norm_rows``.
+node reads, become the row-wise compiled steps ``softmax_rows`` / ``layer_norm_rows``; a positive constant
+scalar scale before the Softmax (Mul / Div of its input, or Mul of the MatMul operands that make it: the
+attention scale) moves into the softmax step's exponent.
 
 Then a squeeze-and-excitation block, GlobalAveragePool(X) -> 1 x 1 ``conv_act`` -> 1 x 1 ``conv_act`` -> Mul by X
 (each value read only by the next; the convolutions group 1, stride 1, unpadded, constant weights, one activation
@@ -373,7 +375,9 @@ def run(work: Work) -> None:
         elif k in ("mat_mul", "gemm"):
             _fuse_matmul(work, h, node, k)
         elif k == "softmax" and len(node.outputs) == 1:
-            work.replace(h, node.rebound(bind(fused.softmax_rows, node.bound.attrs)))
+            x, scale = _softmax_scale(work, node.inputs[0])
+            attrs = dict(node.bound.attrs, scale=scale) if scale != 1.0 else node.bound.attrs
+            work.replace(h, node.rebound(bind(fused.softmax_rows, attrs), [x]))
         elif k == "layer_normalization" and not any(o in work.kept or work.readers(o) for o in node.outputs[1:] if o):
             # the constants as the passes left them (a scale that reached the node through a folded Identity
             # is known only here, not to the front end's binding)
@@ -384,6 +388,51 @@ def run(work: Work) -> None:
         if kernel_name(work.nodes[h]) == "global_average_pool":
             _fuse_squeeze_excite(work, h)
     _prepare_known_constants(work)
+
+
+def _scaled(work: Work, node: Node | None) -> tuple[str, float] | None:
+    """(X, s) when ``node`` is Mul(X, s), Mul(s, X) or Div(X, 1 / s) for a constant float32 scalar s > 0 (finite)
+    that does not broadcast the product to a higher rank than X's."""
+    k = kernel_name(node)
+    if node is None or k not in ("mul", "div") or len(node.inputs) != 2 or len([o for o in node.outputs if o]) != 1:
+        return None
+    for x, c in (node.inputs, node.inputs[::-1]) if k == "mul" else (node.inputs,):
+        v = work.const(c)
+        if not x or x == c or work.is_const(x) or not isinstance(v, np.ndarray) or v.size != 1 or v.ndim > 1:
+            continue
+        if v.dtype != np.float32 or (v.ndim == 1 and len(work.shapes.get(x, ())) < 1):
+            continue
+        f = float(v.reshape(()))
+        s = f if k == "mul" else (1.0 / f if f != 0.0 else math.inf)
+        if math.isfinite(s) and s > 0.0:
+            return x, s
+    return None
+
+
+def _softmax_scale(work: Work, x: str) -> tuple[str, float]:
+    """Softmax(s X) with s a positive constant is softmax_rows(X, scale=s): the attention scale as exporters
+    write it, Softmax(MatMul(Q, K) * s) or Softmax(MatMul(Q * s1, K * s2)) (each product read only by the next
+    node), leaves the graph and rides in the softmax's exponent. Returns (the softmax's new input, s), the
+    Mul / Div nodes removed."""
+    j = work.producer_index().get(x, -1)
+    node = work.nodes[j] if j >= 0 and work.only_reader(x) is not None else None
+    sc = _scaled(work, node)
+    if sc is not None:  # Softmax(X * s)
+        work.replace(j, None)
+        return sc
+    if node is None or kernel_name(node) != "mat_mul" or len(node.inputs) != 2 or node.inputs[0] == node.inputs[1]:
+        return x, 1.0
+    scale, inputs = 1.0, list(node.inputs)
+    for i, a in enumerate(node.inputs):  # Softmax(MatMul(A * s1, B * s2))
+        p = work.producer_index().get(a, -1)
+        sc = _scaled(work, work.nodes[p]) if p >= 0 and work.only_reader(a) == j else None
+        if sc is not None:
+            scale *= sc[1]
+            inputs[i] = sc[0]
+            work.replace(p, None)
+    if scale != 1.0:
+        work.replace(j, node.rebound(node.bound, inputs))
+    return x, scale
 
 
 def _pointwise(work: Work, src: str, chain: bool = False) -> tuple[int, Node, str, dict] | None:

@@ -272,3 +272,24 @@ def test_gelu_epilogue_matches_the_erf_chain(params, compiled):
     # the Erf kernel is within 1.3e-7 of the exact GELU relative to max(1, |x|); the rational within 2.4e-7
     err = np.abs(got[fin].astype(np.float64) - want[fin]) / np.maximum(1.0, np.abs((x + b)[fin]))
     assert err.max() < 4e-7
+
+
+def test_softmax_rows_scale_and_a_leading_nan(compiled):
+    """softmax_rows(X, scale=s) (the attention scale the optimizer moves into the step) against Softmax of the
+    Mul; a NaN first in its row (the maximum's starting value) or later makes the row NaN, as in the kernel."""
+    from stdops.ops.activation import softmax
+    from stdops.ops.bind import bind
+    from stdops.ops.elementwise import mul
+    from stdops.ops.fused import softmax_rows
+
+    x = (RNG.standard_normal((2, 6, 131)) * 4).astype(np.float32)
+    x[0, 0, 0] = x[1, 2, 77] = np.nan
+    x[1, 3, 4] = -np.inf
+    for s in (0.125, 0.3535534, 1.0, 3.0):
+        with np.errstate(invalid="ignore"):
+            got = bind(softmax_rows, {"axis": -1, "scale": s}).fn(x)
+            want = softmax(mul(x, np.array(s, np.float32)), axis=-1)
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        assert np.isnan(got[0, 0]).all() and np.isnan(got[1, 2]).all() and got[1, 3, 4] == 0.0
+        # s (x - max) and s x - s max round apart by an ulp of the logits (here up to ~50): exp's relative error
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)

@@ -285,3 +285,55 @@ def test_squeeze_excite_and_the_conv_after_it_are_one_step(bias, residual, side)
     absent = {"global_average_pool", "conv_act", "conv", "relu", "hard_sigmoid", "mul", "add", "squeeze_excite"}
     ours = check(m, {"x": w(2, 8, side, side, scale=3)}, ["squeeze_excite_conv"], absent)
     assert len(ours.plan.as_run.nodes) == 1
+
+
+def _attention_scores(scaled):
+    return [
+        *scaled,
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["y"]),
+    ]
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["both inputs", "one input", "the product", "a division", "the scalar first"],
+)
+def test_the_attention_scale_rides_in_the_softmax(spelling):
+    """Softmax(MatMul(Q * s1, K * s2)), Softmax(MatMul(Q, K) * s) or / c: the Mul / Div nodes leave the plan, the
+    softmax step takes the product of the scales (what torch and timm export)."""
+    if spelling == "both inputs":
+        nodes = [
+            helper.make_node("Mul", ["q", "c"], ["qs"]),
+            helper.make_node("Mul", ["k", "c"], ["ks"]),
+            helper.make_node("MatMul", ["qs", "ks"], ["s"]),
+        ]
+    elif spelling == "one input":
+        nodes = [helper.make_node("Mul", ["k", "c"], ["ks"]), helper.make_node("MatMul", ["q", "ks"], ["s"])]
+    elif spelling == "a division":
+        nodes = [helper.make_node("MatMul", ["q", "k"], ["m"]), helper.make_node("Div", ["m", "d"], ["s"])]
+    elif spelling == "the scalar first":
+        nodes = [helper.make_node("MatMul", ["q", "k"], ["m"]), helper.make_node("Mul", ["c0", "m"], ["s"])]
+    else:
+        nodes = [helper.make_node("MatMul", ["q", "k"], ["m"]), helper.make_node("Mul", ["m", "c0"], ["s"])]
+    consts = [("c", np.float32(0.3535534)), ("c0", np.float32(0.125)), ("d", np.float32(8.0))]
+    m = model(_attention_scores(nodes), [("q", [2, 12, 16]), ("k", [2, 16, 12]), ("v", [2, 12, 8])], ["y"], consts)
+    feeds = {"q": w(2, 12, 16, scale=1), "k": w(2, 16, 12, scale=1), "v": w(2, 12, 8)}
+    ours = check(m, feeds, ["softmax_rows"], {"mul", "div"})
+    (sm,) = [n for n in ours.plan.as_run.nodes if n.kernels == ("softmax_rows",)]
+    want = float(np.float32(0.3535534))
+    assert sm.bound.attrs["scale"] == pytest.approx(want if spelling == "one input" else 0.125, rel=1e-6)
+
+
+def test_a_scale_that_is_no_positive_scalar_stays():
+    """A negative or per-column scale, or a scaled value read twice, is no softmax scale: the Mul stays."""
+    for c, reads_twice in ((np.float32(-0.5), False), (w(12), False), (np.float32(0.5), True)):
+        nodes = [helper.make_node("MatMul", ["q", "k"], ["m"]), helper.make_node("Mul", ["m", "c"], ["s"])]
+        outs = ["y", "s"] if reads_twice else ["y"]
+        m = model(
+            _attention_scores(nodes), [("q", [2, 12, 16]), ("k", [2, 16, 12]), ("v", [2, 12, 8])], outs, [("c", c)]
+        )
+        feeds = {"q": w(2, 12, 16, scale=1), "k": w(2, 16, 12, scale=1), "v": w(2, 12, 8)}
+        ours = check(m, feeds, ["softmax_rows", "mul"])
+        (sm,) = [n for n in ours.plan.as_run.nodes if n.kernels == ("softmax_rows",)]
+        assert sm.bound.attrs.get("scale", 1.0) == 1.0
