@@ -1,5 +1,5 @@
-"""Moves of data that cancel: Identity nodes, a Transpose of a Transpose, a Reshape of a Reshape, and reshapes
-to the shape a value already has.
+"""Moves of data that cancel: Identity nodes, a Transpose of a Transpose, a Reshape of a Reshape, reshapes
+to the shape a value already has, and a Transpose that moves only axes of size 1 (a Reshape: no copy).
 
 A rewrite keeps the written plan's errors: a Transpose pair is composed only when both permutations are valid
 for the input's rank, and a Reshape pair merged only when the first reshape is valid for the input's static
@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops.bind import bind
+from ..ops.shape import reshape as reshape_kernel
 from ._work import Work, kernel_name
 
 #: kernels that only change the shape of their input (a view, or a copy for Transpose)
@@ -51,6 +52,15 @@ def run(work: Work) -> None:
         if kname in _RESHAPES + ("transpose",) and sx is not None and sx == sy:
             if kname != "transpose" or _perm(node, len(sx)) == list(range(len(sx))):
                 _drop(work, k, x, y)
+                continue
+        if kname == "transpose" and sx is not None and sy is not None and y not in work.overridable:
+            p = _perm(node, len(sx))
+            moved = None if p is None or len(p) != len(sx) else [a for a in p if sx[a] != 1]
+            if moved is not None and moved == sorted(moved) and len(ins) == 1:
+                # only axes of size 1 move: the elements keep their order, the Transpose is a Reshape (a view)
+                target = work.new_const(f"{node.name}.shape", np.array(sy, np.int64))
+                rs = bind(reshape_kernel, {"allowzero": 1}, (None, work.consts[target]))
+                work.replace(k, node.rebound(rs, [x, target]))
                 continue
         j = work.producer_index().get(x, -1)
         first = work.nodes[j] if j >= 0 else None

@@ -337,3 +337,18 @@ def test_a_scale_that_is_no_positive_scalar_stays():
         ours = check(m, feeds, ["softmax_rows", "mul"])
         (sm,) = [n for n in ours.plan.as_run.nodes if n.kernels == ("softmax_rows",)]
         assert sm.bound.attrs.get("scale", 1.0) == 1.0
+
+
+def test_a_transpose_that_moves_only_unit_axes_is_a_reshape():
+    """Transpose(perm 1, 0, 2) of a [1, n, d] value (torch's batch-first to sequence-first with batch 1) keeps
+    the elements' order: it becomes a Reshape (a view); a Transpose that moves two real axes stays."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+        helper.make_node("MatMul", ["t", "W"], ["m"]),
+        helper.make_node("Transpose", ["m"], ["u"], perm=[2, 1, 0]),
+        helper.make_node("Relu", ["u"], ["y"]),
+    ]
+    m = model(nodes, [("x", [1, 6, 8])], ["y"], [("W", w(8, 5))])
+    ours = check(m, {"x": w(1, 6, 8)}, ["reshape", "transpose"])
+    kernels = [n.kernels[0] for n in ours.plan.as_run.nodes if n.kernels]
+    assert kernels.count("transpose") == 1 and kernels.index("reshape") < kernels.index("transpose")
