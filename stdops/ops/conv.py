@@ -106,6 +106,13 @@ class ConvWeight:
             u = self._wino[m] = TILES[m].transform_weight(self.w, self.dtype)
         return u
 
+    def wino_packed(self, m: int) -> np.ndarray:
+        """wino(m) packed for the compiled products (ops/_fast_conv.py), float32, computed once per tile size."""
+        key = ("packed", m)
+        if key not in self._wino:
+            self._wino[key] = _fast_conv.pack_winograd(self.wino(m))
+        return self._wino[key]
+
     def winograd_tile(self, strides, dilations, out) -> int:
         """The Winograd output tile for this convolution at output size ``out`` (0: the direct sum):
         dense 3x3 stride-1 2-D float convolutions only, the tile chosen per shape (winograd.choose_tile)."""
@@ -190,6 +197,7 @@ def prepare_conv_weight(
 
 
 _FLAT_IM2COL = True
+_WINO_PACKED = True  # F(2,3)'s products by the packed kernel (ops/_fast_conv.py; F(4,3)'s measured slower)
 
 
 def conv_forward(
@@ -303,7 +311,9 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
         if wt == 4 and _fast.enabled():  # compiled transforms (ops/_fast.py), B and the clip in the output one
             return _fast.winograd(TILES[wt], xc, cw.wino(wt), bias_array(b, dt), geo.begin, out, clip), "bias+clip"
         if wt == 2 and _fast.enabled():  # the same for F(2x2, 3x3) (ops/_fast_conv.py)
-            return _fast_conv.winograd2(TILES[2], xc, cw.wino(2), bias_array(b, dt), geo.begin, out, clip), "bias+clip"
+            up = cw.wino_packed(2) if dt == np.float32 and _WINO_PACKED else None
+            y = _fast_conv.winograd2(TILES[2], xc, cw.wino(2), bias_array(b, dt), geo.begin, out, clip, up)
+            return y, "bias+clip"
         y = TILES[wt].conv(xc, cw.wino(wt), geo.begin, out)
     elif all(k == 1 for k in kernel):  # 1x1: a plain GEMM on the (strided) input
         xs = pad_input(xc, geo.begin, geo.end)
