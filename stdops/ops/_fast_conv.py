@@ -254,6 +254,17 @@ if numba is not None:
         ix0 = np.zeros(T, np.intp)
         for pb in range(NB):
             n = min(T, P - pb * T)
+            oy, ox0 = (pb * T) // ow, (pb * T) % ow
+            if n == T and ox0 + T <= ow:  # the tile within one output row: strided runs of each input row
+                for c in range(C):
+                    for ky in range(kh):
+                        row = xpad[c, oy * sh + ky * dh]
+                        for kx in range(kw):
+                            dst = xp[pb, (c * kh + ky) * kw + kx]
+                            q = ox0 * sw + kx * dw
+                            for i in range(T):
+                                dst[i] = row[q + i * sw]
+                continue
             for i in range(n):
                 p = pb * T + i
                 iy0[i] = (p // ow) * sh
