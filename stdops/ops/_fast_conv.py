@@ -19,10 +19,26 @@ order, as ops/_fast.py.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from ._blas import matmul
+from ._blas import _SPLIT_FLOPS, matmul, run_parts
 from ._fast import _clip_args, numba
+
+
+def _has_avx512() -> bool:
+    try:
+        from llvmlite import binding
+
+        return bool(binding.get_host_cpu_features().get("avx512f"))
+    except Exception:  # noqa: BLE001 - no feature map: take the portable paths
+        return False
+
+
+#: the packed kernel's tile holds 14 vectors of 16 floats in registers: AVX-512 (32 of them) only; elsewhere
+#: (AVX2: 16 registers of 8 floats) the tile would spill, and the callers keep OpenBLAS
+PACKED_OK = numba is not None and _has_avx512()
 
 if numba is not None:
 
@@ -151,7 +167,8 @@ def winograd2(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
     _wino2_in(np.ascontiguousarray(x, dtype=dt), bt, begin[0], begin[1], TH, TWp, V)
     P = matmul(U, V) if Up is None else winograd_products(Up, V, N * L, M)  # (16, M, N L)
     y = np.empty((N, M) + tuple(out), dt)
-    _wino2_out(P, at, TH, TW, TWp, np.zeros((0,), dt) if b is None else b, *_clip_args(clip, dt), y)
+    on, lo, hi = _clip_args(clip, dt)
+    _wino2_out(P, at, TH, TW, TWp, np.zeros((0,), dt) if b is None else b, on, lo, hi, y)
     return y
 
 
@@ -306,6 +323,21 @@ if numba is not None:
                     row[p] = v
 
 
+def _gemm_parts(wp, xp, b, on, lo, hi, y2d) -> None:
+    """_gemm_packed in parts over blocks of output channels (2 from _SPLIT_FLOPS, a rule on the shape alone: every
+    output sums the same products in the same order, whichever thread computes it), run by ops/_blas.py's helpers."""
+    MB, K = wp.shape[0], wp.shape[1]
+    M, P = y2d.shape
+    n = 2 if MB >= 2 and 2 * M * K * P >= _SPLIT_FLOPS else 1
+    cuts = [MB * i // n for i in range(n + 1)]
+    parts = []
+    for c0, c1 in zip(cuts, cuts[1:]):
+        m0, m1 = c0 * _TILE_M, min(M, c1 * _TILE_M)
+        bp = b[m0:m1] if b.shape[0] else b
+        parts.append(functools.partial(_gemm_packed, wp[c0:c1], xp, bp, on, lo, hi, y2d[m0:m1]))
+    run_parts(parts)
+
+
 def pack_weight(wmat: np.ndarray) -> np.ndarray:
     """wmat (M, K) float32 as conv2d_packed takes it: (ceil(M / 32), K, 32), channel blocks of 32 innermost (the
     channels past M zero)."""
@@ -333,10 +365,11 @@ def conv2d_packed(x, wp, M, kernel, strides, dilations, begin, out, b=None, clip
     xp = np.empty((NB, K, _TILE_P), np.float32)
     y = np.empty((N, M, oh, ow), np.float32)
     bb = np.zeros((0,), np.float32) if b is None else b
+    on, lo, hi = _clip_args(clip, np.dtype(np.float32))
     for n in range(N):
         xpad[:, begin[0] : begin[0] + H, begin[1] : begin[1] + W] = x[n, :, : Hp - begin[0], : Wp - begin[1]]
         _pack_cols(xpad, kh, kw, sh, sw, dh, dw, oh, ow, xp)
-        _gemm_packed(wp, xp, bb, *_clip_args(clip, np.dtype(np.float32)), y[n].reshape(M, oh * ow))
+        _gemm_parts(wp, xp, bb, on, lo, hi, y[n].reshape(M, oh * ow))
     return y
 
 
@@ -354,6 +387,12 @@ def winograd_products(Up: np.ndarray, V: np.ndarray, cols: int, M: int) -> np.nd
     np.copyto(Vp, V.reshape(S, C, L7 // _TILE_P, _TILE_P).transpose(0, 2, 1, 3))
     P = np.empty((S, M, cols), V.dtype)
     none = np.zeros((0,), V.dtype)
-    for s in range(S):
-        _gemm_packed(Up[s], Vp[s], none, False, np.float32(0), np.float32(0), P[s])
+
+    def part(s0: int, s1: int) -> None:
+        for s in range(s0, s1):
+            _gemm_packed(Up[s], Vp[s], none, False, np.float32(0), np.float32(0), P[s])
+
+    # in 2 parts over the tile positions from _SPLIT_FLOPS (the same sums, whichever thread runs them)
+    n = 2 if 2 * S * M * C * cols >= _SPLIT_FLOPS else 1
+    run_parts([functools.partial(part, S * i // n, S * (i + 1) // n) for i in range(n)])
     return P

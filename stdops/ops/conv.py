@@ -181,7 +181,7 @@ _PACKED_MIN_K = 64  # a GEMM depth (C kh kw) below this leaves the tile's loop t
 
 def direct_packed(cw: ConvWeight, n: int, out, strides, dilations) -> bool:
     """Whether a convolution (spatial rank n, output map ``out``) takes the compiled direct path."""
-    if not (n == 2 and cw.group == 1 and cw.dtype == np.float32 and _fast.enabled()):
+    if not (n == 2 and cw.group == 1 and cw.dtype == np.float32 and _fast.enabled() and _fast_conv.PACKED_OK):
         return False
     P = prod(out)
     if P > _PACKED_MAX_OUT or cw.Cg * prod(cw.kernel) < _PACKED_MIN_K:
@@ -311,7 +311,7 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
         if wt == 4 and _fast.enabled():  # compiled transforms (ops/_fast.py), B and the clip in the output one
             return _fast.winograd(TILES[wt], xc, cw.wino(wt), bias_array(b, dt), geo.begin, out, clip), "bias+clip"
         if wt == 2 and _fast.enabled():  # the same for F(2x2, 3x3) (ops/_fast_conv.py)
-            up = cw.wino_packed(2) if dt == np.float32 and _WINO_PACKED else None
+            up = cw.wino_packed(2) if dt == np.float32 and _WINO_PACKED and _fast_conv.PACKED_OK else None
             y = _fast_conv.winograd2(TILES[2], xc, cw.wino(2), bias_array(b, dt), geo.begin, out, clip, up)
             return y, "bias+clip"
         y = TILES[wt].conv(xc, cw.wino(wt), geo.begin, out)

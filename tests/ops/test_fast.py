@@ -167,6 +167,10 @@ PACKED = [
 @pytest.mark.parametrize("bias", [False, True])
 def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled):
     import stdops.ops.conv as conv_mod
+    from stdops.ops import _fast_conv
+
+    if not _fast_conv.PACKED_OK:
+        pytest.skip("the packed kernel needs AVX-512")
 
     x = RNG.standard_normal(xs).astype(np.float32)
     w = RNG.standard_normal((M, xs[1]) + k).astype(np.float32)
@@ -183,6 +187,25 @@ def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled)
         np.abs(x), prepare_conv_weight(np.abs(w)), None if b is None else np.abs(b), **kw | {"clip": None}
     )
     assert np.all(np.abs(y_fast - y_ref) <= 1e-6 * bound + 1e-30)  # the same products, summed in another order
+
+
+@pytest.mark.parametrize("xs,M,pads", [((1, 256, 7, 7), 128, (1, 1, 1, 1)), ((1, 64, 14, 14), 64, (1, 1, 1, 1))])
+def test_packed_paths_give_the_same_bits_at_1_and_2_threads(xs, M, pads, compiled, monkeypatch):
+    """The direct kernel (7 x 7) and F(2,3)'s products (14 x 14) split in parts over channels / tile positions
+    when the caller has 2 threads: every output the same sum either way."""
+    from stdops.ops import _blas, _fast_conv
+
+    if not _fast_conv.PACKED_OK:
+        pytest.skip("the packed kernel needs AVX-512")
+    monkeypatch.setattr(_fast_conv, "_SPLIT_FLOPS", 0)  # parts even for these small layers
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal((M, xs[1], 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(M).astype(np.float32)
+    results = []
+    for count in (1, 2):
+        monkeypatch.setattr(_blas, "threads", lambda count=count: count)
+        results.append(conv_forward(x, prepare_conv_weight(w), b, pads=pads, clip=(0.0, None)))
+    assert np.array_equal(results[0], results[1])
 
 
 def test_direct_packed_propagates_nan_and_keeps_inputs(compiled):
