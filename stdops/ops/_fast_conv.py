@@ -10,8 +10,10 @@
 - :func:`conv2d_packed`: direct convolution for small maps, every product of a tile of 7 positions x 32 output
   channels summed in 14 AVX-512 registers (an LLVM intrinsic, :func:`_tile`: numba's own loops kept such
   accumulators in memory, 5x slower), the weights packed once and prefetched ahead so that reading them overlaps
-  the products. ResNet-18 at 1 thread: 26 ms against 29 (layer4's 3x3 512@7: 2.0 ms against 2.9). Reference:
-  conv.py's im2col GEMM.
+  the products. ResNet-18 at 1 thread: 23.8 ms against 27.7 by im2col + OpenBLAS (layer4's 3x3 512@7: 1.85 ms
+  against 2.9). Reading the inputs in place from the stride-phase layout through a table of tap offsets instead
+  of gathering them into tiles first measured slower (stride 2: 1.03 ms against 0.93). Reference: conv.py's im2col
+  GEMM.
 
 Strict IEEE arithmetic except fused multiply-add (numba's ``contract``), each output summing its terms in a fixed
 order, as ops/_fast.py.

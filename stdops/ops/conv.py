@@ -172,8 +172,9 @@ class ConvWeight:
 
 
 #: the compiled direct convolution takes maps of at most this many outputs per channel (measured on one AVX-512
-#: core, 1 thread, in ResNet-18, against im2col + OpenBLAS: 512@7 3x3 2.0 ms against 2.9, the whole network 26 ms
-#: against 29); 3 x 3 stride-1 layers that Winograd takes keep it above _PACKED_WINOGRAD_OUT (14 x 14: F(2,3) wins)
+#: core, 1 thread, in ResNet-18, against im2col + OpenBLAS: 512@7 3x3 1.85 ms against 2.9, the whole network 23.8 ms
+#: against 27.7; up to 784 or every size: no gain, 25.3 and 27.4 against 24.7); 3 x 3 stride-1 layers that Winograd
+#: takes keep it above _PACKED_WINOGRAD_OUT (14 x 14: F(2,3) 23.0 ms against 24.6)
 _PACKED_MAX_OUT = 196
 _PACKED_WINOGRAD_OUT = 49
 _PACKED_MIN_K = 64  # a GEMM depth (C kh kw) below this leaves the tile's loop too short
