@@ -178,8 +178,10 @@ def winograd2(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
 
 #: the register tile of :func:`conv2d_packed`: _TILE_P output positions x _TILE_M output channels (two 16-float
 #: vectors), 14 vector accumulators; the weights packed (M / _TILE_M, K, _TILE_M), the columns (P / _TILE_P, K,
-#: _TILE_P), so that both stream contiguously through the tile's loop over K
+#: _XS), so that both stream contiguously through the tile's loop over K
 _TILE_P, _TILE_M, _VL = 7, 32, 16
+#: the columns' stride per K step: a tile's 7 inputs padded to 8 (one 32-byte run, copied as one vector)
+_XS = 8
 #: the K loop in chunks of _K_CHUNK (32 KiB of packed weights: in L1 for the _TILE_P-position tiles that share them)
 _K_CHUNK = 256
 #: software prefetch (into L2) of the packed weights this many K steps ahead: one chunk, so that the next chunk's
@@ -249,7 +251,7 @@ if numba is not None:
                     builder.load(builder.bitcast(builder.gep(wk, [ir.Constant(k.type, h * _VL)]), vptr), align=4)
                     for h in range(nv)
                 ]
-                xk = builder.gep(xbase, [builder.mul(k, ir.Constant(k.type, _TILE_P))])
+                xk = builder.gep(xbase, [builder.mul(k, ir.Constant(k.type, _XS))])
                 for i in range(_TILE_P):
                     s = builder.load(builder.gep(xk, [ir.Constant(k.type, i)]))
                     bc = builder.shuffle_vector(builder.insert_element(undef, s, ir.Constant(i32, 0)), undef, splat)
@@ -265,8 +267,9 @@ if numba is not None:
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _pack_cols(xpad, kh, kw, sh, sw, dh, dw, oh, ow, xp):  # pragma: no cover - compiled
         # xp[pb, (c kh + ky) kw + kx, i] = xpad[c, oy sh + ky dh, ox sw + kx dw] of output p = 7 pb + i = oy ow + ox
-        # (zero past the last output)
-        NB, K, T = xp.shape
+        # (zero past the last output; i < 7 of the _XS values per K step)
+        NB = xp.shape[0]
+        T = _TILE_P
         C = xpad.shape[0]
         P = oh * ow
         iy0 = np.zeros(T, np.intp)
@@ -281,8 +284,15 @@ if numba is not None:
                         for kx in range(kw):
                             dst = xp[pb, (c * kh + ky) * kw + kx]
                             q = ox0 * sw + kx * dw
-                            for i in range(T):
-                                dst[i] = row[q + i * sw]
+                            if sw == 1:  # _XS values (the last one unused: xpad has room), constant strides vectorize
+                                for i in range(_XS):
+                                    dst[i] = row[q + i]
+                            elif sw == 2:
+                                for i in range(_XS):
+                                    dst[i] = row[q + 2 * i]
+                            else:
+                                for i in range(T):
+                                    dst[i] = row[q + i * sw]
                 continue
             for i in range(n):
                 p = pb * T + i
@@ -313,7 +323,7 @@ if numba is not None:
             for k0 in range(0, K, _K_CHUNK):
                 kn = min(_K_CHUNK, K - k0)
                 for pb in range(NB):
-                    _tile(wf, (mb * K + k0) * R, xf, (pb * K + k0) * T, kn, acc, pb * T * R, k0 == 0)
+                    _tile(wf, (mb * K + k0) * R, xf, (pb * K + k0) * _XS, kn, acc, pb * T * R, k0 == 0)
             for j in range(min(R, M - mb * R)):
                 m = mb * R + j
                 bias = b[m] if has_b else np.float32(0)
@@ -363,8 +373,8 @@ def conv2d_packed(x, wp, M, kernel, strides, dilations, begin, out, b=None, clip
     NB = -(-(oh * ow) // _TILE_P)
     Hp = max(H + begin[0], (oh - 1) * sh + (kh - 1) * dh + 1)
     Wp = max(W + begin[1], (ow - 1) * sw + (kw - 1) * dw + 1)
-    xpad = np.zeros((C, Hp, Wp), np.float32)
-    xp = np.empty((NB, K, _TILE_P), np.float32)
+    xpad = np.zeros((C, Hp, Wp + 2), np.float32)  # room for _pack_cols's 8th value at strides 1 and 2
+    xp = np.empty((NB, K, _XS), np.float32)
     y = np.empty((N, M, oh, ow), np.float32)
     bb = np.zeros((0,), np.float32) if b is None else b
     on, lo, hi = _clip_args(clip, np.dtype(np.float32))
@@ -385,8 +395,8 @@ def winograd_products(Up: np.ndarray, V: np.ndarray, cols: int, M: int) -> np.nd
     and V (n^2, C, whole tiles of columns, zero past ``cols``). OpenBLAS packs each U[s] from memory before its
     products; here the weights stream once."""
     S, C, L7 = V.shape
-    Vp = np.empty((S, L7 // _TILE_P, C, _TILE_P), V.dtype)
-    np.copyto(Vp, V.reshape(S, C, L7 // _TILE_P, _TILE_P).transpose(0, 2, 1, 3))
+    Vp = np.empty((S, L7 // _TILE_P, C, _XS), V.dtype)  # the 8th value of each run unused
+    np.copyto(Vp[..., :_TILE_P], V.reshape(S, C, L7 // _TILE_P, _TILE_P).transpose(0, 2, 1, 3))
     P = np.empty((S, M, cols), V.dtype)
     none = np.zeros((0,), V.dtype)
 
