@@ -3,6 +3,9 @@
 - :func:`conv_act`: Conv (+ its bias) -> activation -> + residual -> activation, one step;
 - :func:`matmul_act`: X @ W (+ bias per column) -> activation -> + residual -> activation (MatMul + Add,
   Gemm with a bias row, the MLPs' and transformers' projections);
+- :func:`squeeze_excite`: X * act2(Conv1x1(act1(Conv1x1(GlobalAveragePool(X))))), the squeeze-and-excitation
+  block of MobileNetV3 and EfficientNet, one step; :func:`squeeze_excite_conv`: that block and the 1 x 1
+  convolution reading it (with its activation and residual), the block's product folded into the weights;
 - :func:`softmax_rows`, :func:`layer_norm_rows`: Softmax and LayerNormalization (its statistics unread) over
   the last axis, one compiled pass per row.
 
@@ -39,6 +42,7 @@ from .conv import _conv_forward_parts, conv, prepare_conv_weight
 from .elementwise import add, clip, div, erf, mul
 from .linalg import mat_mul
 from .norm import layer_normalization
+from .pool import global_average_pool
 
 _F = _fast_epilogue  # the compiled epilogue and its activation codes
 
@@ -328,6 +332,182 @@ def matmul_act(
         residual,
         activation_of(post_activation, post_activation_params),
     )
+
+
+# --------------------------------------------------------------------------- squeeze and excitation
+
+
+def _se_gate_prepared(
+    constants: tuple, attrs: dict, a1: str = "activation", a2: str = "post_activation"
+) -> tuple[Callable, int] | None:
+    """Load time: (gate, C), gate(x) -> E (N, C) the excitation of a squeeze-and-excitation block, when both
+    weights are constant float32 (C1, C, 1, 1) and (C, C1, 1, 1) and the biases constant or absent; else None.
+    The pooling kernel's GEMV, then two small GEMMs on the (N, C) means with their activations."""
+    w1, b1, w2, b2 = (constants[k] if len(constants) > k else None for k in range(1, 5))
+    if not (isinstance(w1, np.ndarray) and isinstance(w2, np.ndarray)):
+        return None
+    if not all(w.dtype == np.float32 and w.ndim == 4 for w in (w1, w2)):
+        return None
+    C1, C = w1.shape[:2]
+    if w1.shape[2:] != (1, 1) or w2.shape != (C, C1, 1, 1):
+        return None
+    for bias, n in ((b1, C1), (b2, C)):
+        if bias is not None and not (isinstance(bias, np.ndarray) and bias.dtype == np.float32 and bias.shape == (n,)):
+            return None
+    try:
+        act1 = activation_of(attrs[a1], attrs[a1 + "_params"])
+        act2 = activation_of(attrs[a2], attrs[a2 + "_params"])
+    except KernelError:
+        return None
+    w1t = np.ascontiguousarray(w1.reshape(C1, C).T)
+    w2t = np.ascontiguousarray(w2.reshape(C, C1).T)
+
+    means: dict = {}  # spatial size -> the 1 / P vector of the pooling GEMV (as the GlobalAveragePool kernel's)
+
+    def gate(x):
+        N, P = x.shape[0], x.shape[2] * x.shape[3]
+        v = means.get(P)
+        if v is None:
+            v = means[P] = np.full(P, 1.0 / P, np.float32)
+        pooled = np.ascontiguousarray(x).reshape(N * C, P) @ v  # the pooling kernel's formula, without its checks
+        h = _epilogue(matmul(pooled.reshape(N, C), w1t), b1, act1, None, None, -1)
+        return _epilogue(matmul(h, w2t), b2, act2, None, None, -1)
+
+    return gate, C
+
+
+def _se_fits(x, C: int) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype == np.float32 and x.ndim == 4 and x.shape[1] == C and 0 not in x.shape
+
+
+def prepare_squeeze_excite(constants: tuple, attrs: dict) -> Callable | None:
+    """Load time, both weights constant (see ``_se_gate_prepared``): the step is the gate and one broadcast
+    product with X, where the nodes run a convolution each on 1 x 1 maps (four steps of fixed overhead)."""
+    prepared = _se_gate_prepared(constants, attrs)
+    if prepared is None:
+        return None
+    gate, C = prepared
+
+    def squeeze_excite_prepared(x, w1_, b1_=None, w2_=None, b2_=None):
+        if not _se_fits(x, C):
+            return squeeze_excite(x, w1_, b1_, w2_, b2_, **attrs)
+        return np.multiply(x, gate(x).reshape(x.shape[0], C, 1, 1))
+
+    return squeeze_excite_prepared
+
+
+def _se_reference(x, w1, b1, w2, b2, act1: Activation | None, act2: Activation | None):
+    if w2 is None:
+        raise KernelError("a squeeze-and-excitation step needs its second weight W2")
+    h = _finish_reference(conv(global_average_pool(x), w1, b1), act1, None, None)
+    return mul(x, _finish_reference(conv(h, w2, b2), act2, None, None))
+
+
+@op(
+    kernels=(global_average_pool, conv, relu, clip, leaky_relu, sigmoid, hard_sigmoid, mul, add, div, erf),
+    prepare=prepare_squeeze_excite,
+)
+def squeeze_excite(
+    x,
+    w1,
+    b1=None,
+    w2=None,
+    b2=None,
+    /,
+    *,
+    activation="",
+    activation_params=(),
+    post_activation="",
+    post_activation_params=(),
+):
+    """Y = X * post(Conv(act(Conv(GlobalAveragePool(X), W1, B1)), W2, B2)): onnx:GlobalAveragePool, two
+    onnx:Conv with 1 x 1 kernels (group 1, stride 1, no padding) and their activations (see the module doc), and
+    onnx:Mul of X by the result (broadcasting as Mul). Y has X's dtype."""
+    act1, act2 = activation_of(activation, activation_params), activation_of(post_activation, post_activation_params)
+    return _se_reference(x, w1, b1, w2, b2, act1, act2)
+
+
+def prepare_squeeze_excite_conv(constants: tuple, attrs: dict) -> Callable | None:
+    """Load time, the block's weights constant (see ``_se_gate_prepared``) and W3 a constant float32 (M, C, 1, 1):
+    W3 (X * E) is computed as (W3 E) X per image, one GEMM on X itself: the scaled block output is never written
+    (one pass over X instead of three), then the compiled epilogue for B3, the activation and the residual. Where
+    W3 is larger than X (M > H W) X * E is the cheaper product and is computed instead."""
+    prepared = _se_gate_prepared(constants, attrs, "se_activation", "se_gate")
+    w3 = constants[5] if len(constants) > 5 else None
+    b3 = constants[6] if len(constants) > 6 else None
+    if prepared is None or not (isinstance(w3, np.ndarray) and w3.dtype == np.float32 and w3.ndim == 4):
+        return None
+    gate, C = prepared
+    if w3.shape[1:] != (C, 1, 1) or (b3 is not None and not (isinstance(b3, np.ndarray) and b3.dtype == np.float32)):
+        return None
+    M = w3.shape[0]
+    if b3 is not None and b3.shape != (M,):
+        return None
+    try:
+        act = activation_of(attrs["activation"], attrs["activation_params"])
+        post = activation_of(attrs["post_activation"], attrs["post_activation_params"])
+    except KernelError:
+        return None
+    w3m = np.ascontiguousarray(w3.reshape(M, C))
+
+    def squeeze_excite_conv_prepared(x, w1_, b1_=None, w2_=None, b2_=None, w3_=None, b3_=None, residual=None):
+        if not _se_fits(x, C):
+            return squeeze_excite_conv(x, w1_, b1_, w2_, b2_, w3_, b3_, residual, **attrs)
+        N, _, H, W = x.shape
+        if residual is not None and np.shape(residual) != (N, M, H, W):
+            return squeeze_excite_conv(x, w1_, b1_, w2_, b2_, w3_, b3_, residual, **attrs)
+        e = gate(x)
+        y = np.empty((N, M, H, W), np.float32)
+        if M <= H * W:  # W3 E, the smaller product (the block's output is never written)
+            for n in range(N):
+                matmul(w3m * e[n], x[n].reshape(C, H * W), out=y[n].reshape(M, H * W))
+        else:  # small maps of many channels (EfficientNet's 7 x 7 x 1152 -> 320): X E is the smaller one
+            xs = np.multiply(x, e.reshape(N, C, 1, 1))
+            for n in range(N):
+                matmul(w3m, xs[n].reshape(C, H * W), out=y[n].reshape(M, H * W))
+        if b3 is None and act is None and residual is None and post is None:
+            return y
+        return _epilogue(y, b3, act, residual, post, 1)
+
+    return squeeze_excite_conv_prepared
+
+
+@op(
+    kernels=(global_average_pool, conv, relu, clip, leaky_relu, sigmoid, hard_sigmoid, mul, add, div, erf),
+    prepare=prepare_squeeze_excite_conv,
+)
+def squeeze_excite_conv(
+    x,
+    w1,
+    b1=None,
+    w2=None,
+    b2=None,
+    w3=None,
+    b3=None,
+    residual=None,
+    /,
+    *,
+    se_activation="",
+    se_activation_params=(),
+    se_gate="",
+    se_gate_params=(),
+    activation="",
+    activation_params=(),
+    post_activation="",
+    post_activation_params=(),
+):
+    """Y = post(act(Conv(S, W3, B3)) + residual), S = X * gate(Conv(se_act(Conv(GlobalAveragePool(X), W1, B1)),
+    W2, B2)): the squeeze-and-excitation block (:func:`squeeze_excite`, its activations ``se_activation`` and
+    ``se_gate``) and the 1 x 1 convolution reading its output (group 1, stride 1, no padding) with that
+    convolution's activation, residual and post-activation (:func:`conv_act`). Y has X's dtype."""
+    if w3 is None:
+        raise KernelError("squeeze_excite_conv needs the convolution's weight W3")
+    se = _se_reference(
+        x, w1, b1, w2, b2, activation_of(se_activation, se_activation_params), activation_of(se_gate, se_gate_params)
+    )
+    y = conv(se, w3, b3)
+    act, post = activation_of(activation, activation_params), activation_of(post_activation, post_activation_params)
+    return _finish_reference(y, act, residual, post)
 
 
 # --------------------------------------------------------------------------- row-wise steps

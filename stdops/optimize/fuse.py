@@ -13,6 +13,12 @@ the first node's name and place in messages, the last node's output and position
 computed by then). A Conv that starts no chain still becomes a ``conv_act`` when its input's spatial size is
 known: its Winograd transform is then prepared at load. Softmax, and LayerNormalization whose statistics no
 node reads, become the row-wise compiled steps ``softmax_rows`` / ``layer_norm_rows``.
+
+Then a squeeze-and-excitation block, GlobalAveragePool(X) -> 1 x 1 ``conv_act`` -> 1 x 1 ``conv_act`` -> Mul by X
+(each value read only by the next; the convolutions group 1, stride 1, unpadded, constant weights, one activation
+each and no residual), becomes one ``squeeze_excite`` step at the Mul's position; with the 1 x 1 ``conv_act``
+that alone reads its result (group 1, stride 1, unpadded, constant weights), one ``squeeze_excite_conv`` step at the
+convolution's position.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from ._work import Work, float_const, kernel_name
 
 record_use(fused.conv_act, "optimize", "Conv + bias + activation + residual + activation")
 record_use(fused.matmul_act, "optimize", "MatMul / Gemm + bias + activation + residual + activation")
+record_use(fused.squeeze_excite, "optimize", "GlobalAveragePool + 1x1 Conv + act + 1x1 Conv + act + Mul")
+record_use(fused.squeeze_excite_conv, "optimize", "squeeze_excite + the 1x1 Conv (+ act + residual) reading it")
 record_use(fused.softmax_rows, "optimize", "Softmax")
 record_use(fused.layer_norm_rows, "optimize", "LayerNormalization without its statistics")
 
@@ -372,7 +380,88 @@ def run(work: Work) -> None:
             consts = tuple(work.const(i) for i in node.inputs)
             ln = bind(fused.layer_norm_rows, node.bound.attrs, consts)
             work.replace(h, dataclasses.replace(node.rebound(ln), outputs=node.outputs[:1]))
+    for h in range(len(work.nodes)):
+        if kernel_name(work.nodes[h]) == "global_average_pool":
+            _fuse_squeeze_excite(work, h)
     _prepare_known_constants(work)
+
+
+def _pointwise(work: Work, src: str, chain: bool = False) -> tuple[int, Node, str, dict] | None:
+    """(position, node, output, attrs) when the only reader of ``src`` is a ``conv_act`` of it fit for a
+    squeeze-excite step: a 1 x 1
+    group-1 convolution, stride 1, unpadded, constant float32 weight and (if any) bias, no residual or post act
+    (unless ``chain``: the convolution after the block keeps its whole chain)."""
+    k = work.only_reader(src)
+    node = None if k is None else work.nodes[k]
+    if k is None or kernel_name(node) != "conv_act" or node is None or node.inputs[:1] != [src]:
+        return None
+    if len(node.outputs) != 1:
+        return None
+    a = node.bound.attrs
+    ins = list(node.inputs) + [""] * (4 - len(node.inputs))
+    w, b = work.const(ins[1]), work.const(ins[2]) if ins[2] else None
+    if ((ins[3] or a.get("post_activation")) and not chain) or (ins[2] and b is None) or ins[3] == src:
+        return None
+    if not (isinstance(w, np.ndarray) and w.dtype == np.float32 and w.ndim == 4 and w.shape[2:] == (1, 1)):
+        return None
+    if a.get("group", 1) != 1 or a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        return None
+    if any(v != 1 for v in tuple(a.get("strides") or ()) + tuple(a.get("dilations") or ())):
+        return None
+    if any(v != 0 for v in a.get("pads") or ()):
+        return None
+    return k, node, node.outputs[0], a
+
+
+def _fuse_squeeze_excite(work: Work, h: int) -> None:
+    gap = work.nodes[h]
+    assert gap is not None
+    x, pooled = gap.inputs[0], gap.outputs[0]
+    c1 = _pointwise(work, pooled)
+    c2 = None if c1 is None else _pointwise(work, c1[2])
+    if c1 is None or c2 is None:
+        return
+    (k1, n1, _, a1), (k2, n2, e, a2) = c1, c2
+    km = work.only_reader(e)
+    mul = None if km is None else work.nodes[km]
+    if km is None or mul is None or kernel_name(mul) != "mul" or sorted(mul.inputs) != sorted([x, e]) or x == e:
+        return
+    w1, w2 = work.const(n1.inputs[1]), work.const(n2.inputs[1])
+    if w2.shape != (w1.shape[1], w1.shape[0], 1, 1):
+        return  # the product would broadcast otherwise than by channel
+    attrs = {
+        "activation": a1.get("activation", ""),
+        "activation_params": tuple(a1.get("activation_params", ())),
+        "post_activation": a2.get("activation", ""),
+        "post_activation_params": tuple(a2.get("activation_params", ())),
+    }
+    b1 = n1.inputs[2] if len(n1.inputs) > 2 else ""
+    b2 = n2.inputs[2] if len(n2.inputs) > 2 else ""
+    inputs = [x, n1.inputs[1], b1, n2.inputs[1], b2]
+    c3 = _pointwise(work, mul.outputs[0], chain=True)
+    if c3 is not None and work.const(c3[1].inputs[1]).shape[1] == w1.shape[1]:
+        kc, n3, y, a3 = c3
+        se = {
+            "se_activation": attrs["activation"],
+            "se_activation_params": attrs["activation_params"],
+            "se_gate": attrs["post_activation"],
+            "se_gate_params": attrs["post_activation_params"],
+        }
+        for a in ("activation", "post_activation"):
+            se[a], se[a + "_params"] = a3.get(a, ""), tuple(a3.get(a + "_params", ()))
+        ins3 = list(n3.inputs) + [""] * (4 - len(n3.inputs))
+        inputs += [ins3[1], ins3[2], ins3[3]]
+        bound = bind(fused.squeeze_excite_conv, se, tuple(work.const(i) if i else None for i in inputs))
+        new = Node(gap.name, gap.op, bound.fn, inputs, [y], gap.where, bound, ("squeeze_excite_conv",))
+        for k in (h, k1, k2, km):
+            work.replace(k, None)
+        work.replace(kc, new)
+        return
+    bound = bind(fused.squeeze_excite, attrs, tuple(work.const(i) if i else None for i in inputs))
+    new = Node(gap.name, gap.op, bound.fn, inputs, [mul.outputs[0]], gap.where, bound, ("squeeze_excite",))
+    for k in (h, k1, k2):
+        work.replace(k, None)
+    work.replace(km, new)
 
 
 def _prepare_known_constants(work: Work) -> None:

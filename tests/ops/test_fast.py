@@ -30,6 +30,14 @@ DEPTHWISE = [
     ((2, 6, 50, 52), 6, 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (0.0, 6.0)),  # 3 x 3 stride 1: wide rows into Y
     ((1, 4, 20, 53), 4, 1, (3, 3), (1, 1), (1, 1), (2, 0, 0, 1), None),  # ... asymmetric pads
     ((1, 5, 9, 8), 5, 1, (3, 3), (1, 1), (1, 1), (0, 2, 1, 0), (-0.5, None)),  # ... narrow, asymmetric
+    # ops/_fast_depthwise.py: 3 x 3 stride 2 in registers (even widths split as uint64 pairs), rows of 3 or 5 taps
+    ((1, 3, 34, 36), 3, 1, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), (0.0, 6.0)),
+    ((2, 2, 33, 35), 2, 1, (3, 3), (2, 2), (1, 1), (0, 1, 1, 0), None),  # odd width, asymmetric pads
+    ((1, 2, 34, 38), 2, 1, (3, 3), (2, 2), (1, 1), (0, 0, 1, 1), (None, 0.5)),  # even width, no leading pads
+    ((1, 4, 12, 11), 4, 1, (5, 5), (1, 1), (1, 1), (2, 2, 2, 2), (0.0, None)),  # 5 x 5 stride 1
+    ((1, 3, 30, 28), 3, 1, (5, 5), (2, 2), (1, 1), (2, 1, 1, 2), None),  # 5 x 5 stride 2, even width
+    ((1, 4, 33, 20), 4, 1, (5, 3), (2, 1), (1, 1), (2, 1, 2, 1), (-1.0, 1.0)),  # rows of 3 taps, strides 2, 1
+    ((1, 2, 70, 70), 2, 1, (5, 5), (1, 1), (1, 1), (2, 2, 2, 2), None),  # planes larger than one chunk
 ]
 
 
@@ -70,6 +78,23 @@ def test_depthwise_compiled_non_finite(compiled):
     _fast.set_enabled(False)
     with np.errstate(invalid="ignore"):  # the NumPy path's GEMM meets the NaN and inf on purpose
         y_ref = conv_forward(x, prepare_conv_weight(w, 3), None, **kw)
+    np.testing.assert_array_equal(np.isnan(y_fast), np.isnan(y_ref))
+    np.testing.assert_allclose(y_fast, y_ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("k,s", [((3, 3), (2, 2)), ((5, 5), (1, 1))])
+def test_depthwise_taps_non_finite(k, s, compiled):
+    """The same for ops/_fast_depthwise.py's kernel (maps above the channels-last threshold)."""
+    x = RNG.standard_normal((1, 3, 36, 34)).astype(np.float32)
+    x[0, 0, 2, 3], x[0, 1, 0, 0], x[0, 2, 35, 33] = np.inf, np.nan, -np.inf
+    w = RNG.standard_normal((3, 1) + k).astype(np.float32)
+    w[2, 0, 0, 0] = np.inf
+    p = k[0] // 2
+    kw = dict(strides=s, pads=(p, p, p, p), clip=(0.0, 6.0))
+    y_fast = conv_forward(x, prepare_conv_weight(w, 3, s), None, **kw)
+    _fast.set_enabled(False)
+    with np.errstate(invalid="ignore"):
+        y_ref = conv_forward(x, prepare_conv_weight(w, 3, s), None, **kw)
     np.testing.assert_array_equal(np.isnan(y_fast), np.isnan(y_ref))
     np.testing.assert_allclose(y_fast, y_ref, rtol=1e-6, atol=1e-6)
 

@@ -220,3 +220,68 @@ def test_a_weight_read_through_an_identity_is_prepared():
     ours = check(m, {"x": w(3, 4, 16, scale=2.0)}, expect_kernels=("layer_norm_rows",), absent_kernels=("identity",))
     bound = {n.kernels[0]: n.bound for n in ours.plan.as_run.nodes}
     assert bound["layer_norm_rows"].prepared and bound["reshape"].prepared
+
+
+def _squeeze_excite(mul_order, act2, bias2=True, w2_out=8, project=None, batch=1, side=10):
+    """GlobalAveragePool -> 1x1 Conv -> Relu -> 1x1 Conv -> act2 -> Mul by x (MobileNetV3's / EfficientNet's SE);
+    ``project``: (bias, residual) of a 1x1 Conv of the result to 6 channels (+ x's first 6 channels as residual)."""
+    gap = helper.make_node("GlobalAveragePool", ["x"], ["p"])
+    c1 = helper.make_node("Conv", ["p", "W1", "W1b"], ["h"])
+    r = helper.make_node("Relu", ["h"], ["hr"])
+    c2 = helper.make_node("Conv", ["hr", "W2"] + (["W2b"] if bias2 else []), ["e"])
+    a2 = {
+        "hardsigmoid": [helper.make_node("HardSigmoid", ["e"], ["s"], alpha=1 / 6, beta=0.5)],
+        "sigmoid": [helper.make_node("Sigmoid", ["e"], ["s"])],
+    }[act2]
+    mul = helper.make_node("Mul", ["x", "s"] if mul_order else ["s", "x"], ["y"])
+    inits = [("W1", w(4, 8, 1, 1)), ("W1b", w(4)), ("W2", w(w2_out, 4, 1, 1))] + ([("W2b", w(w2_out))] if bias2 else [])
+    nodes = [gap, c1, r, c2, *a2, mul]
+    if project is not None:
+        bias, residual = project
+        mul.output[0] = "se"
+        inits += [("W3", w(8, 8, 1, 1))] + ([("W3b", w(8))] if bias else [])
+        nodes.append(helper.make_node("Conv", ["se", "W3"] + (["W3b"] if bias else []), ["c3"]))
+        nodes.append(
+            helper.make_node("Add", ["c3", "x"], ["y"]) if residual else helper.make_node("Relu", ["c3"], ["y"])
+        )
+    return model(nodes, [("x", [batch, 8, side, side])], ["y"], inits)
+
+
+@pytest.mark.parametrize("mul_order,act2,bias2", [(True, "hardsigmoid", True), (False, "sigmoid", False)])
+def test_squeeze_excite_is_one_step(mul_order, act2, bias2):
+    m = _squeeze_excite(mul_order, act2, bias2)
+    absent = {"global_average_pool", "conv_act", "conv", "relu", "hard_sigmoid", "sigmoid", "mul"}
+    ours = check(m, {"x": w(1, 8, 10, 10, scale=3)}, ["squeeze_excite"], absent)
+    assert len(ours.plan.as_run.nodes) == 1
+
+
+def test_squeeze_excite_that_broadcasts_otherwise_is_left_alone():
+    """A second convolution of one output channel scales every channel by one value: no SE step."""
+    ours = check(_squeeze_excite(True, "sigmoid", w2_out=1), {"x": w(1, 8, 10, 10)}, ["mul"], ["squeeze_excite"])
+    assert len(ours.plan.as_run.nodes) > 1
+
+
+def test_squeeze_excite_plain_form_is_the_chain():
+    """The step's plain form (what a non-float32 X runs) against onnxruntime's float64 run of the chain."""
+    m = _squeeze_excite(True, "hardsigmoid")
+    from stdops.ops import fused
+
+    inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+    x = w(1, 8, 10, 10, scale=3)
+    attrs = dict(activation="relu", post_activation="hard_sigmoid", post_activation_params=(1 / 6, 0.5))
+    args = [inits[k].astype(np.float64) for k in ("W1", "W1b", "W2", "W2b")]
+    got = fused.squeeze_excite(x.astype(np.float64), *args, **attrs)
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"x": x})[0]
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bias,residual,side", [(True, True, 10), (False, False, 10), (True, True, 2)])
+def test_squeeze_excite_and_the_conv_after_it_are_one_step(bias, residual, side):
+    """The block's product folded into the 1x1 convolution that reads it (with the residual Add or a Relu); on
+    a 2 x 2 map (fewer positions than output channels) the product scales X instead of the weights."""
+    m = _squeeze_excite(True, "hardsigmoid", project=(bias, residual), batch=2, side=side)
+    absent = {"global_average_pool", "conv_act", "conv", "relu", "hard_sigmoid", "mul", "add", "squeeze_excite"}
+    ours = check(m, {"x": w(2, 8, side, side, scale=3)}, ["squeeze_excite_conv"], absent)
+    assert len(ours.plan.as_run.nodes) == 1

@@ -1,0 +1,185 @@
+"""Compiled depthwise kernels (numba, the optional ``fast`` extra) beyond ops/_fast.py's: one channel per group,
+undilated, 3 or 5 taps per row, strides 1 or 2 (MobileNetV2's and EfficientNet's stride-2 3 x 3 layers, the 5 x 5
+layers of EfficientNet and MobileNetV3). Reference: the NumPy path of ops/depthwise.py (tests/ops/test_fast.py).
+
+Each plane is scattered once into its zero-padded stride phases (phase (a, c) holds padded rows a + i sh and
+columns c + j sw, width Wq), so that every tap reads ONE contiguous run of a phase for all outputs (computed at the
+phase width, the columns past ow dropped in the copy to Y). Then, where ops/_fast.py's ``_dw2d`` makes one
+multiply-add pass over an accumulator per tap, these sum the taps in registers: 3 x 3 all nine in one
+expression per output, 5-tap rows one row (five terms) per pass over a chunk of the accumulator that stays in
+L1. MobileNetV2's 3 x 3 96@112 stride 2 and EfficientNet's 5 x 5 240@28 stride 2: see ``depthwise_taps``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ._fast import numba
+
+#: 5-tap rows with at most this many outputs per channel take ops/_fast.py's channels-last kernel instead (one AVX-512
+#: core: 576@7 0.078 ms against 0.155 here; 240@14 0.116 here against 0.144, 480@14 0.227 against 0.287)
+SMALL_MAP_5 = 64
+_WIDE_ROW = 48  # 3 x 3 output rows from this width on go straight into Y (as ops/_fast.py's _dw3x3s1)
+_CHUNK = 2048  # accumulator values per round of the 5-tap rows (8 KiB with float32: in L1 with its runs)
+
+if numba is not None:
+
+    @numba.njit(cache=True, nogil=True)
+    def _scatter(plane, pairs, ph, pu, S, sh, sw, pt, pl, Wq):  # pragma: no cover - compiled
+        # the plane's values into its phases (phase r at ph[r S:], flat: 1-D slices of a 1-D array keep their
+        # unit stride known, which vectorizes); the padding positions are never written (they stay zero).
+        # ``pairs`` (sw == 2, float32, W even): the plane as (H, W / 2) uint64, each the bits of an even and the
+        # following odd column (little-endian: the even one low); split by truncation and shift, which
+        # vectorizes where the two stride-2 loads do not (96@112: 0.18 ms against 0.36)
+        H, W = plane.shape
+        for iy in range(H):
+            py = iy + pt
+            prow = (py % sh) * sw
+            base = (py // sh) * Wq + prow * S
+            src = plane[iy]
+            if sw == 1:
+                dst = ph[base + pl : base + pl + W]
+                for i in range(W):
+                    dst[i] = src[i]
+                continue
+            half, odd = W // 2, W % 2  # sw == 2: the even and odd input columns into their phases
+            pa = pl % 2  # the phase of the even input columns
+            k0, k1 = base + pa * S + pl // 2, base + (1 - pa) * S + (1 + pl) // 2
+            if pairs.shape[0] == H:
+                pr = pairs[iy]
+                u0, u1 = pu[k0 : k0 + half], pu[k1 : k1 + half]
+                for i in range(half):
+                    u = pr[i]
+                    u0[i] = np.uint32(u & np.uint64(0xFFFFFFFF))
+                    u1[i] = np.uint32(u >> np.uint64(32))
+                continue
+            e0, e1 = ph[k0 : k0 + half + odd], ph[k1 : k1 + half]
+            for i in range(half):
+                e0[i] = src[2 * i]
+                e1[i] = src[2 * i + 1]
+            if odd:
+                e0[half] = src[W - 1]
+
+    @numba.njit(inline="always")
+    def _rows_out(acc, Wq, out):  # pragma: no cover - compiled
+        # the plane's rows, computed at width Wq, into Y (the junk columns dropped)
+        oh, ow = out.shape
+        for oy in range(oh):
+            rr = acc[oy * Wq : oy * Wq + ow]
+            orow = out[oy]
+            for ox in range(ow):
+                orow[ox] = rr[ox]
+
+    @numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+    def _dw_taps(x, xpairs, w, b, sh, sw, pt, pl, clip, lo, hi, y):  # pragma: no cover - compiled
+        # y[n, c] = b[c] + sum over (ky, kx) of w[c, ky, kx] xpad[n, c, oy sh + ky, ox sw + kx] (kx < 3 or 5), the
+        # terms in _dw2d's tap order (row by row), then clipped (NaN stays NaN)
+        N, C, H, W = x.shape
+        kh, kw = w.shape[1], w.shape[2]
+        oh, ow = y.shape[2], y.shape[3]
+        Hq = max((H - 1 + pt) // sh + 1, oh + (kh - 1) // sh + 1)
+        Wq = max((W - 1 + pl) // sw + 1, ow + (kw - 1) // sw)
+        # the runs cover L = oh Wq rounded up to whole vector iterations (32 values): loops of a few rows otherwise
+        # run mostly in their scalar remainder (the values past oh Wq are junk, never copied to Y; the buffer has
+        # that much slack at its end)
+        L = -(-(oh * Wq) // 32) * 32
+        S = Hq * Wq
+        ph = np.zeros(sh * sw * S + L - oh * Wq + 1, x.dtype)  # (+1: a uint32 view of float64 is never empty)
+        pu = ph.view(np.uint32)
+        acc = np.empty(L, x.dtype)
+        has_b = b.shape[0] == C
+        for n in range(N):
+            for c in range(C):
+                _scatter(x[n, c], xpairs[n, c], ph, pu, S, sh, sw, pt, pl, Wq)
+                bias = b[c] if has_b else x.dtype.type(0)
+                wc = w[c]
+                if kh == 3 and kw == 3:
+                    # the nine runs: tap (ky, kx) reads phase (ky % sh, kx % sw) from (ky // sh) Wq + kx // sw
+                    a1, b1, b2 = (1 % sw) * S + 1 // sw, 2 // sw, (1 % sh) * sw * S + (1 // sh) * Wq
+                    d2 = (2 // sh) * Wq
+                    w0, w1, w2 = wc[0, 0], wc[0, 1], wc[0, 2]
+                    w3, w4, w5 = wc[1, 0], wc[1, 1], wc[1, 2]
+                    w6, w7, w8 = wc[2, 0], wc[2, 1], wc[2, 2]
+                    out = y[n, c]
+                    if ow < _WIDE_ROW:  # narrow rows: one run over the plane at width Wq, copied to Y below
+                        o00, o01, o02 = ph[0:L], ph[a1 : a1 + L], ph[b1 : b1 + L]
+                        o10, o11, o12 = ph[b2 : b2 + L], ph[b2 + a1 : b2 + a1 + L], ph[b2 + b1 : b2 + b1 + L]
+                        o20, o21, o22 = ph[d2 : d2 + L], ph[d2 + a1 : d2 + a1 + L], ph[d2 + b1 : d2 + b1 + L]
+                        for q in range(L):
+                            t = bias + w0 * o00[q] + w1 * o01[q] + w2 * o02[q] + w3 * o10[q] + w4 * o11[q]
+                            t = t + w5 * o12[q] + w6 * o20[q] + w7 * o21[q] + w8 * o22[q]
+                            if clip:
+                                t = lo if t < lo else (hi if t > hi else t)
+                            acc[q] = t
+                        _rows_out(acc, Wq, out)
+                        continue
+                    for oy in range(oh):
+                        o = oy * Wq
+                        o00, o01, o02 = ph[o : o + ow], ph[o + a1 : o + a1 + ow], ph[o + b1 : o + b1 + ow]
+                        o10, o11 = ph[o + b2 : o + b2 + ow], ph[o + b2 + a1 : o + b2 + a1 + ow]
+                        o12 = ph[o + b2 + b1 : o + b2 + b1 + ow]
+                        o20, o21 = ph[o + d2 : o + d2 + ow], ph[o + d2 + a1 : o + d2 + a1 + ow]
+                        o22 = ph[o + d2 + b1 : o + d2 + b1 + ow]
+                        orow = out[oy]
+                        for q in range(ow):
+                            t = bias + w0 * o00[q] + w1 * o01[q] + w2 * o02[q] + w3 * o10[q] + w4 * o11[q]
+                            t = t + w5 * o12[q] + w6 * o20[q] + w7 * o21[q] + w8 * o22[q]
+                            if clip:
+                                t = lo if t < lo else (hi if t > hi else t)
+                            orow[q] = t
+                    continue
+                else:  # rows of kw (3 or 5) taps, one row per pass over a chunk
+                    for q0 in range(0, L, _CHUNK):
+                        n_ = min(L, q0 + _CHUNK) - q0
+                        a = acc[q0 : q0 + n_]
+                        for q in range(n_):
+                            a[q] = bias
+                        for ky in range(kh):
+                            d = (ky % sh) * sw * S + (ky // sh) * Wq + q0
+                            e1, e2 = d + (1 % sw) * S + 1 // sw, d + 2 // sw
+                            p0, p1, p2 = ph[d : d + n_], ph[e1 : e1 + n_], ph[e2 : e2 + n_]
+                            v0, v1, v2 = wc[ky, 0], wc[ky, 1], wc[ky, 2]
+                            if kw == 3:
+                                for q in range(n_):
+                                    a[q] = a[q] + v0 * p0[q] + v1 * p1[q] + v2 * p2[q]
+                            else:
+                                e3, e4 = d + (3 % sw) * S + 3 // sw, d + 4 // sw
+                                p3, p4 = ph[e3 : e3 + n_], ph[e4 : e4 + n_]
+                                v3, v4 = wc[ky, 3], wc[ky, 4]
+                                for q in range(n_):
+                                    a[q] = a[q] + v0 * p0[q] + v1 * p1[q] + v2 * p2[q] + v3 * p3[q] + v4 * p4[q]
+                        if clip:
+                            for q in range(n_):
+                                t = a[q]
+                                a[q] = lo if t < lo else (hi if t > hi else t)
+                _rows_out(acc, Wq, y[n, c])
+
+
+def applies(mult: int, kernel, strides, dilations) -> bool:
+    """Whether :func:`depthwise_taps` computes this depthwise layer."""
+    return (
+        mult == 1
+        and len(kernel) == 2
+        and kernel[1] in (3, 5)
+        and kernel[0] <= 7
+        and tuple(dilations) == (1, 1)
+        and all(s in (1, 2) for s in strides)
+    )
+
+
+def depthwise_taps(x, w, b, strides, begin, out, clip_args) -> np.ndarray:
+    """y (N, C, *out) of the depthwise convolution of x (N, C, H, W) C-contiguous by w (C, kh, kw) (see
+    :func:`applies`), + b (C,) or None, clipped per ``clip_args`` (ops/_fast.py ``_clip_args``)."""
+    dt = w.dtype
+    y = np.empty((x.shape[0], w.shape[0]) + tuple(out), dt)
+    bb = np.zeros((0,), dt) if b is None else b
+    N, C, H, W = x.shape
+    if strides[1] == 2 and dt == np.float32 and W % 2 == 0 and sys.byteorder == "little":
+        xpairs = x.view(np.uint64)
+    else:
+        xpairs = np.zeros((N, C, 0, 0), np.uint64)
+    clip, lo, hi = clip_args
+    _dw_taps(x, xpairs, w, bb, strides[0], strides[1], begin[0], begin[1], clip, lo, hi, y)
+    return y
