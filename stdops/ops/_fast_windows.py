@@ -6,7 +6,8 @@ block into a buffer that stays in cache (its GEMM then reads it from there), and
   then one GEMM per block into the output's columns. The NumPy im2col (conv.py) copies a strided window view of the
   whole padded input, 9-49x the input's size through memory. Reference: conv.py's im2col path.
 - :func:`max_pool2d`: as the compiled depthwise kernel (ops/_fast.py), each plane scattered into its stride
-  phases, every tap one contiguous run, the running maximum over the runs. Reference: pool.py's NumPy max
+  phases, every tap one contiguous run, the running maximum over the runs; windows 3 wide at column stride 2
+  (undilated) separably instead, the rows' maximum then 3 neighbours'. Reference: pool.py's NumPy max
   pooling (a separable maximum).
 
 Same arithmetic as the references: the GEMM sums what the reference's GEMM sums (its blocks are whole output
@@ -108,6 +109,41 @@ if numba is not None:
                     orow[ox] = r[ox]
 
 
+if numba is not None:
+
+    @numba.njit(inline="always")
+    def _max_nan(a, v):  # pragma: no cover - compiled
+        return v if (v > a) | (v != v) else a  # NaN propagates as in numpy.maximum; no branch: vectorizes
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _maxpool_w3s2(x, kh, sh, pt, pl, y):  # pragma: no cover - compiled
+        # windows 3 wide at column stride 2, undilated (ResNet's 3 x 3 / 2), separably: per output row the maximum
+        # of its kh input rows into a -inf-padded row buffer (contiguous loops), then of 3 neighbours at stride 2
+        P, H, W = x.shape
+        oh, ow = y.shape[1], y.shape[2]
+        buf = np.full(max(W + pl, 2 * ow + 1), -np.inf, x.dtype)
+        seg = buf[pl : pl + W]
+        for p in range(P):
+            plane = x[p]
+            for oy in range(oh):
+                y0 = oy * sh - pt
+                r0, r1 = max(y0, 0), min(y0 + kh, H)
+                if r0 >= r1:  # the window's rows all in the padding
+                    for i in range(W):
+                        seg[i] = -np.inf
+                else:
+                    src = plane[r0]
+                    for i in range(W):
+                        seg[i] = src[i]
+                    for r in range(r0 + 1, r1):
+                        src = plane[r]
+                        for i in range(W):
+                            seg[i] = _max_nan(seg[i], src[i])
+                orow = y[p, oy]
+                for ox in range(ow):
+                    orow[ox] = _max_nan(_max_nan(buf[2 * ox], buf[2 * ox + 1]), buf[2 * ox + 2])
+
+
 def _phase_layout(x, kernel, strides, dilations, begin, out, fill):
     """x (C, H, W) zero- (or ``fill``-) padded and split into column phases: xp (C, sw, Hp, Wq), phase a holding
     the padded columns a, a + sw, ... (one strided copy per phase: numpy's copy is the fastest measured)."""
@@ -161,5 +197,8 @@ def max_pool2d(x: np.ndarray, kernel, strides, dilations, begin, out) -> np.ndar
     xs = np.ascontiguousarray(x).reshape((N * C,) + x.shape[2:])
     y = np.empty((N * C,) + tuple(out), x.dtype)
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
-    _maxpool(xs, kh, kw, sh, sw, dh, dw, begin[0], begin[1], y)
+    if kw == 3 and sw == 2 and dh == dw == 1:  # measured: ResNet's 64 x 112 x 112 0.19 ms against 0.43
+        _maxpool_w3s2(xs, kh, sh, begin[0], begin[1], y)
+    else:
+        _maxpool(xs, kh, kw, sh, sw, dh, dw, begin[0], begin[1], y)
     return y.reshape((N, C) + tuple(out))

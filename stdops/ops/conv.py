@@ -11,6 +11,9 @@ Conv runs through BLAS, picking per shape:
   each channel gathered as contiguous runs and reduced by a small batched GEMM, in cache blocks,
   B riding in the GEMM as a row of ones; wide 2-D maps at row stride 1 compute 4 output rows per
   GEMM column (6 input rows x kw taps), gathering 4.5 instead of 9 values per output;
+- small maps (at most 196 outputs per channel, float32, group 1, the compiled extra): a compiled direct
+  convolution that sums every product in registers over tiles of 7 positions x 32 channels, its weights packed
+  at the first run and streamed once (ops/_fast_conv.py; 3x3 stride-1 maps Winograd takes above 7 x 7 stay there);
 - otherwise im2col (a strided window view of the padded input, copied once; wide images gather
   contiguous runs over stride phases instead) and ONE GEMM per group (and sample).
 
@@ -26,7 +29,7 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ..limits import get as limits_in_force
-from . import _fast, _fast_windows
+from . import _fast, _fast_conv, _fast_windows
 from ._blas import matmul
 from ._registry import op
 from ._window import (
@@ -63,6 +66,7 @@ class ConvWeight:
         "exact",
         "_dwrows",
         "checked",
+        "_packed",
     )
 
     def __init__(self, w: np.ndarray, group: int, dtype=None, exact: bool = False):
@@ -84,6 +88,7 @@ class ConvWeight:
         self.matb: np.ndarray | None = None  # the GEMM weights with it folded into the GEMM (see fold_bias)
         self.exact = exact  # integer-valued data: only paths that add exact products (no Winograd)
         self.checked: dict = {}  # (input shape, attributes, limits) -> their checked geometry (see _conv_forward)
+        self._packed: np.ndarray | None = None  # the compiled direct path's weights (see packed)
 
     @property
     def mat(self) -> np.ndarray:
@@ -101,6 +106,13 @@ class ConvWeight:
             u = self._wino[m] = TILES[m].transform_weight(self.w, self.dtype)
         return u
 
+    def wino_packed(self, m: int) -> np.ndarray:
+        """wino(m) packed for the compiled products (ops/_fast_conv.py), float32, computed once per tile size."""
+        key = ("packed", m)
+        if key not in self._wino:
+            self._wino[key] = _fast_conv.pack_winograd(self.wino(m))
+        return self._wino[key]
+
     def winograd_tile(self, strides, dilations, out) -> int:
         """The Winograd output tile for this convolution at output size ``out`` (0: the direct sum):
         dense 3x3 stride-1 2-D float convolutions only, the tile chosen per shape (winograd.choose_tile)."""
@@ -114,6 +126,13 @@ class ConvWeight:
         ):
             return 0
         return choose_tile(self.M, self.Cg, out)
+
+    def packed(self) -> np.ndarray:
+        """The GEMM weights (group 1, float32) packed for the compiled direct convolution (ops/_fast_conv.py),
+        computed at the first run of a shape that takes it."""
+        if self._packed is None:
+            self._packed = _fast_conv.pack_weight(self.mat[0])
+        return self._packed
 
     def dw_taps(self) -> np.ndarray:
         """(M, kh, kw) depthwise weights in the compute dtype, for the compiled kernel (ops/_fast.py)."""
@@ -152,6 +171,25 @@ class ConvWeight:
         return self
 
 
+#: the compiled direct convolution takes maps of at most this many outputs per channel (measured on one AVX-512
+#: core, 1 thread, in ResNet-18, against im2col + OpenBLAS: 512@7 3x3 1.85 ms against 2.9, the whole network 23.8 ms
+#: against 27.7; up to 784 or every size: no gain, 25.3 and 27.4 against 24.7); 3 x 3 stride-1 layers that Winograd
+#: takes keep it above _PACKED_WINOGRAD_OUT (14 x 14: F(2,3) 23.0 ms against 24.6)
+_PACKED_MAX_OUT = 196
+_PACKED_WINOGRAD_OUT = 49
+_PACKED_MIN_K = 64  # a GEMM depth (C kh kw) below this leaves the tile's loop too short
+
+
+def direct_packed(cw: ConvWeight, n: int, out, strides, dilations) -> bool:
+    """Whether a convolution (spatial rank n, output map ``out``) takes the compiled direct path."""
+    if not (n == 2 and cw.group == 1 and cw.dtype == np.float32 and _fast.enabled() and _fast_conv.PACKED_OK):
+        return False
+    P = prod(out)
+    if P > _PACKED_MAX_OUT or cw.Cg * prod(cw.kernel) < _PACKED_MIN_K:
+        return False
+    return P <= _PACKED_WINOGRAD_OUT or not cw.winograd_tile(strides, dilations, out)
+
+
 def prepare_conv_weight(
     w: np.ndarray, group: int = 1, strides=(), dilations=(), spatial=None, pads=(), auto_pad="NOTSET"
 ) -> ConvWeight:
@@ -160,6 +198,7 @@ def prepare_conv_weight(
 
 
 _FLAT_IM2COL = True
+_WINO_PACKED = True  # F(2,3)'s products by the packed kernel (ops/_fast_conv.py; F(4,3)'s measured slower)
 
 
 def conv_forward(
@@ -264,9 +303,18 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
 
     if Cg == 1 and g > 1:  # depthwise (and depthwise with a channel multiplier): taps
         return depthwise(xc, cw, geo, strides, dilations, b, clip), "bias+clip"  # B in the GEMM, clip in the crop
+    elif direct_packed(
+        cw, n, out, strides, dilations
+    ):  # small maps: compiled, the weights streamed once (ops/_fast_conv.py)
+        y = _fast_conv.conv2d_packed(xc, cw.packed(), M, kernel, strides, dilations, geo.begin, out, b, clip)
+        return y, "bias+clip"
     elif n == 2 and (wt := cw.winograd_tile(strides, dilations, out)):
         if wt == 4 and _fast.enabled():  # compiled transforms (ops/_fast.py), B and the clip in the output one
             return _fast.winograd(TILES[wt], xc, cw.wino(wt), bias_array(b, dt), geo.begin, out, clip), "bias+clip"
+        if wt == 2 and _fast.enabled():  # the same for F(2x2, 3x3) (ops/_fast_conv.py)
+            up = cw.wino_packed(2) if dt == np.float32 and _WINO_PACKED and _fast_conv.PACKED_OK else None
+            y = _fast_conv.winograd2(TILES[2], xc, cw.wino(2), bias_array(b, dt), geo.begin, out, clip, up)
+            return y, "bias+clip"
         y = TILES[wt].conv(xc, cw.wino(wt), geo.begin, out)
     elif all(k == 1 for k in kernel):  # 1x1: a plain GEMM on the (strided) input
         xs = pad_input(xc, geo.begin, geo.end)

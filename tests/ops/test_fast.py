@@ -114,17 +114,21 @@ WINOGRAD = [
     ((1, 3, 9, 10), 4, (0, 2, 1, 0), (None, 0.25)),  # asymmetric padding
     ((1, 4, 6, 7), 3, (0, 0, 0, 0), (0.0, 6.0)),  # no padding
     ((1, 6, 5, 4), 2, (2, 1, 2, 1), None),  # more padding than a tile's overlap
+    ((1, 32, 14, 14), 40, (1, 1, 1, 1), (0.0, None)),  # a ResNet layer3 shape, scaled down
+    ((1, 2, 3, 3), 3, (1, 1, 1, 1), None),  # one partial tile per axis
 ]
 
 
 @pytest.mark.parametrize("xs,M,pads,clip", WINOGRAD)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("bias", [False, True])
-def test_winograd_compiled_matches_numpy(xs, M, pads, clip, dtype, bias, compiled, monkeypatch):
-    """F(4x4, 3x3) with the compiled transforms against winograd.Tile.conv (NumPy), both forced."""
+@pytest.mark.parametrize("tile", [4, 2])
+def test_winograd_compiled_matches_numpy(xs, M, pads, clip, dtype, bias, tile, compiled, monkeypatch):
+    """F(4x4, 3x3) (ops/_fast.py) and F(2x2, 3x3) (ops/_fast_conv.py) with the compiled transforms against
+    winograd.Tile.conv (NumPy), both forced."""
     import stdops.ops.conv as conv_mod
 
-    monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: 4)
+    monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: tile)
     x = RNG.standard_normal(xs).astype(dtype)
     w = RNG.standard_normal((M, xs[1], 3, 3)).astype(dtype)
     b = RNG.standard_normal(M).astype(dtype) if bias else None
@@ -151,7 +155,10 @@ IM2COL = [
 @pytest.mark.parametrize("xs,M,k,s,d,pads", IM2COL)
 @pytest.mark.parametrize("blocks", [False, True])
 def test_im2col_compiled_matches_numpy(xs, M, k, s, d, pads, blocks, compiled, monkeypatch):
+    import stdops.ops.conv as conv_mod
     from stdops.ops import _fast_windows
+
+    monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)  # small maps take the direct kernel (tested below)
 
     if blocks:  # blocks of a few output rows, the blocks as parts
         monkeypatch.setattr(_fast_windows, "_ONE_BLOCK", 0)
@@ -168,12 +175,85 @@ def test_im2col_compiled_matches_numpy(xs, M, k, s, d, pads, blocks, compiled, m
     assert np.all(np.abs(y_fast - y_ref) <= 1e-6 * bound)
 
 
+# x shape, M, kernel, strides, dilations, pads, clip: the compiled direct convolution (ops/_fast_conv.py), float32,
+# group 1, small maps
+PACKED = [
+    ((1, 64, 7, 7), 64, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (0.0, None)),  # a ResNet layer4 3x3, scaled down
+    ((2, 40, 9, 11), 33, (3, 3), (2, 2), (1, 1), (1, 0, 1, 2), None),  # batch 2, M and P off the tile sizes
+    ((1, 300, 6, 5), 40, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (-0.5, 0.5)),  # 1x1, K past one chunk (256)
+    ((1, 96, 9, 9), 70, (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), None),  # a ResNet downsample
+    ((1, 64, 7, 7), 40, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), (0.0, None)),  # 1x1 unpadded: whole tiles only
+    ((1, 3, 13, 13), 8, (7, 7), (2, 2), (1, 1), (3, 3, 3, 3), (0.0, 6.0)),  # a stem, K = 147
+    ((1, 12, 10, 9), 17, (3, 2), (1, 2), (2, 1), (0, 2, 1, 0), None),  # dilated, asymmetric
+    ((1, 20, 12, 10), 36, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), None),  # tiles within a row and across rows
+]
+
+
+@pytest.mark.parametrize("xs,M,k,s,d,pads,clip", PACKED)
+@pytest.mark.parametrize("bias", [False, True])
+def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled):
+    import stdops.ops.conv as conv_mod
+    from stdops.ops import _fast_conv
+
+    if not _fast_conv.PACKED_OK:
+        pytest.skip("the packed kernel needs AVX-512")
+
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal((M, xs[1]) + k).astype(np.float32)
+    b = RNG.standard_normal(M).astype(np.float32) if bias else None
+    kw = dict(strides=s, dilations=d, pads=pads, clip=clip)
+    cw = prepare_conv_weight(w)
+    y_fast = conv_forward(x, cw, b, **kw)
+    assert cw._packed is not None  # the shape took the compiled path
+    _fast.set_enabled(False)
+    assert not conv_mod.direct_packed(cw, 2, y_fast.shape[2:], s, d)
+    y_ref = conv_forward(x, prepare_conv_weight(w), b, **kw)
+    assert y_fast.dtype == y_ref.dtype == np.float32 and y_fast.shape == y_ref.shape
+    bound = conv_forward(
+        np.abs(x), prepare_conv_weight(np.abs(w)), None if b is None else np.abs(b), **kw | {"clip": None}
+    )
+    assert np.all(np.abs(y_fast - y_ref) <= 1e-6 * bound + 1e-30)  # the same products, summed in another order
+
+
+@pytest.mark.parametrize("xs,M,pads", [((1, 256, 7, 7), 128, (1, 1, 1, 1)), ((1, 64, 14, 14), 64, (1, 1, 1, 1))])
+def test_packed_paths_give_the_same_bits_at_1_and_2_threads(xs, M, pads, compiled, monkeypatch):
+    """The direct kernel (7 x 7) and F(2,3)'s products (14 x 14) split in parts over channels / tile positions
+    when the caller has 2 threads: every output the same sum either way."""
+    from stdops.ops import _blas, _fast_conv
+
+    if not _fast_conv.PACKED_OK:
+        pytest.skip("the packed kernel needs AVX-512")
+    monkeypatch.setattr(_fast_conv, "_SPLIT_FLOPS", 0)  # parts even for these small layers
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal((M, xs[1], 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(M).astype(np.float32)
+    results = []
+    for count in (1, 2):
+        monkeypatch.setattr(_blas, "threads", lambda count=count: count)
+        results.append(conv_forward(x, prepare_conv_weight(w), b, pads=pads, clip=(0.0, None)))
+    assert np.array_equal(results[0], results[1])
+
+
+def test_direct_packed_propagates_nan_and_keeps_inputs(compiled):
+    x = RNG.standard_normal((1, 16, 5, 5)).astype(np.float32)
+    x[0, 3, 2, 2] = np.nan
+    w = RNG.standard_normal((8, 16, 3, 3)).astype(np.float32)
+    xc, wc = x.copy(), w.copy()
+    y = conv_forward(x, prepare_conv_weight(w), None, pads=(1, 1, 1, 1), clip=(0.0, 1.0))
+    assert np.isnan(y[0, :, 1:4, 1:4]).all() and not np.isnan(y[0, :, 0, 0]).any()  # NaN reaches its 3 x 3 window
+    np.testing.assert_array_equal(x, xc)
+    np.testing.assert_array_equal(w, wc)
+
+
 # x shape, kernel, strides, dilations, pads, ceil_mode
 MAXPOOL = [
     ((1, 6, 17, 16), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 0),
     ((2, 3, 9, 11), (2, 3), (1, 2), (2, 1), (0, 1, 1, 0), 1),
     ((1, 2, 10, 10), (3, 3), (3, 3), (1, 1), (0, 0, 0, 0), 1),
     ((1, 4, 7, 5), (1, 1), (2, 1), (1, 1), (0, 0, 0, 0), 0),
+    ((1, 3, 15, 13), (3, 3), (2, 2), (1, 1), (0, 1, 1, 0), 1),  # 3 wide at stride 2 (separable), odd, ceil
+    ((2, 2, 9, 12), (5, 3), (1, 2), (1, 1), (2, 1, 2, 1), 0),  # ... kh 5 at row stride 1
+    ((1, 2, 5, 6), (3, 3), (2, 2), (1, 1), (3, 0, 3, 1), 1),  # ... rows of windows in the padding only
 ]
 
 

@@ -1,0 +1,437 @@
+"""Compiled convolution kernels (numba, the optional ``fast`` extra) beside ops/_fast.py's.
+
+- :func:`winograd2`: the input and output transforms of Winograd F(2x2, 3x3) compiled, as ops/_fast.py's F(4x4,
+  3x3) ones: each plane split once into its 2 x 2 phases (tiles start every 2 rows and columns), then a row and a
+  column stage, each a 4-from-4 (output: 2-from-4) linear map per tile with the coefficients in registers and every
+  loop contiguous; bias and clip in the output stage. The NumPy transforms (winograd.Tile.conv: a gather copy, a
+  Kronecker GEMM each way and a scatter copy) cost more than the 16 products on 14 x 14 maps; the products by
+  the packed kernel below (:func:`winograd_products`; ResNet-18 at 1 thread: 24.8 ms against 25.7 with
+  OpenBLAS's; F(4,3)'s measured slower that way and stay on OpenBLAS). Reference: winograd.Tile.conv.
+- :func:`conv2d_packed`: direct convolution for small maps, every product of a tile of 7 positions x 32 output
+  channels summed in 14 AVX-512 registers (an LLVM intrinsic, :func:`_tile`: numba's own loops kept such
+  accumulators in memory, 5x slower), the weights packed once and prefetched ahead so that reading them overlaps
+  the products. ResNet-18 at 1 thread: 23.8 ms against 27.7 by im2col + OpenBLAS (layer4's 3x3 512@7: 1.85 ms
+  against 2.9). Reading the inputs in place from the stride-phase layout through a table of tap offsets instead
+  of gathering them into tiles first measured slower (stride 2: 1.03 ms against 0.93). Reference: conv.py's im2col
+  GEMM.
+
+Strict IEEE arithmetic except fused multiply-add (numba's ``contract``), each output summing its terms in a fixed
+order, as ops/_fast.py.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ._blas import _SPLIT_FLOPS, matmul, run_parts
+from ._fast import _clip_args, numba
+
+
+def _has_avx512() -> bool:
+    try:
+        from llvmlite import binding
+
+        return bool(binding.get_host_cpu_features().get("avx512f"))
+    except Exception:  # noqa: BLE001 - no feature map: take the portable paths
+        return False
+
+
+#: the packed kernel's tile holds 14 vectors of 16 floats in registers: AVX-512 (32 of them) only; elsewhere
+#: (AVX2: 16 registers of 8 floats) the tile would spill, and the callers keep OpenBLAS
+PACKED_OK = numba is not None and _has_avx512()
+
+if numba is not None:
+
+    @numba.njit(inline="always")
+    def _lin4(c, k, d0, d1, d2, d3):  # pragma: no cover - compiled
+        return c[k] * d0 + c[k + 1] * d1 + c[k + 2] * d2 + c[k + 3] * d3
+
+    @numba.njit(cache=True, nogil=True, fastmath={"contract"})
+    def _wino2_in(x, bt, pt, pl, TH, TWp, V):  # pragma: no cover - compiled
+        # F(2x2, 3x3) input transform: V[4 a + b, c, i L + q] = (B^T d B)[a, b] of tile q = th TWp + tw of plane
+        # (i, c) (tw = TWp - 1: a junk column). Tile row r (0..3) of tile th is padded row 2 th + r: phase row r % 2,
+        # r // 2 phase rows further; the same for columns.
+        N, C, H, W = x.shape
+        THs = TH + 1
+        L = TH * TWp
+        S = np.zeros((2, 2, THs * TWp), x.dtype)
+        R = np.zeros((4, 2, L + TWp), x.dtype)
+        for i in range(N):
+            base = i * L
+            for c in range(C):
+                plane = x[i, c]
+                for iy in range(H):  # the plane into its phases (padding stays zero: the same places every plane)
+                    Y = iy + pt
+                    ty = Y // 2
+                    if ty >= THs:
+                        break
+                    src = plane[iy]
+                    for pc in range(2):  # input columns ix0, ix0 + 2, ... land in phase column pc
+                        ix0 = (pc - pl) % 2
+                        tx0 = (ix0 + pl) // 2
+                        cnt = min((W - ix0 + 1) // 2, TWp - tx0)
+                        dst = S[Y % 2, pc, ty * TWp + tx0 : ty * TWp + tx0 + max(cnt, 0)]
+                        for k in range(dst.shape[0]):
+                            dst[k] = src[ix0 + 2 * k]
+                for pc in range(2):  # the row stage
+                    s0, s1 = S[0, pc, :L], S[1, pc, :L]
+                    s2, s3 = S[0, pc, TWp : TWp + L], S[1, pc, TWp : TWp + L]
+                    r0, r1, r2, r3 = R[0, pc], R[1, pc], R[2, pc], R[3, pc]
+                    for q in range(L):
+                        d0, d1, d2, d3 = s0[q], s1[q], s2[q], s3[q]
+                        r0[q] = _lin4(bt, 0, d0, d1, d2, d3)
+                        r1[q] = _lin4(bt, 4, d0, d1, d2, d3)
+                        r2[q] = _lin4(bt, 8, d0, d1, d2, d3)
+                        r3[q] = _lin4(bt, 12, d0, d1, d2, d3)
+                for a in range(4):  # the column stage
+                    e0, e1 = R[a, 0, :L], R[a, 1, :L]
+                    e2, e3 = R[a, 0, 1 : 1 + L], R[a, 1, 1 : 1 + L]
+                    v0, v1 = V[4 * a, c, base : base + L], V[4 * a + 1, c, base : base + L]
+                    v2, v3 = V[4 * a + 2, c, base : base + L], V[4 * a + 3, c, base : base + L]
+                    for q in range(L):
+                        d0, d1, d2, d3 = e0[q], e1[q], e2[q], e3[q]
+                        v0[q] = _lin4(bt, 0, d0, d1, d2, d3)
+                        v1[q] = _lin4(bt, 4, d0, d1, d2, d3)
+                        v2[q] = _lin4(bt, 8, d0, d1, d2, d3)
+                        v3[q] = _lin4(bt, 12, d0, d1, d2, d3)
+
+    @numba.njit(cache=True, nogil=True, fastmath={"contract"})
+    def _wino2_out(P, at, TH, TW, TWp, b, clip, lo, hi, y):  # pragma: no cover - compiled
+        # F(2x2, 3x3) output transform: y[i, o, 2 th + r, 2 tw + s] = (A^T p A)[r, s] + b[o] (clipped) of the 4 x 4
+        # products p = P[:, o, i L + th TWp + tw]: the row stage (2 from 4) into Q, the column stage (2 from 4) into
+        # Z, then Z's tiles into Y's rows (columns past the output dropped)
+        N, M, oh, ow = y.shape
+        L = TH * TWp
+        has_b = b.shape[0] == M
+        Q = np.empty((2, 4, L), P.dtype)
+        Z = np.empty((2, L), P.dtype)
+        for i in range(N):
+            base = i * L
+            for o in range(M):
+                for bb in range(4):
+                    p0, p1 = P[bb, o, base : base + L], P[4 + bb, o, base : base + L]
+                    p2, p3 = P[8 + bb, o, base : base + L], P[12 + bb, o, base : base + L]
+                    q0, q1 = Q[0, bb], Q[1, bb]
+                    for q in range(L):
+                        d0, d1, d2, d3 = p0[q], p1[q], p2[q], p3[q]
+                        q0[q] = _lin4(at, 0, d0, d1, d2, d3)
+                        q1[q] = _lin4(at, 4, d0, d1, d2, d3)
+                bias = b[o] if has_b else P.dtype.type(0)
+                out = y[i, o]
+                for r in range(2):
+                    g0, g1, g2, g3 = Q[r, 0], Q[r, 1], Q[r, 2], Q[r, 3]
+                    z0, z1 = Z[0], Z[1]
+                    for q in range(L):
+                        d0, d1, d2, d3 = g0[q], g1[q], g2[q], g3[q]
+                        z0[q] = bias + _lin4(at, 0, d0, d1, d2, d3)
+                        z1[q] = bias + _lin4(at, 4, d0, d1, d2, d3)
+                    if clip:
+                        for s_ in range(2):
+                            zs = Z[s_]
+                            for q in range(L):
+                                v = zs[q]
+                                zs[q] = lo if v < lo else (hi if v > hi else v)  # NaN stays NaN
+                    for th in range(TH):
+                        oy = 2 * th + r
+                        if oy >= oh:
+                            break
+                        orow = out[oy]
+                        q0 = th * TWp
+                        full = min(TW, ow // 2)
+                        for tw in range(full):  # whole tiles: 2 consecutive outputs each
+                            orow[2 * tw] = z0[q0 + tw]
+                            orow[2 * tw + 1] = z1[q0 + tw]
+                        if ow % 2:  # the last, partial tile
+                            orow[ow - 1] = z0[q0 + ow // 2]
+
+
+def winograd2(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
+    """The 3x3 stride-1 convolution of x (N, C, H, W) by Winograd F(2x2, 3x3) (``tile``: winograd.TILES[2]) with
+    the transformed weights U (16, M, C), + b (M,) or None, clipped to ``clip``: the transforms compiled (one pass
+    over X, one over Y), the 16 products one batched GEMM. Tiles are computed one column wider than the map (a junk
+    column per tile row keeps every transform loop contiguous). ``Up``: U packed (:func:`pack_winograd`, float32):
+    the products by the packed kernel instead of OpenBLAS. Reference: winograd.Tile.conv (NumPy)."""
+    dt = U.dtype
+    N, C = x.shape[:2]
+    M = U.shape[1]
+    TH, TW = -(-out[0] // 2), -(-out[1] // 2)
+    TWp = TW + 1
+    L = TH * TWp
+    bt = tuple(dt.type(v) for v in tile.bt.reshape(-1))
+    at = tuple(dt.type(v) for v in tile.at.reshape(-1))
+    if Up is not None:  # the products by the packed kernel: V's columns padded to whole tiles
+        V = np.empty((16, C, -(-(N * L) // _TILE_P) * _TILE_P), dt)
+        V[:, :, N * L :] = 0
+    else:
+        V = np.empty((16, C, N * L), dt)
+    _wino2_in(np.ascontiguousarray(x, dtype=dt), bt, begin[0], begin[1], TH, TWp, V)
+    P = matmul(U, V) if Up is None else winograd_products(Up, V, N * L, M)  # (16, M, N L)
+    y = np.empty((N, M) + tuple(out), dt)
+    on, lo, hi = _clip_args(clip, dt)
+    _wino2_out(P, at, TH, TW, TWp, np.zeros((0,), dt) if b is None else b, on, lo, hi, y)
+    return y
+
+
+# --------------------------------------------------------------------------- direct convolution, weights streamed
+
+#: the register tile of :func:`conv2d_packed`: _TILE_P output positions x _TILE_M output channels (two 16-float
+#: vectors), 14 vector accumulators; the weights packed (M / _TILE_M, K, _TILE_M), the columns (P / _TILE_P, K,
+#: _XS), so that both stream contiguously through the tile's loop over K
+_TILE_P, _TILE_M, _VL = 7, 32, 16
+#: the columns' stride per K step: a tile's 7 inputs padded to 8 (one 32-byte run, copied as one vector)
+_XS = 8
+#: the K loop in chunks of _K_CHUNK (32 KiB of packed weights: in L1 for the _TILE_P-position tiles that share them)
+_K_CHUNK = 256
+#: software prefetch (into L2) of the packed weights this many K steps ahead: one chunk, so that the next chunk's
+#: weights come from memory while every position tile works on this one (OpenBLAS packs its operands first, then
+#: multiplies). Measured in ResNet-18 (layer4's 512 x 4608 x 49 products): 1.48 ms a layer against 1.70 prefetching
+#: 32 steps ahead into L1, 2.0 by OpenBLAS
+_PREFETCH = _K_CHUNK
+
+if numba is not None:
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def _tile(typingctx, wp, woff, xp, xoff, kn, acc, aoff, first):  # pragma: no cover - compiled
+        """acc[aoff + i * 32 + j] (+)= sum_{k < kn} xp[xoff + 7 k + i] * wp[woff + 32 k + j] for i < 7, j < 32: the
+        14 accumulators in registers (stack slots promoted), one fused multiply-add per term in the order of k
+        (``first``: start from zero, else from acc)."""
+        sig = types.void(wp, types.intp, xp, types.intp, types.intp, acc, types.intp, types.boolean)
+
+        def codegen(context, builder, signature, args):
+            wp_, woff_, xp_, xoff_, kn_, acc_, aoff_, first_ = args
+            f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+            vec = ir.VectorType(f32, _VL)
+            vptr = vec.as_pointer()
+            i8p = ir.IntType(8).as_pointer()
+            nv = _TILE_M // _VL
+            wdata = context.make_array(signature.args[0])(context, builder, wp_).data
+            xdata = context.make_array(signature.args[2])(context, builder, xp_).data
+            adata = context.make_array(signature.args[5])(context, builder, acc_).data
+            fma = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
+            )
+            prefetch = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0i8"
+            )
+            slots = [[cgutils.alloca_once(builder, vec) for _ in range(nv)] for _ in range(_TILE_P)]
+            abase = builder.gep(adata, [aoff_])
+            aptrs = [
+                [
+                    builder.bitcast(builder.gep(abase, [ir.Constant(i64, i * _TILE_M + h * _VL)]), vptr)
+                    for h in range(nv)
+                ]
+                for i in range(_TILE_P)
+            ]
+            with builder.if_else(builder.icmp_unsigned("!=", first_, ir.Constant(first_.type, 0))) as (zero, carry):
+                with zero:
+                    for row in slots:
+                        for s in row:
+                            builder.store(ir.Constant(vec, None), s)
+                with carry:
+                    for row, ptrs in zip(slots, aptrs):
+                        for s, p in zip(row, ptrs):
+                            builder.store(builder.load(p, align=4), s)
+            wbase = builder.gep(wdata, [woff_])
+            xbase = builder.gep(xdata, [xoff_])
+            splat = ir.Constant(ir.VectorType(i32, _VL), [0] * _VL)
+            undef = ir.Constant(vec, ir.Undefined)
+            with cgutils.for_range(builder, kn_) as loop:
+                k = loop.index
+                wk = builder.gep(wbase, [builder.mul(k, ir.Constant(k.type, _TILE_M))])
+                for h in range(nv):
+                    ahead = builder.bitcast(builder.gep(wk, [ir.Constant(k.type, _PREFETCH * _TILE_M + h * _VL)]), i8p)
+                    # read, locality 2 (L2), data
+                    builder.call(prefetch, [ahead, ir.Constant(i32, 0), ir.Constant(i32, 2), ir.Constant(i32, 1)])
+                ws = [
+                    builder.load(builder.bitcast(builder.gep(wk, [ir.Constant(k.type, h * _VL)]), vptr), align=4)
+                    for h in range(nv)
+                ]
+                xk = builder.gep(xbase, [builder.mul(k, ir.Constant(k.type, _XS))])
+                for i in range(_TILE_P):
+                    s = builder.load(builder.gep(xk, [ir.Constant(k.type, i)]))
+                    bc = builder.shuffle_vector(builder.insert_element(undef, s, ir.Constant(i32, 0)), undef, splat)
+                    for h in range(nv):
+                        builder.store(builder.call(fma, [bc, ws[h], builder.load(slots[i][h])]), slots[i][h])
+            for row, ptrs in zip(slots, aptrs):
+                for s, p in zip(row, ptrs):
+                    builder.store(builder.load(s), p, align=4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _pack_cols(xpad, kh, kw, sh, sw, dh, dw, oh, ow, xp):  # pragma: no cover - compiled
+        # xp[pb, (c kh + ky) kw + kx, i] = xpad[c, oy sh + ky dh, ox sw + kx dw] of output p = 7 pb + i = oy ow + ox
+        # (zero past the last output; i < 7 of the _XS values per K step)
+        NB = xp.shape[0]
+        T = _TILE_P
+        C = xpad.shape[0]
+        P = oh * ow
+        iy0 = np.zeros(T, np.intp)
+        ix0 = np.zeros(T, np.intp)
+        for pb in range(NB):
+            n = min(T, P - pb * T)
+            oy, ox0 = (pb * T) // ow, (pb * T) % ow
+            if n == T and ox0 + T <= ow:  # the tile within one output row: strided runs of each input row
+                for c in range(C):
+                    for ky in range(kh):
+                        row = xpad[c, oy * sh + ky * dh]
+                        for kx in range(kw):
+                            dst = xp[pb, (c * kh + ky) * kw + kx]
+                            q = ox0 * sw + kx * dw
+                            if sw == 1:  # _XS values (the last one unused: xpad has room), constant strides vectorize
+                                for i in range(_XS):
+                                    dst[i] = row[q + i]
+                            elif sw == 2:
+                                for i in range(_XS):
+                                    dst[i] = row[q + 2 * i]
+                            else:
+                                for i in range(T):
+                                    dst[i] = row[q + i * sw]
+                continue
+            for i in range(n):
+                p = pb * T + i
+                iy0[i] = (p // ow) * sh
+                ix0[i] = (p % ow) * sw
+            for c in range(C):
+                plane = xpad[c]
+                for ky in range(kh):
+                    for kx in range(kw):
+                        dst = xp[pb, (c * kh + ky) * kw + kx]
+                        for i in range(n):
+                            dst[i] = plane[iy0[i] + ky * dh, ix0[i] + kx * dw]
+                        for i in range(n, T):
+                            dst[i] = 0
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _pack_flat(x, xp):  # pragma: no cover - compiled
+        # 1 x 1 stride 1 unpadded: output p is input p, xp[pb, c, i] = x[c, 7 pb + i] (zero past P); the tiles
+        # outermost, so that the writes run contiguously (8 values a copy: the 8th is the next tile's first)
+        C, P = x.shape
+        NB = xp.shape[0]
+        T = _TILE_P
+        for pb in range(NB - 1):
+            q = pb * T
+            for c in range(C):
+                dst, src = xp[pb, c], x[c]
+                for i in range(_XS):
+                    dst[i] = src[q + i]
+        pb = NB - 1
+        n = P - pb * T
+        for c in range(C):
+            dst, src = xp[pb, c], x[c]
+            for i in range(n):
+                dst[i] = src[pb * T + i]
+            for i in range(n, T):
+                dst[i] = 0
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _gemm_packed(wp, xp, b, clip, lo, hi, y):  # pragma: no cover - compiled
+        # y (M, P) = wp (M/32 packed) @ xp (columns packed) + b, clipped: for each block of 32 channels, the K chunks
+        # outermost (their weights stay in L1 for every position tile), the tiles' accumulators carried in acc
+        MB, K = wp.shape[0], wp.shape[1]
+        NB = xp.shape[0]
+        M, P = y.shape
+        has_b = b.shape[0] == M
+        wf, xf = wp.reshape(-1), xp.reshape(-1)
+        T, R = _TILE_P, _TILE_M
+        acc = np.empty(NB * T * R, np.float32)
+        for mb in range(MB):
+            for k0 in range(0, K, _K_CHUNK):
+                kn = min(_K_CHUNK, K - k0)
+                for pb in range(NB):
+                    _tile(wf, (mb * K + k0) * R, xf, (pb * K + k0) * _XS, kn, acc, pb * T * R, k0 == 0)
+            for j in range(min(R, M - mb * R)):
+                m = mb * R + j
+                bias = b[m] if has_b else np.float32(0)
+                row = y[m]
+                for p in range(P):
+                    v = acc[p * R + j] + bias
+                    if clip:
+                        v = lo if v < lo else (hi if v > hi else v)  # NaN stays NaN
+                    row[p] = v
+
+
+def _gemm_parts(wp, xp, b, on, lo, hi, y2d) -> None:
+    """_gemm_packed in parts over blocks of output channels (2 from _SPLIT_FLOPS, a rule on the shape alone: every
+    output sums the same products in the same order, whichever thread computes it), run by ops/_blas.py's helpers."""
+    MB, K = wp.shape[0], wp.shape[1]
+    M, P = y2d.shape
+    n = 2 if MB >= 2 and 2 * M * K * P >= _SPLIT_FLOPS else 1
+    cuts = [MB * i // n for i in range(n + 1)]
+    parts = []
+    for c0, c1 in zip(cuts, cuts[1:]):
+        m0, m1 = c0 * _TILE_M, min(M, c1 * _TILE_M)
+        bp = b[m0:m1] if b.shape[0] else b
+        parts.append(functools.partial(_gemm_packed, wp[c0:c1], xp, bp, on, lo, hi, y2d[m0:m1]))
+    run_parts(parts)
+
+
+def pack_weight(wmat: np.ndarray) -> np.ndarray:
+    """wmat (M, K) float32 as conv2d_packed takes it: (ceil(M / 32), K, 32), channel blocks of 32 innermost (the
+    channels past M zero)."""
+    M, K = wmat.shape
+    MB = -(-M // _TILE_M)
+    wp = np.zeros((MB * _TILE_M, K), np.float32)
+    wp[:M] = wmat
+    return np.ascontiguousarray(wp.reshape(MB, _TILE_M, K).transpose(0, 2, 1))
+
+
+def conv2d_packed(x, wp, M, kernel, strides, dilations, begin, out, b=None, clip=None) -> np.ndarray:
+    """y (N, M, oh, ow) of the 2-D convolution (group 1) of x (N, C, H, W) float32 with the packed weights ``wp``
+    (:func:`pack_weight` of W (M, C kh kw)), + b (M,) or None, clipped to ``clip``: per sample the columns gathered
+    into tiles of 7 positions (K contiguous), then every product summed in registers, in the order of K (c, ky, kx),
+    the weights read once from memory. For small maps (the weights outweigh the columns). Reference: the im2col
+    GEMM of conv.py."""
+    N, C, H, W = x.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
+    oh, ow = out
+    K = C * kh * kw
+    NB = -(-(oh * ow) // _TILE_P)
+    Hp = max(H + begin[0], (oh - 1) * sh + (kh - 1) * dh + 1)
+    Wp = max(W + begin[1], (ow - 1) * sw + (kw - 1) * dw + 1)
+    flat = (kh, kw, sh, sw) == (1, 1, 1, 1) and tuple(begin) == (0, 0) and (oh, ow) == (H, W)
+    # room for _pack_cols's 8th value at strides 1 and 2
+    xpad = None if flat else np.zeros((C, Hp, Wp + 2), np.float32)
+    xp = np.empty((NB, K, _XS), np.float32)
+    y = np.empty((N, M, oh, ow), np.float32)
+    bb = np.zeros((0,), np.float32) if b is None else b
+    on, lo, hi = _clip_args(clip, np.dtype(np.float32))
+    for n in range(N):
+        if flat:  # no padding, no gather: the input's own layout (measured: 1024@14 0.06 ms against 0.23)
+            _pack_flat(np.ascontiguousarray(x[n], np.float32).reshape(C, H * W), xp)
+        elif xpad is not None:
+            xpad[:, begin[0] : begin[0] + H, begin[1] : begin[1] + W] = x[n, :, : Hp - begin[0], : Wp - begin[1]]
+            _pack_cols(xpad, kh, kw, sh, sw, dh, dw, oh, ow, xp)
+        _gemm_parts(wp, xp, bb, on, lo, hi, y[n].reshape(M, oh * ow))
+    return y
+
+
+def pack_winograd(U: np.ndarray) -> np.ndarray:
+    """U (n^2, M, C) float32, each position's (M, C) packed as :func:`pack_weight` packs: (n^2, M / 32, C, 32)."""
+    return np.stack([pack_weight(u) for u in U])
+
+
+def winograd_products(Up: np.ndarray, V: np.ndarray, cols: int, M: int) -> np.ndarray:
+    """(n^2, M, cols): U[s] @ V[s, :, :cols] for every tile position s by the packed kernel, from Up (pack_winograd)
+    and V (n^2, C, whole tiles of columns, zero past ``cols``). OpenBLAS packs each U[s] from memory before its
+    products; here the weights stream once."""
+    S, C, L7 = V.shape
+    Vp = np.empty((S, L7 // _TILE_P, C, _XS), V.dtype)  # the 8th value of each run unused
+    np.copyto(Vp[..., :_TILE_P], V.reshape(S, C, L7 // _TILE_P, _TILE_P).transpose(0, 2, 1, 3))
+    P = np.empty((S, M, cols), V.dtype)
+    none = np.zeros((0,), V.dtype)
+
+    def part(s0: int, s1: int) -> None:
+        for s in range(s0, s1):
+            _gemm_packed(Up[s], Vp[s], none, False, np.float32(0), np.float32(0), P[s])
+
+    # in 2 parts over the tile positions from _SPLIT_FLOPS (the same sums, whichever thread runs them)
+    n = 2 if 2 * S * M * C * cols >= _SPLIT_FLOPS else 1
+    run_parts([functools.partial(part, S * i // n, S * (i + 1) // n) for i in range(n)])
+    return P
