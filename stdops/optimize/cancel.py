@@ -53,11 +53,13 @@ def run(work: Work) -> None:
             if kname != "transpose" or _perm(node, len(sx)) == list(range(len(sx))):
                 _drop(work, k, x, y)
                 continue
-        if kname == "transpose" and sx is not None and sy is not None and y not in work.overridable:
+        if kname == "transpose" and sx is not None and sy is not None and y not in work.kept:
             p = _perm(node, len(sx))
             moved = None if p is None or len(p) != len(sx) else [a for a in p if sx[a] != 1]
             if moved is not None and moved == sorted(moved) and len(ins) == 1:
-                # only axes of size 1 move: the elements keep their order, the Transpose is a Reshape (a view)
+                # only axes of size 1 move: the elements keep their order, the Transpose is a Reshape (a view; the
+                # static shapes hold: the front end checks every feed against the declared dimensions); a graph
+                # output stays a copy of its own
                 target = work.new_const(f"{node.name}.shape", np.array(sy, np.int64))
                 rs = bind(reshape_kernel, {"allowzero": 1}, (None, work.consts[target]))
                 work.replace(k, node.rebound(rs, [x, target]))
