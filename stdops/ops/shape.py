@@ -214,6 +214,11 @@ def split(input, split=None, /, *, axis=0, num_outputs=None, n_outputs=None):
         n = int(n)
         if n < 1:
             raise KernelError(f"cannot split into {n} outputs")
+        # num_outputs is the node's output count (Split-18): a file that says otherwise must not make us build
+        # the parts it names (2**31 empty slices of a 0-length axis)
+        if num_outputs is not None and n_outputs is not None and n != int(n_outputs):
+            raise KernelError(f"num_outputs {n} differs from the node's {n_outputs} outputs")
+        check_elements((n,), "Split outputs")
         if num_outputs is None and d % n:
             raise KernelError(f"axis {a} of size {d} does not split into {n} equal parts")
         chunk = -(-d // n)

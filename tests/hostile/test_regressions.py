@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 import stdops.ncnn as sn
 import stdops.onnx as so
@@ -350,3 +350,23 @@ def test_onnx_graph_name_that_is_not_utf8_loads_and_runs(tmp_path):
     got = so.load(tmp_path / "model.onnx").run({"x": x})
     for name in want:
         np.testing.assert_array_equal(got[name], want[name])
+
+
+@pytest.mark.parametrize("shape", [(0,), (3,)])
+def test_onnx_split_num_outputs_beyond_the_node_outputs_is_refused_before_slicing(shape, tmp_path):
+    """Bug (make fuzz, seed 20261202): Split-18 with num_outputs 2**31 - 1 on an empty axis built 2**31 empty
+    slices (MemoryError); num_outputs must be the node's output count."""
+    from stdops.errors import OpError
+
+    m = _model(
+        [helper.make_node("Split", ["x"], ["a", "b"], name="n", num_outputs=2**31 - 1)],
+        [_vi("x", TensorProto.INT8, shape=list(shape))],
+        [_vi("a"), _vi("b")],
+        opset=18,
+    )
+    _behaves_then(
+        _onnx_case("split num_outputs", m, {"x": np.zeros(shape, np.int8)}),
+        tmp_path,
+        OpError,
+        r"node 'n' \(Split\).*num_outputs 2147483647 differs from the node's 2 outputs",
+    )
