@@ -13,13 +13,15 @@ passes, in order (each in its module):
   so that the Shape -> Gather -> Unsqueeze -> Concat arithmetic of exported graphs folds away;
 - ``cancel``: Identity nodes removed, Transpose after Transpose composed (dropped when the composition is
   the identity), Reshape after Reshape merged, Reshapes/Flattens/Squeezes to the shape a value already
-  has dropped;
+  has dropped, a Transpose that moves only axes of size 1 made a Reshape (a view);
 - ``fuse``: BatchNormalization folded into the Conv / Gemm / MatMul before it (weights and bias
   rescaled in float64); Conv (+ bias) and MatMul / Gemm (+ bias) chains fused with a following
   activation (Relu, Clip, LeakyRelu, Sigmoid, SiLU as Sigmoid + Mul, HardSigmoid, HardSwish), a residual
   Add and an activation after it, into one ``conv_act`` / ``matmul_act`` step (stdops/ops/fused.py); every
   Conv with a constant weight becomes a ``conv_act`` that knows its input's spatial size when the front end
-  gave it (the Winograd transform is then prepared at load).
+  gave it (the Winograd transform is then prepared at load); the squeeze-and-excitation block (with the 1x1
+  Conv reading it) as one step; a constant positive scale before a Softmax moved into the Softmax step; kernels
+  whose inputs a pass made constant prepared again.
 
 A value that is a graph output, is read by more than one node, or is an input overridable at run time (an
 ONNX initializer listed as a graph input) is never folded away. The fused and the written plan agree within
