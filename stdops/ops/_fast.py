@@ -356,6 +356,24 @@ if numba is not None:
                             t += w7[m] * r7[m]
                             t += w8[m] * r8[m]
                             acc[m] = t
+                    elif kh == 5 and kw == 5 and dh == 1 and dw == 1:
+                        # a row of five taps per pass, summed in registers, in the general loop's order (below):
+                        # the running sum loaded and stored once per row instead of once per tap
+                        for ky in range(5):
+                            rw = xt[n, iy + ky]
+                            r0, r1, r2, r3, r4 = rw[ix], rw[ix + 1], rw[ix + 2], rw[ix + 3], rw[ix + 4]
+                            w0, w1, w2, w3, w4 = wt[ky, 0], wt[ky, 1], wt[ky, 2], wt[ky, 3], wt[ky, 4]
+                            for m in range(C):
+                                if ky == 0:
+                                    t = b[m] if has_b else zero
+                                else:
+                                    t = acc[m]
+                                t += w0[m] * r0[m]
+                                t += w1[m] * r1[m]
+                                t += w2[m] * r2[m]
+                                t += w3[m] * r3[m]
+                                t += w4[m] * r4[m]
+                                acc[m] = t
                     else:
                         for m in range(C):
                             acc[m] = b[m] if has_b else zero
