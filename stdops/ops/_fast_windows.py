@@ -153,11 +153,16 @@ def _phase_layout(x, kernel, strides, dilations, begin, out, fill):
     pt, pl = begin
     Hp = max(H + pt, (oh - 1) * sh + (kh - 1) * dh + 1)
     Wq = max(-(-(W + pl) // sw), ow + ((kw - 1) * dw) // sw)
-    xp = np.full((C, sw, Hp, Wq), fill, x.dtype) if fill != 0 else np.zeros((C, sw, Hp, Wq), x.dtype)
+    # only the padding is filled: the interior is written once, by the copies (a stem's input is the largest)
+    xp = np.empty((C, sw, Hp, Wq), x.dtype)
+    xp[:, :, :pt] = fill
+    xp[:, :, pt + H :] = fill
     for a in range(sw):
         ix0 = (a - pl) % sw  # the first input column of phase a
         n = len(range(ix0, W, sw))
         q0 = (ix0 + pl) // sw
+        xp[:, a, pt : pt + H, :q0] = fill
+        xp[:, a, pt : pt + H, q0 + n :] = fill
         xp[:, a, pt : pt + H, q0 : q0 + n] = x[:, :, ix0::sw]
     return xp
 
