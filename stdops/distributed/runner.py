@@ -149,7 +149,10 @@ def run_dask(
             batch, attempt = in_flight.pop(fut.key)
             if fut.status != "finished":
                 exc = fut.exception() if fut.status == "error" else None
-                if isinstance(exc, KilledWorker) and attempt < retries:
+                # a worker that dies takes its tasks (KilledWorker) or the results it held ("lost": seen when
+                # SIGKILL lands between a task's end and the client's fetch) with it; jobs are pure functions
+                # of their seeds, so running the batch again gives the same bits
+                if (fut.status == "lost" or isinstance(exc, KilledWorker)) and attempt < retries:
                     submit(batch, attempt + 1)
                     continue
                 if exc is not None:
