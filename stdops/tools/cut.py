@@ -13,6 +13,7 @@ with the values a real run of the whole model produced) and the values it report
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import os
 from collections.abc import Iterable, Sequence
@@ -55,8 +56,9 @@ def input_file_names(names: Sequence[str]) -> dict[str, str]:
     return out
 
 
-class Source:
-    """A model to cut: its nodes in execution order and the values of one real stdops run."""
+class Source(abc.ABC):
+    """A model to cut: its nodes in execution order and the values of one real stdops run (one subclass per
+    format: ``OnnxSource``, ``NcnnSource``)."""
 
     kind: str
     suffix: str
@@ -97,13 +99,13 @@ class Source:
                     seen.append(i)
         return seen
 
+    @abc.abstractmethod
     def freeze(self, feeds: dict[str, Any]) -> None:
         """Run stdops on the whole model, keeping every value (up to a step that raises) in ``values``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def write(self, nodes: Sequence[int], outputs: Sequence[str], folder: str, stem: str) -> dict[str, Any]:
         """Write the cut into ``folder``; returns {"model", "weights", "inputs": {name: npy path}}."""
-        raise NotImplementedError
 
     def _save_inputs(self, names: Sequence[str], folder: str, stem: str) -> dict[str, str]:
         paths = {}
