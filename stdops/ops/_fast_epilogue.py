@@ -44,6 +44,17 @@ if numba is not None:
     # exactly as their kernels do (one product, one sum), and the fused step is their result bit for bit
 
     @numba.njit(inline="always", error_model="numpy")
+    def _exp_poly(r):  # pragma: no cover - compiled
+        # exp(r) on |r| <= ln 2 / 2: Cephes' expf degree-6 polynomial (~1 ulp), the one every exp stage here uses
+        p = np.float32(1.9875691500e-4)
+        p = p * r + np.float32(1.3981999507e-3)
+        p = p * r + np.float32(8.3334519073e-3)
+        p = p * r + np.float32(4.1665795894e-2)
+        p = p * r + np.float32(1.6666665459e-1)
+        p = p * r + np.float32(5.0000001201e-1)
+        return p * (r * r) + r + np.float32(1.0)
+
+    @numba.njit(inline="always", error_model="numpy")
     def _exp_stage(v, e, kb, scale=np.float32(1.0)):  # pragma: no cover - compiled
         # e = exp(-|scale v|) (<= 1, never overflows) for a chunk: Cody-Waite reduction by ln 2 and a degree-6
         # polynomial on |r| <= ln 2 / 2 (Cephes' expf coefficients, ~1 ulp), scaled by 2^n through the
@@ -55,13 +66,7 @@ if numba is not None:
             n = np.floor(t * np.float32(1.4426950408889634) + np.float32(0.5))
             r = t - n * np.float32(0.693359375)
             r = r + n * np.float32(2.12194440e-4)
-            p = np.float32(1.9875691500e-4)
-            p = p * r + np.float32(1.3981999507e-3)
-            p = p * r + np.float32(8.3334519073e-3)
-            p = p * r + np.float32(4.1665795894e-2)
-            p = p * r + np.float32(1.6666665459e-1)
-            p = p * r + np.float32(5.0000001201e-1)
-            e[j] = p * (r * r) + r + np.float32(1.0)
+            e[j] = _exp_poly(r)
             kb[j] = (np.int32(n) + np.int32(127)) << 23
         for j in range(v.shape[0]):
             x = e[j] * kf[j]
@@ -133,13 +138,7 @@ if numba is not None:
                 k = np.floor(t * np.float32(1.4426950408889634) + np.float32(0.5))
                 r = t - k * np.float32(0.693359375)
                 r = r + k * np.float32(2.12194440e-4)
-                p_ = np.float32(1.9875691500e-4)
-                p_ = p_ * r + np.float32(1.3981999507e-3)
-                p_ = p_ * r + np.float32(8.3334519073e-3)
-                p_ = p_ * r + np.float32(4.1665795894e-2)
-                p_ = p_ * r + np.float32(1.6666665459e-1)
-                p_ = p_ * r + np.float32(5.0000001201e-1)
-                q_ = p_ * (r * r) + r + np.float32(1.0)
+                q_ = _exp_poly(r)
                 kb[j] = (np.int32(k) + np.int32(127)) << 23
                 ex = q_ * kf[j]
                 ex = ex if x > np.float32(-87.0) and x < np.float32(87.0) else np.float32(0.0)
@@ -279,14 +278,8 @@ if numba is not None:
                 n = (t * np.float32(1.4426950408889634) + np.float32(12582912.0)) - np.float32(12582912.0)
                 q = t - n * np.float32(0.693359375)
                 q = q + n * np.float32(2.12194440e-4)
-                p = np.float32(1.9875691500e-4)
-                p = p * q + np.float32(1.3981999507e-3)
-                p = p * q + np.float32(8.3334519073e-3)
-                p = p * q + np.float32(4.1665795894e-2)
-                p = p * q + np.float32(1.6666665459e-1)
-                p = p * q + np.float32(5.0000001201e-1)
                 kb[j] = (np.int32(n) + np.int32(127)) << 23
-                e = (p * (q * q) + q + np.float32(1.0)) * kf[j]
+                e = _exp_poly(q) * kf[j]
                 yr[j] = e if d > np.float32(-87.0) else (np.float32(0.0) if d == d else d)
             inv = np.float32(1.0) / _lane_sum(yr, lanes)  # a product per element, not a division (<= 1 ulp apart)
             for j in range(L):
