@@ -224,13 +224,22 @@ def pack_weight(wmat: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=64)
-def _tap_offsets(C: int, kh: int, kw: int, sw: int, Hp: int, Wq: int) -> np.ndarray:
-    """Where tap (c, ky, kx) of output (0, 0) lies in the phase layout (C, sw, Hp, Wq): phase kx % sw of channel
-    c, padded row ky, column kx // sw (output (oy, ox) adds oy sh Wq + ox), in the order of K = (c, ky, kx)."""
+def _layout(C: int, H: int, W: int, kernel, strides, begin, out):
+    """(Hp, Wq, offsets, size) of a shape's phase layout: Hp padded rows (those the windows reach), phases of Wq
+    columns, the offset of tap (c, ky, kx) of output (0, 0) (phase kx % sw of channel c, padded row ky, column
+    kx // sw; output (oy, ox) adds oy sh Wq + ox) in the order of K = (c, ky, kx), and the buffer's size (the
+    layout, then the slack a row's last vector reads past the phase width, masked off in the store)."""
+    (kh, kw), (sh, sw), (oh, ow) = kernel, strides, out
+    Hp = (oh - 1) * sh + kh
+    Wq = max(-(-(W + begin[1]) // sw), ow + (kw - 1) // sw)
     c, ky, kx = np.meshgrid(np.arange(C), np.arange(kh), np.arange(kw), indexing="ij")
     offs = (((c * sw + kx % sw) * Hp + ky) * Wq + kx // sw).reshape(-1).astype(np.intp)
     offs.flags.writeable = False  # shared by every call of the shape
-    return offs
+    return Hp, Wq, offs, C * sw * Hp * Wq + _VL
+
+
+_NO_BIAS = np.zeros((0,), np.float32)
+_F32 = np.dtype(np.float32)
 
 
 def conv2d_stem(x, wp, M, kernel, strides, begin, out, b=None, clip=None) -> np.ndarray:
@@ -240,28 +249,28 @@ def conv2d_stem(x, wp, M, kernel, strides, begin, out, b=None, clip=None) -> np.
     Layers of at least _SPLIT_FLOPS run in 2 parts over output rows (ops/_blas.py's helpers; each output the same
     sum either way)."""
     N, C, H, W = x.shape
-    (kh, kw), (sh, sw) = kernel, strides
     oh, ow = out
-    pt, pl = begin
-    Hp = (oh - 1) * sh + kh  # the padded rows the windows reach (more input rows are never read)
-    Wq = max(-(-(W + pl) // sw), ow + (kw - 1) // sw)
-    offs = _tap_offsets(C, kh, kw, sw, Hp, Wq)
-    # slack: a row's last vector reads up to 15 columns past the phase width (masked off in the store)
-    xp = np.empty(C * sw * Hp * Wq + _VL, np.float32)
+    Hp, Wq, offs, size = _layout(C, H, W, tuple(kernel), tuple(strides), tuple(begin), tuple(out))
+    xp = np.empty(size, np.float32)
     y = np.empty((N, M, oh, ow), np.float32)
-    bb = np.zeros((0,), np.float32) if b is None else np.ascontiguousarray(b, dtype=np.float32)
-    _, lo, hi = _clip_args(clip, np.dtype(np.float32))
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    K = C * kh * kw
-    parts = 2 if oh >= 2 and 2 * M * K * oh * ow >= _SPLIT_FLOPS else 1
-    cuts = [oh * i // parts for i in range(parts + 1)]
+    bb = _NO_BIAS if b is None else np.ascontiguousarray(b, dtype=np.float32)
+    _, lo, hi = _clip_args(clip, _F32)
+    if not (x.dtype == _F32 and x.flags.c_contiguous):
+        x = np.ascontiguousarray(x, dtype=np.float32)
+    sh, sw = strides
+    parts = 2 if oh >= 2 and 2 * M * offs.shape[0] * oh * ow >= _SPLIT_FLOPS else 1
     for n in range(N):
-        _phases(x[n], pt, pl, sw, Hp, Wq, xp)
+        _phases(x[n], begin[0], begin[1], sw, Hp, Wq, xp)
         yf = y[n].reshape(-1)
+        if parts == 1:
+            _stem_rows(xp, offs, wp, bb, lo, hi, M, oh, ow, sh * Wq, yf, 0, oh)
+            continue
         run_parts(
             [
-                functools.partial(_stem_rows, xp, offs, wp, bb, lo, hi, M, oh, ow, sh * Wq, yf, r0, r1)
-                for r0, r1 in zip(cuts, cuts[1:])
+                functools.partial(
+                    _stem_rows, xp, offs, wp, bb, lo, hi, M, oh, ow, sh * Wq, yf, oh * i // 2, oh * (i + 1) // 2
+                )
+                for i in range(2)
             ]
         )
     return y
