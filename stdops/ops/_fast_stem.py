@@ -116,55 +116,62 @@ if numba is not None:
         return sig, codegen
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _phases(x, pt, pl, sw, Hp, Wq, xp):  # pragma: no cover - compiled
-        # xp (C, sw, Hp, Wq) flat (+ slack): phase a of channel c holds the zero-padded plane's columns a, a + sw, ...
-        # (padded row r = input row r - pt); everything outside the input zero, the slack too
+    def _phases2(x, pt, pl, Hp, Wq, xp):  # pragma: no cover - compiled
+        # column stride 2: xp (C, 2, Hp, Wq) flat (+ slack), phase a of channel c holding the zero-padded plane's
+        # columns a, a + 2, ... (padded row r = input row r - pt); everything outside the input zero, the slack too
         C, H, W = x.shape
-        xp[C * sw * Hp * Wq :] = 0
-        plane = Hp * Wq
+        n_lay = C * 2 * Hp * Wq
+        for q in range(n_lay, xp.shape[0]):
+            xp[q] = 0
+        xp4 = xp[:n_lay].reshape((C, 2, Hp, Wq))
+        pa = pl % 2  # the phase of the even input columns
+        n0 = min((W + 1) // 2, Wq - pl // 2)  # even input columns in a row of phase pa
+        n1 = min(W // 2, Wq - (pl + 1) // 2)  # odd ones in phase 1 - pa
+        n = min(n0, n1)
         for c in range(C):
-            for a in range(sw):
-                ix0 = (a - pl) % sw  # the first input column of phase a
-                q0 = (ix0 + pl) // sw
-                cnt = min(max(0, (W - ix0 + sw - 1) // sw), Wq - q0)
-                for r in range(Hp):
-                    row = xp[(c * sw + a) * plane + r * Wq : (c * sw + a) * plane + (r + 1) * Wq]
-                    iy = r - pt
-                    if iy < 0 or iy >= H:
-                        row[:] = 0
+            for a in range(2):
+                q0 = pl // 2 if a == pa else (pl + 1) // 2
+                cnt = n0 if a == pa else n1
+                for r in range(Hp):  # the padding (explicit loops on rows: measured faster than slices)
+                    row = xp4[c, a, r]
+                    if r < pt or r >= pt + H:
+                        for q in range(Wq):
+                            row[q] = 0
                     else:
-                        row[:q0] = 0
-                        row[q0 + cnt :] = 0
-            for iy in range(max(0, -pt), min(H, Hp - pt)):
+                        for q in range(q0):
+                            row[q] = 0
+                        for q in range(q0 + cnt, Wq):
+                            row[q] = 0
+            for iy in range(max(0, -pt), min(H, Hp - pt)):  # both phases in one loop: LLVM vectorizes the pairs
                 src = x[c, iy]
-                r = iy + pt
-                if sw == 1:
-                    cnt = min(W, Wq - pl)
-                    dst = xp[c * plane + r * Wq + pl : c * plane + r * Wq + pl + cnt]
-                    for q in range(cnt):  # explicit loops: numba's slice assignment copies through a temporary
-                        dst[q] = src[q]
-                elif sw == 2:  # both phases in one loop: LLVM vectorizes the pair of stride-2 loads
-                    pa = pl % 2  # the phase of the even input columns
-                    n0 = min((W + 1) // 2, Wq - pl // 2)
-                    n1 = min(W // 2, Wq - (pl + 1) // 2)
-                    e0 = xp[(2 * c + pa) * plane + r * Wq + pl // 2 :]
-                    e1 = xp[(2 * c + 1 - pa) * plane + r * Wq + (pl + 1) // 2 :]
-                    n = min(n0, n1)
-                    for i in range(n):
-                        e0[i] = src[2 * i]
-                        e1[i] = src[2 * i + 1]
-                    for i in range(n, n0):
-                        e0[i] = src[2 * i]
-                    for i in range(n, n1):
-                        e1[i] = src[2 * i + 1]
-                else:
-                    for a in range(sw):
-                        ix0 = (a - pl) % sw
-                        q0 = (ix0 + pl) // sw
-                        cnt = min(max(0, (W - ix0 + sw - 1) // sw), Wq - q0)
-                        dst = xp[(c * sw + a) * plane + r * Wq + q0 :]
-                        for q in range(cnt):
-                            dst[q] = src[ix0 + q * sw]
+                e0 = xp4[c, pa, iy + pt, pl // 2 :]
+                e1 = xp4[c, 1 - pa, iy + pt, (pl + 1) // 2 :]
+                for i in range(n):
+                    e0[i] = src[2 * i]
+                    e1[i] = src[2 * i + 1]
+                for i in range(n, n0):
+                    e0[i] = src[2 * i]
+                for i in range(n, n1):
+                    e1[i] = src[2 * i + 1]
+
+
+def _phases1(x, pt, pl, Hp, Wq, xp) -> None:
+    """Column stride 1: xp (C, Hp, Wq) flat (+ slack) = x zero-padded (``pt`` rows, ``pl`` columns before, as many
+    after as the layout holds), by NumPy's copies (measured 2-2.5x faster than a compiled loop: 16 x 56 x 56
+    0.026 -> 0.011 ms)."""
+    C, H, W = x.shape
+    n_lay = C * Hp * Wq
+    xp[n_lay:] = 0
+    v = xp[:n_lay].reshape(C, Hp, Wq)
+    h, w = min(H, Hp - pt), min(W, Wq - pl)
+    v[:, :pt] = 0
+    v[:, pt + h :] = 0
+    v[:, pt : pt + h, :pl] = 0
+    v[:, pt : pt + h, pl + w :] = 0
+    v[:, pt : pt + h, pl : pl + w] = x[:, :h, :w]
+
+
+if numba is not None:
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _stem_rows(xf, offs, wp, b, lo, hi, M, oh, ow, wrow, yf, r0, r1):  # pragma: no cover - compiled
@@ -260,7 +267,7 @@ def conv2d_stem(x, wp, M, kernel, strides, begin, out, b=None, clip=None) -> np.
     sh, sw = strides
     parts = 2 if oh >= 2 and 2 * M * offs.shape[0] * oh * ow >= _SPLIT_FLOPS else 1
     for n in range(N):
-        _phases(x[n], begin[0], begin[1], sw, Hp, Wq, xp)
+        (_phases1 if sw == 1 else _phases2)(x[n], begin[0], begin[1], Hp, Wq, xp)
         yf = y[n].reshape(-1)
         if parts == 1:
             _stem_rows(xp, offs, wp, bb, lo, hi, M, oh, ow, sh * Wq, yf, 0, oh)

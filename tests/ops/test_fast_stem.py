@@ -29,6 +29,8 @@ STEMS = [
     ((1, 17, 10, 13), 10, (3, 3), (1, 1), (1, 1, 1, 1)),  # K = 153, near STEM_MAX_K, ow 13
     ((1, 3, 224, 224), 16, (3, 3), (2, 2), (1, 1, 1, 1)),  # the real MobileNetV3 stem (112 = 7 vectors)
     ((1, 1, 6, 6), 2, (7, 7), (2, 2), (3, 3, 3, 3)),  # a map smaller than the kernel, 3 x 3 outputs (K 49)
+    ((1, 2, 11, 13), 4, (5, 5), (2, 2), (2, 2, 1, 2)),  # even left padding at stride 2, odd width
+    ((1, 3, 12, 14), 6, (3, 3), (1, 1), (0, 0, 0, 0)),  # stride 1 unpadded
 ]
 
 
