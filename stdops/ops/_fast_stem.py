@@ -176,33 +176,38 @@ if numba is not None:
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _stem_rows(xf, offs, wp, b, lo, hi, M, oh, ow, wrow, yf, r0, r1):  # pragma: no cover - compiled
         # output rows r0 .. r1 of one sample: per block of _MB channels (clamped at M - 1), the rows' vectors in
-        # tiles of _NV (the last tile clamped at the last vector); vector j of the rows: row r0 + j // nvr, columns
-        # 16 (j % nvr) ..., its input at row * wrow (sh padded rows of the phase width) + column
+        # tiles of _NV; vector j of the rows: row r0 + j // nvr, columns 16 (j % nvr) ..., its input at row * wrow
+        # (sh padded rows of the phase width) + column. The vectors' offsets are tabled once (no divisions per tile),
+        # the table padded to whole tiles with the last vector (re-computed: the same sum, written twice).
         K = offs.shape[0]
         nvr = (ow + _VL - 1) // _VL
         nmb = wp.shape[0] // (K * _MB)
         has_b = b.shape[0] == M
-        xb = np.empty(_NV, np.intp)
-        yb = np.empty(_NV, np.intp)
-        nl = np.empty(_NV, np.intp)
-        yo = np.empty(_MB, np.intp)
-        bb = np.zeros(_MB, np.float32)
         total = (r1 - r0) * nvr
+        padded = (total + _NV - 1) // _NV * _NV
+        xb = np.empty(padded, np.intp)
+        yb = np.empty(padded, np.intp)
+        nl = np.empty(padded, np.intp)
+        j = 0
+        for row in range(r0, r1):
+            for col in range(0, nvr * _VL, _VL):
+                xb[j] = row * wrow + col
+                yb[j] = row * ow + col
+                nl[j] = min(_VL, ow - col)
+                j += 1
+        for j in range(total, padded):
+            xb[j], yb[j], nl[j] = xb[total - 1], yb[total - 1], nl[total - 1]
+        yo = np.empty(nmb * _MB, np.intp)
+        bb = np.zeros(nmb * _MB, np.float32)
+        for i in range(nmb * _MB):
+            m = min(i, M - 1)
+            yo[i] = m * (oh * ow)
+            if has_b:
+                bb[i] = b[m]
         for mb in range(nmb):
-            for i in range(_MB):
-                m = min(mb * _MB + i, M - 1)
-                yo[i] = m * (oh * ow)
-                if has_b:
-                    bb[i] = b[m]
-            for j0 in range(0, total, _NV):
-                for v in range(_NV):
-                    j = min(j0 + v, total - 1)
-                    row = r0 + j // nvr
-                    col = (j % nvr) * _VL
-                    xb[v] = row * wrow + col
-                    yb[v] = row * ow + col
-                    nl[v] = min(_VL, ow - col)
-                _tile(xf, xb, offs, K, wp, mb * K * _MB, yf, yb, nl, yo, bb, has_b, lo, hi)
+            ym, bm = yo[mb * _MB :], bb[mb * _MB :]
+            for j0 in range(0, padded, _NV):
+                _tile(xf, xb[j0:], offs, K, wp, mb * K * _MB, yf, yb[j0:], nl[j0:], ym, bm, has_b, lo, hi)
 
 
 def takes(cw, n: int, out, strides, dilations) -> bool:
