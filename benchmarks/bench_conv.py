@@ -218,7 +218,6 @@ def main() -> None:
     )
     from stdops.ops import _fast_stem
 
-    stem_k = _fast_stem.STEM_MAX_K
     hdr = f"{'layer':30s} {'GFLOP':>6s} {'stdops ms':>10s} {'ort ms':>8s} {'ratio':>6s}"
     if args.old_stem:
         hdr += f" {'pre-stem ms':>11s}"
@@ -250,13 +249,13 @@ def main() -> None:
             for o, r in zip(model.graph.output, refs)
         )
         stem = args.old_stem and model.graph.node[0].op_type == "Conv" and _stem_layer(model)
-        if stem:  # the stem path and the one before it (STEM_MAX_K = 0), alternating with onnxruntime
+        if stem:  # the stem path and the one before it (its USE off), alternating with onnxruntime
 
             def new_path():
-                _fast_stem.STEM_MAX_K = stem_k
+                _fast_stem.USE = True
 
             def old_path():
-                _fast_stem.STEM_MAX_K = 0
+                _fast_stem.USE = False
 
             run_ours = lambda: ours.run({"X": x})  # noqa: E731
             tn, tr, to = alternating_many(

@@ -34,9 +34,17 @@ from ._fast_conv import PACKED_OK
 #: the register tile: _MB output channels x _NV vectors of _VL output columns (measured on 7x7/2 3->64 and 3x3/2
 #: 3->16/32 @224 against 6x4, 4x6, 8x2, 12x2, 16x1: 8 x 3 first or within 5% on each)
 _MB, _NV, _VL = 8, 3, 16
-#: the largest sum per output (C kh kw) this path takes: above it the packed kernel (small maps) or im2col + GEMM
-#: win (measured, see takes())
+#: the largest sum per output (C kh kw) this path takes on any map (measured against the path conv.py takes
+#: otherwise, one thread: 3x3 stride 1 K 144-180 @56 0.9x, K 216-576 @56 1.1-1.6x Winograd's time; 5x5 K 200 0.4x
+#: im2col + GEMM's)
 STEM_MAX_K = 160
+#: ... and deeper sums where the alternatives do worse: (strides, at most this many outputs (None: any), at most
+#: this K). Measured (3x3, 1 thread): stride 1 @28 K 288 0.7x, 432 0.9x, 576 1.2x; @14 K 576 0.75x, 1152 0.95x;
+#: stride 2 K 288-576 0.8-0.86x (outputs 14 x 14 to 28 x 28), 1152 0.93-1.17x. In the ResNet-style ncnn fixture
+#: (its 32@28 and 64@14 3x3 layers, 32->64 /2): the model 0.91x its time with STEM_MAX_K only; ResNet-18 0.99x
+DEEP = (((1, 1), 196, 576), ((1, 1), 784, 432), ((2, 2), None, 576))
+#: the path on (the tests and benchmarks/bench_conv.py --old-stem turn it off to reach the paths it replaces)
+USE = True
 #: rows narrower than this fill less than 3/4 of their one vector: from the packed kernel's depth on (conv.py's
 #: _PACKED_MIN_K) it takes such small maps faster (measured: 7 x 7 outputs, K 144 and 147, 1.2x slower here; 10 x 10
 #: 1.1x; 14 x 14 0.8x)
@@ -212,14 +220,19 @@ if numba is not None:
 
 def takes(cw, n: int, out, strides, dilations) -> bool:
     """Whether a convolution (ops/conv.py's ConvWeight ``cw``, spatial rank n, output map ``out``) takes this path:
-    group 1, float32, 2-D, not 1 x 1, C kh kw <= STEM_MAX_K, strides 1 or 2, undilated, on an AVX-512 machine with
-    the compiled extra on; rows narrower than _MIN_WIDTH only below the packed kernel's depth (_PACKED_DEPTH)."""
-    if not (n == 2 and PACKED_OK and cw.group == 1 and cw.dtype == np.float32 and enabled()):
+    group 1, float32, 2-D, not 1 x 1, C kh kw <= STEM_MAX_K (or within DEEP's limits), strides 1 or 2, undilated,
+    on an AVX-512 machine with the compiled extra on; rows narrower than _MIN_WIDTH only below the packed kernel's
+    depth (_PACKED_DEPTH)."""
+    if not (USE and n == 2 and PACKED_OK and cw.group == 1 and cw.dtype == np.float32 and enabled()):
         return False
     K = cw.Cg * cw.kernel[0] * cw.kernel[1]
+    strides = tuple(strides)
+    if K > STEM_MAX_K:
+        P = out[0] * out[1]
+        if not any(s == strides and (p is None or P <= p) and K <= k for s, p, k in DEEP):
+            return False
     return (
-        K <= STEM_MAX_K
-        and cw.kernel != (1, 1)  # a 1 x 1 is a GEMM on the input itself (conv.py)
+        cw.kernel != (1, 1)  # a 1 x 1 is a GEMM on the input itself (conv.py)
         and all(s in (1, 2) for s in strides)
         and tuple(dilations) == (1, 1)
         and (out[1] >= _MIN_WIDTH or K < _PACKED_DEPTH)

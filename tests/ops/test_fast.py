@@ -161,7 +161,7 @@ def test_im2col_compiled_matches_numpy(xs, M, k, s, d, pads, blocks, compiled, m
     from stdops.ops import _fast_stem, _fast_windows
 
     monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)  # small maps take the direct kernel (tested below)
-    monkeypatch.setattr(_fast_stem, "STEM_MAX_K", 0)  # short sums take the stem kernel (tests/ops/test_fast_stem.py)
+    monkeypatch.setattr(_fast_stem, "USE", False)  # the stem kernel takes these (tests/ops/test_fast_stem.py)
 
     if blocks:  # blocks of a few output rows, the blocks as parts
         monkeypatch.setattr(_fast_windows, "_ONE_BLOCK", 0)
@@ -198,7 +198,7 @@ def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled,
     import stdops.ops.conv as conv_mod
     from stdops.ops import _fast_conv, _fast_stem
 
-    monkeypatch.setattr(_fast_stem, "STEM_MAX_K", 0)  # short sums take the stem kernel (tests/ops/test_fast_stem.py)
+    monkeypatch.setattr(_fast_stem, "USE", False)  # the stem kernel takes these (tests/ops/test_fast_stem.py)
 
     if not _fast_conv.PACKED_OK:
         pytest.skip("the packed kernel needs AVX-512")
