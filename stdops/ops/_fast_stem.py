@@ -1,6 +1,6 @@
 """Compiled direct convolution for network stems (numba, the optional ``fast`` extra): group-1 float32 2-D
-convolutions with a short sum per output (C kh kw up to ``STEM_MAX_K``: 3 input channels, 3 x 3 or 7 x 7) on
-maps of any size, stride 1 or 2, undilated.
+convolutions with a short sum per output (C kh kw up to ``STEM_MAX_K``: 3 input channels, 3 x 3 or 7 x 7; deeper
+sums on the maps and strides of ``DEEP``) on maps of any size, stride 1 or 2, undilated.
 
 The im2col path (ops/_fast_windows.py's blocks + OpenBLAS) multiplies a GEMM of 16..64 rows by a depth of 27..147:
 a shape OpenBLAS runs at a fraction of its speed, after copying the columns out (9-49 values per output). Here
@@ -11,9 +11,11 @@ vectors of 16 output columns (24 AVX-512 accumulators, :func:`_tile`: an LLVM in
 since numba's own loops keep such accumulators in memory): per term, the ``_NV`` input vectors are loaded once and
 each of the ``_MB`` weights is broadcast from a packed block that stays in L1. The bias, the clip and the masked
 store of a row's last, partial vector are the tile's epilogue, straight into Y (N, M, oh, ow): no other pass over
-the output. Measured (one AVX-512 core, 1 thread, kernel against the previous path in one process; see
-benchmarks/bench_conv.py): ResNet-18's 7x7/2 3->64 @224 ~1.1 ms against 2.2 (onnxruntime ~1.2-1.5 ms), 3x3/2
-3->16 @224 ~0.07 ms against 0.37 (onnxruntime ~0.16).
+the output. Measured (one AVX-512 core, 1 thread, the layer inside its model, medians of alternating runs against
+the path it replaces; onnxruntime's own layer from its profiler): ResNet-18's 7x7/2 3->64 @224 2.76 -> 1.50 ms
+(onnxruntime 1.30), MobileNetV3's 3x3/2 3->16 0.45 -> 0.18 (0.134), MobileNetV2's 3->32 0.55 -> 0.28, the ncnn
+ResNet-style fixture's 7x7/2 3->16 0.98 -> 0.40. The kernel alone reaches 190-205 GFLOP/s on 7 x 7 stems (numpy's
+GEMM ~195 on this core) and 150-160 on 3 x 3 ones (its epilogue weighs on 27 terms).
 
 Each output sums its C kh kw products in the order of (c, ky, kx), one fused multiply-add each, then adds the bias
 and clips (NaN stays NaN). Tiles past the last output channel or vector re-compute the last one (the same sum,
