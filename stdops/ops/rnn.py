@@ -271,8 +271,8 @@ class _PackedLSTM:
         Xt = X.transpose(1, 0, 2) if layout == 1 else X
         T, Bn, I = Xt.shape
         sl = lengths_of("LSTM", sequence_lens, Bn, T)
-        h = _rows_of(self._state("initial_h", initial_h, Bn, layout), D * Bn, H)
-        c = _rows_of(self._state("initial_c", initial_c, Bn, layout), D * Bn, H)
+        h = _rows_of(self._initial("initial_h", initial_h, Bn, layout), D * Bn, H)
+        c = _rows_of(self._initial("initial_c", initial_c, Bn, layout), D * Bn, H)
         x2 = np.ascontiguousarray(Xt, dtype=f32).reshape(T * Bn, I)
         # one GEMM, not ops/_blas.py's split one: at 2 threads its hand-off measured slower than the 0.25 ms it
         # shares (lstm_2layer 2thr/1thr 1.03-1.07x against 0.95-1.01x)
@@ -289,7 +289,7 @@ class _PackedLSTM:
         od = X.dtype
         return tuple(np.ascontiguousarray(a.astype(od, copy=False)) for a in (Y, *states))
 
-    def state_of(self, name, s, Bn, layout) -> np.ndarray:
+    def _initial(self, name, s, Bn, layout) -> np.ndarray:
         if s is None:
             return np.zeros((self.D, Bn, self.H), np.float32)
         return state_of("LSTM", name, s, self.D, Bn, self.H, layout, np.float32)
