@@ -21,6 +21,12 @@ gates), the new hidden state is written straight into Y, states and gates are 2-
 the plain formulas of the docstrings, operation for operation: the results are bitwise those of
 the straightforward step-by-step evaluation. Arithmetic stays in float32 (float64 for float64
 inputs; float16/bfloat16 compute in float32); outputs have X's dtype.
+
+With the compiled path (ops/_fast_rnn.py) an LSTM with the default activations and no clip or input_forget, and a
+GRU with linear_before_reset, computing in float32, run instead a compiled loop over every step on R packed once
+(the kernels' ``prepare``, at load time: a direct call packs per call); machines without AVX-512 keep the NumPy
+loops (LSTM: a compiled loop with BLAS's GEMV). The NumPy loops stay the reference the compiled ones are tested
+against (tests/ops/test_fast_rnn.py).
 """
 
 from __future__ import annotations
@@ -52,6 +58,168 @@ def _lstm_compiled(s: Setup, input_forget) -> bool:
     if not _fast.enabled() or s.wt != np.float32 or s.clip is not None or input_forget:
         return False
     return all([a.name for a in acts] == ["sigmoid", "tanh", "tanh"] for acts in s.acts)
+
+
+# --------------------------------------------------------------------------- the compiled loops' weights
+
+
+class _Packed:
+    """A recurrent op's weights laid out for the compiled loops (ops/_fast_rnn.py, AVX-512): W^T of every direction
+    side by side [I, D*G*H] (the input projection of every step and direction is one GEMM), the biases, R packed for
+    the compiled GEMV. Built once by the kernel's ``prepare`` (or per call by the kernel itself)."""
+
+    def __init__(self, opname: str, gates: int, W, R, B, direction: str, hidden_size):
+        f32 = np.float32
+        probe = np.zeros((0, 0, np.shape(W)[-1]), f32)
+        _, W, R, D, H, _ = check_shapes(opname, gates, probe, W, R, hidden_size, direction, 0)
+        self.opname, self.gates = opname, gates
+        self.D, self.H, self.I = D, H, W.shape[2]
+        self.direction = direction
+        self.Wcat = np.ascontiguousarray(W.astype(f32, copy=False).transpose(2, 0, 1).reshape(self.I, D * gates * H))
+        self.B = bias_of(opname, B, D, gates, H, f32)  # [D, 2 G H]: Wb then Rb
+        self.Rp = _fast_rnn.pack_recurrent(R.astype(f32, copy=False), gates)
+        self.reverse = np.array([direction == "reverse" or d == 1 for d in range(D)])
+
+    def _begin(self, X, sequence_lens, layout):
+        """X checked against the weights: (layout, T, B, sequence lengths or None, lengths [B], gx [T, B, D*G*H])."""
+        X = np.asarray(X)
+        D, H, G = self.D, self.H, self.gates
+        if not is_float(X.dtype) or X.ndim != 3 or X.shape[2] != self.I or int(layout) not in (0, 1):
+            W0, R0 = np.zeros((D, G * H, self.I)), np.zeros((D, G * H, H))
+            check_shapes(self.opname, G, X, W0, R0, None, self.direction, layout)  # raises the kernel's error
+        layout = int(layout)
+        Xt = X.transpose(1, 0, 2) if layout == 1 else X
+        T, Bn, I = Xt.shape
+        sl = lengths_of(self.opname, sequence_lens, Bn, T)
+        x2 = np.ascontiguousarray(Xt, dtype=np.float32).reshape(T * Bn, I)
+        # one GEMM, not ops/_blas.py's split one: at 2 threads its hand-off measured slower than the 0.25 ms it
+        # shares (lstm_2layer 2thr/1thr 1.03-1.07x against 0.95-1.01x)
+        gx = np.matmul(x2, self.Wcat).reshape(T, Bn, D * G * H)
+        lens = np.full(Bn, T, np.int64) if sl is None else sl
+        return layout, T, Bn, sl, lens, gx
+
+    def _initial(self, name, s, Bn, layout) -> np.ndarray:
+        """An initial state as rows [D*B, H] (fresh: the loops update it in place)."""
+        D, H = self.D, self.H
+        a = (
+            np.zeros((D, Bn, H), np.float32)
+            if s is None
+            else state_of(self.opname, name, s, D, Bn, H, layout, np.float32)
+        )
+        return np.ascontiguousarray(a).reshape(D * Bn, H)
+
+    def _end(self, X, Y, rows, sl, layout) -> tuple:
+        """(Y, *final states) in the layout and X's dtype; the final states of empty sequences zero (module doc)."""
+        D, Bn, H = self.D, Y.shape[2], self.H
+        states = [st.reshape(D, Bn, H) for st in rows]
+        if sl is not None and (sl == 0).any():
+            states = [np.where((sl == 0)[None, :, None], np.float32(0), st) for st in states]
+        if layout == 1:
+            Y = Y.transpose(2, 0, 1, 3)
+            states = [st.transpose(1, 0, 2) for st in states]
+        od = np.asarray(X).dtype
+        return tuple(np.ascontiguousarray(a.astype(od, copy=False)) for a in (Y, *states))
+
+
+class _PackedLSTM(_Packed):
+    """LSTM: Wb + Rb folded (x W^T + (Wb + Rb), the reference's order), the peepholes."""
+
+    def __init__(self, W, R, B, P, direction: str, hidden_size):
+        super().__init__("LSTM", 4, W, R, B, direction, hidden_size)
+        D, H = self.D, self.H
+        self.bias = np.ascontiguousarray(self.B[:, : 4 * H] + self.B[:, 4 * H :])
+        self.P = None
+        if P is not None:
+            P = np.asarray(P)
+            if P.shape != (D, 3 * H):
+                raise KernelError(f"LSTM: P must have shape {(D, 3 * H)}, got {P.shape}")
+            self.P = np.ascontiguousarray(P, dtype=np.float32)
+
+    def __call__(self, X, sequence_lens, initial_h, initial_c, layout) -> tuple:
+        layout, T, Bn, sl, lens, gx = self._begin(X, sequence_lens, layout)
+        D, H = self.D, self.H
+        h = self._initial("initial_h", initial_h, Bn, layout)
+        c = self._initial("initial_c", initial_c, Bn, layout)
+        Y = np.zeros((T, D, Bn, H), np.float32)
+        _fast_rnn.lstm_packed(gx, self.bias, self.Rp, lens, self.reverse, self.P, h, c, Y.reshape(T, D * Bn, H), Bn)
+        return self._end(X, Y, (h, c), sl, layout)
+
+
+class _PackedGRU(_Packed):
+    """GRU with linear_before_reset: Wb and Rb kept apart (the reference adds them one after the other)."""
+
+    def __init__(self, W, R, B, direction: str, hidden_size):
+        super().__init__("GRU", 3, W, R, B, direction, hidden_size)
+        H = self.H
+        self.wbias = np.ascontiguousarray(self.B[:, : 3 * H])
+        self.rbias = np.ascontiguousarray(self.B[:, 3 * H :])
+
+    def __call__(self, X, sequence_lens, initial_h, layout) -> tuple:
+        layout, T, Bn, sl, lens, gx = self._begin(X, sequence_lens, layout)
+        D, H = self.D, self.H
+        h = self._initial("initial_h", initial_h, Bn, layout)
+        Y = np.zeros((T, D, Bn, H), np.float32)
+        _fast_rnn.gru_packed(gx, self.wbias, self.rbias, self.Rp, lens, self.reverse, h, Y.reshape(T, D * Bn, H), Bn)
+        return self._end(X, Y, (h,), sl, layout)
+
+
+def _packs(opname: str, defaults: tuple[str, ...], activations, alpha, beta, clip, D: int) -> bool:
+    """Whether the packed compiled loops compute this op: AVX-512 and the compiled path on, the default activations,
+    no clip (the caller checks the rest; float32 compute is checked per call)."""
+    if not (_fast.enabled() and _fast_rnn.PACKED_OK) or clip is not None:
+        return False
+    try:
+        acts = parse_activations(opname, activations, alpha, beta, defaults, D)
+    except KernelError:
+        return False  # the plain kernel reports it
+    want = [n.lower() for n in defaults]
+    return all([a.name for a in per_dir] == want for per_dir in acts)
+
+
+def _packed_x(X) -> bool:
+    """Whether X computes in float32 (the compiled loops' dtype)."""
+    dt = np.asarray(X).dtype
+    return is_float(dt) and compute_dtype(dt) == np.float32
+
+
+def _lstm_packs(activations, activation_alpha, activation_beta, clip, input_forget, D: int) -> bool:
+    """:func:`_packs` for an LSTM: no input_forget either."""
+    lstm_acts = ("Sigmoid", "Tanh", "Tanh")
+    return not input_forget and _packs("LSTM", lstm_acts, activations, activation_alpha, activation_beta, clip, D)
+
+
+def _gru_packs(activations, activation_alpha, activation_beta, clip, linear_before_reset, D: int) -> bool:
+    """:func:`_packs` for a GRU: linear_before_reset only (the other form needs r * h before its last GEMV)."""
+    gru_acts = ("Sigmoid", "Tanh")
+    return bool(linear_before_reset) and _packs(
+        "GRU", gru_acts, activations, activation_alpha, activation_beta, clip, D
+    )
+
+
+def prepare_gru(constants: tuple, attrs: dict):
+    """With W and R known at load (B known or absent): their packed layout (:class:`_PackedGRU`) once; the step
+    runs the compiled loop when X computes in float32, else the plain kernel."""
+    consts = tuple(constants) + (None,) * (6 - len(constants))
+    W, R, B = consts[1], consts[2], consts[3]
+    direction = attrs["direction"]
+    D = DIRECTIONS.get(direction)
+    if W is None or R is None or D is None:
+        return None
+    a = attrs
+    if not _gru_packs(
+        a["activations"], a["activation_alpha"], a["activation_beta"], a["clip"], a["linear_before_reset"], D
+    ):
+        return None
+    packed = _PackedGRU(W, R, B, direction, attrs["hidden_size"])
+    plain_attrs = dict(attrs)
+    layout = attrs["layout"]
+
+    def gru_prepared(X, W_, R_, B_=None, sequence_lens=None, initial_h=None):
+        if (B is None and B_ is not None) or not _packed_x(X) or not _fast.enabled():
+            return gru(X, W_, R_, B_, sequence_lens, initial_h, **plain_attrs)
+        return packed(X, sequence_lens, initial_h, layout)
+
+    return gru_prepared
 
 
 # --------------------------------------------------------------------------- RNN
@@ -131,7 +299,7 @@ def rnn(
 # --------------------------------------------------------------------------- GRU
 
 
-@op("onnx:GRU-7", kernels=(gru_cell,))
+@op("onnx:GRU-7", kernels=(gru_cell,), prepare=prepare_gru)
 def gru(
     X,
     W,
@@ -158,6 +326,9 @@ def gru(
     Returns (Y, Y_h) as RNN; X's dtype.
     """
     lbr = bool(linear_before_reset)
+    D0 = DIRECTIONS.get(direction)
+    if D0 is not None and _gru_packs(activations, activation_alpha, activation_beta, clip, lbr, D0) and _packed_x(X):
+        return _PackedGRU(W, R, B, direction, hidden_size)(X, sequence_lens, initial_h, layout)
     s = setup(
         "GRU",
         3,
@@ -226,91 +397,6 @@ def gru(
 # --------------------------------------------------------------------------- LSTM
 
 
-class _PackedLSTM:
-    """An LSTM's weights laid out for the compiled loop (ops/_fast_rnn.py, AVX-512): W^T of every direction side
-    by side [I, D*4H] (the input projection of every step and direction is one GEMM), Wb + Rb, R packed for the
-    compiled GEMV, the peepholes. Built once by the kernel's ``prepare`` (or per call by the kernel itself)."""
-
-    def __init__(self, W, R, B, P, direction: str, hidden_size):
-        f32 = np.float32
-        _, W, R, D, H, _ = check_shapes(
-            "LSTM", 4, np.zeros((0, 0, np.shape(W)[-1]), f32), W, R, hidden_size, direction, 0
-        )
-        self.D, self.H, self.I = D, H, W.shape[2]
-        self.direction = direction
-        self.Wcat = np.ascontiguousarray(W.astype(f32, copy=False).transpose(2, 0, 1).reshape(self.I, D * 4 * H))
-        bias = bias_of("LSTM", B, D, 4, H, f32)
-        self.bias = np.ascontiguousarray(bias[:, : 4 * H] + bias[:, 4 * H :])  # Xt W^T + (Wb + Rb), the reference's
-        self.Rp = _fast_rnn.pack_recurrent(R.astype(f32, copy=False), 4)
-        self.P = None
-        if P is not None:
-            P = np.asarray(P)
-            if P.shape != (D, 3 * H):
-                raise KernelError(f"LSTM: P must have shape {(D, 3 * H)}, got {P.shape}")
-            self.P = np.ascontiguousarray(P, dtype=f32)
-        self.reverse = np.array([direction == "reverse" or d == 1 for d in range(D)])
-
-    def __call__(self, X, sequence_lens, initial_h, initial_c, layout) -> tuple:
-        X = np.asarray(X)
-        if not is_float(X.dtype) or X.ndim != 3 or X.shape[2] != self.I:
-            check_shapes(
-                "LSTM",
-                4,
-                X,
-                np.zeros((self.D, 4 * self.H, self.I)),
-                np.zeros((self.D, 4 * self.H, self.H)),
-                None,
-                self.direction,
-                layout,
-            )  # raises the kernel's error
-        if int(layout) not in (0, 1):
-            raise KernelError(f"LSTM: layout must be 0 or 1, got {layout}")
-        layout = int(layout)
-        f32 = np.float32
-        D, H = self.D, self.H
-        Xt = X.transpose(1, 0, 2) if layout == 1 else X
-        T, Bn, I = Xt.shape
-        sl = lengths_of("LSTM", sequence_lens, Bn, T)
-        h = _rows_of(self._initial("initial_h", initial_h, Bn, layout), D * Bn, H)
-        c = _rows_of(self._initial("initial_c", initial_c, Bn, layout), D * Bn, H)
-        x2 = np.ascontiguousarray(Xt, dtype=f32).reshape(T * Bn, I)
-        # one GEMM, not ops/_blas.py's split one: at 2 threads its hand-off measured slower than the 0.25 ms it
-        # shares (lstm_2layer 2thr/1thr 1.03-1.07x against 0.95-1.01x)
-        gx = np.matmul(x2, self.Wcat).reshape(T, Bn, D * 4 * H)
-        Y = np.zeros((T, D, Bn, H), f32)
-        lens = np.full(Bn, T, np.int64) if sl is None else sl
-        _fast_rnn.lstm_packed(gx, self.bias, self.Rp, lens, self.reverse, self.P, h, c, Y.reshape(T, D * Bn, H), Bn)
-        states = [h.reshape(D, Bn, H), c.reshape(D, Bn, H)]
-        if sl is not None and (sl == 0).any():  # onnxruntime's convention (module doc)
-            states = [np.where((sl == 0)[None, :, None], f32(0), st) for st in states]
-        if layout == 1:
-            Y = Y.transpose(2, 0, 1, 3)
-            states = [st.transpose(1, 0, 2) for st in states]
-        od = X.dtype
-        return tuple(np.ascontiguousarray(a.astype(od, copy=False)) for a in (Y, *states))
-
-    def _initial(self, name, s, Bn, layout) -> np.ndarray:
-        if s is None:
-            return np.zeros((self.D, Bn, self.H), np.float32)
-        return state_of("LSTM", name, s, self.D, Bn, self.H, layout, np.float32)
-
-
-def _rows_of(a: np.ndarray, rows: int, H: int) -> np.ndarray:
-    return np.ascontiguousarray(a).reshape(rows, H)
-
-
-def _lstm_packs(activations, activation_alpha, activation_beta, clip, input_forget, D: int) -> bool:
-    """Whether the packed compiled loop computes an LSTM with these attributes: AVX-512 and the compiled path on,
-    the default activations, no clip, no input_forget (float32 compute is checked per call)."""
-    if not (_fast.enabled() and _fast_rnn.PACKED_OK) or clip is not None or input_forget:
-        return False
-    try:
-        acts = parse_activations("LSTM", activations, activation_alpha, activation_beta, ("Sigmoid", "Tanh", "Tanh"), D)
-    except KernelError:
-        return False  # the plain kernel reports it
-    return all([a.name for a in a3] == ["sigmoid", "tanh", "tanh"] for a3 in acts)
-
-
 def prepare_lstm(constants: tuple, attrs: dict):
     """With W and R known at load (and B, P known or absent): their packed layout (:class:`_PackedLSTM`) once; the
     step runs the compiled loop when X computes in float32, else the plain kernel."""
@@ -334,12 +420,7 @@ def prepare_lstm(constants: tuple, attrs: dict):
     layout = attrs["layout"]
 
     def lstm_prepared(X, W_, R_, B_=None, sequence_lens=None, initial_h=None, initial_c=None, P_=None):
-        if (
-            (B is None and B_ is not None)
-            or (P is None and P_ is not None)
-            or compute_dtype(np.asarray(X).dtype) != np.float32
-            or not _fast.enabled()
-        ):
+        if (B is None and B_ is not None) or (P is None and P_ is not None) or not _packed_x(X) or not _fast.enabled():
             return lstm(X, W_, R_, B_, sequence_lens, initial_h, initial_c, P_, **plain_attrs)
         return packed(X, sequence_lens, initial_h, initial_c, layout)
 
@@ -378,8 +459,7 @@ def lstm(
     if (
         D0 is not None
         and _lstm_packs(activations, activation_alpha, activation_beta, clip, input_forget, D0)
-        and is_float(np.asarray(X).dtype)
-        and compute_dtype(np.asarray(X).dtype) == np.float32
+        and _packed_x(X)
     ):
         return _PackedLSTM(W, R, B, P, direction, hidden_size)(X, sequence_lens, initial_h, initial_c, layout)
     s = setup(
