@@ -489,6 +489,8 @@ def lstm_packed(gx, bias, Rp, lens, reverse, P, h, c, Y, B: int) -> None:
     direction runs from the sequence's own last step), reverse (D,) bool, P (D, 3H) the peepholes or None, h and c
     (D*B, H) the states, Y (T, D*B, H); all float32 C-contiguous."""
     DB, H = h.shape
+    if DB == 0:  # an empty batch: nothing to run
+        return
     NG = -(-H // (_VL * _UNITS))
     if P is not None:
         _lstm_packed(gx, bias, Rp, NG, lens, reverse, P, h, c, Y, B)

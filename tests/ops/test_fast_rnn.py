@@ -236,3 +236,25 @@ def test_packed_gru_without_bias_and_fallbacks():
     x64 = x.astype(np.float64)
     got = step(x64, w, r, None, None, h0)
     assert got[0].dtype == np.float64
+
+
+@packed_only
+@pytest.mark.parametrize("T,B,I,H", [(0, 1, 3, 4), (3, 0, 3, 4), (3, 2, 3, 0), (3, 1, 0, 5)])
+def test_empty_shapes_as_the_numpy_loop(T, B, I, H):
+    """No steps, an empty batch, no hidden units, no inputs: the NumPy loop's outputs, shapes and all."""
+    from stdops.ops.rnn import gru
+
+    rng = np.random.default_rng(T + B + I + H)
+    x = rng.standard_normal((T, B, I)).astype(np.float32)
+    for fn, gates, attrs in ((lstm, 4, {}), (gru, 3, {"linear_before_reset": 1})):
+        w = rng.standard_normal((1, gates * H, I)).astype(np.float32)
+        r = rng.standard_normal((1, gates * H, H)).astype(np.float32)
+        got = fn(x, w, r, **attrs)
+        prev = _fast.set_enabled(False)
+        try:
+            want = fn(x, w, r, **attrs)
+        finally:
+            _fast.set_enabled(prev)
+        for g, e in zip(got, want, strict=True):
+            assert g.shape == e.shape and g.dtype == e.dtype
+            np.testing.assert_array_equal(g, e)
