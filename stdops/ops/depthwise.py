@@ -2,7 +2,8 @@
 takes when C/group == 1.
 
 - with the optional compiled kernels (ops/_fast.py, ops/_fast_depthwise.py): one pass per plane, bias and clip
-  fused;
+  fused; float32 3 x 3 and 5 x 5 layers at stride 1 or 2 on AVX-512 by register tiles that read the input in place
+  (ops/_fast_depthwise.py ``depthwise_tiles``);
 - in NumPy (the reference): the taps of each channel gathered as contiguous runs over the stride phases
   and reduced by a small batched GEMM in cache blocks, B riding in it as a row of ones; wide 2-D maps at
   row stride 1 compute 4 output rows per GEMM column (6 input rows x kw taps), gathering 4.5 instead of 9
@@ -123,6 +124,11 @@ def depthwise(xc: np.ndarray, cw, geo, strides, dilations, b=None, clip=None) ->
         # (the compiled buffers hold one plane per stride phase: small strides only)
         # compiled (ops/_fast.py); the NumPy path below is their reference
         xc = np.ascontiguousarray(xc)
+        if _fast_depthwise.tiles_apply(dt, mg, kernel, strides, dilations):  # float32 on AVX-512: register tiles
+            clip_args = _fast._clip_args(clip, dt)
+            return _fast_depthwise.depthwise_tiles(
+                xc, cw.dw_taps(), bias_array(b, dt), strides, geo.begin, out, clip_args
+            )
         s1 = kernel == (3, 3) and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1)
         taps = not s1 and _fast_depthwise.applies(mg, kernel, strides, dilations)
         small = (

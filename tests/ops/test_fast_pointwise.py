@@ -1,0 +1,101 @@
+"""The compiled 1 x 1 convolution (stdops/ops/_fast_pointwise.py) against its NumPy reference: conv_forward with the
+compiled path turned off (one GEMM by OpenBLAS)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stdops.ops import _fast, _fast_pointwise
+from stdops.ops.conv import conv_forward, pointwise_compiled, prepare_conv_weight
+
+pytestmark = [
+    pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed"),
+    pytest.mark.skipif(not _fast_pointwise.PACKED_OK, reason="the pointwise kernel needs AVX-512"),
+]
+
+RNG = np.random.default_rng(31)
+
+# x shape, M, strides, pads, clip: M off the 6-channel blocks, positions off the 64-position blocks and the 16 lanes
+POINTWISE = [
+    ((1, 16, 16, 16), 24, (1, 1), (0, 0, 0, 0), (0.0, 6.0)),  # whole blocks of positions (256)
+    ((1, 3, 11, 13), 7, (1, 1), (0, 0, 0, 0), None),  # 143 positions: a partial block with a partial vector
+    ((2, 24, 12, 10), 13, (1, 1), (0, 0, 0, 0), (None, 0.5)),  # batch 2
+    ((1, 1, 10, 11), 1, (1, 1), (0, 0, 0, 0), (-1.0, None)),  # one channel in and out
+    ((1, 40, 21, 20), 96, (2, 2), (0, 0, 0, 0), (0.0, None)),  # stride 2 (a ResNet downsample): the input copied
+    ((1, 8, 10, 12), 10, (1, 1), (1, 0, 2, 1), None),  # padded 1 x 1: the borders are the bias alone
+    ((1, 300, 14, 14), 20, (1, 1), (0, 0, 0, 0), (0.0, 6.0)),  # K past MAX_K on a small map
+    ((1, 160, 17, 18), 33, (1, 1), (0, 0, 0, 0), None),  # K = 160, 306 positions
+    ((1, 5, 10, 10), 6, (1, 1), (0, 0, 0, 0), None),  # exactly MIN_P positions, one channel block
+]
+
+
+def _bound(x, w, b, kw):
+    return conv_forward(
+        np.abs(x), prepare_conv_weight(np.abs(w)), None if b is None else np.abs(b), **kw | {"clip": None}
+    )
+
+
+@pytest.mark.parametrize("xs,M,s,pads,clip", POINTWISE)
+@pytest.mark.parametrize("bias", [False, True])
+def test_pointwise_compiled_matches_numpy(xs, M, s, pads, clip, bias, monkeypatch):
+    monkeypatch.setattr(_fast, "_enabled", True)
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal((M, xs[1], 1, 1)).astype(np.float32)
+    b = RNG.standard_normal(M).astype(np.float32) if bias else None
+    kw = dict(strides=s, pads=pads, clip=clip)
+    cw = prepare_conv_weight(w)
+    if b is not None:
+        cw.fold_bias(b)
+    y_fast = conv_forward(x, cw, b, **kw)
+    assert "pw" in cw._dwrows  # the shape took the compiled kernel
+    monkeypatch.setattr(_fast, "_enabled", False)
+    assert not pointwise_compiled(cw, 2, y_fast.shape[2] * y_fast.shape[3])
+    y_ref = conv_forward(x, prepare_conv_weight(w), b, **kw)
+    assert y_fast.dtype == y_ref.dtype == np.float32 and y_fast.shape == y_ref.shape
+    # the same products summed in another order: within a few ulp of the sum of their magnitudes
+    assert np.all(np.abs(y_fast - y_ref) <= 1e-6 * _bound(x, w, b, kw) + 1e-30)
+
+
+def test_pointwise_layer_thresholds():
+    """The kernel takes small K on any map of at least MIN_P positions, large K only on small maps."""
+    assert _fast_pointwise.applies(96, 16, 112 * 112)
+    assert _fast_pointwise.applies(96, 576, 14 * 14)
+    assert not _fast_pointwise.applies(128, 512, 28 * 28)  # OpenBLAS's rate
+    assert not _fast_pointwise.applies(1280, 320, 7 * 7)  # ops/_fast_conv.py's direct kernel
+
+
+def test_pointwise_same_bits_at_1_and_2_threads(monkeypatch):
+    """Split in 2 parts over the positions (every output the same sum whichever thread computes it)."""
+    from stdops.ops import _blas
+
+    monkeypatch.setattr(_fast, "_enabled", True)
+    monkeypatch.setattr(_fast_pointwise, "_SPLIT_FLOPS", 0)
+    x = RNG.standard_normal((1, 24, 19, 17)).astype(np.float32)
+    w = RNG.standard_normal((30, 24, 1, 1)).astype(np.float32)
+    b = RNG.standard_normal(30).astype(np.float32)
+    results = []
+    for count in (1, 2):
+        monkeypatch.setattr(_blas, "threads", lambda count=count: count)
+        results.append(conv_forward(x, prepare_conv_weight(w), b, clip=(0.0, 6.0)))
+    assert np.array_equal(results[0], results[1])
+
+
+def test_pointwise_non_finite_and_inputs_kept(monkeypatch):
+    """NaN and inf reach exactly the outputs whose sums hold them (inf - inf and 0 * inf are NaN), as OpenBLAS's
+    GEMM gives; the clip keeps NaN; the inputs are not modified."""
+    monkeypatch.setattr(_fast, "_enabled", True)
+    x = RNG.standard_normal((1, 6, 12, 13)).astype(np.float32)
+    x[0, 2, 3, 4], x[0, 4, 10, 0], x[0, 0, 11, 12] = np.nan, np.inf, -np.inf
+    w = RNG.standard_normal((9, 6, 1, 1)).astype(np.float32)
+    w[5, 3, 0, 0] = np.inf
+    xc, wc = x.copy(), w.copy()
+    y_fast = conv_forward(x, prepare_conv_weight(w), None, clip=(0.0, 6.0))
+    np.testing.assert_array_equal(x, xc)
+    np.testing.assert_array_equal(w, wc)
+    monkeypatch.setattr(_fast, "_enabled", False)
+    with np.errstate(invalid="ignore"):
+        y_ref = conv_forward(x, prepare_conv_weight(w), None, clip=(0.0, 6.0))
+    np.testing.assert_array_equal(np.isnan(y_fast), np.isnan(y_ref))
+    assert np.isnan(y_fast[0, :, 3, 4]).all()  # the NaN reaches every output channel at its position
+    np.testing.assert_allclose(y_fast, y_ref, rtol=1e-5, atol=1e-5)
