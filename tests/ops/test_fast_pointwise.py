@@ -99,3 +99,81 @@ def test_pointwise_non_finite_and_inputs_kept(monkeypatch):
     np.testing.assert_array_equal(np.isnan(y_fast), np.isnan(y_ref))
     assert np.isnan(y_fast[0, :, 3, 4]).all()  # the NaN reaches every output channel at its position
     np.testing.assert_allclose(y_fast, y_ref, rtol=1e-5, atol=1e-5)
+
+
+# x shape, expanded channels, depthwise kernel, strides, pads, activations (expansion, depthwise): the fused
+# expansion + depthwise step (ops/fused_blocks.py on ops/_fast_pointwise.py pointwise_depthwise)
+EXPAND_DEPTHWISE = [
+    ((1, 16, 20, 20), 96, 3, 2, (1, 1, 1, 1), ("clip", (0.0, 6.0)), ("clip", (0.0, 6.0))),  # 4 rounds of 24
+    ((2, 5, 11, 13), 30, 3, 1, (1, 1, 1, 1), ("relu", ()), ("", ())),  # a partial round, batch 2, odd sizes
+    ((1, 8, 15, 14), 20, 5, 2, (2, 2, 2, 2), ("", ()), ("relu", ())),  # 5 x 5 stride 2, one partial round
+    ((1, 7, 12, 12), 49, 5, 1, (2, 1, 2, 3), ("clip", (-1.0, 1.0)), ("clip", (float("nan"), 0.5))),  # asymmetric
+    ((2, 6, 9, 9), 12, 3, 1, (1, 1, 1, 1), ("clip", (0.0, 6.0)), ("relu", ())),  # 81 positions: the chain runs
+]
+
+
+def _expand_depthwise_case(xs, M, k, s, pads, act1, act2, bias):
+    from stdops.ops import fused_blocks
+
+    x = RNG.standard_normal(xs).astype(np.float32) * np.float32(2)
+    w1 = RNG.standard_normal((M, xs[1], 1, 1)).astype(np.float32)
+    w2 = RNG.standard_normal((M, 1, k, k)).astype(np.float32)
+    b1 = RNG.standard_normal(M).astype(np.float32) if bias else None
+    b2 = RNG.standard_normal(M).astype(np.float32) if bias else None
+    attrs = dict(
+        activation=act1[0],
+        activation_params=act1[1],
+        dw_group=M,
+        dw_kernel_shape=(k, k),
+        dw_strides=(s, s),
+        dw_pads=pads,
+        dw_activation=act2[0],
+        dw_activation_params=act2[1],
+    )
+    step = fused_blocks.prepare_expand_depthwise((None, w1, w2, b1, b2), _defaults(fused_blocks) | attrs)
+    return fused_blocks, step, (x, w1, w2, b1, b2), attrs
+
+
+def _defaults(fused_blocks):
+    import inspect
+
+    sig = inspect.signature(fused_blocks.expand_depthwise)
+    return {n: p.default for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
+
+
+@pytest.mark.parametrize("xs,M,k,s,pads,act1,act2", EXPAND_DEPTHWISE)
+@pytest.mark.parametrize("bias", [False, True])
+def test_expand_depthwise_is_its_two_steps_bit_for_bit(xs, M, k, s, pads, act1, act2, bias, monkeypatch):
+    """The compiled block computes what the two prepared conv_act steps (each on its compiled kernel) compute, bit
+    for bit; the plain form (NumPy, the compiled path off) within the GEMM's rounding."""
+    monkeypatch.setattr(_fast, "_enabled", True)
+    fb, step, args, attrs = _expand_depthwise_case(xs, M, k, s, pads, act1, act2, bias)
+    calls = []
+    real = _fast_pointwise.pointwise_depthwise
+    monkeypatch.setattr(_fast_pointwise, "pointwise_depthwise", lambda *a: calls.append(1) or real(*a))
+    got = step(*args)
+    assert bool(calls) == (xs[2] * xs[3] >= _fast_pointwise.MIN_P)  # the block where the pointwise kernel applies
+    from stdops.ops.fused import conv_act
+
+    x, w1, w2, b1, b2 = args
+    e = conv_act(x, w1, b1, activation=act1[0], activation_params=act1[1])
+    dw = {a[3:]: v for a, v in attrs.items() if a.startswith("dw_")}
+    chain = conv_act(e, w2, b2, **dw)  # the plain kernels: the same compiled paths inside
+    assert got.dtype == np.float32 and got.shape == chain.shape
+    np.testing.assert_array_equal(got, chain)
+    monkeypatch.setattr(_fast, "_enabled", False)
+    ref = fb.expand_depthwise(*args, **attrs)
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * float(np.abs(ref).max()))
+
+
+def test_expand_depthwise_same_bits_at_1_and_2_threads(monkeypatch):
+    from stdops.ops import _blas
+
+    monkeypatch.setattr(_fast, "_enabled", True)
+    monkeypatch.setattr(_fast_pointwise, "_SPLIT_FLOPS", 0)
+    _, step, args, _ = _expand_depthwise_case((1, 16, 20, 20), 96, 3, 2, (1, 1, 1, 1), ("clip", (0, 6)), ("", ()), True)
+    results = []
+    for count in (1, 2):
+        monkeypatch.setattr(_blas, "threads", lambda count=count: count)
+        results.append(step(*args))
+    assert np.array_equal(results[0], results[1])
