@@ -192,11 +192,15 @@ def depthwise_taps(x, w, b, strides, begin, out, clip_args) -> np.ndarray:
 #: output rows per register tile of :func:`depthwise_tiles` (measured on one AVX-512 core, 3 x 3 stride 1 14 x 14:
 #: 8 rows 94 cycles a tile, 4 rows 54 (of half the work); stride 2: 4 rows as fast as 8 at half the registers)
 _ROWS_S1, _ROWS_S2 = 8, 4
+#: a following activation (ops/_fast_epilogue.py's) runs over spans of this many outputs (planes just computed)
+_ACT_SPAN = 2048
 
 if numba is not None and PACKED_OK:
     from llvmlite import ir
     from numba.core import cgutils, types
     from numba.extending import intrinsic
+
+    from ._fast_epilogue import _act_chunk
 
     def _make_tile(k: int, s: int, R: int, rowcheck: bool, colmask: bool):
         """The intrinsic of one register tile: R output rows x 16 output columns of a k x k depthwise convolution
@@ -325,7 +329,7 @@ if numba is not None and PACKED_OK:
     _T5S2, _T5S2_COL, _T5S2_IN = _tiles(5, 2, _ROWS_S2)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _dw_tiles(x, w, b, s, pt, pl, clip, lo, hi, y):  # pragma: no cover - compiled
+    def _dw_tiles(x, w, b, s, pt, pl, clip, lo, hi, act, ap, aq, y):  # pragma: no cover - compiled
         # every plane by tiles of R rows x 16 columns, k x k (3 or 5, from w) at stride s (1 or 2); the tiles
         # wholly inside the plane skip the checks
         N, C, H, W = x.shape
@@ -347,6 +351,8 @@ if numba is not None and PACKED_OK:
                 cms[qi, j] = ((1 << e) - 1) ^ ((1 << a) - 1) if e > a else 0
             inner[qi] = c0 >= 0 and c0 + span <= W
         zr = np.zeros(W + 6 * _VL, np.float32)  # the rows outside the plane (from column -2 _VL)
+        ea, ea2, kb = np.empty(_ACT_SPAN, np.float32), np.empty(_ACT_SPAN, np.float32), np.empty(_ACT_SPAN, np.int32)
+        pend = 0  # the outputs from here on wait for the activation
         for n in range(N):
             for c in range(C):
                 bias = b[c] if has_b else np.float32(0)
@@ -402,6 +408,12 @@ if numba is not None and PACKED_OK:
                             _T5S1(xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes)
                         else:
                             _T5S2(xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes)
+                if act != 0:  # the activation over the last planes while they are in cache, _ACT_SPAN values a call
+                    end = yo + oh * ow
+                    if end - pend >= _ACT_SPAN or (n == N - 1 and c == C - 1):
+                        for q in range(pend, end, _ACT_SPAN):
+                            _act_chunk(yf[q : min(end, q + _ACT_SPAN)], act, ap, aq, ea, kb, ea2)
+                        pend = end
 
 
 def tiles_apply(dtype, mult: int, kernel, strides, dilations) -> bool:
@@ -416,13 +428,15 @@ def tiles_apply(dtype, mult: int, kernel, strides, dilations) -> bool:
     )
 
 
-def depthwise_tiles(x, w, b, strides, begin, out, clip_args) -> np.ndarray:
+def depthwise_tiles(x, w, b, strides, begin, out, clip_args, act=(0, 0.0, 0.0)) -> np.ndarray:
     """y (N, C, *out) float32 of the depthwise convolution of x (N, C, H, W) C-contiguous float32 by w (C, k, k)
-    (see :func:`tiles_apply`), + b (C,) or None, clipped per ``clip_args``: register tiles of output rows x 16
-    columns read the input in place (masked loads at the borders give the padding's zeros), every output summing
-    its taps in the order of (ky, kx) as the kernels above."""
+    (see :func:`tiles_apply`), + b (C,) or None, clipped per ``clip_args``, then ``act`` ((code, p, q) of
+    ops/_fast_epilogue.py, what its epilogue would apply): register tiles of output rows x 16 columns read the input
+    in place (masked loads at the borders give the padding's zeros), every output summing its taps in the order of
+    (ky, kx) as the kernels above."""
     y = np.empty((x.shape[0], w.shape[0]) + tuple(out), np.float32)
     bb = np.zeros((0,), np.float32) if b is None else b
     clip, lo, hi = clip_args
-    _dw_tiles(x, w, bb, strides[0], begin[0], begin[1], clip, np.float32(lo), np.float32(hi), y)
+    a, ap, aq = int(act[0]), np.float32(act[1]), np.float32(act[2])
+    _dw_tiles(x, w, bb, strides[0], begin[0], begin[1], clip, np.float32(lo), np.float32(hi), a, ap, aq, y)
     return y

@@ -1,7 +1,7 @@
 """Fused steps over two convolutions, bound by the load-time graph optimizer (stdops/optimize/fuse.py):
 
-- :func:`expand_depthwise`: the 1 x 1 expansion of an inverted-residual block (MobileNetV2/V3, MnasNet) and the
-  depthwise convolution that alone reads it, each with its clip-like activation (none, Relu, Clip).
+- :func:`expand_depthwise`: the 1 x 1 expansion of an inverted-residual block (MobileNetV2/V3, EfficientNet,
+  MnasNet) and the depthwise convolution that alone reads it, each with its activation (ops/fused.py's names).
 
 The plain form IS the chain: two ``conv_act`` steps (ops/fused.py). The prepared step (constant float32 weights,
 the compiled extra on AVX-512) computes the same values, bit for bit, a block of expanded channels at a time so that
@@ -21,8 +21,6 @@ from ._registry import op
 from ._window import geometry, ints
 from .fused import activation_of, conv_act, prepare_conv_act
 
-_CLIP_LIKE = ("", "relu", "clip")
-
 
 def _expand_attrs(attrs: dict) -> dict:
     return {"activation": attrs["activation"], "activation_params": tuple(attrs["activation_params"])}
@@ -41,15 +39,19 @@ def _depthwise_attrs(attrs: dict) -> dict:
     }
 
 
-def _clip_args(name: str, params) -> tuple[bool, float, float]:
-    """The compiled kernels' clip of a clip-like activation, as conv.py hands it to them."""
+def _kernel_act(name: str, params) -> tuple[tuple[bool, float, float], tuple[int, float, float]]:
+    """(clip, activation) of an activation as the compiled kernels take them from conv.py (ops/fused.py's
+    conv_act): a clip-like one as their clip, any other as its epilogue code."""
     act = activation_of(name, params)
     bounds = None if act is None else act.clip_bounds()
+    none = (0, 0.0, 0.0)
+    if act is not None and bounds is None:
+        return (False, 0.0, 0.0), act.code()
     if bounds is None or bounds == (None, None):
-        return False, 0.0, 0.0
+        return (False, 0.0, 0.0), none
     f = np.float32
     lo, hi = bounds
-    return True, float(f(-np.inf if lo is None else lo)), float(f(np.inf if hi is None else hi))
+    return (True, float(f(-np.inf if lo is None else lo)), float(f(np.inf if hi is None else hi))), none
 
 
 def prepare_expand_depthwise(constants: tuple, attrs: dict) -> Callable | None:
@@ -81,8 +83,6 @@ def prepare_expand_depthwise(constants: tuple, attrs: dict) -> Callable | None:
         and w2.shape[:2] == (w1.shape[0], 1)
         and int(a2["group"]) == w1.shape[0]
         and all(b is None or (isinstance(b, np.ndarray) and b.dtype == np.float32) for b in (b1, b2))
-        and a1["activation"] in _CLIP_LIKE
-        and a2["activation"] in _CLIP_LIKE
     )
     if not compiled:
         return chain
@@ -93,9 +93,9 @@ def prepare_expand_depthwise(constants: tuple, attrs: dict) -> Callable | None:
         return chain
     wp = _fast_pointwise.pack_weight(np.ascontiguousarray(w1.reshape(M, K)))
     wd = np.ascontiguousarray(w2.reshape((M,) + kernel))
-    clip1, clip2 = (
-        _clip_args(a1["activation"], a1["activation_params"]),
-        _clip_args(a2["activation"], a2["activation_params"]),
+    (clip1, act1), (clip2, act2) = (
+        _kernel_act(a1["activation"], a1["activation_params"]),
+        _kernel_act(a2["activation"], a2["activation_params"]),
     )
     known: dict = {}  # input shape -> (begin, out) of the depthwise, or None (the chain decides)
 
@@ -125,7 +125,9 @@ def prepare_expand_depthwise(constants: tuple, attrs: dict) -> Callable | None:
         if plan is None:
             return chain(x, w1_, w2_, b1_, b2_)
         xc = np.ascontiguousarray(x)
-        return _fast_pointwise.pointwise_depthwise(xc, wp, M, b1, clip1, wd, b2, strides, plan[0], plan[1], clip2)
+        return _fast_pointwise.pointwise_depthwise(
+            xc, wp, M, b1, clip1, wd, b2, strides, plan[0], plan[1], clip2, act1, act2
+        )
 
     return expand_depthwise_prepared
 

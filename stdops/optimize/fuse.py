@@ -395,17 +395,12 @@ def run(work: Work) -> None:
 
 
 def _plain_conv_act(work: Work, node: Node) -> tuple[np.ndarray, dict] | None:
-    """(weight, attrs) of a ``conv_act`` with a constant float32 weight and bias (or none), a clip-like
-    activation and neither residual nor post-activation."""
+    """(weight, attrs) of a ``conv_act`` with a constant float32 weight and bias (or none) and neither residual
+    nor post-activation."""
     ins = list(node.inputs) + [""] * (4 - len(node.inputs))
     a = node.bound.attrs
     w = work.const(ins[1])
-    if (
-        ins[3]
-        or a.get("post_activation")
-        or a.get("activation", "") not in ("", "relu", "clip")
-        or len(node.outputs) != 1
-    ):
+    if ins[3] or a.get("post_activation") or len(node.outputs) != 1:
         return None
     if ins[2] and not isinstance(work.const(ins[2]), np.ndarray):
         return None

@@ -109,6 +109,8 @@ EXPAND_DEPTHWISE = [
     ((1, 8, 15, 14), 20, 5, 2, (2, 2, 2, 2), ("", ()), ("relu", ())),  # 5 x 5 stride 2, one partial round
     ((1, 7, 12, 12), 49, 5, 1, (2, 1, 2, 3), ("clip", (-1.0, 1.0)), ("clip", (float("nan"), 0.5))),  # asymmetric
     ((2, 6, 9, 9), 12, 3, 1, (1, 1, 1, 1), ("clip", (0.0, 6.0)), ("relu", ())),  # 81 positions: the chain runs
+    ((1, 16, 16, 16), 48, 3, 2, (1, 1, 1, 1), ("silu", ()), ("silu", ())),  # EfficientNet's activations
+    ((1, 8, 14, 14), 30, 5, 1, (2, 2, 2, 2), ("hard_swish", (1 / 6, 0.5)), ("sigmoid", ())),  # MobileNetV3's
 ]
 
 
@@ -153,12 +155,13 @@ def test_expand_depthwise_is_its_two_steps_bit_for_bit(xs, M, k, s, pads, act1, 
     monkeypatch.setattr(_fast_pointwise, "pointwise_depthwise", lambda *a: calls.append(1) or real(*a))
     got = step(*args)
     assert bool(calls) == (xs[2] * xs[3] >= _fast_pointwise.MIN_P)  # the block where the pointwise kernel applies
-    from stdops.ops.fused import conv_act
+    from stdops.ops import fused
 
     x, w1, w2, b1, b2 = args
-    e = conv_act(x, w1, b1, activation=act1[0], activation_params=act1[1])
-    dw = {a[3:]: v for a, v in attrs.items() if a.startswith("dw_")}
-    chain = conv_act(e, w2, b2, **dw)  # the plain kernels: the same compiled paths inside
+    defaults = dict(fused.conv_act.__kwdefaults__)
+    expand = fused.prepare_conv_act((None, w1, b1), defaults | dict(activation=act1[0], activation_params=act1[1]))
+    dw = fused.prepare_conv_act((None, w2, b2), defaults | {a[3:]: v for a, v in attrs.items() if a.startswith("dw_")})
+    chain = dw(expand(x, w1, b1), w2, b2)  # the two prepared steps the block replaces
     assert got.dtype == np.float32 and got.shape == chain.shape
     np.testing.assert_array_equal(got, chain)
     monkeypatch.setattr(_fast, "_enabled", False)
@@ -177,3 +180,44 @@ def test_expand_depthwise_same_bits_at_1_and_2_threads(monkeypatch):
         monkeypatch.setattr(_blas, "threads", lambda count=count: count)
         results.append(step(*args))
     assert np.array_equal(results[0], results[1])
+
+
+# activation (ops/fused.py's names and parameters): applied by the compiled 1 x 1 and depthwise kernels per tile
+TILE_ACTIVATIONS = [
+    ("silu", ()),
+    ("sigmoid", ()),
+    ("hard_swish", (1 / 6, 0.5)),
+    ("hard_sigmoid", (0.2, 0.5)),
+    ("leaky_relu", (0.1,)),
+    ("gelu", (2**0.5, 1.0)),
+]
+
+
+@pytest.mark.parametrize("act", TILE_ACTIVATIONS, ids=lambda a: a[0])
+@pytest.mark.parametrize("layer", ["pointwise", "depthwise"])
+def test_activation_in_the_kernels_is_the_epilogue_bit_for_bit(act, layer, monkeypatch):
+    """The compiled 1 x 1 and depthwise kernels with a following activation (what the fused block applies while
+    the outputs are in cache) give what their output through the epilogue pass gives, bit for bit: the same
+    function of each value, over spans that cross column blocks, planes and the 2 parts of a split."""
+    from stdops.ops import _fast_depthwise, _fast_epilogue, fused
+
+    code = fused.activation_of(*act).code()
+    none = (False, 0.0, 0.0)
+    monkeypatch.setattr(_fast_pointwise, "_SPLIT_FLOPS", 0)  # 2 parts (the second from a column block inside)
+    if layer == "pointwise":
+        x = RNG.standard_normal((2, 12, 31, 13)).astype(np.float32).reshape(2, 12, -1) * np.float32(3)
+        x[0, 1, 7] = np.nan
+        w = RNG.standard_normal((20, 12)).astype(np.float32)
+        b = RNG.standard_normal(20).astype(np.float32)
+        wp = _fast_pointwise.pack_weight(w)
+        got = _fast_pointwise.pointwise(x, wp, 20, b, none, code)
+        want = _fast_pointwise.pointwise(x, wp, 20, b, none)
+    else:
+        x = RNG.standard_normal((2, 40, 13, 11)).astype(np.float32) * np.float32(3)
+        x[1, 3, 2, 2] = np.inf
+        w = RNG.standard_normal((40, 3, 3)).astype(np.float32)
+        args = (x, w, None, (1, 1), (1, 1), (13, 11), none)
+        got = _fast_depthwise.depthwise_tiles(*args, code)
+        want = _fast_depthwise.depthwise_tiles(*args)
+    want = _fast_epilogue.epilogue(want, None, code, None, (0, 0.0, 0.0))
+    np.testing.assert_array_equal(got, want)

@@ -361,6 +361,8 @@ def _inverted_residual(stride, act1, act2, read_twice=False):
         "clip": lambda i, o: [helper.make_node("Clip", [i, "lo", "hi"], [o])],
         "relu": lambda i, o: [helper.make_node("Relu", [i], [o])],
         "": lambda i, o: [helper.make_node("Identity", [i], [o])],
+        "silu": lambda i, o: [helper.make_node("Sigmoid", [i], [i + "s"]), helper.make_node("Mul", [i, i + "s"], [o])],
+        "hardswish": lambda i, o: [helper.make_node("HardSwish", [i], [o])],
     }
     nodes = [helper.make_node("Conv", ["x", "We", "Web"], ["e"]), *acts[act1]("e", "ea")]
     nodes.append(helper.make_node("Conv", ["ea", "Wd", "Wdb"], ["d"], group=24, pads=[1] * 4, strides=[stride] * 2))
@@ -372,7 +374,10 @@ def _inverted_residual(stride, act1, act2, read_twice=False):
     return model(nodes, [("x", [2, 8, 12, 12])], outputs, inits)
 
 
-@pytest.mark.parametrize("stride,act1,act2", [(1, "clip", "clip"), (2, "relu", ""), (1, "", "relu")])
+@pytest.mark.parametrize(
+    "stride,act1,act2",
+    [(1, "clip", "clip"), (2, "relu", ""), (1, "", "relu"), (2, "silu", "silu"), (1, "hardswish", "relu")],
+)
 def test_expansion_and_its_depthwise_are_one_step(stride, act1, act2):
     ours = check(_inverted_residual(stride, act1, act2), {"x": w(2, 8, 12, 12, scale=3)}, ["expand_depthwise"])
     assert len(ours.plan.as_run.nodes) == 2  # the block, and the projection with its residual / activation
