@@ -1,13 +1,26 @@
-"""Compiled depthwise kernels (numba, the optional ``fast`` extra) beyond ops/_fast.py's: one channel per group,
-undilated, 3 or 5 taps per row, strides 1 or 2 (MobileNetV2's and EfficientNet's stride-2 3 x 3 layers, the 5 x 5
-layers of EfficientNet and MobileNetV3). Reference: the NumPy path of ops/depthwise.py (tests/ops/test_fast.py).
+"""Compiled planar depthwise kernels (numba, the optional ``fast`` extra): one channel per group (any channel
+multiplier in :func:`depthwise2d`), with the bias and a following clip. Reference: the NumPy path of
+ops/depthwise.py (tests/ops/test_fast.py). On AVX-512 the float32 3 x 3 and 5 x 5 layers at strides 1 and 2 take
+the register tiles of ops/_fast_dwtiles.py instead; these kernels run the rest (float64, other kernels, dilations,
+channel multipliers) and everything on machines without AVX-512. What each gains (one AVX-512 core):
 
-Each plane is scattered once into its zero-padded stride phases (phase (a, c) holds padded rows a + i sh and
-columns c + j sw, width Wq), so that every tap reads ONE contiguous run of a phase for all outputs (computed at the
-phase width, the columns past ow dropped in the copy to Y). Then, where ops/_fast.py's ``_dw2d`` makes one
-multiply-add pass over an accumulator per tap, these sum the taps in registers: 3 x 3 all nine in one
-expression per output, 5-tap rows one row (five terms) per pass over a chunk of the accumulator that stays in
-L1. MobileNetV2's 3 x 3 96@112 stride 2 and EfficientNet's 5 x 5 240@28 stride 2: see ``depthwise_taps``.
+- :func:`depthwise2d`: any kernel, stride, dilation, channel multiplier, one plane at a time in cache: the plane
+  is scattered into its zero-padded stride phases, each tap is one long contiguous multiply-add into the plane's
+  accumulator, and the accumulator is clipped into Y. One pass over X and one over Y; the NumPy path gathers the
+  taps into columns first (2-4 passes over 2-9x the input). MobileNetV2's 3x3 144@56: 0.47 ms against 1.8 ms;
+  3 x 3 stride 1 takes ``_dw3x3s1`` (the nine taps in one expression per output): 0.24 ms.
+- :func:`depthwise2d_small`: small maps channels-last (each output position sums its taps over a contiguous run
+  of channels): 7 x 7 x 960 0.07 ms against 0.19 planar.
+- :func:`depthwise_taps`: undilated, 3 or 5 taps per row, strides 1 or 2 (MobileNetV2's and EfficientNet's
+  stride-2 3 x 3 layers, the 5 x 5 layers of EfficientNet and MobileNetV3). Each plane is scattered once into its
+  zero-padded stride phases (phase (a, c) holds padded rows a + i sh and columns c + j sw, width Wq), so that every
+  tap reads ONE contiguous run of a phase for all outputs (computed at the phase width, the columns past ow
+  dropped in the copy to Y). Then, where ``_dw2d`` makes one multiply-add pass over an accumulator per tap, these
+  sum the taps in registers: 3 x 3 all nine in one expression per output, 5-tap rows one row (five terms) per pass
+  over a chunk of the accumulator that stays in L1.
+
+Strict IEEE arithmetic except fused multiply-add (numba's ``contract``): each output sums its terms in a fixed
+order, padding included as zeros (0 * inf is NaN, as the definition says).
 """
 
 from __future__ import annotations
@@ -16,15 +29,279 @@ import sys
 
 import numpy as np
 
-from ._fast import numba
-from ._fast_conv import PACKED_OK
+from ._fast import _clip_args, numba
 
-#: 5-tap rows with at most this many outputs per channel take ops/_fast.py's channels-last kernel instead (one AVX-512
+#: 5-tap rows with at most this many outputs per channel take the channels-last kernel instead (one AVX-512
 #: core: 576@7 0.078 ms against 0.155 here; 240@14 0.116 here against 0.144, 480@14 0.227 against 0.287)
 SMALL_MAP_5 = 64
-_WIDE_ROW = 48  # 3 x 3 output rows from this width on go straight into Y (as ops/_fast.py's _dw3x3s1)
-_VL = 16  # float32 lanes of an AVX-512 vector
+_WIDE_ROW = 48  # 3 x 3 output rows from this width on go straight into Y (as _dw3x3s1)
 _CHUNK = 2048  # accumulator values per round of the 5-tap rows (8 KiB with float32: in L1 with its runs)
+_DW_CHUNK = 4096  # accumulator values per pass of _dw2d's taps (16 KiB: stays in L1 with its runs)
+_DW_WIDE_ROW = 48  # 3 x 3 stride-1 depthwise rows from this width on go straight into Y (measured: 56 and 112 gain)
+
+if numba is not None:
+
+    @numba.njit(cache=True, nogil=True, fastmath={"contract"})
+    def _dw2d(x, w, b, mg, sh, sw, dh, dw, pt, pl, clip, lo, hi, y):  # pragma: no cover - compiled
+        N, C, H, W = x.shape
+        M, kh, kw = w.shape
+        oh, ow = y.shape[2], y.shape[3]
+        has_b = b.shape[0] == M
+        # the padded plane split into stride phases, phase (a, c) holding padded rows a + i sh and columns
+        # c + j sw: tap (ky, kx) then reads ONE contiguous run of a phase for all outputs (computed at the
+        # phase width Wq, the columns past ow dropped at the end); one spare row for the last tap's run
+        Hq = max((H - 1 + pt) // sh + 1, oh + ((kh - 1) * dh) // sh + 1)
+        Wq = max((W - 1 + pl) // sw + 1, ow + ((kw - 1) * dw) // sw)
+        # the runs are computed over L rounded up to whole vector iterations (64 values): the loops below then
+        # never fall into their scalar remainder, which dominated small maps (7 x 7: 63 values, all scalar)
+        L = -(-(oh * Wq) // 64) * 64
+        ph = np.zeros((sh * sw, Hq * Wq + L), x.dtype)
+        acc = np.empty(L, x.dtype)
+        for n in range(N):
+            for c in range(C):
+                plane = x[n, c]
+                for iy in range(H):  # scatter the plane into its phases (the rest stays zero)
+                    py = iy + pt
+                    base = (py // sh) * Wq
+                    prow = (py % sh) * sw
+                    if sw == 2:  # both column phases in one loop: LLVM vectorizes the pair of stride-2 loads
+                        src = plane[iy]
+                        half, odd = W // 2, W % 2
+                        pa = pl % 2  # the phase of the even input columns
+                        e0 = ph[prow + pa, base + pl // 2 : base + pl // 2 + half + odd]
+                        e1 = ph[prow + 1 - pa, base + (1 + pl) // 2 : base + (1 + pl) // 2 + half]
+                        for i in range(half):
+                            e0[i] = src[2 * i]
+                            e1[i] = src[2 * i + 1]
+                        if odd:
+                            e0[half] = src[W - 1]
+                        continue
+                    for a in range(sw):  # input columns ix0, ix0 + sw, ... land in phase column a
+                        ix0 = (a - pl) % sw
+                        k = base + (ix0 + pl) // sw
+                        dst = ph[prow + a, k : k + (W - ix0 + sw - 1) // sw]
+                        src = plane[iy]
+                        if sw == 1:  # explicit loops (numba's slice assignment copies through a temporary);
+                            for i in range(dst.shape[0]):  # constant strides vectorize
+                                dst[i] = src[ix0 + i]
+                        elif sw == 2:
+                            for i in range(dst.shape[0]):
+                                dst[i] = src[ix0 + 2 * i]
+                        else:
+                            for i in range(dst.shape[0]):
+                                dst[i] = src[ix0 + i * sw]
+                for j in range(mg):
+                    m = c * mg + j
+                    bias = b[m] if has_b else x.dtype.type(0)
+                    for q0 in range(0, L, _DW_CHUNK):  # every tap over a chunk of the accumulator (in L1)
+                        q1 = min(L, q0 + _DW_CHUNK)
+                        a = acc[q0:q1]
+                        for q in range(q1 - q0):
+                            a[q] = bias
+                        for ky in range(kh):
+                            ry = ky * dh
+                            for kx in range(kw):
+                                rx = kx * dw
+                                off = (ry // sh) * Wq + rx // sw + q0
+                                run = ph[(ry % sh) * sw + rx % sw, off : off + q1 - q0]  # slices vectorize best
+                                wv = w[m, ky, kx]
+                                for q in range(q1 - q0):
+                                    a[q] += wv * run[q]
+                    if clip:
+                        for q in range(L):
+                            v = acc[q]
+                            acc[q] = lo if v < lo else (hi if v > hi else v)  # NaN stays NaN
+                    out = y[n, m]
+                    for oy in range(oh):
+                        r = acc[oy * Wq : oy * Wq + ow]
+                        orow = out[oy]
+                        for ox in range(ow):
+                            orow[ox] = r[ox]
+
+    @numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+    def _dw3x3s1(x, w, b, pt, pl, clip, lo, hi, y):  # pragma: no cover - compiled
+        # 3 x 3 stride-1 undilated depthwise (one channel per group): each plane copied into a zero-padded plane
+        # of width Wp = ow + 2, then every output is b + w0 r0 + ... + w8 r8 in _dw2d's tap order (the same sum)
+        # in one expression: 9 loads and one store per output, where _dw2d makes 9 passes over an accumulator.
+        # Wide rows go straight into Y row by row; narrow ones as one run over the plane at width Wp (the two
+        # junk columns per row dropped in the copy to Y)
+        N, C, H, W = x.shape
+        oh, ow = y.shape[2], y.shape[3]
+        Wp, Hp = ow + 2, oh + 2
+        L = oh * Wp
+        p = np.zeros(Hp * Wp + 2, x.dtype)
+        acc = np.empty(L, x.dtype)
+        has_b = b.shape[0] == C
+        for n in range(N):
+            for c in range(C):
+                plane = x[n, c]
+                for iy in range(min(H, Hp - pt)):
+                    row = p[(iy + pt) * Wp + pl :]
+                    src = plane[iy]
+                    for i in range(min(W, Wp - pl)):
+                        row[i] = src[i]
+                w0, w1, w2 = w[c, 0, 0], w[c, 0, 1], w[c, 0, 2]
+                w3, w4, w5 = w[c, 1, 0], w[c, 1, 1], w[c, 1, 2]
+                w6, w7, w8 = w[c, 2, 0], w[c, 2, 1], w[c, 2, 2]
+                bias = b[c] if has_b else x.dtype.type(0)
+                out = y[n, c]
+                if ow >= _DW_WIDE_ROW:
+                    for oy in range(oh):
+                        o = oy * Wp
+                        r0, r1, r2 = p[o : o + ow], p[o + 1 : o + 1 + ow], p[o + 2 : o + 2 + ow]
+                        o += Wp
+                        r3, r4, r5 = p[o : o + ow], p[o + 1 : o + 1 + ow], p[o + 2 : o + 2 + ow]
+                        o += Wp
+                        r6, r7, r8 = p[o : o + ow], p[o + 1 : o + 1 + ow], p[o + 2 : o + 2 + ow]
+                        orow = out[oy]
+                        for q in range(ow):
+                            t = bias + w0 * r0[q] + w1 * r1[q] + w2 * r2[q] + w3 * r3[q] + w4 * r4[q]
+                            t = t + w5 * r5[q] + w6 * r6[q] + w7 * r7[q] + w8 * r8[q]
+                            if clip:
+                                t = lo if t < lo else (hi if t > hi else t)  # NaN stays NaN
+                            orow[q] = t
+                    continue
+                r0, r1, r2 = p[0:L], p[1 : L + 1], p[2 : L + 2]
+                r3, r4, r5 = p[Wp : Wp + L], p[Wp + 1 : Wp + L + 1], p[Wp + 2 : Wp + L + 2]
+                r6, r7, r8 = p[2 * Wp : 2 * Wp + L], p[2 * Wp + 1 : 2 * Wp + L + 1], p[2 * Wp + 2 : 2 * Wp + L + 2]
+                for q in range(L):
+                    t = bias + w0 * r0[q] + w1 * r1[q] + w2 * r2[q] + w3 * r3[q] + w4 * r4[q]
+                    t = t + w5 * r5[q] + w6 * r6[q] + w7 * r7[q] + w8 * r8[q]
+                    if clip:
+                        t = lo if t < lo else (hi if t > hi else t)
+                    acc[q] = t
+                for oy in range(oh):
+                    r = acc[oy * Wp : oy * Wp + ow]
+                    orow = out[oy]
+                    for ox in range(ow):
+                        orow[ox] = r[ox]
+
+
+if numba is not None:
+
+    @numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+    def _dw2d_cl(xt, wt, b, sh, sw, dh, dw, clip, lo, hi, yt):  # pragma: no cover - compiled
+        # small maps, channels innermost: xt (N, Hp, Wp, C) zero-padded, wt (kh, kw, C), yt (N, oh, ow, C); each
+        # output position sums its taps over a contiguous run of channels (3 x 3 undilated: the nine products
+        # of one channel summed in registers, in the order of the planar kernel's taps)
+        N, oh, ow, C = yt.shape
+        kh, kw = wt.shape[0], wt.shape[1]
+        has_b = b.shape[0] == C
+        zero = xt.dtype.type(0)
+        for n in range(N):
+            for oy in range(oh):
+                for ox in range(ow):
+                    iy, ix = oy * sh, ox * sw
+                    acc = yt[n, oy, ox]
+                    if kh == 3 and kw == 3 and dh == 1 and dw == 1:
+                        r0, r1, r2 = xt[n, iy, ix], xt[n, iy, ix + 1], xt[n, iy, ix + 2]
+                        r3, r4, r5 = xt[n, iy + 1, ix], xt[n, iy + 1, ix + 1], xt[n, iy + 1, ix + 2]
+                        r6, r7, r8 = xt[n, iy + 2, ix], xt[n, iy + 2, ix + 1], xt[n, iy + 2, ix + 2]
+                        w0, w1, w2 = wt[0, 0], wt[0, 1], wt[0, 2]
+                        w3, w4, w5 = wt[1, 0], wt[1, 1], wt[1, 2]
+                        w6, w7, w8 = wt[2, 0], wt[2, 1], wt[2, 2]
+                        for m in range(C):
+                            t = b[m] if has_b else zero
+                            t += w0[m] * r0[m]
+                            t += w1[m] * r1[m]
+                            t += w2[m] * r2[m]
+                            t += w3[m] * r3[m]
+                            t += w4[m] * r4[m]
+                            t += w5[m] * r5[m]
+                            t += w6[m] * r6[m]
+                            t += w7[m] * r7[m]
+                            t += w8[m] * r8[m]
+                            acc[m] = t
+                    elif kh == 5 and kw == 5 and dh == 1 and dw == 1:
+                        # a row of five taps per pass, summed in registers, in the general loop's order (below):
+                        # the running sum loaded and stored once per row instead of once per tap
+                        for ky in range(5):
+                            rw = xt[n, iy + ky]
+                            r0, r1, r2, r3, r4 = rw[ix], rw[ix + 1], rw[ix + 2], rw[ix + 3], rw[ix + 4]
+                            w0, w1, w2, w3, w4 = wt[ky, 0], wt[ky, 1], wt[ky, 2], wt[ky, 3], wt[ky, 4]
+                            for m in range(C):
+                                if ky == 0:
+                                    t = b[m] if has_b else zero
+                                else:
+                                    t = acc[m]
+                                t += w0[m] * r0[m]
+                                t += w1[m] * r1[m]
+                                t += w2[m] * r2[m]
+                                t += w3[m] * r3[m]
+                                t += w4[m] * r4[m]
+                                acc[m] = t
+                    else:
+                        for m in range(C):
+                            acc[m] = b[m] if has_b else zero
+                        for ky in range(kh):
+                            for kx in range(kw):
+                                row = xt[n, iy + ky * dh, ix + kx * dw]
+                                wr = wt[ky, kx]
+                                for m in range(C):
+                                    acc[m] += wr[m] * row[m]
+                    if clip:
+                        for m in range(C):
+                            t = acc[m]
+                            t = lo if t < lo else t
+                            acc[m] = hi if t > hi else t
+
+
+#: maps of at most this many outputs per channel take the channels-last kernel (measured on one AVX-512 core:
+#: 7 x 7 x 960 0.07 ms against 0.19 planar, 14 x 14 x 576 0.11 against 0.25; 28 x 28 loses)
+SMALL_MAP = 256
+#: ... for 3 x 3 stride 1, whose planar kernel sums the taps in registers (_dw3x3s1; 14 x 14 x 384: 0.065 ms against
+#: 0.15 channels-last; 7 x 7 x 960: 0.12 against 0.08)
+SMALL_MAP_3X3 = 64
+
+
+def depthwise2d_small(x, wt, b, strides, dilations, begin, out, clip=None) -> np.ndarray:
+    """depthwise2d for one channel per group on small maps, channels innermost: x is transposed to (N, H', W', C)
+    zero-padded (numpy's transposing copy), each output position sums its taps over a contiguous run of
+    channels, and the result is transposed back. ``wt`` (kh, kw, C); the other arguments as depthwise2d."""
+    dt = wt.dtype
+    N, C, H, W = x.shape
+    kh, kw = wt.shape[:2]
+    oh, ow = out
+    Hp = max(H + begin[0], (oh - 1) * strides[0] + (kh - 1) * dilations[0] + 1)
+    Wp = max(W + begin[1], (ow - 1) * strides[1] + (kw - 1) * dilations[1] + 1)
+    xt = np.zeros((N, Hp, Wp, C), dt)
+    np.copyto(xt[:, begin[0] : begin[0] + H, begin[1] : begin[1] + W], x.transpose(0, 2, 3, 1))
+    yt = np.empty((N, oh, ow, C), dt)
+    bb = np.zeros((0,), dt) if b is None else b
+    _dw2d_cl(xt, wt, bb, strides[0], strides[1], dilations[0], dilations[1], *_clip_args(clip, dt), yt)
+    y = np.empty((N, C, oh, ow), dt)
+    np.copyto(y, yt.transpose(0, 3, 1, 2))
+    return y
+
+
+def depthwise2d(x, w, b, mult, strides, dilations, begin, out, clip=None) -> np.ndarray:
+    """y (N, M, *out): y[n, m] = b[m] + sum_{ky, kx} w[m, ky, kx] xpad[n, m // mult, o s + k d] (xpad: x with
+    ``begin`` zeros before each axis and as many after as the windows need), then clipped to ``clip=(lo, hi)``
+    (either may be None). x (N, C, H, W) C-contiguous, w (M, kh, kw), b (M,) or None, all of one float dtype."""
+    dt = w.dtype
+    N = x.shape[0]
+    M = w.shape[0]
+    y = np.empty((N, M) + tuple(out), dt)
+    bb = np.zeros((0,), dt) if b is None else b
+    if mult == 1 and w.shape[1:] == (3, 3) and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1):
+        _dw3x3s1(x, w, bb, begin[0], begin[1], *_clip_args(clip, dt), y)
+        return y
+    _dw2d(
+        x,
+        w,
+        bb,
+        mult,
+        strides[0],
+        strides[1],
+        dilations[0],
+        dilations[1],
+        begin[0],
+        begin[1],
+        *_clip_args(clip, dt),
+        y,
+    )
+    return y
+
 
 if numba is not None:
 
@@ -184,259 +461,4 @@ def depthwise_taps(x, w, b, strides, begin, out, clip_args) -> np.ndarray:
         xpairs = np.zeros((N, C, 0, 0), np.uint64)
     clip, lo, hi = clip_args
     _dw_taps(x, xpairs, w, bb, strides[0], strides[1], begin[0], begin[1], clip, lo, hi, y)
-    return y
-
-
-# --------------------------------------------------------------------------- register tiles (AVX-512)
-
-#: output rows per register tile of :func:`depthwise_tiles` (measured on one AVX-512 core, 3 x 3 stride 1 14 x 14:
-#: 8 rows 94 cycles a tile, 4 rows 54 (of half the work); stride 2: 4 rows as fast as 8 at half the registers)
-_ROWS_S1, _ROWS_S2 = 8, 4
-#: a following activation (ops/_fast_epilogue.py's) runs over spans of this many outputs (planes just computed)
-_ACT_SPAN = 2048
-
-if numba is not None and PACKED_OK:
-    from llvmlite import ir
-    from numba.core import cgutils, types
-    from numba.extending import intrinsic
-
-    from ._fast_epilogue import _act_chunk
-
-    def _make_tile(k: int, s: int, R: int, rowcheck: bool, colmask: bool):
-        """The intrinsic of one register tile: R output rows x 16 output columns of a k x k depthwise convolution
-        at stride s, read straight from the (unpadded) input plane."""
-
-        @intrinsic
-        def tile(typingctx, x, xoff, W, iy0, H, zr, zoff, cm, w, woff, bias, clip, lo, hi, y, yoff, ldy, rows, lanes):
-            """y[yoff + i ldy + l] = clip(bias + sum_{ky, kx} w[woff + k ky + kx] X(iy0 + i s + ky, c(l, kx))) for
-            i < rows, l < lanes, in the order of (ky, kx): X(r, c) = x[xoff + r W + c] inside the plane (rows 0 <=
-            r < H, checked when ``rowcheck``; the columns by the lane masks cm when ``colmask``), zero outside it.
-            c(l, kx) = l + kx at stride 1; at stride 2, 2 l + kx (the even and odd columns of two vectors, shifted
-            by kx // 2 lanes with a third vector)."""
-            sig = types.void(
-                x, types.intp, types.intp, types.intp, types.intp, zr, types.intp, cm, w, types.intp, types.float32,
-                types.boolean, types.float32, types.float32, y, types.intp, types.intp, types.intp, types.intp,
-            )  # fmt: skip
-
-            def codegen(context, builder, signature, args):
-                (x_, xoff_, W_, iy0_, H_, zr_, zoff_, cm_, w_, woff_, bias_, clip_, lo_, hi_, y_, yoff_, ldy_,
-                 rows_, lanes_) = args  # fmt: skip
-                f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
-                vec = ir.VectorType(f32, _VL)
-                vptr = vec.as_pointer()
-                mvec = ir.VectorType(ir.IntType(1), _VL)
-                ivec = ir.VectorType(i32, _VL)
-                xdata = context.make_array(signature.args[0])(context, builder, x_).data
-                zdata = context.make_array(signature.args[5])(context, builder, zr_).data
-                cdata = context.make_array(signature.args[7])(context, builder, cm_).data
-                wdata = context.make_array(signature.args[8])(context, builder, w_).data
-                ydata = context.make_array(signature.args[14])(context, builder, y_).data
-                fma = cgutils.get_or_insert_function(
-                    builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
-                )
-                mload = cgutils.get_or_insert_function(
-                    builder.module, ir.FunctionType(vec, [vptr, i32, mvec, vec]), "llvm.masked.load.v16f32.p0v16f32"
-                )
-                mstore = cgutils.get_or_insert_function(
-                    builder.module,
-                    ir.FunctionType(ir.VoidType(), [vec, vptr, i32, mvec]),
-                    "llvm.masked.store.v16f32.p0v16f32",
-                )
-                undef, zero = ir.Constant(vec, ir.Undefined), ir.Constant(vec, None)
-                align = ir.Constant(i32, 4)
-                none = ir.Constant(mvec, [0] * _VL)
-
-                def c64(v):
-                    return ir.Constant(i64, v)
-
-                def splat(v):
-                    one = builder.insert_element(undef, v, ir.Constant(i32, 0))
-                    return builder.shuffle_vector(one, undef, ir.Constant(ivec, [0] * _VL))
-
-                def as_mask(bits):
-                    return builder.bitcast(builder.trunc(bits, ir.IntType(_VL)), mvec)
-
-                wbase = builder.gep(wdata, [woff_])
-                wv = [
-                    [splat(builder.load(builder.gep(wbase, [c64(ky * k + kx)]))) for kx in range(k)] for ky in range(k)
-                ]
-                acc = [splat(bias_) for _ in range(R)]
-                xbase = builder.gep(xdata, [xoff_])
-                zbase = builder.gep(zdata, [zoff_])  # a row of zeros at the same columns: the rows outside the plane
-                nload = k if s == 1 else 3
-                masks = [as_mask(builder.load(builder.gep(cdata, [c64(j)]))) if colmask else None for j in range(nload)]
-                ev = ir.Constant(ivec, [2 * i for i in range(_VL)])
-                od = ir.Constant(ivec, [2 * i + 1 for i in range(_VL)])
-                for r in range((R - 1) * s + k):
-                    users = [(i, r - i * s) for i in range(R) if 0 <= r - i * s < k]
-                    iy = builder.add(iy0_, c64(r))
-                    rowp = builder.gep(xbase, [builder.mul(iy, W_)])
-                    if rowcheck:
-                        valid = builder.and_(builder.icmp_signed(">=", iy, c64(0)), builder.icmp_signed("<", iy, H_))
-                        rowp = builder.select(valid, rowp, zbase)
-                    loads = []
-                    for j in range(nload):
-                        p = builder.bitcast(builder.gep(rowp, [c64(j if s == 1 else j * _VL)]), vptr)
-                        m = masks[j]
-                        if m is None:
-                            loads.append(builder.load(p, align=4))
-                        else:
-                            loads.append(builder.call(mload, [p, align, m, zero]))
-                    if s == 1:
-                        taps = loads
-                    else:  # the even and odd columns of A B, shifted by kx // 2 lanes with C's
-                        a, b, c = loads
-                        halves = (builder.shuffle_vector(a, b, ev), builder.shuffle_vector(a, b, od))
-                        taps = []
-                        for kx in range(k):
-                            par, sh = kx % 2, kx // 2
-                            if sh == 0:
-                                taps.append(halves[par])
-                                continue
-                            idx = [i + sh if i + sh < _VL else _VL + 2 * (i + sh - _VL) + par for i in range(_VL)]
-                            taps.append(builder.shuffle_vector(halves[par], c, ir.Constant(ivec, idx)))
-                    for i, ky in users:
-                        for kx in range(k):
-                            acc[i] = builder.call(fma, [wv[ky][kx], taps[kx], acc[i]])
-                on = builder.icmp_unsigned("!=", clip_, ir.Constant(clip_.type, 0))
-                lov, hiv = splat(lo_), splat(hi_)
-                one = c64(1)
-                lm = as_mask(builder.sub(builder.shl(one, lanes_), one))
-                ybase = builder.gep(ydata, [yoff_])
-                for i in range(R):
-                    t = acc[i]
-                    u = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)  # NaN stays NaN
-                    u = builder.select(builder.fcmp_ordered(">", u, hiv), hiv, u)
-                    t = builder.select(on, u, t)
-                    m = builder.select(builder.icmp_signed(">", rows_, c64(i)), lm, none)
-                    p = builder.bitcast(builder.gep(ybase, [builder.mul(c64(i), ldy_)]), vptr)
-                    builder.call(mstore, [t, p, align, m])
-                return context.get_dummy_value()
-
-            return sig, codegen
-
-        return tile
-
-    # per (k, stride), three tiles: with both checks (rows outside the plane read a row of zeros, the columns through
-    # lane masks), with the column masks only, and wholly inside the plane (plain loads). Measured, one AVX-512 core:
-    # 5 x 5 672@14 0.10 ms against 0.13 with both checks everywhere; 3 x 3 144@56 0.14 against 0.15
-    def _tiles(k, s, R):
-        return _make_tile(k, s, R, True, True), _make_tile(k, s, R, False, True), _make_tile(k, s, R, False, False)
-
-    _T3S1, _T3S1_COL, _T3S1_IN = _tiles(3, 1, _ROWS_S1)
-    _T3S2, _T3S2_COL, _T3S2_IN = _tiles(3, 2, _ROWS_S2)
-    _T5S1, _T5S1_COL, _T5S1_IN = _tiles(5, 1, _ROWS_S1)
-    _T5S2, _T5S2_COL, _T5S2_IN = _tiles(5, 2, _ROWS_S2)
-
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _dw_tiles(x, w, b, s, pt, pl, clip, lo, hi, act, ap, aq, y):  # pragma: no cover - compiled
-        # every plane by tiles of R rows x 16 columns, k x k (3 or 5, from w) at stride s (1 or 2); the tiles
-        # wholly inside the plane skip the checks
-        N, C, H, W = x.shape
-        k = w.shape[1]
-        oh, ow = y.shape[2], y.shape[3]
-        R = _ROWS_S1 if s == 1 else _ROWS_S2
-        has_b = b.shape[0] == C
-        xf, wf, yf = x.reshape(-1), w.reshape(-1), y.reshape(-1)
-        nq = (ow + _VL - 1) // _VL
-        nl = k if s == 1 else 3  # the loads per input row (stride 2: three vectors, split into even and odd columns)
-        span = _VL + k - 1 if s == 1 else 3 * _VL  # the input columns they cover
-        cms = np.zeros((nq, nl), np.int64)
-        inner = np.zeros(nq, np.bool_)
-        for qi in range(nq):  # per column of tiles: the lanes of each load whose input column is inside [0, W)
-            c0 = qi * _VL * s - pl
-            for j in range(nl):
-                first = c0 + (j if s == 1 else j * _VL)
-                a, e = min(max(-first, 0), _VL), min(max(W - first, 0), _VL)
-                cms[qi, j] = ((1 << e) - 1) ^ ((1 << a) - 1) if e > a else 0
-            inner[qi] = c0 >= 0 and c0 + span <= W
-        zr = np.zeros(W + 6 * _VL, np.float32)  # the rows outside the plane (from column -2 _VL)
-        ea, ea2, kb = np.empty(_ACT_SPAN, np.float32), np.empty(_ACT_SPAN, np.float32), np.empty(_ACT_SPAN, np.int32)
-        pend = 0  # the outputs from here on wait for the activation
-        for n in range(N):
-            for c in range(C):
-                bias = b[c] if has_b else np.float32(0)
-                xo, yo, wo = (n * C + c) * H * W, (n * C + c) * oh * ow, c * k * k
-                for oy0 in range(0, oh, R):
-                    rows = min(R, oh - oy0)
-                    iy0 = oy0 * s - pt
-                    rows_in = iy0 >= 0 and iy0 + (R - 1) * s + k <= H
-                    for qi in range(nq):
-                        q0 = qi * _VL
-                        lanes = min(_VL, ow - q0)
-                        xq, zq, yq = xo + q0 * s - pl, 2 * _VL + q0 * s - pl, yo + oy0 * ow + q0
-                        cm = cms[qi]
-                        if rows_in and not inner[qi]:
-                            if k == 3 and s == 1:
-                                _T3S1_COL(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
-                            elif k == 3:
-                                _T3S2_COL(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
-                            elif s == 1:
-                                _T5S1_COL(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
-                            else:
-                                _T5S2_COL(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
-                        elif rows_in:
-                            if k == 3 and s == 1:
-                                _T3S1_IN(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
-                            elif k == 3:
-                                _T3S2_IN(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
-                            elif s == 1:
-                                _T5S1_IN(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
-                            else:
-                                _T5S2_IN(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
-                        elif k == 3 and s == 1:
-                            _T3S1(xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes)
-                        elif k == 3:
-                            _T3S2(xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes)
-                        elif s == 1:
-                            _T5S1(xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes)
-                        else:
-                            _T5S2(xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes)
-                if act != 0:  # the activation over the last planes while they are in cache, _ACT_SPAN values a call
-                    end = yo + oh * ow
-                    if end - pend >= _ACT_SPAN or (n == N - 1 and c == C - 1):
-                        for q in range(pend, end, _ACT_SPAN):
-                            _act_chunk(yf[q : min(end, q + _ACT_SPAN)], act, ap, aq, ea, kb, ea2)
-                        pend = end
-
-
-def tiles_apply(dtype, mult: int, kernel, strides, dilations) -> bool:
-    """Whether :func:`depthwise_tiles` computes this depthwise layer (float32, AVX-512)."""
-    return (
-        PACKED_OK
-        and dtype == np.float32
-        and mult == 1
-        and tuple(kernel) in ((3, 3), (5, 5))
-        and tuple(strides) in ((1, 1), (2, 2))
-        and tuple(dilations) == (1, 1)
-    )
-
-
-def depthwise_tiles(x, w, b, strides, begin, out, clip_args, act=(0, 0.0, 0.0)) -> np.ndarray:
-    """y (N, C, *out) float32 of the depthwise convolution of x (N, C, H, W) C-contiguous float32 by w (C, k, k)
-    (see :func:`tiles_apply`), + b (C,) or None, clipped per ``clip_args``, then ``act`` ((code, p, q) of
-    ops/_fast_epilogue.py, what its epilogue would apply): register tiles of output rows x 16 columns read the input
-    in place (masked loads at the borders give the padding's zeros), every output summing its taps in the order of
-    (ky, kx) as the kernels above."""
-    y = np.empty((x.shape[0], w.shape[0]) + tuple(out), np.float32)
-    bb = np.zeros((0,), np.float32) if b is None else b
-    clip, lo, hi = clip_args
-    a, ap, aq = int(act[0]), np.float32(act[1]), np.float32(act[2])
-    _dw_tiles(x, w, bb, strides[0], begin[0], begin[1], clip, np.float32(lo), np.float32(hi), a, ap, aq, y)
     return y

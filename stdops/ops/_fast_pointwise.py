@@ -231,7 +231,7 @@ _BLOCK = 24
 
 
 if numba is not None and PACKED_OK:
-    from ._fast_depthwise import _dw_tiles
+    from ._fast_dwtiles import _dw_tiles
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _pointwise_depthwise(
@@ -263,7 +263,7 @@ if numba is not None and PACKED_OK:
 def pointwise_depthwise(
     x, wp, M, b1, clip1, wd, b2, strides, begin, out, clip2, act1=(ACT_NONE, 0.0, 0.0), act2=(ACT_NONE, 0.0, 0.0)
 ) -> np.ndarray:
-    """y (N, M, *out) float32 = the depthwise convolution (ops/_fast_depthwise.py ``depthwise_tiles``: wd (M, k, k),
+    """y (N, M, *out) float32 = the depthwise convolution (ops/_fast_dwtiles.py ``depthwise_tiles``: wd (M, k, k),
     b2, ``strides``, ``begin``, clipped per ``clip2``) of the 1 x 1 convolution of x (N, K, H, W) C-contiguous
     float32 (:func:`pointwise`: the packed ``wp``, b1, clipped per ``clip1``; ``act1`` / ``act2``: the activations
     of either after its clip, as :func:`pointwise` takes them), computed _BLOCK expanded channels at

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import KernelError
-from . import _fast, _fast_depthwise, _fast_pointwise
+from . import _fast, _fast_dwtiles, _fast_pointwise
 from ._registry import op
 from ._window import geometry, ints
 from .fused import activation_of, conv_act, prepare_conv_act
@@ -89,7 +89,7 @@ def prepare_expand_depthwise(constants: tuple, attrs: dict) -> Callable | None:
     M, K = w1.shape[:2]
     kernel = tuple(int(k) for k in w2.shape[2:])
     strides, dilations = ints(a2["strides"], 2, 1, "strides"), ints(a2["dilations"], 2, 1, "dilations")
-    if not _fast_depthwise.tiles_apply(np.dtype(np.float32), 1, kernel, strides, dilations):
+    if not _fast_dwtiles.tiles_apply(np.dtype(np.float32), 1, kernel, strides, dilations):
         return chain
     wp = _fast_pointwise.pack_weight(np.ascontiguousarray(w1.reshape(M, K)))
     wd = np.ascontiguousarray(w2.reshape((M,) + kernel))

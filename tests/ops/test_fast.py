@@ -50,7 +50,7 @@ def compiled():
     _fast.set_enabled(prev)
 
 
-# ops/_fast_depthwise.py's register tiles (float32, 3 x 3 and 5 x 5, strides 1 and 2, on AVX-512): tiles of 8 (stride
+# ops/_fast_dwtiles.py's register tiles (float32, 3 x 3 and 5 x 5, strides 1 and 2, on AVX-512): tiles of 8 (stride
 # 1) or 4 (stride 2) output rows x 16 columns, with and without the border checks
 DEPTHWISE_TILES = [
     (
@@ -82,13 +82,13 @@ DEPTHWISE_TILES = [
 def test_depthwise_compiled_matches_numpy(xs, g, mult, k, s, d, pads, clip, dtype, bias, tiles, compiled, monkeypatch):
     """Every compiled depthwise kernel against the NumPy path; ``tiles`` False: the float32 layers the register tiles
     take run on the planar kernels instead (as on machines without AVX-512)."""
-    from stdops.ops import _fast_depthwise
+    from stdops.ops import _fast_dwtiles
 
     if not tiles:
         if dtype != np.float32:
             pytest.skip("the register tiles are float32 only: float64 takes the planar kernels either way")
-        monkeypatch.setattr(_fast_depthwise, "PACKED_OK", False)
-    elif dtype == np.float32 and not _fast_depthwise.PACKED_OK:
+        monkeypatch.setattr(_fast_dwtiles, "PACKED_OK", False)
+    elif dtype == np.float32 and not _fast_dwtiles.PACKED_OK:
         pytest.skip("the register tiles need AVX-512")
     x = RNG.standard_normal(xs).astype(dtype)
     w = RNG.standard_normal((g * mult, 1) + k).astype(dtype)
@@ -123,14 +123,15 @@ def test_depthwise_compiled_non_finite(compiled):
 @pytest.mark.parametrize("k,s", [((3, 3), (2, 2)), ((5, 5), (1, 1)), ((3, 3), (1, 1)), ((5, 5), (2, 2))])
 @pytest.mark.parametrize("tiles", [True, False])
 def test_depthwise_taps_non_finite(k, s, tiles, compiled, monkeypatch):
-    """The same for ops/_fast_depthwise.py's kernels (the register tiles; without them, maps above the channels-last
-    threshold): inf and NaN at the borders and inside, an infinite weight against the padding."""
-    from stdops.ops import _fast_depthwise
+    """The same for the register tiles (ops/_fast_dwtiles.py) and, without them, ops/_fast_depthwise.py's kernels
+    (maps above the channels-last threshold): inf and NaN at the borders and inside, an infinite weight against the
+    padding."""
+    from stdops.ops import _fast_dwtiles
 
-    if tiles and not _fast_depthwise.PACKED_OK:
+    if tiles and not _fast_dwtiles.PACKED_OK:
         pytest.skip("the register tiles need AVX-512")
     if not tiles:
-        monkeypatch.setattr(_fast_depthwise, "PACKED_OK", False)
+        monkeypatch.setattr(_fast_dwtiles, "PACKED_OK", False)
     x = RNG.standard_normal((1, 3, 36, 34)).astype(np.float32)
     x[0, 0, 2, 3], x[0, 1, 0, 0], x[0, 2, 35, 33] = np.inf, np.nan, -np.inf
     w = RNG.standard_normal((3, 1) + k).astype(np.float32)

@@ -199,7 +199,7 @@ def test_activation_in_the_kernels_is_the_epilogue_bit_for_bit(act, layer, monke
     """The compiled 1 x 1 and depthwise kernels with a following activation (what the fused block applies while
     the outputs are in cache) give what their output through the epilogue pass gives, bit for bit: the same
     function of each value, over spans that cross column blocks, planes and the 2 parts of a split."""
-    from stdops.ops import _fast_depthwise, _fast_epilogue, fused
+    from stdops.ops import _fast_dwtiles, _fast_epilogue, fused
 
     code = fused.activation_of(*act).code()
     none = (False, 0.0, 0.0)
@@ -217,7 +217,7 @@ def test_activation_in_the_kernels_is_the_epilogue_bit_for_bit(act, layer, monke
         x[1, 3, 2, 2] = np.inf
         w = RNG.standard_normal((40, 3, 3)).astype(np.float32)
         args = (x, w, None, (1, 1), (1, 1), (13, 11), none)
-        got = _fast_depthwise.depthwise_tiles(*args, code)
-        want = _fast_depthwise.depthwise_tiles(*args)
+        got = _fast_dwtiles.depthwise_tiles(*args, code)
+        want = _fast_dwtiles.depthwise_tiles(*args)
     want = _fast_epilogue.epilogue(want, None, code, None, (0, 0.0, 0.0))
     np.testing.assert_array_equal(got, want)
