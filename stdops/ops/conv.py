@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ..limits import get as limits_in_force
-from . import _fast, _fast_conv, _fast_pointwise, _fast_windows
+from . import _fast, _fast_conv, _fast_pointwise, _fast_stem, _fast_windows
 from ._blas import matmul
 from ._registry import op
 from ._window import (
@@ -70,6 +70,7 @@ class ConvWeight:
         "_dwrows",
         "checked",
         "_packed",
+        "_stem",
     )
 
     def __init__(self, w: np.ndarray, group: int, dtype=None, exact: bool = False):
@@ -92,6 +93,7 @@ class ConvWeight:
         self.exact = exact  # integer-valued data: only paths that add exact products (no Winograd)
         self.checked: dict = {}  # (input shape, attributes, limits) -> their checked geometry (see _conv_forward)
         self._packed: np.ndarray | None = None  # the compiled direct path's weights (see packed)
+        self._stem: np.ndarray | None = None  # the compiled stem path's weights (see stem_packed)
 
     @property
     def mat(self) -> np.ndarray:
@@ -136,6 +138,12 @@ class ConvWeight:
         if self._packed is None:
             self._packed = _fast_conv.pack_weight(self.mat[0])
         return self._packed
+
+    def stem_packed(self) -> np.ndarray:
+        """The GEMM weights (group 1, float32) packed for the compiled stem convolution (ops/_fast_stem.py)."""
+        if self._stem is None:
+            self._stem = _fast_stem.pack_weight(self.mat[0])
+        return self._stem
 
     def pw_packed(self) -> np.ndarray:
         """The 1 x 1 weights (group 1, float32) packed for the compiled pointwise kernel (ops/_fast_pointwise.py),
@@ -324,6 +332,10 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
 
     if Cg == 1 and g > 1:  # depthwise (and depthwise with a channel multiplier): taps
         return depthwise(xc, cw, geo, strides, dilations, b, clip), "bias+clip"  # B in the GEMM, clip in the crop
+    elif _fast_stem.takes(
+        cw, n, out, strides, dilations
+    ):  # short sums (stems): compiled, in registers (ops/_fast_stem.py)
+        return _fast_stem.conv2d_stem(xc, cw.stem_packed(), M, kernel, strides, geo.begin, out, b, clip), "bias+clip"
     elif pointwise_compiled(cw, n, P):  # 1x1, few input channels or a mid-sized map: compiled register tiles
         xs = pad_input(xc, geo.begin, geo.end)
         if any(s != 1 for s in strides):
