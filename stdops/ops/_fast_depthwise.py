@@ -268,7 +268,8 @@ def depthwise2d_small(x, wt, b, strides, dilations, begin, out, clip=None) -> np
     np.copyto(xt[:, begin[0] : begin[0] + H, begin[1] : begin[1] + W], x.transpose(0, 2, 3, 1))
     yt = np.empty((N, oh, ow, C), dt)
     bb = np.zeros((0,), dt) if b is None else b
-    _dw2d_cl(xt, wt, bb, strides[0], strides[1], dilations[0], dilations[1], *_clip_args(clip, dt), yt)
+    on, lo, hi = _clip_args(clip, dt)
+    _dw2d_cl(xt, wt, bb, strides[0], strides[1], dilations[0], dilations[1], on, lo, hi, yt)
     y = np.empty((N, C, oh, ow), dt)
     np.copyto(y, yt.transpose(0, 3, 1, 2))
     return y
@@ -284,22 +285,11 @@ def depthwise2d(x, w, b, mult, strides, dilations, begin, out, clip=None) -> np.
     y = np.empty((N, M) + tuple(out), dt)
     bb = np.zeros((0,), dt) if b is None else b
     if mult == 1 and w.shape[1:] == (3, 3) and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1):
-        _dw3x3s1(x, w, bb, begin[0], begin[1], *_clip_args(clip, dt), y)
+        on, lo, hi = _clip_args(clip, dt)
+        _dw3x3s1(x, w, bb, begin[0], begin[1], on, lo, hi, y)
         return y
-    _dw2d(
-        x,
-        w,
-        bb,
-        mult,
-        strides[0],
-        strides[1],
-        dilations[0],
-        dilations[1],
-        begin[0],
-        begin[1],
-        *_clip_args(clip, dt),
-        y,
-    )
+    on, lo, hi = _clip_args(clip, dt)
+    _dw2d(x, w, bb, mult, strides[0], strides[1], dilations[0], dilations[1], begin[0], begin[1], on, lo, hi, y)
     return y
 
 

@@ -438,6 +438,7 @@ def _fuse_expand_depthwise(work: Work, h: int) -> None:
     inputs = [i1[0], i1[1], i2[1], i1[2], i2[2]]
     bound = bind(fused_blocks.expand_depthwise, attrs, tuple(work.const(i) if i else None for i in inputs))
     new = Node(n1.name, n1.op, bound.fn, inputs, list(n2.outputs), n2.where, bound, ("expand_depthwise",))
+    assert k is not None  # n2 is its node
     work.replace(h, None)
     work.replace(k, new)
 
