@@ -21,243 +21,205 @@ gates), the new hidden state is written straight into Y, states and gates are 2-
 the plain formulas of the docstrings, operation for operation: the results are bitwise those of
 the straightforward step-by-step evaluation. Arithmetic stays in float32 (float64 for float64
 inputs; float16/bfloat16 compute in float32); outputs have X's dtype.
+
+With the compiled path (ops/_fast_rnn.py) an LSTM with the default activations and no clip or input_forget, and a
+GRU with linear_before_reset, computing in float32, run instead a compiled loop over every step on R packed once
+(the kernels' ``prepare``, at load time: a direct call packs per call); machines without AVX-512 keep the NumPy
+loops (LSTM: a compiled loop with BLAS's GEMV). The NumPy loops stay the reference the compiled ones are tested
+against (tests/ops/test_fast_rnn.py).
 """
 
 from __future__ import annotations
-
-import dataclasses
-from collections.abc import Callable
 
 import numpy as np
 
 from ..errors import KernelError
 from . import _fast, _fast_rnn
 from ._registry import op
+from ._rnn_setup import (
+    DIRECTIONS,
+    Setup,
+    bias_of,
+    check_shapes,
+    finish,
+    lengths_of,
+    recurrent_product,
+    setup,
+    state_of,
+    state_rows,
+)
 from .dtypes import compute_dtype, is_float
-from .rnn_cell import Act, GRUCell, LSTMCell, clipper, gru_cell, into, lstm_cell, parse_activations, rnn_cell, rnn_step
+from .rnn_cell import GRUCell, LSTMCell, clipper, gru_cell, into, lstm_cell, parse_activations, rnn_cell, rnn_step
 
 
-def _recurrent(RT: np.ndarray, B: int) -> Callable[[np.ndarray, np.ndarray], None]:
-    """(h, out) -> out[rows of d] = h[rows of d] @ RT[d] for every direction d, on [D*B, .] arrays
-    (out preallocated and C-contiguous). For a batch of 1, one BLAS GEMV per direction on the
-    contiguous R[d] (RT[d] is its transpose); else one GEMM per direction."""
-    D = RT.shape[0]
-    if B == 1:
-        Rs = [np.ascontiguousarray(RT[d].T) for d in range(D)]  # views of R: no copy when R is contiguous
-        dot = np.dot
-        if D == 1:
-            R0 = Rs[0]
-
-            def rec1(h: np.ndarray, out: np.ndarray) -> None:
-                dot(R0, h[0], out=out[0])
-
-            return rec1
-
-        def rec_vec(h: np.ndarray, out: np.ndarray) -> None:
-            for d, Rd in enumerate(Rs):
-                dot(Rd, h[d], out=out[d])
-
-        return rec_vec
-    mm = np.matmul
-    parts = [(slice(d * B, (d + 1) * B), RT[d]) for d in range(D)]
-
-    def rec_mat(h: np.ndarray, out: np.ndarray) -> None:
-        for rows, RTd in parts:
-            mm(h[rows], RTd, out=out[rows])
-
-    return rec_mat
-
-
-def _rows(s: _Setup, a: np.ndarray) -> np.ndarray:
-    """A fresh state [D, B, H] as C-contiguous rows [D*B, H] (the loops update it in place)."""
-    return np.ascontiguousarray(a).reshape(s.D * s.B, s.H)
-
-
-# --------------------------------------------------------------------------- shared set-up
-
-
-@dataclasses.dataclass
-class _Setup:
-    T: int
-    B: int
-    H: int
-    D: int
-    wt: np.dtype
-    out_dtype: np.dtype
-    Gx: np.ndarray  # [T, D*B, G*H] input projection (reverse directions already time-reversed)
-    RT: np.ndarray  # [D, H, G*H]  R transposed for h @ R^T
-    Rb: np.ndarray  # [D, 1, G*H]
-    mask: np.ndarray | None  # [T, B, 1] bool, None when every sequence has length T
-    empty: np.ndarray | None  # [B] bool: sequences of length 0 (final states are 0), or None
-    rev_idx: np.ndarray | None  # [T, B] time gather of the reverse direction
-    h0: np.ndarray  # [D, B, H]
-    acts: list[list[Act]]
-    clip: float | None
-    layout: int
-
-
-_DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
-
-
-def _shapes(opname: str, gates: int, X, W, R, hidden_size, direction, layout):
-    """The checked shapes: (X time-major, W, R, D, H, layout) (X [T, B, I] whatever the layout)."""
-    X, W, R = np.asarray(X), np.asarray(W), np.asarray(R)
-    if not is_float(X.dtype):
-        raise KernelError(f"{opname}: X must be a floating-point tensor, got {X.dtype}")
-    if direction not in _DIRECTIONS:
-        raise KernelError(f"{opname}: direction must be forward, reverse or bidirectional, got {direction!r}")
-    if int(layout) not in (0, 1):
-        raise KernelError(f"{opname}: layout must be 0 or 1, got {layout}")
-    layout = int(layout)
-    D = _DIRECTIONS[direction]
-    if X.ndim != 3:
-        raise KernelError(f"{opname}: X must have rank 3, got shape {X.shape}")
-    if layout == 1:
-        X = X.transpose(1, 0, 2)
-    I = X.shape[2]
-    if R.ndim != 3 or R.shape[0] != D or R.shape[1] % gates or R.shape[1] != gates * R.shape[2]:
-        raise KernelError(f"{opname}: R must have shape [{D}, {gates}*hidden_size, hidden_size], got {R.shape}")
-    H = R.shape[2]
-    if hidden_size is not None and int(hidden_size) != H:
-        raise KernelError(f"{opname}: hidden_size={hidden_size} but R has shape {R.shape}")
-    if W.shape != (D, gates * H, I):
-        raise KernelError(f"{opname}: W must have shape {(D, gates * H, I)}, got {W.shape}")
-    return X, W, R, D, H, layout
-
-
-def _bias(opname: str, B, D: int, gates: int, H: int, wt) -> np.ndarray:
-    """B [D, 2*G*H] checked, in the compute dtype (zeros when absent)."""
-    if B is None:
-        return np.zeros((D, 2 * gates * H), wt)
-    bias = np.asarray(B)
-    if bias.shape != (D, 2 * gates * H):
-        raise KernelError(f"{opname}: B must have shape {(D, 2 * gates * H)}, got {bias.shape}")
-    return bias.astype(wt, copy=False)
-
-
-def _lengths(opname: str, sequence_lens, Bn: int, T: int) -> np.ndarray | None:
-    """sequence_lens checked, as int64 (None when absent)."""
-    if sequence_lens is None:
-        return None
-    sl = np.asarray(sequence_lens)
-    if sl.dtype.kind not in "iu" or sl.shape != (Bn,):
-        raise KernelError(
-            f"{opname}: sequence_lens must be an integer tensor of shape ({Bn},), got {sl.dtype} {sl.shape}"
-        )
-    if sl.size and (sl.min() < 0 or sl.max() > T):
-        raise KernelError(f"{opname}: sequence_lens values must lie in [0, {T}], got {sl}")
-    return sl.astype(np.int64)
-
-
-def _setup(
-    opname: str,
-    gates: int,
-    X,
-    W,
-    R,
-    B,
-    sequence_lens,
-    initial_h,
-    *,
-    hidden_size,
-    activations,
-    activation_alpha,
-    activation_beta,
-    clip,
-    direction,
-    layout,
-    default_acts: tuple[str, ...],
-    fold_rb: bool,
-) -> _Setup:
-    X, W, R, D, H, layout = _shapes(opname, gates, X, W, R, hidden_size, direction, layout)
-    T, Bn, I = X.shape
-    wt = compute_dtype(X.dtype)
-    Xw = X.astype(wt, copy=False)
-    bias = _bias(opname, B, D, gates, H, wt)
-    Wb, Rb = bias[:, : gates * H], bias[:, gates * H :]
-
-    mask = rev_idx = empty = None
-    sl = _lengths(opname, sequence_lens, Bn, T)
-    if sl is not None and (sl != T).any():
-        t = np.arange(T)[:, None]
-        mask = (t < sl[None, :])[:, :, None]
-        rev_idx = np.where(t < sl[None, :], sl[None, :] - 1 - t, t)
-        if (sl == 0).any():
-            empty = sl == 0
-
-    # the input projection of every step, one GEMM per direction
-    xs = []
-    for d in range(D):
-        if direction == "reverse" or d == 1:
-            xs.append(Xw[::-1] if rev_idx is None else Xw[rev_idx, np.arange(Bn)])
-        else:
-            xs.append(Xw)
-    Wt = W.astype(wt, copy=False).transpose(0, 2, 1)  # [D, I, G*H]
-    Gx = np.matmul(np.stack(xs).reshape(D, T * Bn, I), Wt).reshape(D, T, Bn, gates * H)
-    Gx += (Wb + Rb if fold_rb else Wb)[:, None, None, :]
-    # time-major rows [T, D*B, G*H] (row d*B + b), as the cells' states are laid out
-    Gx = np.ascontiguousarray(Gx.transpose(1, 0, 2, 3)).reshape(T, D * Bn, gates * H)
-
-    if initial_h is None:
-        h0 = np.zeros((D, Bn, H), wt)
-    else:
-        h0 = _state(opname, "initial_h", initial_h, D, Bn, H, layout, wt)
-    acts = parse_activations(opname, activations, activation_alpha, activation_beta, default_acts, D)
-    RT = R.astype(wt, copy=False).transpose(0, 2, 1)
-    return _Setup(
-        T,
-        Bn,
-        H,
-        D,
-        wt,
-        X.dtype,
-        Gx,
-        RT,
-        Rb[:, None, :],
-        mask,
-        empty,
-        rev_idx,
-        h0,
-        acts,
-        None if clip is None else float(clip),
-        layout,
-    )
-
-
-def _state(opname, name, s, D, Bn, H, layout, wt) -> np.ndarray:
-    s = np.asarray(s)
-    want = (Bn, D, H) if layout == 1 else (D, Bn, H)
-    if s.shape != want:
-        raise KernelError(f"{opname}: {name} must have shape {want}, got {s.shape}")
-    if layout == 1:
-        s = s.transpose(1, 0, 2)
-    return s.astype(wt)  # a fresh array: the loop never touches the caller's tensor
-
-
-def _finish(s: _Setup, direction: str, Y: np.ndarray, *states: np.ndarray) -> tuple:
-    """Undo the reverse directions' time order in Y, zero the final states of empty sequences
-    (as onnxruntime does), apply the layout, cast to X's dtype."""
-    if s.empty is not None:
-        states = tuple(np.where(s.empty[None, :, None], st.dtype.type(0), st) for st in states)
-    for d in range(s.D):
-        if direction == "reverse" or d == 1:
-            Y[:, d] = Y[::-1, d] if s.rev_idx is None else Y[s.rev_idx, d, np.arange(s.B)]
-    if s.layout == 1:
-        Y = Y.transpose(2, 0, 1, 3)
-        states = tuple(st.transpose(1, 0, 2) for st in states)
-    od = s.out_dtype
-    return (
-        np.ascontiguousarray(Y.astype(od, copy=False)),
-        *(np.ascontiguousarray(st.astype(od, copy=False)) for st in states),
-    )
-
-
-def _lstm_compiled(s: _Setup, input_forget) -> bool:
+def _lstm_compiled(s: Setup, input_forget) -> bool:
     """Whether the compiled LSTM loop (ops/_fast_rnn.py) computes this LSTM: float32, default activations,
     no clip, no input_forget (the caller checks peepholes and sequence lengths)."""
     if not _fast.enabled() or s.wt != np.float32 or s.clip is not None or input_forget:
         return False
     return all([a.name for a in acts] == ["sigmoid", "tanh", "tanh"] for acts in s.acts)
+
+
+# --------------------------------------------------------------------------- the compiled loops' weights
+
+
+class _Packed:
+    """A recurrent op's weights laid out for the compiled loops (ops/_fast_rnn.py, AVX-512): W^T of every direction
+    side by side [I, D*G*H] (the input projection of every step and direction is one GEMM), the biases, R packed for
+    the compiled GEMV. Built once by the kernel's ``prepare`` (or per call by the kernel itself)."""
+
+    def __init__(self, opname: str, gates: int, W, R, B, direction: str, hidden_size):
+        f32 = np.float32
+        probe = np.zeros((0, 0, np.shape(W)[-1]), f32)
+        _, W, R, D, H, _ = check_shapes(opname, gates, probe, W, R, hidden_size, direction, 0)
+        self.opname, self.gates = opname, gates
+        self.D, self.H, self.I = D, H, W.shape[2]
+        self.direction = direction
+        self.Wcat = np.ascontiguousarray(W.astype(f32, copy=False).transpose(2, 0, 1).reshape(self.I, D * gates * H))
+        self.B = bias_of(opname, B, D, gates, H, f32)  # [D, 2 G H]: Wb then Rb
+        self.Rp = _fast_rnn.pack_recurrent(R.astype(f32, copy=False), gates)
+        self.reverse = np.array([direction == "reverse" or d == 1 for d in range(D)])
+
+    def _begin(self, X, sequence_lens, layout):
+        """X checked against the weights: (layout, T, B, sequence lengths or None, lengths [B], gx [T, B, D*G*H])."""
+        X = np.asarray(X)
+        D, H, G = self.D, self.H, self.gates
+        if not is_float(X.dtype) or X.ndim != 3 or X.shape[2] != self.I or int(layout) not in (0, 1):
+            W0, R0 = np.zeros((D, G * H, self.I)), np.zeros((D, G * H, H))
+            check_shapes(self.opname, G, X, W0, R0, None, self.direction, layout)  # raises the kernel's error
+        layout = int(layout)
+        Xt = X.transpose(1, 0, 2) if layout == 1 else X
+        T, Bn, I = Xt.shape
+        sl = lengths_of(self.opname, sequence_lens, Bn, T)
+        x2 = np.ascontiguousarray(Xt, dtype=np.float32).reshape(T * Bn, I)
+        # one GEMM, not ops/_blas.py's split one: at 2 threads its hand-off measured slower than the 0.25 ms it
+        # shares (lstm_2layer 2thr/1thr 1.03-1.07x against 0.95-1.01x)
+        gx = np.matmul(x2, self.Wcat).reshape(T, Bn, D * G * H)
+        lens = np.full(Bn, T, np.int64) if sl is None else sl
+        return layout, T, Bn, sl, lens, gx
+
+    def _initial(self, name, s, Bn, layout) -> np.ndarray:
+        """An initial state as rows [D*B, H] (fresh: the loops update it in place)."""
+        D, H = self.D, self.H
+        a = (
+            np.zeros((D, Bn, H), np.float32)
+            if s is None
+            else state_of(self.opname, name, s, D, Bn, H, layout, np.float32)
+        )
+        return np.ascontiguousarray(a).reshape(D * Bn, H)
+
+    def _end(self, X, Y, rows, sl, layout) -> tuple:
+        """(Y, *final states) in the layout and X's dtype; the final states of empty sequences zero (module doc)."""
+        D, Bn, H = self.D, Y.shape[2], self.H
+        states = [st.reshape(D, Bn, H) for st in rows]
+        if sl is not None and (sl == 0).any():
+            states = [np.where((sl == 0)[None, :, None], np.float32(0), st) for st in states]
+        if layout == 1:
+            Y = Y.transpose(2, 0, 1, 3)
+            states = [st.transpose(1, 0, 2) for st in states]
+        od = np.asarray(X).dtype
+        return tuple(np.ascontiguousarray(a.astype(od, copy=False)) for a in (Y, *states))
+
+
+class _PackedLSTM(_Packed):
+    """LSTM: Wb + Rb folded (x W^T + (Wb + Rb), the reference's order), the peepholes."""
+
+    def __init__(self, W, R, B, P, direction: str, hidden_size):
+        super().__init__("LSTM", 4, W, R, B, direction, hidden_size)
+        D, H = self.D, self.H
+        self.bias = np.ascontiguousarray(self.B[:, : 4 * H] + self.B[:, 4 * H :])
+        self.P = None
+        if P is not None:
+            P = np.asarray(P)
+            if P.shape != (D, 3 * H):
+                raise KernelError(f"LSTM: P must have shape {(D, 3 * H)}, got {P.shape}")
+            self.P = np.ascontiguousarray(P, dtype=np.float32)
+
+    def __call__(self, X, sequence_lens, initial_h, initial_c, layout) -> tuple:
+        layout, T, Bn, sl, lens, gx = self._begin(X, sequence_lens, layout)
+        D, H = self.D, self.H
+        h = self._initial("initial_h", initial_h, Bn, layout)
+        c = self._initial("initial_c", initial_c, Bn, layout)
+        Y = np.zeros((T, D, Bn, H), np.float32)
+        _fast_rnn.lstm_packed(gx, self.bias, self.Rp, lens, self.reverse, self.P, h, c, Y.reshape(T, D * Bn, H), Bn)
+        return self._end(X, Y, (h, c), sl, layout)
+
+
+class _PackedGRU(_Packed):
+    """GRU with linear_before_reset: Wb and Rb kept apart (the reference adds them one after the other)."""
+
+    def __init__(self, W, R, B, direction: str, hidden_size):
+        super().__init__("GRU", 3, W, R, B, direction, hidden_size)
+        H = self.H
+        self.wbias = np.ascontiguousarray(self.B[:, : 3 * H])
+        self.rbias = np.ascontiguousarray(self.B[:, 3 * H :])
+
+    def __call__(self, X, sequence_lens, initial_h, layout) -> tuple:
+        layout, T, Bn, sl, lens, gx = self._begin(X, sequence_lens, layout)
+        D, H = self.D, self.H
+        h = self._initial("initial_h", initial_h, Bn, layout)
+        Y = np.zeros((T, D, Bn, H), np.float32)
+        _fast_rnn.gru_packed(gx, self.wbias, self.rbias, self.Rp, lens, self.reverse, h, Y.reshape(T, D * Bn, H), Bn)
+        return self._end(X, Y, (h,), sl, layout)
+
+
+def _packs(opname: str, defaults: tuple[str, ...], activations, alpha, beta, clip, D: int) -> bool:
+    """Whether the packed compiled loops compute this op: AVX-512 and the compiled path on, the default activations,
+    no clip (the caller checks the rest; float32 compute is checked per call)."""
+    if not (_fast.enabled() and _fast_rnn.PACKED_OK) or clip is not None:
+        return False
+    try:
+        acts = parse_activations(opname, activations, alpha, beta, defaults, D)
+    except KernelError:
+        return False  # the plain kernel reports it
+    want = [n.lower() for n in defaults]
+    return all([a.name for a in per_dir] == want for per_dir in acts)
+
+
+def _packed_x(X) -> bool:
+    """Whether X computes in float32 (the compiled loops' dtype)."""
+    dt = np.asarray(X).dtype
+    return is_float(dt) and compute_dtype(dt) == np.float32
+
+
+def _lstm_packs(activations, activation_alpha, activation_beta, clip, input_forget, D: int) -> bool:
+    """:func:`_packs` for an LSTM: no input_forget either."""
+    lstm_acts = ("Sigmoid", "Tanh", "Tanh")
+    return not input_forget and _packs("LSTM", lstm_acts, activations, activation_alpha, activation_beta, clip, D)
+
+
+def _gru_packs(activations, activation_alpha, activation_beta, clip, linear_before_reset, D: int) -> bool:
+    """:func:`_packs` for a GRU: linear_before_reset only (the other form needs r * h before its last GEMV)."""
+    gru_acts = ("Sigmoid", "Tanh")
+    return bool(linear_before_reset) and _packs(
+        "GRU", gru_acts, activations, activation_alpha, activation_beta, clip, D
+    )
+
+
+def prepare_gru(constants: tuple, attrs: dict):
+    """With W and R known at load (B known or absent): their packed layout (:class:`_PackedGRU`) once; the step
+    runs the compiled loop when X computes in float32, else the plain kernel."""
+    consts = tuple(constants) + (None,) * (6 - len(constants))
+    W, R, B = consts[1], consts[2], consts[3]
+    direction = attrs["direction"]
+    D = DIRECTIONS.get(direction)
+    if W is None or R is None or D is None:
+        return None
+    a = attrs
+    if not _gru_packs(
+        a["activations"], a["activation_alpha"], a["activation_beta"], a["clip"], a["linear_before_reset"], D
+    ):
+        return None
+    packed = _PackedGRU(W, R, B, direction, attrs["hidden_size"])
+    plain_attrs = dict(attrs)
+    layout = attrs["layout"]
+
+    def gru_prepared(X, W_, R_, B_=None, sequence_lens=None, initial_h=None):
+        if (B is None and B_ is not None) or not _packed_x(X) or not _fast.enabled():
+            return gru(X, W_, R_, B_, sequence_lens, initial_h, **plain_attrs)
+        return packed(X, sequence_lens, initial_h, layout)
+
+    return gru_prepared
 
 
 # --------------------------------------------------------------------------- RNN
@@ -286,7 +248,7 @@ def rnn(
     Returns (Y, Y_h): Y [T, D, B, H], Y_h [D, B, H] (layout 1: [B, T, D, H], [B, D, H]);
     X's dtype. See the module docstring for the shapes of the inputs.
     """
-    s = _setup(
+    s = setup(
         "RNN",
         1,
         X,
@@ -308,19 +270,19 @@ def rnn(
     D, Bn, H = s.D, s.B, s.H
     f = into([a[0] for a in s.acts], Bn)
     clip_ = clipper(s.clip)
-    rec = _recurrent(s.RT, Bn)
+    rec = recurrent_product(s.RT, Bn)
     add = np.add
     gxs = s.Gx  # [T, D*B, H]
     Y = np.zeros((s.T, D, Bn, H), s.wt)
     Y2 = Y.reshape(s.T, D * Bn, H)  # rows d*B + b
-    h = _rows(s, s.h0)
+    h = state_rows(s, s.h0)
     if s.mask is None:  # the state is Y[t - 1]
         for t in range(s.T):
             yt = Y2[t]
             rec(h, yt)
             add(gxs[t], yt, out=yt)
             h = rnn_step(yt, f, clip_)
-        h = h.copy()  # _finish reorders Y in place
+        h = h.copy()  # finish reorders Y in place
     else:
         mask = np.tile(s.mask, (1, D, 1))  # [T, D*B, 1]
         hn = np.empty_like(h)
@@ -331,13 +293,13 @@ def rnn(
             m = mask[t]
             np.copyto(h, hn, where=m)
             np.multiply(hn, m, out=Y2[t])
-    return _finish(s, direction, Y, h.reshape(D, Bn, H))
+    return finish(s, direction, Y, h.reshape(D, Bn, H))
 
 
 # --------------------------------------------------------------------------- GRU
 
 
-@op("onnx:GRU-7", kernels=(gru_cell,))
+@op("onnx:GRU-7", kernels=(gru_cell,), prepare=prepare_gru)
 def gru(
     X,
     W,
@@ -364,7 +326,10 @@ def gru(
     Returns (Y, Y_h) as RNN; X's dtype.
     """
     lbr = bool(linear_before_reset)
-    s = _setup(
+    D0 = DIRECTIONS.get(direction)
+    if D0 is not None and _gru_packs(activations, activation_alpha, activation_beta, clip, lbr, D0) and _packed_x(X):
+        return _PackedGRU(W, R, B, direction, hidden_size)(X, sequence_lens, initial_h, layout)
+    s = setup(
         "GRU",
         3,
         X,
@@ -395,16 +360,16 @@ def gru(
         into([a[0] for a in s.acts], Bn), into([a[1] for a in s.acts], Bn), clipper(s.clip), DB, H, s.wt, lbr
     ).step
     if lbr:
-        rec = _recurrent(s.RT, Bn)
+        rec = recurrent_product(s.RT, Bn)
         hr = np.empty((DB, 3 * H), s.wt)  # Ht-1 @ R^T for all three gates
         gh_zr, gh_h = hr[:, : 2 * H], hr[:, 2 * H :]
     else:
-        rec_zr = _recurrent(s.RT[..., : 2 * H], Bn)
-        rec_h = _recurrent(s.RT[..., 2 * H :], Bn)
+        rec_zr = recurrent_product(s.RT[..., : 2 * H], Bn)
+        rec_h = recurrent_product(s.RT[..., 2 * H :], Bn)
         gh_zr = np.empty((DB, 2 * H), s.wt)
     Y = np.zeros((s.T, D, Bn, H), s.wt)
     Y2 = Y.reshape(s.T, DB, H)  # rows d*B + b
-    h = _rows(s, s.h0)
+    h = state_rows(s, s.h0)
     masked = s.mask is not None
     if masked:
         mask = np.tile(s.mask, (1, D, 1))  # [T, D*B, 1]
@@ -425,94 +390,11 @@ def gru(
         else:
             h = out
     if not masked:
-        h = h.copy()  # _finish reorders Y in place
-    return _finish(s, direction, Y, h.reshape(D, Bn, H))
+        h = h.copy()  # finish reorders Y in place
+    return finish(s, direction, Y, h.reshape(D, Bn, H))
 
 
 # --------------------------------------------------------------------------- LSTM
-
-
-class _PackedLSTM:
-    """An LSTM's weights laid out for the compiled loop (ops/_fast_rnn.py, AVX-512): W^T of every direction side
-    by side [I, D*4H] (the input projection of every step and direction is one GEMM), Wb + Rb, R packed for the
-    compiled GEMV, the peepholes. Built once by the kernel's ``prepare`` (or per call by the kernel itself)."""
-
-    def __init__(self, W, R, B, P, direction: str, hidden_size):
-        f32 = np.float32
-        _, W, R, D, H, _ = _shapes("LSTM", 4, np.zeros((0, 0, np.shape(W)[-1]), f32), W, R, hidden_size, direction, 0)
-        self.D, self.H, self.I = D, H, W.shape[2]
-        self.direction = direction
-        self.Wcat = np.ascontiguousarray(W.astype(f32, copy=False).transpose(2, 0, 1).reshape(self.I, D * 4 * H))
-        bias = _bias("LSTM", B, D, 4, H, f32)
-        self.bias = np.ascontiguousarray(bias[:, : 4 * H] + bias[:, 4 * H :])  # Xt W^T + (Wb + Rb), the reference's
-        self.Rp = _fast_rnn.pack_recurrent(R.astype(f32, copy=False), 4)
-        self.P = None
-        if P is not None:
-            P = np.asarray(P)
-            if P.shape != (D, 3 * H):
-                raise KernelError(f"LSTM: P must have shape {(D, 3 * H)}, got {P.shape}")
-            self.P = np.ascontiguousarray(P, dtype=f32)
-        self.reverse = np.array([direction == "reverse" or d == 1 for d in range(D)])
-
-    def __call__(self, X, sequence_lens, initial_h, initial_c, layout) -> tuple:
-        X = np.asarray(X)
-        if not is_float(X.dtype) or X.ndim != 3 or X.shape[2] != self.I:
-            _shapes(
-                "LSTM",
-                4,
-                X,
-                np.zeros((self.D, 4 * self.H, self.I)),
-                np.zeros((self.D, 4 * self.H, self.H)),
-                None,
-                self.direction,
-                layout,
-            )  # raises the kernel's error
-        if int(layout) not in (0, 1):
-            raise KernelError(f"LSTM: layout must be 0 or 1, got {layout}")
-        layout = int(layout)
-        f32 = np.float32
-        D, H = self.D, self.H
-        Xt = X.transpose(1, 0, 2) if layout == 1 else X
-        T, Bn, I = Xt.shape
-        sl = _lengths("LSTM", sequence_lens, Bn, T)
-        h = _rows_of(self._state("initial_h", initial_h, Bn, layout), D * Bn, H)
-        c = _rows_of(self._state("initial_c", initial_c, Bn, layout), D * Bn, H)
-        x2 = np.ascontiguousarray(Xt, dtype=f32).reshape(T * Bn, I)
-        # one GEMM, not ops/_blas.py's split one: at 2 threads its hand-off measured slower than the 0.25 ms it
-        # shares (lstm_2layer 2thr/1thr 1.03-1.07x against 0.95-1.01x)
-        gx = np.matmul(x2, self.Wcat).reshape(T, Bn, D * 4 * H)
-        Y = np.zeros((T, D, Bn, H), f32)
-        lens = np.full(Bn, T, np.int64) if sl is None else sl
-        _fast_rnn.lstm_packed(gx, self.bias, self.Rp, lens, self.reverse, self.P, h, c, Y.reshape(T, D * Bn, H), Bn)
-        states = [h.reshape(D, Bn, H), c.reshape(D, Bn, H)]
-        if sl is not None and (sl == 0).any():  # onnxruntime's convention (module doc)
-            states = [np.where((sl == 0)[None, :, None], f32(0), st) for st in states]
-        if layout == 1:
-            Y = Y.transpose(2, 0, 1, 3)
-            states = [st.transpose(1, 0, 2) for st in states]
-        od = X.dtype
-        return tuple(np.ascontiguousarray(a.astype(od, copy=False)) for a in (Y, *states))
-
-    def _state(self, name, s, Bn, layout) -> np.ndarray:
-        if s is None:
-            return np.zeros((self.D, Bn, self.H), np.float32)
-        return _state("LSTM", name, s, self.D, Bn, self.H, layout, np.float32)
-
-
-def _rows_of(a: np.ndarray, rows: int, H: int) -> np.ndarray:
-    return np.ascontiguousarray(a).reshape(rows, H)
-
-
-def _lstm_packs(activations, activation_alpha, activation_beta, clip, input_forget, D: int) -> bool:
-    """Whether the packed compiled loop computes an LSTM with these attributes: AVX-512 and the compiled path on,
-    the default activations, no clip, no input_forget (float32 compute is checked per call)."""
-    if not (_fast.enabled() and _fast_rnn.PACKED_OK) or clip is not None or input_forget:
-        return False
-    try:
-        acts = parse_activations("LSTM", activations, activation_alpha, activation_beta, ("Sigmoid", "Tanh", "Tanh"), D)
-    except KernelError:
-        return False  # the plain kernel reports it
-    return all([a.name for a in a3] == ["sigmoid", "tanh", "tanh"] for a3 in acts)
 
 
 def prepare_lstm(constants: tuple, attrs: dict):
@@ -521,7 +403,7 @@ def prepare_lstm(constants: tuple, attrs: dict):
     consts = tuple(constants) + (None,) * (8 - len(constants))
     W, R, B, P = consts[1], consts[2], consts[3], consts[7]
     direction = attrs["direction"]
-    D = _DIRECTIONS.get(direction)
+    D = DIRECTIONS.get(direction)
     if W is None or R is None or D is None:
         return None
     if not _lstm_packs(
@@ -538,12 +420,7 @@ def prepare_lstm(constants: tuple, attrs: dict):
     layout = attrs["layout"]
 
     def lstm_prepared(X, W_, R_, B_=None, sequence_lens=None, initial_h=None, initial_c=None, P_=None):
-        if (
-            (B is None and B_ is not None)
-            or (P is None and P_ is not None)
-            or compute_dtype(np.asarray(X).dtype) != np.float32
-            or not _fast.enabled()
-        ):
+        if (B is None and B_ is not None) or (P is None and P_ is not None) or not _packed_x(X) or not _fast.enabled():
             return lstm(X, W_, R_, B_, sequence_lens, initial_h, initial_c, P_, **plain_attrs)
         return packed(X, sequence_lens, initial_h, initial_c, layout)
 
@@ -578,15 +455,14 @@ def lstm(
 
     Returns (Y, Y_h, Y_c): Y as RNN, Y_h and Y_c [D, B, H] ([B, D, H] for layout 1); X's dtype.
     """
-    D0 = _DIRECTIONS.get(direction)
+    D0 = DIRECTIONS.get(direction)
     if (
         D0 is not None
         and _lstm_packs(activations, activation_alpha, activation_beta, clip, input_forget, D0)
-        and is_float(np.asarray(X).dtype)
-        and compute_dtype(np.asarray(X).dtype) == np.float32
+        and _packed_x(X)
     ):
         return _PackedLSTM(W, R, B, P, direction, hidden_size)(X, sequence_lens, initial_h, initial_c, layout)
-    s = _setup(
+    s = setup(
         "LSTM",
         4,
         X,
@@ -609,7 +485,7 @@ def lstm(
     if initial_c is None:
         c = np.zeros((D, s.B, H), s.wt)
     else:
-        c = _state("LSTM", "initial_c", initial_c, D, s.B, H, s.layout, s.wt)
+        c = state_of("LSTM", "initial_c", initial_c, D, s.B, H, s.layout, s.wt)
     peep = P is not None
     if peep:
         P = np.asarray(P)
@@ -630,17 +506,17 @@ def lstm(
         P if peep else None,
         bool(input_forget),
     ).step
-    rec = _recurrent(s.RT, Bn)
+    rec = recurrent_product(s.RT, Bn)
     gxs = s.Gx  # [T, D*B, 4H]
     gates = np.empty((DB, 4 * H), s.wt)  # rows d*B + b: i, o, f, c
     Y = np.zeros((s.T, D, Bn, H), s.wt)
     Y2 = Y.reshape(s.T, DB, H)
-    h = _rows(s, s.h0)
-    c = _rows(s, c)
+    h = state_rows(s, s.h0)
+    c = state_rows(s, c)
     masked = s.mask is not None
     if not masked and not peep and _lstm_compiled(s, input_forget):  # no AVX-512: the BLAS GEMV compiled loop
         _fast_rnn.lstm_loop(gxs, s.RT.transpose(0, 2, 1), h, c, Y2, Bn)
-        return _finish(s, direction, Y, h.copy().reshape(D, Bn, H), c.reshape(D, Bn, H))
+        return finish(s, direction, Y, h.copy().reshape(D, Bn, H), c.reshape(D, Bn, H))
     if masked:
         mask = np.tile(s.mask, (1, D, 1))  # [T, D*B, 1]
         hn = np.empty_like(h)
@@ -657,5 +533,5 @@ def lstm(
         else:
             h = step(gates, c, c, Y2[t])
     if not masked:
-        h = h.copy()  # _finish reorders Y in place
-    return _finish(s, direction, Y, h.reshape(D, Bn, H), c.reshape(D, Bn, H))
+        h = h.copy()  # finish reorders Y in place
+    return finish(s, direction, Y, h.reshape(D, Bn, H), c.reshape(D, Bn, H))

@@ -142,3 +142,119 @@ def test_packed_layout():
     inside = unit < H
     np.testing.assert_array_equal(v[inside], R[d[inside], g[inside] * H + unit[inside], k[inside]])
     assert not v[~inside].any()
+
+
+@packed_only
+@pytest.mark.parametrize("H", [7, 32, 45, 64])
+def test_register_epilogue_rounds_as_the_scalar_loop(H):
+    """Without peepholes a group's gates and cell update run in AVX-512 registers (_lstm_group); with them, in
+    numba's loops on the same exp stages. Zero peepholes add exact zeros: the two paths agree bit for bit."""
+    rng = np.random.default_rng(H)
+    T, B, D = 5, 2, 2
+    gx = rng.standard_normal((T, B, D * 4 * H)).astype(np.float32) * 3
+    bias = rng.standard_normal((D, 4 * H)).astype(np.float32)
+    Rp = _fast_rnn.pack_recurrent(rng.standard_normal((D, 4 * H, H)).astype(np.float32), 4)
+    lens = np.array([5, 3], np.int64)
+    rev = np.array([False, True])
+    h0 = rng.standard_normal((D * B, H)).astype(np.float32)
+    c0 = rng.standard_normal((D * B, H)).astype(np.float32) * 4
+    outs = []
+    for P in (None, np.zeros((D, 3 * H), np.float32)):
+        h, c, Y = h0.copy(), c0.copy(), np.zeros((T, D * B, H), np.float32)
+        _fast_rnn.lstm_packed(gx, bias, Rp, lens, rev, P, h, c, Y, B)
+        outs.append((h, c, Y))
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+
+
+# --------------------------------------------------------------------------- GRU (linear_before_reset)
+
+
+def _gru_case(seed, T, B, I, H, direction, states, lens, bias=True):
+    rng = np.random.default_rng(seed)
+    D = _DIRS[direction]
+    x = rng.standard_normal((T, B, I)).astype(np.float32)
+    w = (rng.standard_normal((D, 3 * H, I)) * 0.5).astype(np.float32)
+    r = (rng.standard_normal((D, 3 * H, H)) * 0.5).astype(np.float32)
+    b = rng.standard_normal((D, 6 * H)).astype(np.float32) if bias else None
+    h0 = rng.standard_normal((D, B, H)).astype(np.float32) if states else None
+    sl = None if lens is None else np.asarray(lens, np.int32)
+    return (x, w, r, b, sl, h0), {"direction": direction, "linear_before_reset": 1}
+
+
+def _gru_reference(inputs, attrs):
+    from stdops.ops.rnn import gru
+
+    prev = _fast.set_enabled(False)
+    try:
+        return gru(*inputs, **attrs)
+    finally:
+        _fast.set_enabled(prev)
+
+
+# T, B, I, H, direction, initial state, sequence lengths
+GRU_CASES = [
+    (7, 1, 5, 4, "forward", False, None),
+    (6, 3, 4, 33, "bidirectional", True, None),
+    (5, 2, 3, 32, "reverse", True, [5, 2]),
+    (8, 4, 9, 50, "bidirectional", False, [8, 0, 3, 7]),
+    (1, 1, 16, 1, "forward", True, None),
+]
+
+
+@packed_only
+@pytest.mark.parametrize("T,B,I,H,direction,states,lens", GRU_CASES)
+def test_packed_gru_matches_numpy(T, B, I, H, direction, states, lens):
+    from stdops.ops.rnn import gru
+
+    inputs, attrs = _gru_case(T * 10 + H, T, B, I, H, direction, states, lens)
+    want = _gru_reference(inputs, attrs)
+    for got in (gru(*inputs, **attrs), bind(gru, attrs, (None, *inputs[1:4])).fn(*inputs)):
+        assert len(got) == 2
+        for g, e in zip(got, want):
+            assert g.shape == e.shape and g.dtype == e.dtype
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=2e-6)
+    assert bind(gru, attrs, (None, *inputs[1:4])).prepared
+    # without linear_before_reset (r * H before its GEMV): no packing, the NumPy loop
+    assert not bind(gru, {**attrs, "linear_before_reset": 0}, (None, *inputs[1:4])).prepared
+
+
+@packed_only
+def test_packed_gru_without_bias_and_fallbacks():
+    """No B; a run-time B where none was constant (the plain kernel); a float64 X."""
+    from stdops.ops.rnn import gru
+
+    inputs, attrs = _gru_case(9, 4, 2, 3, 10, "forward", True, None, bias=False)
+    x, w, r, _, _, h0 = inputs
+    step = bind(gru, attrs, (None, w, r, None))
+    want = _gru_reference(inputs, attrs)
+    for g, e in zip(step(*inputs), want):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=2e-6)
+    b = np.random.default_rng(1).standard_normal((1, 60)).astype(np.float32)
+    for g, e in zip(step(x, w, r, b, None, h0), _gru_reference((x, w, r, b, None, h0), attrs)):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=2e-6)
+    x64 = x.astype(np.float64)
+    got = step(x64, w, r, None, None, h0)
+    assert got[0].dtype == np.float64
+
+
+@packed_only
+@pytest.mark.parametrize("T,B,I,H", [(0, 1, 3, 4), (3, 0, 3, 4), (3, 2, 3, 0), (3, 1, 0, 5)])
+def test_empty_shapes_as_the_numpy_loop(T, B, I, H):
+    """No steps, an empty batch, no hidden units, no inputs: the NumPy loop's outputs, shapes and all."""
+    from stdops.ops.rnn import gru
+
+    rng = np.random.default_rng(T + B + I + H)
+    x = rng.standard_normal((T, B, I)).astype(np.float32)
+    for fn, gates, attrs in ((lstm, 4, {}), (gru, 3, {"linear_before_reset": 1})):
+        w = rng.standard_normal((1, gates * H, I)).astype(np.float32)
+        r = rng.standard_normal((1, gates * H, H)).astype(np.float32)
+        got = fn(x, w, r, **attrs)
+        prev = _fast.set_enabled(False)
+        try:
+            want = fn(x, w, r, **attrs)
+        finally:
+            _fast.set_enabled(prev)
+        for g, e in zip(got, want, strict=True):
+            assert g.shape == e.shape and g.dtype == e.dtype
+            np.testing.assert_array_equal(g, e)

@@ -273,6 +273,10 @@ def gru(p, w):
         Wb = np.concatenate([bc[:, 1], bc[:, 0], bc[:, 2]], axis=1)
         Rb = np.concatenate([zero, zero, bc[:, 3]], axis=1)
         Bk = np.concatenate([Wb, Rb], axis=1).astype(_F32)
+        # bound once: the kernel's prepare lays the weights out for its compiled loop at load time
+        gru_step = bind(
+            recurrent.gru, {"hidden_size": H, "direction": direction, "linear_before_reset": 1}, (None, Wk, Rk, Bk)
+        )
 
     def step(*bottoms):
         x = _check_x(bottoms[0], size, "GRU")
@@ -281,17 +285,7 @@ def gru(p, w):
         if int8:
             y, yh = _directions(p, D, run_dir, x, h0)
         else:
-            y, yh = recurrent.gru(
-                x[:, None, :],
-                Wk,
-                Rk,
-                Bk,
-                None,
-                h0[:, None, :],
-                hidden_size=H,
-                direction=direction,
-                linear_before_reset=1,
-            )
+            y, yh = gru_step(x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :])
             y, yh = y.reshape(x.shape[0], D * H), yh[:, 0]
         if p.n_tops >= 2:
             return y, _state_out(yh, hb)
