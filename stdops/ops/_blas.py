@@ -39,8 +39,12 @@ import numpy as np
 
 _SPLIT_FLOPS = 1 << 25  # 33.5 MFLOP (~0.25 ms on one core): a hand-off (tens of us) is paid back above
 _SPLIT4_FLOPS = 1 << 28  # 268 MFLOP: four parts (each still >= 67 MFLOP)
-_MIN_COLS = 192  # a part keeps at least this many columns when splitting along N
-_MIN_ROWS = 64  # ... rows along M
+# A part re-packs the operand the split does not cut (along N: A's rows, along M: all of B), so a split costs
+# time even on one thread, the more the narrower its parts (measured alternating on one core, 2 parts: 128 rows
+# x 1024 x 256 cut along M +10%, 197 x 1536 x 384 cut into 192-column parts +7%, 128 x 256 x 1024 into
+# 512-column parts +4%): parts keep at least this many columns (N) or rows (M)
+_MIN_COLS = 256
+_MIN_ROWS = 128
 _ALIGN = 16  # part boundaries on multiples of 16 (one AVX-512 register of float32)
 
 _SET_NAMES = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads")

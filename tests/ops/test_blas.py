@@ -73,6 +73,10 @@ def test_split_rule_depends_on_the_shape_only():
     assert blas.split_plan((512, 4608), (4608, 49))[0] == "m"  # few columns: split the rows
     assert blas.split_plan((4, 256, 256), (4, 256, 256)) == ("batch", [0, 2, 4])
     assert blas.split_plan((3, 4), (4,)) is None
+    # a transformer's skinny GEMMs: never 64-row parts (each would re-pack the whole weight) nor 192-column ones
+    assert blas.split_plan((128, 1024), (1024, 256)) is None
+    assert blas.split_plan((197, 1536), (1536, 384)) is None
+    assert blas.split_plan((128, 256), (256, 1024)) == ("n", [0, 512, 1024])
 
 
 @pytest.mark.parametrize("shape", [(64, 147, 12544), (512, 4608, 49), (300, 700, 333)])
