@@ -1,14 +1,22 @@
 """Attention kernels: Attention (scaled dot-product, MHA/GQA/MQA, KV cache), RotaryEmbedding and
-LinearAttention (the linear / gated / delta-rule recurrences)."""
+LinearAttention (the linear / gated / delta-rule recurrences); and the optimizer's attention step,
+:func:`attention_heads` (MatMul -> Softmax -> MatMul with the Transposes around them, one step)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
 from ..errors import KernelError
+from . import _fast, _fast_epilogue
+from ._blas import run_parts
 from ._registry import op
 from .activation import softmax
 from .dtypes import compute_dtype, float_input, is_float
+from .fused import softmax_rows
+from .linalg import mat_mul
+from .shape import transpose
 
 
 def _heads(x: np.ndarray, n: int | None, what: str) -> np.ndarray:
@@ -366,3 +374,71 @@ def linear_attention(
         out[:, t] = np.matmul(qh[:, t], S)  # (B, Hkv, group, dv)
     out *= wt.type(sc)
     return out.reshape(B, T, hq * dv).astype(q.dtype, copy=False), S.astype(state_dtype, copy=False)
+
+
+# --------------------------------------------------------------------------- the optimizer's attention step
+
+#: a step of at least this many FLOPs runs its heads in two parts (on two threads when the caller has two): a
+#: hand-off costs tens of microseconds, and a head's result does not depend on which thread computes it
+_PARALLEL_FLOPS = 1 << 23
+
+
+def prepare_attention_heads(constants: tuple, attrs: dict) -> Callable:
+    """The step for float32 operands with the compiled kernels on: per head (every index of the batch axes),
+    S = A_h B_h and P = softmax(S) in two scratch matrices (cache-resident), Y_h = P V_h written straight into
+    the output's layout; the Transposes are views (BLAS reads the strided operands), never copies."""
+    perms = {k: tuple(int(p) for p in attrs[k] or ()) for k in ("a_perm", "b_perm", "v_perm", "out_perm")}
+    axis, scale = int(attrs["axis"]), float(attrs["scale"])
+    if not (np.isfinite(scale) and scale > 0.0):
+        raise KernelError(f"attention_heads: scale must be a positive finite number, got {scale}")
+    out_perm = perms["out_perm"]
+    inv_out = tuple(int(i) for i in np.argsort(out_perm)) if out_perm else ()
+
+    def view(x, perm):
+        return x.transpose(perm) if perm and sorted(perm) == list(range(x.ndim)) else (x if not perm else None)
+
+    def attention_heads_prepared(a, b, v):
+        if not (_fast.enabled() and all(isinstance(t, np.ndarray) and t.dtype == np.float32 for t in (a, b, v))):
+            return attention_heads(a, b, v, **attrs)
+        A, B, V = view(a, perms["a_perm"]), view(b, perms["b_perm"]), view(v, perms["v_perm"])
+        if A is None or B is None or V is None or not (A.ndim == B.ndim == V.ndim >= 2):
+            return attention_heads(a, b, v, **attrs)
+        batch, (S, D), (T, Dv) = A.shape[:-2], A.shape[-2:], V.shape[-2:]
+        if B.shape[:-2] != batch or V.shape[:-2] != batch or B.shape[-2:] != (D, T) or axis not in (-1, A.ndim - 1):
+            return attention_heads(a, b, v, **attrs)  # broadcasting, a mismatch or another axis: the kernels decide
+        if (out_perm and len(out_perm) != A.ndim) or 0 in A.shape or 0 in V.shape or T == 0:
+            return attention_heads(a, b, v, **attrs)
+        y_shape = batch + (S, Dv)
+        if out_perm:
+            R = np.empty(tuple(y_shape[p] for p in out_perm), np.float32)
+            Y = R.transpose(inv_out)
+        else:
+            R = Y = np.empty(y_shape, np.float32)
+        heads = list(np.ndindex(*batch))
+
+        def part(hs):
+            # two scratch matrices: the compiled softmax vectorizes only when its output is not its input
+            scores, probs = np.empty((S, T), np.float32), np.empty((S, T), np.float32)
+            kb = np.empty(T, np.int32)
+            for h in hs:
+                np.matmul(A[h], B[h], out=scores)
+                _fast_epilogue.softmax_rows_into(scores, probs, kb, scale)
+                np.matmul(probs, V[h], out=Y[h])
+
+        n = 2 if len(heads) >= 2 and 2.0 * len(heads) * S * T * (D + Dv) >= _PARALLEL_FLOPS else 1
+        cut = -(-len(heads) // n)
+        run_parts([lambda hs=heads[i : i + cut]: part(hs) for i in range(0, len(heads), cut)])
+        return R
+
+    return attention_heads_prepared
+
+
+@op(kernels=(transpose, mat_mul, softmax_rows), prepare=prepare_attention_heads)
+def attention_heads(a, b, v, /, *, a_perm=(), b_perm=(), v_perm=(), out_perm=(), axis=-1, scale=1.0):
+    """Y = Transpose(MatMul(softmax_rows(MatMul(A', B'), axis, scale), V'), out_perm), X' = Transpose(X, x_perm)
+    (an empty perm: X itself): the optimizer's step for scaled dot-product attention as exporters write it
+    (Q K^T, the scaled Softmax, times V, the heads merged by a Transpose), the kernels themselves in this form.
+    Dtype of the operands."""
+    a, b, v = (x if not p else transpose(x, perm=p) for x, p in ((a, a_perm), (b, b_perm), (v, v_perm)))
+    y = mat_mul(softmax_rows(mat_mul(a, b), axis=axis, scale=scale), v)
+    return transpose(y, perm=out_perm) if out_perm else y
