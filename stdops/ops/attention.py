@@ -1,6 +1,7 @@
 """Attention kernels: Attention (scaled dot-product, MHA/GQA/MQA, KV cache), RotaryEmbedding and
 LinearAttention (the linear / gated / delta-rule recurrences); and the optimizer's attention step,
-:func:`attention_heads` (MatMul -> Softmax -> MatMul with the Transposes around them, one step)."""
+:func:`attention_heads` (MatMul -> Softmax -> MatMul with the Transposes around them, one step), with the
+view steps that feed it (:func:`transpose_view`, :func:`gather_view`, :func:`split_view`)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ from . import _fast, _fast_epilogue
 from ._blas import run_parts
 from ._registry import op
 from .activation import softmax
+from .axes import norm_axis
 from .dtypes import compute_dtype, float_input, is_float
 from .fused import softmax_rows
+from .indexing import gather
 from .linalg import mat_mul
+from .shape import split as split_parts
 from .shape import transpose
 
 
@@ -415,6 +419,8 @@ def prepare_attention_heads(constants: tuple, attrs: dict) -> Callable:
         else:
             R = Y = np.empty(y_shape, np.float32)
         heads = list(np.ndindex(*batch))
+        if heads:  # an operand BLAS cannot read in place (no unit stride) is copied once, not per head
+            A, B, V = (X if _blas_readable(X[heads[0]]) else np.ascontiguousarray(X) for X in (A, B, V))
 
         def part(hs):
             # two scratch matrices: the compiled softmax vectorizes only when its output is not its input
@@ -433,6 +439,12 @@ def prepare_attention_heads(constants: tuple, attrs: dict) -> Callable:
     return attention_heads_prepared
 
 
+def _blas_readable(m: np.ndarray) -> bool:
+    """A 2-D float32 view BLAS reads without a copy: one unit stride, the other covering a row (or a column)."""
+    (r, c), (sr, sc) = m.shape, m.strides
+    return (sc == 4 and sr >= 4 * c and sr % 4 == 0) or (sr == 4 and sc >= 4 * r and sc % 4 == 0)
+
+
 @op(kernels=(transpose, mat_mul, softmax_rows), prepare=prepare_attention_heads)
 def attention_heads(a, b, v, /, *, a_perm=(), b_perm=(), v_perm=(), out_perm=(), axis=-1, scale=1.0):
     """Y = Transpose(MatMul(softmax_rows(MatMul(A', B'), axis, scale), V'), out_perm), X' = Transpose(X, x_perm)
@@ -442,3 +454,51 @@ def attention_heads(a, b, v, /, *, a_perm=(), b_perm=(), v_perm=(), out_perm=(),
     a, b, v = (x if not p else transpose(x, perm=p) for x, p in ((a, a_perm), (b, b_perm), (v, v_perm)))
     y = mat_mul(softmax_rows(mat_mul(a, b), axis=axis, scale=scale), v)
     return transpose(y, perm=out_perm) if out_perm else y
+
+
+# the view steps: what Transpose, Gather (one index) and Split compute, as views of their input instead of copies,
+# for values that only reshapes, other views and attention_heads read (stdops/optimize/views.py): kernels never
+# write their inputs, so a view is safe there, and attention_heads hands the strided operands to BLAS as they are
+
+
+@op(kernels=(transpose,))
+def transpose_view(data, /, *, perm=None):
+    """Transpose(data, perm) as a view of ``data`` (the axes reversed without perm). Dtype of ``data``."""
+    x = np.asarray(data)
+    if perm is None:
+        return x.transpose()
+    p = [int(i) for i in perm]
+    if sorted(p) != list(range(x.ndim)):
+        return transpose(x, perm=perm)  # its error
+    return x.transpose(p)
+
+
+@op(kernels=(gather,))
+def gather_view(data, indices, /, *, axis=0):
+    """Gather(data, indices, axis) for one (0-d) integer index as a view of ``data``; the kernel otherwise."""
+    x, idx = np.asarray(data), np.asarray(indices)
+    if x.ndim < 1 or idx.ndim != 0 or idx.dtype.kind not in "iu" or not -x.ndim <= int(axis) < x.ndim:
+        return gather(data, indices, axis=axis)
+    ax = norm_axis(axis, x.ndim)
+    d, i = x.shape[ax], int(idx)
+    if not -d <= i < d:
+        return gather(data, indices, axis=axis)  # its error
+    return x[(slice(None),) * ax + (i + d if i < 0 else i,)]
+
+
+@op(kernels=(split_parts,))
+def split_view(input, split=None, /, *, axis=0, num_outputs=None, n_outputs=None):
+    """Split's outputs as views of ``input``: the part sizes (and every check) from the Split kernel itself,
+    run on the positions 0 .. d - 1 of the split axis. A tuple of arrays of the input's dtype."""
+    x = np.asarray(input)
+    if x.ndim == 0:
+        return split_parts(input, split, axis=axis, num_outputs=num_outputs, n_outputs=n_outputs)
+    a = norm_axis(axis, x.ndim)
+    positions = np.arange(x.shape[a]).reshape((1,) * a + (x.shape[a],) + (1,) * (x.ndim - a - 1))
+    parts = split_parts(positions, split, axis=axis, num_outputs=num_outputs, n_outputs=n_outputs)
+    out, lo = [], 0
+    for part in parts:
+        size = part.shape[a]
+        out.append(x[(slice(None),) * a + (slice(lo, lo + size),)])
+        lo += size
+    return tuple(out)

@@ -10,7 +10,7 @@ import pytest
 from onnx import helper
 
 import stdops.ops._blas as blas
-from stdops.errors import StdopsError
+from stdops.errors import KernelError, StdopsError
 from stdops.ops import _fast
 from stdops.ops.attention import attention_heads
 from stdops.ops.bind import bind
@@ -132,3 +132,115 @@ def test_shapes_the_compiled_path_does_not_take_run_the_kernels():
 def test_a_scale_that_is_no_positive_number_is_refused():
     with pytest.raises(StdopsError, match="positive finite"):
         bind(attention_heads, dict(ATTRS, scale=float("nan")), (None, None, None))
+
+
+def _timm_qkv_model(outputs=("y",), extra=()):
+    """timm's ViT: one QKV projection [B, N, 3 C] -> Reshape [B, N, 3, H, dh] -> Transpose(2, 0, 3, 1, 4) ->
+    Split into three -> Squeeze -> attention."""
+    b, n, h, dh = 2, 9, 3, 8
+    nodes = [
+        helper.make_node("Reshape", ["qkv", "shape5"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[2, 0, 3, 1, 4]),
+        helper.make_node("Split", ["t", "sizes"], ["s0", "s1", "s2"], axis=0),
+        *[helper.make_node("Squeeze", [f"s{i}", "zero"], [f"h{i}"]) for i in range(3)],
+        helper.make_node("Transpose", ["h1"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["h0", "kt"], ["m"]),
+        helper.make_node("Mul", ["m", "c"], ["sc"]),
+        helper.make_node("Softmax", ["sc"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "h2"], ["o"]),
+        helper.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3]),
+        *extra,
+    ]
+    consts = [
+        ("shape5", np.array([b, n, 3, h, dh], np.int64)),
+        ("sizes", np.array([1, 1, 1], np.int64)),
+        ("zero", np.array([0], np.int64)),
+        ("c", np.float32(dh**-0.5)),
+    ]
+    m = model(nodes, [("qkv", [b, n, 3 * h * dh])], list(outputs), consts)
+    return m, {"qkv": _f(b, n, 3 * h * dh, scale=2)}
+
+
+def _torch_qkv_model(outputs=("y",), extra=()):
+    """torch.nn.MultiheadAttention's export: [S, 1, 3 E] -> Reshape [S, 1, 3, E] -> Unsqueeze 0 ->
+    Transpose(3, 1, 2, 0, 4) -> Squeeze -> Gather 0 / 1 / 2 -> Reshape [S, H, dh] -> Transpose -> attention."""
+    s, h, dh = 7, 2, 4
+    e = h * dh
+    nodes = [
+        helper.make_node("Reshape", ["qkv", "shape4"], ["v4"]),
+        helper.make_node("Unsqueeze", ["v4", "zero"], ["u"]),
+        helper.make_node("Transpose", ["u"], ["t"], perm=[3, 1, 2, 0, 4]),
+        helper.make_node("Squeeze", ["t", "three"], ["sq"]),
+    ]
+    for i, perm in enumerate(([1, 0, 2], [1, 2, 0], [1, 0, 2])):
+        nodes += [
+            helper.make_node("Gather", ["sq", f"i{i}"], [f"g{i}"], axis=0),
+            helper.make_node("Reshape", [f"g{i}", "heads"], [f"r{i}"]),
+            helper.make_node("Transpose", [f"r{i}"], [f"a{i}"], perm=perm),
+        ]
+    nodes += [
+        helper.make_node("MatMul", ["a0", "a1"], ["m"]),
+        helper.make_node("Div", ["m", "d"], ["sc"]),
+        helper.make_node("Softmax", ["sc"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "a2"], ["y"]),
+        *extra,
+    ]
+    consts = [
+        ("shape4", np.array([s, 1, 3, e], np.int64)),
+        ("heads", np.array([s, h, dh], np.int64)),
+        ("zero", np.array([0], np.int64)),
+        ("three", np.array([3], np.int64)),
+        ("d", np.float32(2.0)),
+        *[(f"i{i}", np.array(i, np.int64)) for i in range(3)],
+    ]
+    m = model(nodes, [("qkv", [s, 1, 3 * e])], list(outputs), consts)
+    return m, {"qkv": _f(s, 1, 3 * e, scale=2)}
+
+
+@pytest.mark.parametrize("build", [_timm_qkv_model, _torch_qkv_model], ids=["timm", "torch"])
+def test_the_head_split_of_a_qkv_projection_is_views(kernels, build):  # noqa: F811
+    m, feeds = build()
+    ours = check(m, feeds, ["attention_heads", "transpose_view"], {"transpose", "split", "gather", "softmax_rows"})
+    got = {n.kernels[0] for n in ours.plan.as_run.nodes}
+    assert ("split_view" in got) == (build is _timm_qkv_model) and ("gather_view" in got) == (build is _torch_qkv_model)
+
+
+@pytest.mark.parametrize("build", [_timm_qkv_model, _torch_qkv_model], ids=["timm", "torch"])
+def test_a_head_value_read_elsewhere_keeps_its_copies(build):
+    """The transposed projection also read by an Add (or asked for as an output): its Transpose stays a copy
+    (what is read from it on the way to the attention may still be views of that copy)."""
+    for outputs, extra in ((("y", "w"), [helper.make_node("Add", ["t", "t"], ["w"])]), (("y", "t"), [])):
+        m, feeds = build(outputs=outputs, extra=extra)
+        ours = check(m, feeds, ["attention_heads"])
+        (t,) = [n for n in ours.plan.as_run.nodes if n.outputs == ["t"]]
+        assert t.kernels == ("transpose",)
+
+
+def test_the_view_steps_are_the_kernels_values_and_errors():
+    from stdops.ops.attention import gather_view, split_view, transpose_view
+    from stdops.ops.indexing import gather
+    from stdops.ops.shape import split, transpose
+
+    x = _f(3, 4, 5)
+    assert np.shares_memory(transpose_view(x, perm=(2, 0, 1)), x)
+    np.testing.assert_array_equal(transpose_view(x, perm=(2, 0, 1)), transpose(x, perm=(2, 0, 1)))
+    np.testing.assert_array_equal(transpose_view(x), transpose(x))
+    for i in (0, 2, -1, -3):
+        got = gather_view(x, np.array(i, np.int64), axis=0)
+        assert np.shares_memory(got, x)
+        np.testing.assert_array_equal(got, gather(x, np.array(i, np.int64), axis=0))
+    np.testing.assert_array_equal(gather_view(x, np.array([1, 0]), axis=1), gather(x, np.array([1, 0]), axis=1))
+    for sizes, n in ((np.array([1, 3], np.int64), None), (None, 2), (None, 4)):
+        want = split(x, sizes, axis=1, num_outputs=n) if sizes is None else split(x, sizes, axis=1)
+        got = split_view(x, sizes, axis=1, num_outputs=n) if sizes is None else split_view(x, sizes, axis=1)
+        assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
+    for bad in (
+        lambda f: f["t"](x, perm=(0, 0, 1)),
+        lambda f: f["g"](x, np.array(3, np.int64), axis=0),
+        lambda f: f["s"](x, np.array([2, 3], np.int64), axis=1),
+    ):
+        with pytest.raises(KernelError) as ours:
+            bad({"t": transpose_view, "g": gather_view, "s": split_view})
+        with pytest.raises(KernelError) as theirs:
+            bad({"t": transpose, "g": gather, "s": split})
+        assert str(ours.value) == str(theirs.value)
