@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import KernelError
 from . import _fast, _fast_epilogue
-from ._blas import run_parts
+from ._blas import run_parts, threads
 from ._registry import op
 from .activation import softmax
 from .axes import norm_axis
@@ -382,15 +382,17 @@ def linear_attention(
 
 # --------------------------------------------------------------------------- the optimizer's attention step
 
-#: a step of at least this many FLOPs runs its heads in two parts (on two threads when the caller has two): a
-#: hand-off costs tens of microseconds, and a head's result does not depend on which thread computes it
+#: a step of at least this many FLOPs runs its heads in two parts when the caller has two threads: a hand-off
+#: costs tens of microseconds, and a head's result does not depend on which thread computes it
 _PARALLEL_FLOPS = 1 << 23
 
 
 def prepare_attention_heads(constants: tuple, attrs: dict) -> Callable:
-    """The step for float32 operands with the compiled kernels on: per head (every index of the batch axes),
-    S = A_h B_h and P = softmax(S) in two scratch matrices (cache-resident), Y_h = P V_h written straight into
-    the output's layout; the Transposes are views (BLAS reads the strided operands), never copies."""
+    """The step for float32 operands with the compiled kernels on: S = A B (one GEMM per head), P = softmax(S)
+    in one compiled pass, Y = P V written straight into the output's layout; the Transposes are views (BLAS
+    reads the strided operands), never copies. Measured on one thread against the unfused nodes (their
+    transposed copies, batched MatMuls and the compiled softmax): 4 heads of 128 x 64 0.197 against 0.231 ms,
+    6 heads of 197 x 64 0.709 against 0.800 (a loop over heads with cache-resident scratch: 0.227 / 0.779)."""
     perms = {k: tuple(int(p) for p in attrs[k] or ()) for k in ("a_perm", "b_perm", "v_perm", "out_perm")}
     axis, scale = int(attrs["axis"]), float(attrs["scale"])
     if not (np.isfinite(scale) and scale > 0.0):
@@ -418,22 +420,28 @@ def prepare_attention_heads(constants: tuple, attrs: dict) -> Callable:
             Y = R.transpose(inv_out)
         else:
             R = Y = np.empty(y_shape, np.float32)
-        heads = list(np.ndindex(*batch))
-        if heads:  # an operand BLAS cannot read in place (no unit stride) is copied once, not per head
-            A, B, V = (X if _blas_readable(X[heads[0]]) else np.ascontiguousarray(X) for X in (A, B, V))
+        first = (0,) * len(batch)
+        # an operand BLAS cannot read in place (no unit stride) is copied once, not per head
+        A, B, V = (X if _blas_readable(X[first]) else np.ascontiguousarray(X) for X in (A, B, V))
 
-        def part(hs):
-            # two scratch matrices: the compiled softmax vectorizes only when its output is not its input
-            scores, probs = np.empty((S, T), np.float32), np.empty((S, T), np.float32)
-            kb = np.empty(T, np.int32)
-            for h in hs:
-                np.matmul(A[h], B[h], out=scores)
-                _fast_epilogue.softmax_rows_into(scores, probs, kb, scale)
-                np.matmul(probs, V[h], out=Y[h])
+        def part(sl):
+            # every head of the part at once: numpy's batched matmul runs one GEMM per head on the strided views
+            # (as the unfused MatMul does on its copies: the same bits), the softmax one compiled pass over them
+            scores = np.matmul(A[sl], B[sl])
+            probs = np.empty_like(scores)
+            _fast_epilogue.softmax_rows_into(scores.reshape(-1, T), probs.reshape(-1, T), np.empty(T, np.int32), scale)
+            np.matmul(probs, V[sl], out=Y[sl])
 
-        n = 2 if len(heads) >= 2 and 2.0 * len(heads) * S * T * (D + Dv) >= _PARALLEL_FLOPS else 1
-        cut = -(-len(heads) // n)
-        run_parts([lambda hs=heads[i : i + cut]: part(hs) for i in range(0, len(heads), cut)])
+        n_heads = int(np.prod(batch, dtype=np.int64))
+        axes = [i for i, d in enumerate(batch) if d >= 2]
+        # two parts along the last such axis when a second thread may take one (a head's result is the same in
+        # any grouping, so the grouping may follow the thread count; on one thread a part costs ~10 us)
+        if axes and 2.0 * n_heads * S * T * (D + Dv) >= _PARALLEL_FLOPS and threads() > 1:
+            ax, d = axes[-1], batch[axes[-1]]
+            cut = -(-d // 2)
+            run_parts([lambda lo=lo: part((slice(None),) * ax + (slice(lo, lo + cut),)) for lo in (0, cut)])
+        else:
+            part(())
         return R
 
     return attention_heads_prepared
