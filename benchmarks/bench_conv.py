@@ -46,6 +46,25 @@ LAYERS = [
     ("mbv2 expand 1x1 32->192", 32, 28, 192, 1, 1, 0, 1),
     ("mbv2 dw 3x3 576", 576, 14, 576, 3, 1, 1, 576),
     ("mbv2 project 1x1 960->160", 960, 7, 160, 1, 1, 0, 1),
+    # the rest of MobileNetV2's layer shapes (ops/_fast_pointwise.py's 1x1 layers, the depthwise kernels)
+    ("mbv2 project 1x1 32->16", 32, 112, 16, 1, 1, 0, 1),
+    ("mbv2 expand 1x1 24->144", 24, 56, 144, 1, 1, 0, 1),
+    ("mbv2 project 1x1 192->32", 192, 28, 32, 1, 1, 0, 1),
+    ("mbv2 expand 1x1 64->384", 64, 14, 384, 1, 1, 0, 1),
+    ("mbv2 expand 1x1 96->576", 96, 14, 576, 1, 1, 0, 1),
+    ("mbv2 project 1x1 576->96", 576, 14, 96, 1, 1, 0, 1),
+    ("mbv2 expand 1x1 160->960", 160, 7, 960, 1, 1, 0, 1),
+    ("mbv2 last 1x1 320->1280", 320, 7, 1280, 1, 1, 0, 1),
+    ("mbv2 dw 3x3 32", 32, 112, 32, 3, 1, 1, 32),
+    ("mbv2 dw 3x3/2 144", 144, 56, 144, 3, 2, 1, 144),
+    ("mbv2 dw 3x3 192", 192, 28, 192, 3, 1, 1, 192),
+    ("mbv2 dw 3x3/2 192", 192, 28, 192, 3, 2, 1, 192),
+    ("mbv2 dw 3x3 384", 384, 14, 384, 3, 1, 1, 384),
+    ("mbv2 dw 3x3/2 576", 576, 14, 576, 3, 2, 1, 576),
+    ("mbv2 dw 3x3 960", 960, 7, 960, 3, 1, 1, 960),
+    ("effnet dw 5x5 240", 240, 28, 240, 5, 1, 2, 240),
+    ("effnet dw 5x5/2 240", 240, 28, 240, 5, 2, 2, 240),
+    ("effnet dw 5x5 672", 672, 14, 672, 5, 1, 2, 672),
 ]
 
 
@@ -157,6 +176,7 @@ def main() -> None:
     ap.add_argument("--reference", action="store_true", help="also time onnx.reference")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-fast", action="store_true", help="the NumPy kernels only (no numba)")
+    ap.add_argument("--only", default="", help="run only the rows whose name contains this text")
     args = ap.parse_args()
     if args.no_fast:
         from stdops.ops import _fast
@@ -186,7 +206,9 @@ def main() -> None:
         (name, *other_model(op, shape, attrs, inits, n_out), 0.0) for name, op, shape, attrs, inits, n_out in OTHERS
     ]
     for i, (name, model, x, gflop) in enumerate(cases):
-        if i == len(LAYERS):
+        if args.only not in name:
+            continue
+        if i == len(LAYERS) and ratios:
             print(f"# geometric mean ratio over the Conv layers: {float(np.exp(np.mean(np.log(ratios)))):.2f}")
         so = ort.SessionOptions()
         so.intra_op_num_threads = args.threads

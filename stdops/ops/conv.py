@@ -4,7 +4,10 @@ conv_transpose.py, the integer ConvInteger and QLinearConv in quant.py).
 Conv runs through BLAS, picking per shape:
 
 - 1x1: a plain GEMM on the input itself (no copy at stride 1; a constant bias rides in the GEMM
-  when copying X with a row of ones costs less than a pass over Y);
+  when copying X with a row of ones costs less than a pass over Y); with the compiled extra on AVX-512, maps of
+  at least 100 positions with few input channels (or up to 1024 on maps up to 16 x 16) take a compiled kernel
+  that sums every output in registers, bias and clip included (ops/_fast_pointwise.py: OpenBLAS is slow at
+  small K);
 - dense 3x3 stride-1: Winograd F(4x4, 3x3) or F(2x2, 3x3), the tile chosen per shape (winograd.py;
   small maps and few channels keep the direct sum);
 - one input channel per group (depthwise, with or without a channel multiplier): the taps of
@@ -29,7 +32,7 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ..limits import get as limits_in_force
-from . import _fast, _fast_conv, _fast_windows
+from . import _fast, _fast_conv, _fast_pointwise, _fast_stem, _fast_windows
 from ._blas import matmul
 from ._registry import op
 from ._window import (
@@ -67,6 +70,7 @@ class ConvWeight:
         "_dwrows",
         "checked",
         "_packed",
+        "_stem",
     )
 
     def __init__(self, w: np.ndarray, group: int, dtype=None, exact: bool = False):
@@ -89,6 +93,7 @@ class ConvWeight:
         self.exact = exact  # integer-valued data: only paths that add exact products (no Winograd)
         self.checked: dict = {}  # (input shape, attributes, limits) -> their checked geometry (see _conv_forward)
         self._packed: np.ndarray | None = None  # the compiled direct path's weights (see packed)
+        self._stem: np.ndarray | None = None  # the compiled stem path's weights (see stem_packed)
 
     @property
     def mat(self) -> np.ndarray:
@@ -133,6 +138,19 @@ class ConvWeight:
         if self._packed is None:
             self._packed = _fast_conv.pack_weight(self.mat[0])
         return self._packed
+
+    def stem_packed(self) -> np.ndarray:
+        """The GEMM weights (group 1, float32) packed for the compiled stem convolution (ops/_fast_stem.py)."""
+        if self._stem is None:
+            self._stem = _fast_stem.pack_weight(self.mat[0])
+        return self._stem
+
+    def pw_packed(self) -> np.ndarray:
+        """The 1 x 1 weights (group 1, float32) packed for the compiled pointwise kernel (ops/_fast_pointwise.py),
+        computed at the first run of a shape that takes it."""
+        if "pw" not in self._dwrows:
+            self._dwrows["pw"] = _fast_pointwise.pack_weight(self.mat[0])
+        return self._dwrows["pw"]
 
     def dw_taps(self) -> np.ndarray:
         """(M, kh, kw) depthwise weights in the compute dtype, for the compiled kernel (ops/_fast.py)."""
@@ -188,6 +206,17 @@ def direct_packed(cw: ConvWeight, n: int, out, strides, dilations) -> bool:
     if P > _PACKED_MAX_OUT or cw.Cg * prod(cw.kernel) < _PACKED_MIN_K:
         return False
     return P <= _PACKED_WINOGRAD_OUT or not cw.winograd_tile(strides, dilations, out)
+
+
+def pointwise_compiled(cw: ConvWeight, n: int, P: int) -> bool:
+    """Whether a 1 x 1 convolution of P outputs per channel takes the compiled pointwise kernel."""
+    return (
+        all(k == 1 for k in cw.kernel)
+        and cw.group == 1
+        and cw.dtype == np.float32
+        and _fast.enabled()
+        and _fast_pointwise.applies(cw.M, cw.Cg, P)
+    )
 
 
 def prepare_conv_weight(
@@ -303,6 +332,17 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
 
     if Cg == 1 and g > 1:  # depthwise (and depthwise with a channel multiplier): taps
         return depthwise(xc, cw, geo, strides, dilations, b, clip), "bias+clip"  # B in the GEMM, clip in the crop
+    elif _fast_stem.takes(
+        cw, n, out, strides, dilations
+    ):  # short sums (stems): compiled, in registers (ops/_fast_stem.py)
+        return _fast_stem.conv2d_stem(xc, cw.stem_packed(), M, kernel, strides, geo.begin, out, b, clip), "bias+clip"
+    elif pointwise_compiled(cw, n, P):  # 1x1, few input channels or a mid-sized map: compiled register tiles
+        xs = pad_input(xc, geo.begin, geo.end)
+        if any(s != 1 for s in strides):
+            xs = xs[tap_slices((0,) * n, dilations, strides, out)]
+        xs = np.ascontiguousarray(xs).reshape(N, C, P)
+        y = _fast_pointwise.pointwise(xs, cw.pw_packed(), M, b, _fast._clip_args(clip, dt))
+        return y.reshape((N, M) + out), "bias+clip"
     elif direct_packed(
         cw, n, out, strides, dilations
     ):  # small maps: compiled, the weights streamed once (ops/_fast_conv.py)

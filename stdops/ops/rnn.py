@@ -99,6 +99,56 @@ class _Setup:
 _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
 
 
+def _shapes(opname: str, gates: int, X, W, R, hidden_size, direction, layout):
+    """The checked shapes: (X time-major, W, R, D, H, layout) (X [T, B, I] whatever the layout)."""
+    X, W, R = np.asarray(X), np.asarray(W), np.asarray(R)
+    if not is_float(X.dtype):
+        raise KernelError(f"{opname}: X must be a floating-point tensor, got {X.dtype}")
+    if direction not in _DIRECTIONS:
+        raise KernelError(f"{opname}: direction must be forward, reverse or bidirectional, got {direction!r}")
+    if int(layout) not in (0, 1):
+        raise KernelError(f"{opname}: layout must be 0 or 1, got {layout}")
+    layout = int(layout)
+    D = _DIRECTIONS[direction]
+    if X.ndim != 3:
+        raise KernelError(f"{opname}: X must have rank 3, got shape {X.shape}")
+    if layout == 1:
+        X = X.transpose(1, 0, 2)
+    I = X.shape[2]
+    if R.ndim != 3 or R.shape[0] != D or R.shape[1] % gates or R.shape[1] != gates * R.shape[2]:
+        raise KernelError(f"{opname}: R must have shape [{D}, {gates}*hidden_size, hidden_size], got {R.shape}")
+    H = R.shape[2]
+    if hidden_size is not None and int(hidden_size) != H:
+        raise KernelError(f"{opname}: hidden_size={hidden_size} but R has shape {R.shape}")
+    if W.shape != (D, gates * H, I):
+        raise KernelError(f"{opname}: W must have shape {(D, gates * H, I)}, got {W.shape}")
+    return X, W, R, D, H, layout
+
+
+def _bias(opname: str, B, D: int, gates: int, H: int, wt) -> np.ndarray:
+    """B [D, 2*G*H] checked, in the compute dtype (zeros when absent)."""
+    if B is None:
+        return np.zeros((D, 2 * gates * H), wt)
+    bias = np.asarray(B)
+    if bias.shape != (D, 2 * gates * H):
+        raise KernelError(f"{opname}: B must have shape {(D, 2 * gates * H)}, got {bias.shape}")
+    return bias.astype(wt, copy=False)
+
+
+def _lengths(opname: str, sequence_lens, Bn: int, T: int) -> np.ndarray | None:
+    """sequence_lens checked, as int64 (None when absent)."""
+    if sequence_lens is None:
+        return None
+    sl = np.asarray(sequence_lens)
+    if sl.dtype.kind not in "iu" or sl.shape != (Bn,):
+        raise KernelError(
+            f"{opname}: sequence_lens must be an integer tensor of shape ({Bn},), got {sl.dtype} {sl.shape}"
+        )
+    if sl.size and (sl.min() < 0 or sl.max() > T):
+        raise KernelError(f"{opname}: sequence_lens values must lie in [0, {T}], got {sl}")
+    return sl.astype(np.int64)
+
+
 def _setup(
     opname: str,
     gates: int,
@@ -119,54 +169,21 @@ def _setup(
     default_acts: tuple[str, ...],
     fold_rb: bool,
 ) -> _Setup:
-    X, W, R = np.asarray(X), np.asarray(W), np.asarray(R)
-    if not is_float(X.dtype):
-        raise KernelError(f"{opname}: X must be a floating-point tensor, got {X.dtype}")
-    if direction not in _DIRECTIONS:
-        raise KernelError(f"{opname}: direction must be forward, reverse or bidirectional, got {direction!r}")
-    if int(layout) not in (0, 1):
-        raise KernelError(f"{opname}: layout must be 0 or 1, got {layout}")
-    layout = int(layout)
-    D = _DIRECTIONS[direction]
-    if X.ndim != 3:
-        raise KernelError(f"{opname}: X must have rank 3, got shape {X.shape}")
-    if layout == 1:
-        X = X.transpose(1, 0, 2)
+    X, W, R, D, H, layout = _shapes(opname, gates, X, W, R, hidden_size, direction, layout)
     T, Bn, I = X.shape
-    if R.ndim != 3 or R.shape[0] != D or R.shape[1] % gates or R.shape[1] != gates * R.shape[2]:
-        raise KernelError(f"{opname}: R must have shape [{D}, {gates}*hidden_size, hidden_size], got {R.shape}")
-    H = R.shape[2]
-    if hidden_size is not None and int(hidden_size) != H:
-        raise KernelError(f"{opname}: hidden_size={hidden_size} but R has shape {R.shape}")
-    if W.shape != (D, gates * H, I):
-        raise KernelError(f"{opname}: W must have shape {(D, gates * H, I)}, got {W.shape}")
     wt = compute_dtype(X.dtype)
     Xw = X.astype(wt, copy=False)
-    if B is None:
-        bias = np.zeros((D, 2 * gates * H), wt)
-    else:
-        bias = np.asarray(B)
-        if bias.shape != (D, 2 * gates * H):
-            raise KernelError(f"{opname}: B must have shape {(D, 2 * gates * H)}, got {bias.shape}")
-        bias = bias.astype(wt, copy=False)
+    bias = _bias(opname, B, D, gates, H, wt)
     Wb, Rb = bias[:, : gates * H], bias[:, gates * H :]
 
     mask = rev_idx = empty = None
-    if sequence_lens is not None:
-        sl = np.asarray(sequence_lens)
-        if sl.dtype.kind not in "iu" or sl.shape != (Bn,):
-            raise KernelError(
-                f"{opname}: sequence_lens must be an integer tensor of shape ({Bn},), got {sl.dtype} {sl.shape}"
-            )
-        if sl.size and (sl.min() < 0 or sl.max() > T):
-            raise KernelError(f"{opname}: sequence_lens values must lie in [0, {T}], got {sl}")
-        sl = sl.astype(np.int64)
-        if (sl != T).any():
-            t = np.arange(T)[:, None]
-            mask = (t < sl[None, :])[:, :, None]
-            rev_idx = np.where(t < sl[None, :], sl[None, :] - 1 - t, t)
-            if (sl == 0).any():
-                empty = sl == 0
+    sl = _lengths(opname, sequence_lens, Bn, T)
+    if sl is not None and (sl != T).any():
+        t = np.arange(T)[:, None]
+        mask = (t < sl[None, :])[:, :, None]
+        rev_idx = np.where(t < sl[None, :], sl[None, :] - 1 - t, t)
+        if (sl == 0).any():
+            empty = sl == 0
 
     # the input projection of every step, one GEMM per direction
     xs = []
@@ -415,7 +432,125 @@ def gru(
 # --------------------------------------------------------------------------- LSTM
 
 
-@op("onnx:LSTM-7", kernels=(lstm_cell,))
+class _PackedLSTM:
+    """An LSTM's weights laid out for the compiled loop (ops/_fast_rnn.py, AVX-512): W^T of every direction side
+    by side [I, D*4H] (the input projection of every step and direction is one GEMM), Wb + Rb, R packed for the
+    compiled GEMV, the peepholes. Built once by the kernel's ``prepare`` (or per call by the kernel itself)."""
+
+    def __init__(self, W, R, B, P, direction: str, hidden_size):
+        f32 = np.float32
+        _, W, R, D, H, _ = _shapes("LSTM", 4, np.zeros((0, 0, np.shape(W)[-1]), f32), W, R, hidden_size, direction, 0)
+        self.D, self.H, self.I = D, H, W.shape[2]
+        self.direction = direction
+        self.Wcat = np.ascontiguousarray(W.astype(f32, copy=False).transpose(2, 0, 1).reshape(self.I, D * 4 * H))
+        bias = _bias("LSTM", B, D, 4, H, f32)
+        self.bias = np.ascontiguousarray(bias[:, : 4 * H] + bias[:, 4 * H :])  # Xt W^T + (Wb + Rb), the reference's
+        self.Rp = _fast_rnn.pack_recurrent(R.astype(f32, copy=False), 4)
+        self.P = None
+        if P is not None:
+            P = np.asarray(P)
+            if P.shape != (D, 3 * H):
+                raise KernelError(f"LSTM: P must have shape {(D, 3 * H)}, got {P.shape}")
+            self.P = np.ascontiguousarray(P, dtype=f32)
+        self.reverse = np.array([direction == "reverse" or d == 1 for d in range(D)])
+
+    def __call__(self, X, sequence_lens, initial_h, initial_c, layout) -> tuple:
+        X = np.asarray(X)
+        if not is_float(X.dtype) or X.ndim != 3 or X.shape[2] != self.I:
+            _shapes(
+                "LSTM",
+                4,
+                X,
+                np.zeros((self.D, 4 * self.H, self.I)),
+                np.zeros((self.D, 4 * self.H, self.H)),
+                None,
+                self.direction,
+                layout,
+            )  # raises the kernel's error
+        if int(layout) not in (0, 1):
+            raise KernelError(f"LSTM: layout must be 0 or 1, got {layout}")
+        layout = int(layout)
+        f32 = np.float32
+        D, H = self.D, self.H
+        Xt = X.transpose(1, 0, 2) if layout == 1 else X
+        T, Bn, I = Xt.shape
+        sl = _lengths("LSTM", sequence_lens, Bn, T)
+        h = _rows_of(self._state("initial_h", initial_h, Bn, layout), D * Bn, H)
+        c = _rows_of(self._state("initial_c", initial_c, Bn, layout), D * Bn, H)
+        x2 = np.ascontiguousarray(Xt, dtype=f32).reshape(T * Bn, I)
+        # one GEMM, not ops/_blas.py's split one: at 2 threads its hand-off measured slower than the 0.25 ms it
+        # shares (lstm_2layer 2thr/1thr 1.03-1.07x against 0.95-1.01x)
+        gx = np.matmul(x2, self.Wcat).reshape(T, Bn, D * 4 * H)
+        Y = np.zeros((T, D, Bn, H), f32)
+        lens = np.full(Bn, T, np.int64) if sl is None else sl
+        _fast_rnn.lstm_packed(gx, self.bias, self.Rp, lens, self.reverse, self.P, h, c, Y.reshape(T, D * Bn, H), Bn)
+        states = [h.reshape(D, Bn, H), c.reshape(D, Bn, H)]
+        if sl is not None and (sl == 0).any():  # onnxruntime's convention (module doc)
+            states = [np.where((sl == 0)[None, :, None], f32(0), st) for st in states]
+        if layout == 1:
+            Y = Y.transpose(2, 0, 1, 3)
+            states = [st.transpose(1, 0, 2) for st in states]
+        od = X.dtype
+        return tuple(np.ascontiguousarray(a.astype(od, copy=False)) for a in (Y, *states))
+
+    def _state(self, name, s, Bn, layout) -> np.ndarray:
+        if s is None:
+            return np.zeros((self.D, Bn, self.H), np.float32)
+        return _state("LSTM", name, s, self.D, Bn, self.H, layout, np.float32)
+
+
+def _rows_of(a: np.ndarray, rows: int, H: int) -> np.ndarray:
+    return np.ascontiguousarray(a).reshape(rows, H)
+
+
+def _lstm_packs(activations, activation_alpha, activation_beta, clip, input_forget, D: int) -> bool:
+    """Whether the packed compiled loop computes an LSTM with these attributes: AVX-512 and the compiled path on,
+    the default activations, no clip, no input_forget (float32 compute is checked per call)."""
+    if not (_fast.enabled() and _fast_rnn.PACKED_OK) or clip is not None or input_forget:
+        return False
+    try:
+        acts = parse_activations("LSTM", activations, activation_alpha, activation_beta, ("Sigmoid", "Tanh", "Tanh"), D)
+    except KernelError:
+        return False  # the plain kernel reports it
+    return all([a.name for a in a3] == ["sigmoid", "tanh", "tanh"] for a3 in acts)
+
+
+def prepare_lstm(constants: tuple, attrs: dict):
+    """With W and R known at load (and B, P known or absent): their packed layout (:class:`_PackedLSTM`) once; the
+    step runs the compiled loop when X computes in float32, else the plain kernel."""
+    consts = tuple(constants) + (None,) * (8 - len(constants))
+    W, R, B, P = consts[1], consts[2], consts[3], consts[7]
+    direction = attrs["direction"]
+    D = _DIRECTIONS.get(direction)
+    if W is None or R is None or D is None:
+        return None
+    if not _lstm_packs(
+        attrs["activations"],
+        attrs["activation_alpha"],
+        attrs["activation_beta"],
+        attrs["clip"],
+        attrs["input_forget"],
+        D,
+    ):
+        return None
+    packed = _PackedLSTM(W, R, B, P, direction, attrs["hidden_size"])
+    plain_attrs = {k: attrs[k] for k in attrs}
+    layout = attrs["layout"]
+
+    def lstm_prepared(X, W_, R_, B_=None, sequence_lens=None, initial_h=None, initial_c=None, P_=None):
+        if (
+            (B is None and B_ is not None)
+            or (P is None and P_ is not None)
+            or compute_dtype(np.asarray(X).dtype) != np.float32
+            or not _fast.enabled()
+        ):
+            return lstm(X, W_, R_, B_, sequence_lens, initial_h, initial_c, P_, **plain_attrs)
+        return packed(X, sequence_lens, initial_h, initial_c, layout)
+
+    return lstm_prepared
+
+
+@op("onnx:LSTM-7", kernels=(lstm_cell,), prepare=prepare_lstm)
 def lstm(
     X,
     W,
@@ -443,6 +578,14 @@ def lstm(
 
     Returns (Y, Y_h, Y_c): Y as RNN, Y_h and Y_c [D, B, H] ([B, D, H] for layout 1); X's dtype.
     """
+    D0 = _DIRECTIONS.get(direction)
+    if (
+        D0 is not None
+        and _lstm_packs(activations, activation_alpha, activation_beta, clip, input_forget, D0)
+        and is_float(np.asarray(X).dtype)
+        and compute_dtype(np.asarray(X).dtype) == np.float32
+    ):
+        return _PackedLSTM(W, R, B, P, direction, hidden_size)(X, sequence_lens, initial_h, initial_c, layout)
     s = _setup(
         "LSTM",
         4,
@@ -495,7 +638,7 @@ def lstm(
     h = _rows(s, s.h0)
     c = _rows(s, c)
     masked = s.mask is not None
-    if not masked and not peep and _lstm_compiled(s, input_forget):  # the whole loop in one call
+    if not masked and not peep and _lstm_compiled(s, input_forget):  # no AVX-512: the BLAS GEMV compiled loop
         _fast_rnn.lstm_loop(gxs, s.RT.transpose(0, 2, 1), h, c, Y2, Bn)
         return _finish(s, direction, Y, h.copy().reshape(D, Bn, H), c.reshape(D, Bn, H))
     if masked:

@@ -99,12 +99,14 @@ class Tile:
 TILES = {m: Tile(m, pts) for m, pts in _POINTS.items()}
 
 # measured on one AVX-512 core (benchmarks/bench_conv.py shapes): F(4,3) from 28x28 outputs on, F(2,3) on
-# 14x14 maps with >= 32 channels, the direct sum below (7x7 maps: as many GEMM columns as tiles, the
-# weights' transform costs more than it saves)
+# 14x14 maps with >= 128 channels, the direct sum below (7x7 maps: as many GEMM columns as tiles, the
+# weights' transform costs more than it saves; 14x14 with fewer channels: the compiled direct sum of
+# ops/_fast_conv.py wins, alternating 1-thread runs: 32 ch 0.064 ms against F(2,3)'s 0.117, 64 ch 0.147
+# against 0.203, 96 ch 0.271 against 0.315, 128 ch 0.43-0.46 both, 256 ch 1.65 against 1.19)
 _MIN_CHANNELS = 16
 _F4_MIN_TILES = 49
 _F2_MIN_TILES = 36
-_F2_MIN_CHANNELS = 32
+_F2_MIN_CHANNELS = 128
 
 
 def choose_tile(M: int, C: int, out) -> int:

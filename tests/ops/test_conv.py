@@ -550,6 +550,7 @@ def test_winograd_tile_choice():
     assert choose_tile(64, 64, (56, 56)) == 4
     assert choose_tile(128, 128, (28, 28)) == 4
     assert choose_tile(256, 256, (14, 14)) == 2
+    assert choose_tile(64, 64, (14, 14)) == 0
     assert choose_tile(512, 512, (7, 7)) == 0
     assert choose_tile(8, 64, (56, 56)) == 0
 

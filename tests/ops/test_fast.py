@@ -158,9 +158,10 @@ IM2COL = [
 @pytest.mark.parametrize("blocks", [False, True])
 def test_im2col_compiled_matches_numpy(xs, M, k, s, d, pads, blocks, compiled, monkeypatch):
     import stdops.ops.conv as conv_mod
-    from stdops.ops import _fast_windows
+    from stdops.ops import _fast_stem, _fast_windows
 
     monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)  # small maps take the direct kernel (tested below)
+    monkeypatch.setattr(_fast_stem, "STEM_MAX_K", 0)  # short sums take the stem kernel (tests/ops/test_fast_stem.py)
 
     if blocks:  # blocks of a few output rows, the blocks as parts
         monkeypatch.setattr(_fast_windows, "_ONE_BLOCK", 0)
@@ -193,9 +194,11 @@ PACKED = [
 
 @pytest.mark.parametrize("xs,M,k,s,d,pads,clip", PACKED)
 @pytest.mark.parametrize("bias", [False, True])
-def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled):
+def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled, monkeypatch):
     import stdops.ops.conv as conv_mod
-    from stdops.ops import _fast_conv
+    from stdops.ops import _fast_conv, _fast_stem
+
+    monkeypatch.setattr(_fast_stem, "STEM_MAX_K", 0)  # short sums take the stem kernel (tests/ops/test_fast_stem.py)
 
     if not _fast_conv.PACKED_OK:
         pytest.skip("the packed kernel needs AVX-512")

@@ -18,6 +18,7 @@ import numpy as np
 from ...errors import KernelError
 from ...ops import linalg, rnn_cell
 from ...ops import rnn as recurrent
+from ...ops.bind import bind
 from ..spec import P, Ref, W, layer
 
 _F32 = np.float32
@@ -187,11 +188,11 @@ def lstm(p, w):
         Wk = onnx_gates(wxc, size)
         Rk = onnx_gates(whc, O)
         Bk = np.concatenate([bias, np.zeros((D, 4 * H), _F32)], axis=1)
+        # bound once: the kernel's prepare lays the weights out for its compiled loop at load time
+        lstm_step = bind(recurrent.lstm, {"hidden_size": H, "direction": direction}, (None, Wk, Rk, Bk))
 
         def run_all(x, h0, c0):
-            y, yh, yc = recurrent.lstm(
-                x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :], c0[:, None, :], hidden_size=H, direction=direction
-            )
+            y, yh, yc = lstm_step(x[:, None, :], Wk, Rk, Bk, None, h0[:, None, :], c0[:, None, :])
             return y.reshape(x.shape[0], D * O), yh[:, 0], yc[:, 0]
     else:  # the recurrent product reads the projected state r = weight_hr h, of num_output values
         Wx = [onnx_gates(wxc, size)[d] for d in range(D)]

@@ -1,0 +1,201 @@
+"""Compiled 1 x 1 convolution (numba, the optional ``fast`` extra): y[n, m, p] = clip(b[m] + sum_k W[m, k] x[n, k, p])
+for the pointwise layers of MobileNet-style networks on large maps (few input channels, many positions), where
+OpenBLAS's GEMM (W (M, K) @ X (K, P)) runs far from the machine's rate: its kernels are tuned for large K.
+
+The register tile (:func:`_make_tile`, an LLVM intrinsic as ops/_fast_conv.py's: numba's own loops keep such
+accumulators in memory) is _MR output channels x up to _NV vectors of 16 positions, _MR * _NV AVX-512 accumulators
+started from the bias. Per input channel k it loads the _NV vectors of X's row k once and broadcasts the _MR weights
+W[m, k] (packed (M / _MR, K, _MR) so that they are contiguous), one fused multiply-add per term in the order of k;
+then the clip, and the tile is stored into Y (a masked last vector for a partial column block, masked rows for a
+partial channel block). The column block of X (K x 16 _NV values) stays in L1 while every channel block uses it, so
+X is read from memory once and Y written once. Every output sums its terms in the same order whichever block,
+thread or lane computes it. Measured: see :data:`MAX_K` and benchmarks/bench_conv.py. Reference: conv.py's 1 x 1
+GEMM with the compiled path off (tests/ops/test_fast_pointwise.py).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ._blas import _SPLIT_FLOPS, run_parts
+from ._fast import numba
+from ._fast_conv import PACKED_OK
+
+#: the tile: _MR output channels x _NV vectors of _VL float32 positions (24 of AVX-512's 32 registers)
+_MR, _NV, _VL = 6, 4, 16
+_COLS = _NV * _VL
+
+#: the compiled kernel takes 1 x 1 layers of at least MIN_P positions per sample and at most MAX_K input channels,
+#: MAX_K_SMALL on maps of at most SMALL_P positions (measured on one AVX-512 core against the current path, 1 thread:
+#: 16 -> 96 @ 112 0.30 ms against 0.73 by OpenBLAS, 24 -> 144 @ 56 0.14 against 0.29, 144 -> 24 @ 56 0.145 against
+#: 0.21; 576 -> 96 @ 14 0.126 against 0.151 by ops/_fast_conv.py's direct kernel, 960 -> 160 @ 14 0.365 against
+#: 0.380; but 512 -> 128 @ 28 0.76 against 0.69 by OpenBLAS (the column block of X no longer in L1), and at 7 x 7
+#: (a masked vector in every 4) 320 -> 1280 0.30 against 0.28 by the direct kernel)
+MIN_P = 100
+MAX_K = 256
+SMALL_P, MAX_K_SMALL = 256, 1024
+
+if numba is not None:
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    def _make_tile(nv: int):
+        """The intrinsic of a tile of _MR channels x ``nv`` vectors of positions (``nv`` fixed at compile time)."""
+
+        @intrinsic
+        def tile(typingctx, wp, woff, x, xoff, ldx, kn, bp, boff, y, yoff, ldy, rows, lanes, clip, lo, hi):
+            """y[yoff + i ldy + j] = clip(bp[boff + i] + sum_{k < kn} wp[woff + _MR k + i] x[xoff + k ldx + j]) for
+            i < rows, j < 16 (nv - 1) + lanes: the accumulators in registers, one fused multiply-add per term in
+            the order of k; clipped (``clip``) to [lo, hi] (NaN stays NaN)."""
+            sig = types.void(
+                wp, types.intp, x, types.intp, types.intp, types.intp, bp, types.intp, y, types.intp, types.intp,
+                types.intp, types.intp, types.boolean, types.float32, types.float32,
+            )  # fmt: skip
+
+            def codegen(context, builder, signature, args):
+                wp_, woff_, x_, xoff_, ldx_, kn_, bp_, boff_, y_, yoff_, ldy_, rows_, lanes_, clip_, lo_, hi_ = args
+                f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+                vec = ir.VectorType(f32, _VL)
+                vptr = vec.as_pointer()
+                mvec = ir.VectorType(ir.IntType(1), _VL)
+                wdata = context.make_array(signature.args[0])(context, builder, wp_).data
+                xdata = context.make_array(signature.args[2])(context, builder, x_).data
+                bdata = context.make_array(signature.args[6])(context, builder, bp_).data
+                ydata = context.make_array(signature.args[8])(context, builder, y_).data
+                fma = cgutils.get_or_insert_function(
+                    builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
+                )
+                mload = cgutils.get_or_insert_function(
+                    builder.module, ir.FunctionType(vec, [vptr, i32, mvec, vec]), "llvm.masked.load.v16f32.p0v16f32"
+                )
+                mstore = cgutils.get_or_insert_function(
+                    builder.module,
+                    ir.FunctionType(ir.VoidType(), [vec, vptr, i32, mvec]),
+                    "llvm.masked.store.v16f32.p0v16f32",
+                )
+                undef = ir.Constant(vec, ir.Undefined)
+                zero = ir.Constant(vec, None)
+                splat0 = ir.Constant(ir.VectorType(i32, _VL), [0] * _VL)
+
+                def splat(s):
+                    return builder.shuffle_vector(builder.insert_element(undef, s, ir.Constant(i32, 0)), undef, splat0)
+
+                # the last vector's lanes: bit j of (1 << lanes) - 1
+                bits = builder.sub(builder.shl(ir.Constant(i64, 1), lanes_), ir.Constant(i64, 1))
+                mask = builder.bitcast(builder.trunc(bits, ir.IntType(_VL)), mvec)
+                align = ir.Constant(i32, 4)
+
+                slots = [[cgutils.alloca_once(builder, vec) for _ in range(nv)] for _ in range(_MR)]
+                bbase = builder.gep(bdata, [boff_])
+                for i in range(_MR):
+                    bv = splat(builder.load(builder.gep(bbase, [ir.Constant(i64, i)])))
+                    for s in slots[i]:
+                        builder.store(bv, s)
+                wbase = builder.gep(wdata, [woff_])
+                xbase = builder.gep(xdata, [xoff_])
+                with cgutils.for_range(builder, kn_) as loop:
+                    k = loop.index
+                    xk = builder.gep(xbase, [builder.mul(k, ldx_)])
+                    xs = []
+                    for v in range(nv):
+                        p = builder.bitcast(builder.gep(xk, [ir.Constant(i64, v * _VL)]), vptr)
+                        if v == nv - 1:
+                            xs.append(builder.call(mload, [p, align, mask, zero]))
+                        else:
+                            xs.append(builder.load(p, align=4))
+                    wk = builder.gep(wbase, [builder.mul(k, ir.Constant(i64, _MR))])
+                    for i in range(_MR):
+                        wb = splat(builder.load(builder.gep(wk, [ir.Constant(i64, i)])))
+                        for v in range(nv):
+                            builder.store(builder.call(fma, [wb, xs[v], builder.load(slots[i][v])]), slots[i][v])
+                with builder.if_then(builder.icmp_unsigned("!=", clip_, ir.Constant(clip_.type, 0))):
+                    lov, hiv = splat(lo_), splat(hi_)
+                    for row in slots:
+                        for s in row:
+                            t = builder.load(s)
+                            t = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)
+                            t = builder.select(builder.fcmp_ordered(">", t, hiv), hiv, t)
+                            builder.store(t, s)
+                ybase = builder.gep(ydata, [yoff_])
+                for i in range(_MR):
+                    live = builder.icmp_signed(">", rows_, ir.Constant(i64, i))
+                    with builder.if_then(live, likely=True):
+                        yrow = builder.gep(ybase, [builder.mul(ir.Constant(i64, i), ldy_)])
+                        for v in range(nv):
+                            p = builder.bitcast(builder.gep(yrow, [ir.Constant(i64, v * _VL)]), vptr)
+                            val = builder.load(slots[i][v])
+                            if v == nv - 1:
+                                builder.call(mstore, [val, p, align, mask])
+                            else:
+                                builder.store(val, p, align=4)
+                return context.get_dummy_value()
+
+            return sig, codegen
+
+        return tile
+
+    _tile1, _tile2, _tile3, _tile4 = (_make_tile(v) for v in range(1, 5))
+    assert _NV == 4
+
+    @numba.njit(cache=True, nogil=True)
+    def _pointwise(wp, x, bp, clip, lo, hi, y, c0, c1):  # pragma: no cover - compiled
+        # y[n, :, c0:c1] for every sample n: x (N, K, P), wp (M / _MR, K, _MR), bp (M / _MR * _MR), y (N, M, P);
+        # per column block of 16 _NV positions, every channel block (the block's X stays in L1 between them)
+        N, K, P = x.shape
+        M = y.shape[1]
+        MB = wp.shape[0]
+        wf, bf, xf, yf = wp.reshape(-1), bp.reshape(-1), x.reshape(-1), y.reshape(-1)
+        for n in range(N):
+            for p0 in range(c0, c1, _COLS):
+                cnt = min(_COLS, c1 - p0)
+                nv = (cnt + _VL - 1) // _VL
+                lanes = cnt - (nv - 1) * _VL
+                xo = n * K * P + p0
+                for mb in range(MB):
+                    m0 = mb * _MR
+                    rows = min(_MR, M - m0)
+                    wo, yo = mb * K * _MR, (n * M + m0) * P + p0
+                    if nv == 4:
+                        _tile4(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
+                    elif nv == 3:
+                        _tile3(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
+                    elif nv == 2:
+                        _tile2(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
+                    else:
+                        _tile1(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
+
+
+def applies(M: int, K: int, P: int) -> bool:
+    """Whether :func:`pointwise` computes a float32 1 x 1 layer of M outputs, K inputs and P positions."""
+    return PACKED_OK and P >= MIN_P and (K <= MAX_K or (P <= SMALL_P and K <= MAX_K_SMALL))
+
+
+def pack_weight(wmat: np.ndarray) -> np.ndarray:
+    """W (M, K) float32 as the tile reads it: (ceil(M / _MR), K, _MR), the channels past M zero."""
+    M, K = wmat.shape
+    MB = -(-M // _MR)
+    wp = np.zeros((MB * _MR, K), np.float32)
+    wp[:M] = wmat
+    return np.ascontiguousarray(wp.reshape(MB, _MR, K).transpose(0, 2, 1))
+
+
+def pointwise(x: np.ndarray, wp: np.ndarray, M: int, b=None, clip_args=(False, 0.0, 0.0)) -> np.ndarray:
+    """y (N, M, P) float32 = W x + b, clipped per ``clip_args`` (ops/_fast.py ``_clip_args``), of x (N, K, P)
+    C-contiguous float32 and the packed weights ``wp`` (:func:`pack_weight` of W (M, K)); b (M,) or None. In 2
+    parts over the positions from _SPLIT_FLOPS (a rule on the shape alone; any split gives the same bits)."""
+    N, K, P = x.shape
+    MB = wp.shape[0]
+    bp = np.zeros(MB * _MR, np.float32)
+    if b is not None:
+        bp[:M] = b
+    y = np.empty((N, M, P), np.float32)
+    on, lo, hi = clip_args
+    lo, hi = np.float32(lo), np.float32(hi)
+    n = 2 if 2 * N * M * K * P >= _SPLIT_FLOPS and P >= 2 * _COLS else 1
+    cuts = [min(P, -(-(P * i // n) // _COLS) * _COLS) for i in range(n)] + [P]
+    parts = [functools.partial(_pointwise, wp, x, bp, on, lo, hi, y, c0, c1) for c0, c1 in zip(cuts, cuts[1:])]
+    run_parts(parts)
+    return y

@@ -1,0 +1,144 @@
+"""The compiled LSTM loops (ops/_fast_rnn.py) against the NumPy loop of ops/rnn.py (the reference, on the shared
+cells): the packed AVX-512 GEMV (through the kernel and through its load-time prepare) and the BLAS-GEMV loop that
+machines without AVX-512 take. Hidden sizes around the packed groups of 32 units, batches, directions, states,
+sequence lengths, peepholes, layouts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stdops.ops import _fast, _fast_rnn
+from stdops.ops.bind import bind
+from stdops.ops.rnn import lstm
+
+pytestmark = pytest.mark.skipif(not _fast.enabled(), reason="the compiled path is off (no numba, or STDOPS_NO_FAST)")
+packed_only = pytest.mark.skipif(not _fast_rnn.PACKED_OK, reason="the packed GEMV needs AVX-512 (this CPU lacks it)")
+
+_DIRS = {"forward": 1, "reverse": 1, "bidirectional": 2}
+
+
+def _case(seed, T, B, I, H, direction, states, lens, peep, layout=0):
+    rng = np.random.default_rng(seed)
+    D = _DIRS[direction]
+    x = rng.standard_normal((B, T, I) if layout else (T, B, I)).astype(np.float32)
+    w = (rng.standard_normal((D, 4 * H, I)) * 0.5).astype(np.float32)
+    r = (rng.standard_normal((D, 4 * H, H)) * 0.5).astype(np.float32)
+    b = rng.standard_normal((D, 8 * H)).astype(np.float32)
+    sshape = (B, D, H) if layout else (D, B, H)
+    h0 = rng.standard_normal(sshape).astype(np.float32) if states else None
+    c0 = rng.standard_normal(sshape).astype(np.float32) if states else None
+    sl = None if lens is None else np.asarray(lens, np.int32)
+    p = rng.standard_normal((D, 3 * H)).astype(np.float32) if peep else None
+    return (x, w, r, b, sl, h0, c0, p), {"direction": direction, "layout": layout}
+
+
+def _reference(inputs, attrs):
+    prev = _fast.set_enabled(False)
+    try:
+        return lstm(*inputs, **attrs)
+    finally:
+        _fast.set_enabled(prev)
+
+
+def _close(got, want):
+    assert len(got) == len(want) == 3
+    for g, e in zip(got, want):
+        assert g.shape == e.shape and g.dtype == e.dtype
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=2e-6)
+
+
+# T, B, I, H, direction, initial states, sequence lengths, peepholes
+CASES = [
+    (7, 1, 5, 4, "forward", False, None, False),
+    (6, 3, 4, 8, "bidirectional", True, None, False),
+    (5, 2, 3, 6, "reverse", True, None, True),
+    (1, 1, 16, 33, "forward", True, None, False),
+    (9, 1, 20, 32, "bidirectional", False, None, True),
+    (8, 2, 7, 16, "forward", True, [8, 3], False),
+    (8, 3, 7, 31, "reverse", False, [5, 8, 0], False),
+    (6, 4, 9, 48, "bidirectional", True, [6, 1, 0, 4], True),
+    (12, 1, 64, 64, "forward", False, [12], False),
+    (4, 2, 8, 100, "bidirectional", True, None, False),
+    (3, 2, 5, 1, "forward", True, [2, 3], True),
+]
+
+
+@packed_only
+@pytest.mark.parametrize("T,B,I,H,direction,states,lens,peep", CASES)
+def test_packed_loop_matches_numpy(T, B, I, H, direction, states, lens, peep):
+    inputs, attrs = _case(T * 100 + H, T, B, I, H, direction, states, lens, peep)
+    want = _reference(inputs, attrs)
+    _close(lstm(*inputs, **attrs), want)
+    # through the load-time prepare (W, R, B and P constants), as the ONNX and ncnn front ends bind it
+    x, w, r, b, sl, h0, c0, p = inputs
+    step = bind(lstm, attrs, (None, w, r, b, None, None, None, p))
+    assert step.prepared
+    _close(step(*inputs), want)
+
+
+@packed_only
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_packed_loop_layout_1_and_float16(direction):
+    """layout 1 (batch first) and a float16 X (computed in float32, returned as float16)."""
+    inputs, attrs = _case(7, 5, 3, 6, 20, direction, True, [5, 2, 4], False, layout=1)
+    _close(lstm(*inputs, **attrs), _reference(inputs, attrs))
+    x16 = inputs[0].astype(np.float16)
+    args16 = (x16, *inputs[1:])
+    got = lstm(*args16, **attrs)
+    assert got[0].dtype == np.float16
+    _close(got, _reference(args16, attrs))
+
+
+@packed_only
+def test_prepared_step_falls_back_when_its_constants_change():
+    """A fed W (not the prepared constant), a run-time B where none was constant, a float64 X: the plain kernel,
+    the same results as the reference; the prepared packing never computes with stale weights."""
+    inputs, attrs = _case(3, 6, 2, 5, 12, "forward", True, None, False)
+    x, w, r, b, sl, h0, c0, p = inputs
+    step = bind(lstm, attrs, (None, w, r, None))
+    assert step.prepared
+    w2 = (w * 0.5).astype(np.float32)
+    _close(step(x, w2, r, None, None, h0, c0), _reference((x, w2, r, None, None, h0, c0), attrs))
+    _close(step(x, w, r, b, None, h0, c0), _reference((x, w, r, b, None, h0, c0), attrs))
+    x64 = x.astype(np.float64)
+    got = step(x64, w, r, None, None, h0, c0)
+    want = _reference((x64, w, r, None, None, h0, c0), attrs)
+    for g, e in zip(got, want):
+        assert g.dtype == np.float64
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+
+
+def test_no_prepare_for_what_the_compiled_loop_does_not_compute():
+    """clip, input_forget, other activations: no packing; the kernel's own loops."""
+    _, w, r, b, *_ = _case(1, 2, 1, 3, 4, "forward", False, None, False)[0]
+    for attrs in ({"clip": 2.0}, {"input_forget": 1}, {"activations": ["Tanh", "Tanh", "Tanh"]}):
+        assert not bind(lstm, attrs, (None, w, r, b)).prepared
+
+
+@pytest.mark.parametrize(
+    "T,B,I,H,direction,states", [(7, 1, 5, 4, "forward", False), (6, 3, 4, 40, "bidirectional", True)]
+)
+def test_blas_loop_matches_numpy(T, B, I, H, direction, states, monkeypatch):
+    """The loop machines without AVX-512 take (the GEMV by BLAS through numba), forced here."""
+    monkeypatch.setattr(_fast_rnn, "PACKED_OK", False)
+    inputs, attrs = _case(11, T, B, I, H, direction, states, None, False)
+    assert not bind(lstm, attrs, (None, *inputs[1:4])).prepared
+    _close(lstm(*inputs, **attrs), _reference(inputs, attrs))
+
+
+@packed_only
+def test_packed_layout():
+    """pack_recurrent's documented layout, element by element, and its 64-byte alignment."""
+    rng = np.random.default_rng(5)
+    D, H, G = 2, 37, 4
+    R = rng.standard_normal((D, G * H, H)).astype(np.float32)
+    Rp = _fast_rnn.pack_recurrent(R, G)
+    assert Rp.ctypes.data % 64 == 0
+    NG = -(-H // 32)
+    v = Rp.reshape(D, NG, H, G, 2, 16)
+    d, grp, k, g, p, lane = np.meshgrid(*(np.arange(n) for n in v.shape), indexing="ij")
+    unit = 32 * grp + 16 * p + lane
+    inside = unit < H
+    np.testing.assert_array_equal(v[inside], R[d[inside], g[inside] * H + unit[inside], k[inside]])
+    assert not v[~inside].any()

@@ -1,0 +1,137 @@
+"""The compiled stem convolution (stdops/ops/_fast_stem.py) against the NumPy im2col reference (conv.py with the
+compiled path turned off), through the same entry point, conv_forward."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stdops.ops import _fast, _fast_conv, _fast_stem
+from stdops.ops.conv import conv_forward, prepare_conv_weight
+
+pytestmark = [
+    pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed"),
+    pytest.mark.skipif(not _fast_conv.PACKED_OK, reason="the stem kernel's register tiles need AVX-512"),
+]
+
+RNG = np.random.default_rng(31)
+
+# x shape, M, kernel, strides, pads (top, left, bottom, right)
+STEMS = [
+    ((1, 3, 40, 38), 64, (7, 7), (2, 2), (3, 3, 3, 3)),  # ResNet's stem, scaled down: ow 19 (one full vector + 3)
+    ((1, 3, 36, 36), 16, (3, 3), (2, 2), (1, 1, 1, 1)),  # MobileNet's
+    ((2, 3, 33, 35), 24, (3, 3), (2, 2), (0, 1, 1, 0)),  # batch 2, odd sizes, asymmetric pads (TF SAME-style)
+    ((1, 3, 30, 70), 13, (3, 3), (1, 1), (1, 1, 1, 1)),  # stride 1, M off the 8-channel blocks, ow 70
+    ((1, 1, 9, 5), 3, (3, 3), (1, 1), (2, 0, 1, 2)),  # one channel, M below one block, ow 5 < 16
+    ((1, 4, 17, 47), 8, (5, 5), (2, 1), (2, 1, 0, 2)),  # mixed strides, 5 x 5
+    ((1, 3, 21, 34), 5, (7, 3), (1, 2), (3, 1, 3, 1)),  # rectangular kernel, mixed strides the other way
+    ((3, 2, 12, 32), 9, (3, 3), (2, 2), (0, 0, 0, 0)),  # unpadded, ow 15 (one vector, a lane short), batch 3
+    ((1, 17, 10, 13), 10, (3, 3), (1, 1), (1, 1, 1, 1)),  # K = 153, near STEM_MAX_K, ow 13
+    ((1, 3, 224, 224), 16, (3, 3), (2, 2), (1, 1, 1, 1)),  # the real MobileNetV3 stem (112 = 7 vectors)
+    ((1, 1, 6, 6), 2, (7, 7), (2, 2), (3, 3, 3, 3)),  # a map smaller than the kernel, 3 x 3 outputs (K 49)
+]
+
+
+@pytest.fixture
+def compiled():
+    prev = _fast.set_enabled(True)
+    yield
+    _fast.set_enabled(prev)
+
+
+def y_shape(xs, k, s, pads):
+    return tuple((xs[2 + i] + pads[i] + pads[2 + i] - k[i]) // s[i] + 1 for i in range(2))
+
+
+def _reference(x, w, b, kw):
+    prev = _fast.set_enabled(False)
+    try:
+        return conv_forward(x, prepare_conv_weight(w), b, **kw)
+    finally:
+        _fast.set_enabled(prev)
+
+
+@pytest.mark.parametrize("xs,M,k,s,pads", STEMS)
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("clip", [None, (0.0, 6.0), (None, 0.25)])
+def test_stem_matches_numpy(xs, M, k, s, pads, bias, clip, compiled):
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal((M, xs[1]) + k).astype(np.float32)
+    b = RNG.standard_normal(M).astype(np.float32) if bias else None
+    kw = dict(strides=s, pads=pads, clip=clip)
+    cw = prepare_conv_weight(w)
+    assert _fast_stem.takes(cw, 2, y_shape(xs, k, s, pads), s, (1, 1))
+    y = conv_forward(x, cw, b, **kw)
+    assert cw._stem is not None  # the shape took the stem path
+    ref = _reference(x, w, b, kw)
+    assert y.dtype == ref.dtype == np.float32 and y.shape == ref.shape
+    bound = _reference(np.abs(x), np.abs(w), None if b is None else np.abs(b), kw | {"clip": None})
+    assert np.all(np.abs(y - ref) <= 1e-6 * bound + 1e-30)  # the same products, summed in another order
+
+
+def test_stem_parts_give_the_same_bits_at_1_and_2_threads(compiled, monkeypatch):
+    """Split in 2 parts over output rows when the caller has 2 threads: every output the same sum either way."""
+    from stdops.ops import _blas
+
+    monkeypatch.setattr(_fast_stem, "_SPLIT_FLOPS", 0)  # parts even for this small layer
+    x = RNG.standard_normal((2, 3, 45, 41)).astype(np.float32)
+    w = RNG.standard_normal((20, 3, 7, 7)).astype(np.float32)
+    b = RNG.standard_normal(20).astype(np.float32)
+    results = []
+    for count in (1, 2):
+        monkeypatch.setattr(_blas, "threads", lambda count=count: count)
+        results.append(conv_forward(x, prepare_conv_weight(w), b, strides=(2, 2), pads=(3, 3, 3, 3), clip=(0.0, None)))
+    assert np.array_equal(results[0], results[1])
+    bound = _reference(np.abs(x), np.abs(w), np.abs(b), dict(strides=(2, 2), pads=(3, 3, 3, 3)))
+    ref = _reference(x, w, b, dict(strides=(2, 2), pads=(3, 3, 3, 3), clip=(0.0, None)))
+    assert np.all(np.abs(results[1] - ref) <= 1e-6 * bound)
+
+
+def test_stem_propagates_nan_through_clip_and_keeps_inputs(compiled):
+    x = RNG.standard_normal((1, 3, 20, 20)).astype(np.float32)
+    x[0, 1, 7, 9] = np.nan
+    x[0, 2, 0, 0] = np.inf
+    w = RNG.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    xc, wc = x.copy(), w.copy()
+    cw = prepare_conv_weight(w)
+    y = conv_forward(x, cw, None, pads=(1, 1, 1, 1), clip=(0.0, 1.0))
+    assert cw._stem is not None
+    assert np.isnan(y[0, :, 6:9, 8:11]).all()  # NaN reaches its 3 x 3 window and the clip keeps it
+    with np.errstate(invalid="ignore"):
+        ref = _reference(x, w, None, dict(pads=(1, 1, 1, 1), clip=(0.0, 1.0)))
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(ref))
+    np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(x, xc)
+    np.testing.assert_array_equal(w, wc)
+
+
+@pytest.mark.parametrize(
+    "w_shape,strides,dilations,group,dtype",
+    [
+        ((8, 3, 3, 3), (3, 3), (1, 1), 1, np.float32),  # stride 3
+        ((8, 3, 3, 3), (1, 1), (2, 2), 1, np.float32),  # dilated
+        ((8, 32, 3, 3), (1, 1), (1, 1), 1, np.float32),  # K = 288 > STEM_MAX_K
+        ((8, 3, 3, 3), (2, 2), (1, 1), 1, np.float64),  # float64
+        ((8, 3, 3, 3), (2, 2), (1, 1), 2, np.float32),  # grouped (3 channels per group)
+        ((8, 3, 1, 1), (1, 1), (1, 1), 1, np.float32),  # 1 x 1
+        ((8, 8, 3, 3), (1, 1), (1, 1), 1, np.float32),  # K = 72 on rows of 10: the packed kernel's
+    ],
+)
+def test_stem_declines_what_it_does_not_take(w_shape, strides, dilations, group, dtype, compiled):
+    w = RNG.standard_normal(w_shape).astype(dtype)
+    cw = prepare_conv_weight(w, group)
+    x = RNG.standard_normal((1, w_shape[1] * group, 10, 10)).astype(dtype)
+    p = w_shape[2] // 2
+    out = tuple((10 + 2 * p - (w_shape[2] - 1) * d - 1) // s + 1 for s, d in zip(strides, dilations))
+    assert not _fast_stem.takes(cw, 2, out, strides, dilations)
+    conv_forward(x, cw, None, strides=strides, dilations=dilations, pads=(p,) * 4)
+    assert cw._stem is None
+
+
+def test_stem_off_with_the_compiled_path():
+    prev = _fast.set_enabled(False)
+    try:
+        w = np.ones((8, 3, 3, 3), np.float32)
+        assert not _fast_stem.takes(prepare_conv_weight(w), 2, (16, 16), (2, 2), (1, 1))
+    finally:
+        _fast.set_enabled(prev)
