@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import glob
 import math
 import os
@@ -301,9 +302,10 @@ def matmul_panels(a: np.ndarray, w: np.ndarray | Panels) -> np.ndarray:
         return out
     step = -(-len(spans) // parts)
 
-    def run(group):
+    def run(group: list) -> None:
         for c0, c1, blk in group:
             np.matmul(a, blk, out=out[:, c0:c1])
 
-    run_parts([lambda g=spans[i : i + step]: run(g) for i in range(0, len(spans), step)])
+    groups = [spans[i : i + step] for i in range(0, len(spans), step)]
+    run_parts([functools.partial(run, g) for g in groups])
     return out

@@ -28,7 +28,7 @@ def _only(work: Work, name: str, kernel: str, reader: int, n_inputs: int = 1) ->
     output and the node at ``reader`` is the only reader of ``name``."""
     k = work.producer_index().get(name)
     node = None if k is None else work.nodes[k]
-    if node is None or kernel_name(node) != kernel or work.only_reader(name) != reader:
+    if k is None or node is None or kernel_name(node) != kernel or work.only_reader(name) != reader:
         return None
     if len(node.inputs) != n_inputs or len([o for o in node.outputs if o]) != 1 or node.outputs[0] != name:
         return None
@@ -45,13 +45,16 @@ def _fuse(work: Work, k: int, sm: Node) -> None:
     scores = _only(work, sm.inputs[0], "mat_mul", k, 2) if len(sm.inputs) == 1 else None
     j2 = work.only_reader(p)
     pv = None if j2 is None else work.nodes[j2]
-    if scores is None or pv is None or kernel_name(pv) != "mat_mul" or len(pv.inputs) != 2 or pv.inputs[0] != p:
+    if scores is None or j2 is None or pv is None or kernel_name(pv) != "mat_mul":
+        return
+    if len(pv.inputs) != 2 or pv.inputs[0] != p:
         return
     j, qk = scores
     if p == pv.inputs[1] or len([o for o in pv.outputs if o]) != 1:
         return
-    removed = [j, k, j2]
-    inputs, perms = [], {}
+    removed: list[int] = [j, k, j2]
+    inputs: list[str] = []
+    perms: dict[str, tuple[int, ...]] = {}
     for name, reader, key in ((qk.inputs[0], j, "a_perm"), (qk.inputs[1], j, "b_perm"), (pv.inputs[1], j2, "v_perm")):
         t = _only(work, name, "transpose", reader) if qk.inputs[0] != qk.inputs[1] else None
         perm = None if t is None else _perm(t[1])
@@ -64,7 +67,13 @@ def _fuse(work: Work, k: int, sm: Node) -> None:
     out = pv.outputs[0]
     kt = work.only_reader(out)
     tn = None if kt is None else work.nodes[kt]
-    if kernel_name(tn) == "transpose" and tn.inputs == [out] and len([o for o in tn.outputs if o]) == 1:
+    if (
+        kt is not None
+        and tn is not None
+        and kernel_name(tn) == "transpose"
+        and tn.inputs == [out]
+        and len([o for o in tn.outputs if o]) == 1
+    ):
         perm = _perm(tn)
         if perm is not None:
             removed.append(kt)
