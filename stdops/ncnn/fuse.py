@@ -85,7 +85,12 @@ class _Graph:
         self.made.add(last)
 
     def result(self) -> list[Node] | None:
-        return [n for n in self.nodes if n is not None] if self.made else None
+        if not self.made:
+            return None
+        for k, n in enumerate(self.nodes):  # a Split whose tops the fused steps no longer read
+            if n is not None and n.op == "Split" and not any(self.readers.get(t) or t in self.kept for t in n.outputs):
+                self.nodes[k] = None
+        return [n for n in self.nodes if n is not None]
 
 
 # --------------------------------------------------------------------------- what the layers are
@@ -328,34 +333,38 @@ def _dense(g: _Graph, cur: str) -> tuple[list[int], str, np.ndarray, np.ndarray 
     return links, out, d.w, d.b, act
 
 
+def _same_value(g: _Graph, a: str, b: str) -> bool:
+    """Whether two blobs hold one value: the same blob, or two tops of one Split."""
+    if a == b:
+        return True
+    p = g.producer.get(a, -1)
+    split = g.nodes[p] if p >= 0 else None
+    return split is not None and split.op == "Split" and p == g.producer.get(b) and len(split.inputs) == 1
+
+
 def _fuse_squeeze_excite(g: _Graph, h: int) -> None:
     pool = g.nodes[h]
     if pool is None or getattr(pool.fn, "pool_form", None) != "global_average" or len(pool.inputs) != 1:
         return
-    # X: the pooling's bottom, or the blob a Split gave the pooling and the product
-    p = g.producer.get(pool.inputs[0], -1)
-    split = g.nodes[p] if p >= 0 else None
-    x = split.inputs[0] if split is not None and split.op == "Split" and len(split.inputs) == 1 else pool.inputs[0]
-    two = _two_uses(g, x)
-    if two is None:
-        return
-    uses, splits = two
+    x = pool.inputs[0]  # X, the block's input (it stays: only the blobs after the pooling are fused away)
     d1 = _dense(g, pool.outputs[0])
     d2 = _dense(g, d1[1]) if d1 is not None else None
-    if d1 is None or d2 is None or h not in [k for k, _ in uses]:
+    k_mul = g.only_reader(d2[1]) if d2 is not None else None
+    mul = g.nodes[k_mul] if k_mul is not None else None
+    if d1 is None or d2 is None or k_mul is None or mul is None or not _binary(mul, "mul"):
         return
-    (k_mul, x_mul) = next(u for u in uses if u[0] != h)
-    mul = g.nodes[k_mul]
-    if not _binary(mul, "mul") or mul is None or sorted(mul.inputs) != sorted([x_mul, d2[1]]) or x_mul == d2[1]:
+    gate = d2[1]
+    if mul.inputs.count(gate) != 1:
         return
-    if g.only_reader(d2[1]) != k_mul:
+    x_mul = mul.inputs[1] if mul.inputs[0] == gate else mul.inputs[0]
+    if not _same_value(g, x, x_mul):
         return
     (l1, _, w1, b1, act1), (l2, _, w2, b2, act2) = d1, d2
     C1, C = w1.shape
     if w2.shape != (C, C1):
         return
     consts = (None, w1.reshape(C1, C, 1, 1), b1, w2.reshape(C, C1, 1, 1), b2)
-    block = [*splits, h, *l1, *l2, k_mul]
+    block = [h, *l1, *l2, k_mul]
     k3 = g.only_reader(mul.outputs[0])
     n3 = g.nodes[k3] if k3 is not None else None
     f3 = _form(n3)
