@@ -30,6 +30,7 @@ away.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -87,10 +88,19 @@ class _Graph:
     def result(self) -> list[Node] | None:
         if not self.made:
             return None
-        for k, n in enumerate(self.nodes):  # a Split whose tops the fused steps no longer read
-            if n is not None and n.op == "Split" and not any(self.readers.get(t) or t in self.kept for t in n.outputs):
+        # a Split passes its bottom on as every top: the twin's layers read the bottom itself (a Split top asked
+        # for, or a graph output, keeps its Split)
+        alias: dict[str, str] = {}
+        for k, n in enumerate(self.nodes):
+            if n is not None and n.op == "Split" and len(n.inputs) == 1 and not self.kept & set(n.outputs):
+                bottom = alias.get(n.inputs[0], n.inputs[0])
+                alias.update((t, bottom) for t in n.outputs)
                 self.nodes[k] = None
-        return [n for n in self.nodes if n is not None]
+        return [
+            dataclasses.replace(n, inputs=[alias.get(i, i) for i in n.inputs]) if alias.keys() & set(n.inputs) else n
+            for n in self.nodes
+            if n is not None
+        ]
 
 
 # --------------------------------------------------------------------------- what the layers are

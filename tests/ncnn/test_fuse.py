@@ -227,8 +227,8 @@ def _residual_net(act: str, post: str, stride: int = 1, C: int = 8, seed: int = 
 def test_convolution_activation_residual_chain_is_one_step(kernels, act, post, stride):
     param, blob = _residual_net(act, post, stride)
     net = Net.from_bytes(param, blob)
-    ops = [n.op for n in net.plan.fused.nodes]  # the input's Split, the chain, the head [, the shortcut]
-    assert ops == ["Split"] + ["Convolution"] * (2 + (stride != 1))
+    ops = [n.op for n in net.plan.fused.nodes]  # the chain, the head [, the shortcut]; the Split's readers read in0
+    assert ops == ["Convolution"] * (2 + (stride != 1))
     chain = next(n for n in net.plan.fused.nodes if len(n.inputs) == 2)
     assert chain.kernels == ("conv_act",) and chain.outputs == ["sp" if post else "s"]
     x = np.random.default_rng(1).standard_normal((8, 12, 11)).astype(np.float32)
@@ -326,9 +326,9 @@ def test_squeeze_excite_with_its_convolution_is_one_step(kernels, acts):
     param, blob = _se_net(act1, act2, own1, own2)
     net = Net.from_bytes(param, blob)
     ks = _kernels(net)
-    assert ks.count(("squeeze_excite_conv",)) == 1 and len(ks) == 3  # the shortcut, the block, the Split
+    assert ks.count(("squeeze_excite_conv",)) == 1 and len(ks) == 2  # the shortcut and the block
     block = next(n for n in net.plan.fused.nodes if n.kernels == ("squeeze_excite_conv",))
-    assert block.inputs == ["x1", "sc"]  # the block input (as the pooling reads it) and the shortcut, its residual
+    assert block.inputs == ["in0", "sc"]  # the block input and the shortcut, its residual
     x = np.random.default_rng(7).standard_normal((16, 9, 10)).astype(np.float32)
     got = _agree(net, {"in0": x}, exact=False)
     _against_wheel(param, blob, {"in0": x}, got, f"squeeze-excite {acts} vs the wheel")
