@@ -430,6 +430,35 @@ def _se_node(pool: Node, last: Node, x: str, C: int, M: int, step, consts: tuple
     return Node(name, pool.op, fn, [x, *residual], list(last.outputs), last.where, None, (kernel,))
 
 
+# --------------------------------------------------------------------------- 4. InnerProduct + activation
+
+
+def _fuse_dense_activation(g: _Graph, h: int) -> None:
+    """An InnerProduct without its own activation whose top only an activation layer reads (a classifier's
+    hidden layer: MobileNetV3's HardSwish): one ``matmul_act`` step, the activation in the GEMM's epilogue."""
+    n = g.nodes[h]
+    d = getattr(n.fn, "dense_form", None) if n is not None and h not in g.made else None
+    if n is None or d is None or d.activation[0] or len(n.inputs) != 1 or len(n.outputs) != 1:
+        return
+    a = _next_activation(g, n.outputs[0])
+    if a is None:
+        return
+    wt, b, K = np.ascontiguousarray(d.w.T), d.b, d.w.shape[1]
+    step = bind(fused.matmul_act, {"activation": a[2][0], "activation_params": a[2][1]}, (None, wt, b))
+    name = n.name
+
+    def inner_product_act_blob(x):
+        if isinstance(x, np.ndarray) and x.dtype == np.float32:
+            if x.ndim == 2 and x.shape[1] == K:  # a batch of rows (the layer's rule), else the blob flattened
+                return step(x, wt, b)
+            if x.size == K:
+                return step(x.reshape(1, K), wt, b)[0]
+        raise PlanFallback(f"{name}: blob of shape {np.shape(x)} is not the fused step's input")
+
+    where = g.nodes[max(a[0])].where  # type: ignore[union-attr]
+    g.place([h, *a[0]], Node(name, n.op, inner_product_act_blob, list(n.inputs), [a[1]], where, None, ("matmul_act",)))
+
+
 # --------------------------------------------------------------------------- the twin
 
 
@@ -445,4 +474,6 @@ def twin_nodes(nodes: list[Node], outputs: list[str]) -> list[Node] | None:
         _fuse_expand_depthwise(g, h)
     for h in range(len(g.nodes)):
         _fuse_squeeze_excite(g, h)
+    for h in range(len(g.nodes)):
+        _fuse_dense_activation(g, h)
     return g.result()

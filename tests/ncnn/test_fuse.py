@@ -346,3 +346,22 @@ def test_squeeze_excite_alone_and_its_fallback():
     ex = net.create_extractor()
     ex.input("in0", x)
     assert ex.extract("g").shape == (16,)  # the gate before its HardSigmoid: the layers as written
+
+
+@pytest.mark.parametrize("act", ["hardswish", "relu", "swish"])
+def test_inner_product_and_its_activation_are_one_step(kernels, act):
+    """A classifier's hidden layer (MobileNetV3: InnerProduct -> HardSwish): one matmul_act step, for a flat
+    blob and for a 2-D blob of rows (the layer's two forms)."""
+    b = _Builder(9)
+    b.dense("fc1", "in0", "h", 24, 32)
+    b.act(act, "h", "ha")
+    b.dense("fc2", "ha", "out0", 32, 10)
+    param, blob = b.text(), b.blob
+    net = Net.from_bytes(param, blob)
+    assert _kernels(net)[0] == ("matmul_act",) and len(net.plan.fused.nodes) == 2
+    rng = np.random.default_rng(10)
+    for shape in [(24,), (5, 24), (6, 2, 2)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = _agree(net, {"in0": x}, exact=False)
+        if shape == (5, 24):
+            _against_wheel(param, blob, {"in0": x}, got, f"InnerProduct + {act} vs the wheel")
