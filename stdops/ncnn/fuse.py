@@ -16,16 +16,18 @@ stdops/optimize/fuse.py are matched on them, in order:
 2. a 1 x 1 convolution (stride 1, unpadded, no residual) whose top only a depthwise convolution reads (one
    channel per group), each with its activation: one ``expand_depthwise`` step (stdops/ops/fused_blocks.py);
 3. squeeze-and-excitation, X -> global average Pooling -> InnerProduct (+ act) -> InnerProduct (+ act) ->
-   BinaryOp mul by X (X read by exactly the pooling and the product, directly or through one Split): one
-   ``squeeze_excite`` step; with the 1 x 1 convolution (+ residual + activations, from 1.) that alone reads
-   the product, one ``squeeze_excite_conv`` step (stdops/ops/fused.py).
+   BinaryOp mul of the gate and X (the same blob or another top of its Split; X stays): one ``squeeze_excite``
+   step; with the 1 x 1 convolution (+ residual + activations, from 1.) that alone reads the product, one
+   ``squeeze_excite_conv`` step (stdops/ops/fused.py);
+4. an InnerProduct and the activation layer that alone reads it: one ``matmul_act`` step.
 
-Only the twin (``plan.fused``) changes: a run with a hook, an Extractor, or a request for a blob fused away
-runs the layers as written. Every fused step checks the blobs it is given: a rank, channel count or dtype the
-layers would treat otherwise (ncnn reads a 2-D blob as one channel), or a residual not of the convolution
-output's own shape (ncnn's BinaryOp broadcasts by rules of its own), raises PlanFallback, and the plan as
-written gives the answer. A blob read by more than the pattern's next layer, or a graph output, is never fused
-away.
+Splits are then dropped (their readers read the bottom). Only the twin (``plan.fused``) changes: a run with a
+hook, an Extractor, or a request for a blob fused away runs the layers as written. Every fused step checks the
+blobs it is given: a rank, channel count or dtype the layers treat otherwise (ncnn reads a 1-D blob into a 1 x 1
+Convolution as an InnerProduct's, a 2-D one as one channel), or a residual not of the convolution output's own
+shape (ncnn's BinaryOp broadcasts by rules of its own), is computed by the step's layers as written, in the step
+(a layer's error raises PlanFallback: the plan as written reports it). A blob read by more than the pattern's
+next layer, or a graph output, is never fused away.
 """
 
 from __future__ import annotations
@@ -74,6 +76,28 @@ class _Graph:
         """The position of the one layer reading ``name`` when exactly one does and it is no graph output."""
         r = self.readers.get(name, {})
         return next(iter(r)) if len(r) == 1 and name not in self.kept else None
+
+    def written(self, removed: list[int], inputs: list[str], out: str, same: dict[str, str] | None = None) -> Callable:
+        """The layers at the positions ``removed`` as written, run in order on the fused step's ``inputs`` (``same``:
+        blobs they read that hold an input's value, a Split's other top): the step's answer for blobs its kernel
+        does not take (a 1-D blob into a Convolution, a residual ncnn broadcasts), without running the plan again.
+        A layer's error makes the plan as written run, so that it names the layer."""
+        nodes = [n for n in (self.nodes[k] for k in sorted(removed)) if n is not None]
+        aliases = list((same or {}).items())
+
+        def layers_as_written(*values):
+            blobs = dict(zip(inputs, values))
+            for a, b in aliases:
+                blobs[a] = blobs[b]
+            for n in nodes:
+                try:
+                    res = n.fn(*[blobs[i] for i in n.inputs])
+                except Exception as e:  # noqa: BLE001 - reported by the plan as written, at the layer
+                    raise PlanFallback(f"{n.name}: {e}") from e
+                blobs.update(zip(n.outputs, res) if type(res) is tuple else ((n.outputs[0], res),))
+            return blobs[out]
+
+        return layers_as_written
 
     def place(self, removed: list[int], node: Node) -> None:
         """``node`` at the last of the positions ``removed`` (every blob it reads is computed by then)."""
@@ -178,14 +202,14 @@ def _out_size(n: int, k: int, s: int, d: int, pads: int) -> int:
     return (n + pads - d * (k - 1) - 1) // s + 1
 
 
-def _conv_node(head: Node, where: str, f: ConvForm, attrs: dict, inputs: list[str], out: str) -> Node:
-    """One ``conv_act`` step on ncnn blobs: x (C, H, W) [and the residual, of the output's shape]."""
+def _conv_node(head: Node, where: str, f: ConvForm, attrs: dict, inputs: list[str], out: str, written) -> Node:
+    """One ``conv_act`` step on ncnn blobs: x (C, H, W) [and the residual, of the output's shape]; any other
+    blobs through the layers as written."""
     w, b = f.w, f.b
     step = bind(fused.conv_act, attrs, (None, w, b))
     M, C = w.shape[0], w.shape[1] * int(attrs["group"])
     (kh, kw), (sh, sw), (dh, dw) = w.shape[2:], attrs["strides"], attrs["dilations"]
     pt, pl, pb, pr = attrs["pads"]
-    name = head.name
 
     def taken(x) -> bool:
         return isinstance(x, np.ndarray) and x.ndim == 3 and x.shape[0] == C and x.dtype == np.float32
@@ -193,24 +217,21 @@ def _conv_node(head: Node, where: str, f: ConvForm, attrs: dict, inputs: list[st
     if len(inputs) == 1:
 
         def conv_act_blob(x):
-            if not taken(x):
-                raise PlanFallback(f"{name}: blob of shape {np.shape(x)} is not the fused step's (C, H, W) input")
-            return step(x[None], w, b)[0]
+            return step(x[None], w, b)[0] if taken(x) else written(x)
 
         fn: Callable = conv_act_blob
     else:
 
         def conv_act_residual_blob(x, r):
-            if not taken(x):
-                raise PlanFallback(f"{name}: blob of shape {np.shape(x)} is not the fused step's (C, H, W) input")
-            shape = (M, _out_size(x.shape[1], kh, sh, dh, pt + pb), _out_size(x.shape[2], kw, sw, dw, pl + pr))
-            if not isinstance(r, np.ndarray) or r.shape != shape or r.dtype != np.float32:
-                raise PlanFallback(f"{name}: residual of shape {np.shape(r)} is not the convolution's {shape}")
-            return step(x[None], w, b, r[None])[0]
+            if taken(x) and isinstance(r, np.ndarray) and r.dtype == np.float32:
+                shape = (M, _out_size(x.shape[1], kh, sh, dh, pt + pb), _out_size(x.shape[2], kw, sw, dw, pl + pr))
+                if r.shape == shape:  # else ncnn's BinaryOp broadcasts by its own rules: the layers decide
+                    return step(x[None], w, b, r[None])[0]
+            return written(x, r)
 
         fn = conv_act_residual_blob
     fn.conv_form = ConvForm(w, b, attrs)  # type: ignore[attr-defined]  # the chain, for the block fusions below
-    return Node(name, head.op, fn, inputs, [out], where, None, ("conv_act",))
+    return Node(head.name, head.op, fn, inputs, [out], where, None, ("conv_act",))
 
 
 def _next_activation(g: _Graph, cur: str) -> tuple[list[int], str, Act] | None:
@@ -229,14 +250,14 @@ def _next_activation(g: _Graph, cur: str) -> tuple[list[int], str, Act] | None:
 
 def _residual(g: _Graph, h: int, cur: str) -> tuple[int, str, str] | None:
     """(position, output, other operand) of the BinaryOp add that alone reads ``cur``, unless the other operand
-    is a later convolution's top that only the add reads (that one takes the residual)."""
+    is the top of a convolution still to come that only the add reads (that one takes the residual)."""
     k = g.only_reader(cur)
     node = g.nodes[k] if k is not None else None
     if k is None or node is None or not _binary(node, "add") or node.inputs.count(cur) != 1:
         return None
     other = node.inputs[1] if node.inputs[0] == cur else node.inputs[0]
     p = g.producer.get(other, -1)
-    if p > h and k not in g.made and _form(g.nodes[p]) is not None and g.only_reader(other) == k:
+    if p > h and p not in g.made and _form(g.nodes[p]) is not None and g.only_reader(other) == k:
         return None
     return k, node.outputs[0], other
 
@@ -258,7 +279,8 @@ def _fuse_conv_chain(g: _Graph, h: int, n: Node, f: ConvForm) -> None:
     if links:
         inputs = [n.inputs[0]] + ([residual] if residual else [])
         where = g.nodes[max(links)].where  # type: ignore[union-attr]
-        g.place([h] + links, _conv_node(n, where, f, attrs, inputs, cur))
+        written = g.written([h] + links, inputs, cur)
+        g.place([h] + links, _conv_node(n, where, f, attrs, inputs, cur, written))
 
 
 # --------------------------------------------------------------------------- 2. expansion + depthwise
@@ -283,7 +305,7 @@ def _is_pointwise(f: ConvForm) -> bool:
     )
 
 
-def _expand_depthwise_node(n1: Node, f1: ConvForm, n2: Node, f2: ConvForm) -> Node:
+def _expand_depthwise_node(n1: Node, f1: ConvForm, n2: Node, f2: ConvForm, written) -> Node:
     a1, a2 = f1.attrs, f2.attrs
     attrs = {
         "activation": a1["activation"],
@@ -301,9 +323,9 @@ def _expand_depthwise_node(n1: Node, f1: ConvForm, n2: Node, f2: ConvForm) -> No
     channels = w1.shape[1]
 
     def expand_depthwise_blob(x):
-        if not isinstance(x, np.ndarray) or x.ndim != 3 or x.shape[0] != channels or x.dtype != np.float32:
-            raise PlanFallback(f"{n1.name}: blob of shape {np.shape(x)} is not the fused block's (C, H, W) input")
-        return step(x[None], w1, w2, b1, b2)[0]
+        if isinstance(x, np.ndarray) and x.ndim == 3 and x.shape[0] == channels and x.dtype == np.float32:
+            return step(x[None], w1, w2, b1, b2)[0]
+        return written(x)  # ncnn reads a 2-D blob as one channel: the layers as written
 
     return Node(
         n1.name, n1.op, expand_depthwise_blob, list(n1.inputs), list(n2.outputs), n2.where, None, ("expand_depthwise",)
@@ -322,7 +344,8 @@ def _fuse_expand_depthwise(g: _Graph, h: int) -> None:
         return
     M = f1.w.shape[0]
     if f2.w.shape[:2] == (M, 1) and f2.attrs["group"] == M:
-        g.place([h, k], _expand_depthwise_node(n1, f1, n2, f2))
+        written = g.written([h, k], list(n1.inputs), n2.outputs[0])
+        g.place([h, k], _expand_depthwise_node(n1, f1, n2, f2, written))
 
 
 # --------------------------------------------------------------------------- 3. squeeze and excitation
@@ -392,18 +415,21 @@ def _fuse_squeeze_excite(g: _Graph, h: int) -> None:
                 "post_activation_params": a3.get("post_activation_params", ()),
             }
             step = bind(fused.squeeze_excite_conv, attrs, consts + (f3.w, f3.b))
-            node = _se_node(pool, n3, x, C, f3.w.shape[0], step, consts + (f3.w, f3.b), n3.inputs[1:])
+            written = g.written(block + [k3], [x, *n3.inputs[1:]], n3.outputs[0], {x_mul: x})
+            node = _se_node(pool, n3, x, C, f3.w.shape[0], step, consts + (f3.w, f3.b), n3.inputs[1:], written)
             g.place(block + [k3], node)
             return
     attrs = {"activation": act1[0], "activation_params": act1[1], "post_activation": act2[0]}
     attrs["post_activation_params"] = act2[1]
     step = bind(fused.squeeze_excite, attrs, consts)
-    g.place(block, _se_node(pool, mul, x, C, 0, step, consts, []))
+    written = g.written(block, [x], mul.outputs[0], {x_mul: x})
+    g.place(block, _se_node(pool, mul, x, C, 0, step, consts, [], written))
 
 
-def _se_node(pool: Node, last: Node, x: str, C: int, M: int, step, consts: tuple, residual: list[str]) -> Node:
-    """The block's step on ncnn blobs: X (C, H, W) [and the residual (M, H, W) of its convolution]."""
-    name, ws = pool.name, consts[1:]
+def _se_node(pool: Node, last: Node, x: str, C: int, M: int, step, consts: tuple, residual: list[str], written) -> Node:
+    """The block's step on ncnn blobs: X (C, H, W) [and the residual (M, H, W) of its convolution]; any other
+    blobs through the layers as written."""
+    ws = consts[1:]
     kernel = "squeeze_excite_conv" if M else "squeeze_excite"
 
     def taken(v) -> bool:
@@ -412,22 +438,18 @@ def _se_node(pool: Node, last: Node, x: str, C: int, M: int, step, consts: tuple
     if not residual:
 
         def squeeze_excite_blob(v):
-            if not taken(v):
-                raise PlanFallback(f"{name}: blob of shape {np.shape(v)} is not the fused block's (C, H, W) input")
-            return step(v[None], *ws)[0]
+            return step(v[None], *ws)[0] if taken(v) else written(v)
 
         fn: Callable = squeeze_excite_blob
     else:
 
         def squeeze_excite_residual_blob(v, r):
-            if not taken(v):
-                raise PlanFallback(f"{name}: blob of shape {np.shape(v)} is not the fused block's (C, H, W) input")
-            if not isinstance(r, np.ndarray) or r.shape != (M,) + v.shape[1:] or r.dtype != np.float32:
-                raise PlanFallback(f"{name}: residual of shape {np.shape(r)} is not the convolution's")
-            return step(v[None], *ws, r[None])[0]
+            if taken(v) and isinstance(r, np.ndarray) and r.shape == (M,) + v.shape[1:] and r.dtype == np.float32:
+                return step(v[None], *ws, r[None])[0]
+            return written(v, r)
 
         fn = squeeze_excite_residual_blob
-    return Node(name, pool.op, fn, [x, *residual], list(last.outputs), last.where, None, (kernel,))
+    return Node(pool.name, pool.op, fn, [x, *residual], list(last.outputs), last.where, None, (kernel,))
 
 
 # --------------------------------------------------------------------------- 4. InnerProduct + activation
@@ -445,7 +467,8 @@ def _fuse_dense_activation(g: _Graph, h: int) -> None:
         return
     wt, b, K = np.ascontiguousarray(d.w.T), d.b, d.w.shape[1]
     step = bind(fused.matmul_act, {"activation": a[2][0], "activation_params": a[2][1]}, (None, wt, b))
-    name = n.name
+
+    written = g.written([h, *a[0]], list(n.inputs), a[1])
 
     def inner_product_act_blob(x):
         if isinstance(x, np.ndarray) and x.dtype == np.float32:
@@ -453,10 +476,12 @@ def _fuse_dense_activation(g: _Graph, h: int) -> None:
                 return step(x, wt, b)
             if x.size == K:
                 return step(x.reshape(1, K), wt, b)[0]
-        raise PlanFallback(f"{name}: blob of shape {np.shape(x)} is not the fused step's input")
+        return written(x)
 
     where = g.nodes[max(a[0])].where  # type: ignore[union-attr]
-    g.place([h, *a[0]], Node(name, n.op, inner_product_act_blob, list(n.inputs), [a[1]], where, None, ("matmul_act",)))
+    g.place(
+        [h, *a[0]], Node(n.name, n.op, inner_product_act_blob, list(n.inputs), [a[1]], where, None, ("matmul_act",))
+    )
 
 
 # --------------------------------------------------------------------------- the twin

@@ -191,6 +191,14 @@ def _against_wheel(param: str, blob: bytes, feeds: dict, got: dict, what: str) -
     wheel.assert_close(list(got.values()), theirs, atol=1e-4, rtol=1e-4, what=what)
 
 
+def _runs_of_the_written_plan(net: Net) -> list:
+    """A list that grows by one at every run of the plan as written (a PlanFallback of the twin)."""
+    calls: list = []
+    run = net.plan._run
+    net.plan._run = lambda *a, **k: calls.append(1) or run(*a, **k)  # type: ignore[method-assign]
+    return calls
+
+
 def _kernels(net: Net) -> list[tuple[str, ...]]:
     assert net.plan.fused is not None
     return [n.kernels for n in net.plan.fused.nodes]
@@ -239,7 +247,7 @@ def test_convolution_activation_residual_chain_is_one_step(kernels, act, post, s
 
 def test_a_residual_of_another_shape_runs_the_layers_as_written():
     """ncnn's BinaryOp broadcasts a 1-D blob of C values per channel (ONNX's rule would take it per column):
-    the fused step refuses a residual that is not the convolution's own shape."""
+    a residual that is not the convolution's own shape goes through the layers as written."""
     b = _Builder(3)
     b.lines.append("Input in1 0 1 in1")
     b.conv("conv", "in0", "c", 8, 8, extra="9=1")
@@ -250,7 +258,10 @@ def test_a_residual_of_another_shape_runs_the_layers_as_written():
     assert ("conv_act",) in _kernels(net) and len(net.plan.fused.nodes) == 1
     x = np.random.default_rng(4).standard_normal((8, 9, 8)).astype(np.float32)
     for r in (np.random.default_rng(5).standard_normal(s).astype(np.float32) for s in [(8,), (8, 1, 8), (8, 9, 8)]):
-        got = _agree(net, {"in0": x, "in1": r}, exact=True)
+        reruns = _runs_of_the_written_plan(net)
+        got = net.run({"in0": x, "in1": r})
+        assert not reruns  # the step ran its layers as written itself
+        _agree(net, {"in0": x, "in1": r}, exact=True)
         if r.ndim == 1:
             _against_wheel(param, blob, {"in0": x, "in1": r}, got, "residual of C values vs the wheel")
 
@@ -365,3 +376,25 @@ def test_inner_product_and_its_activation_are_one_step(kernels, act):
         got = _agree(net, {"in0": x}, exact=False)
         if shape == (5, 24):
             _against_wheel(param, blob, {"in0": x}, got, f"InnerProduct + {act} vs the wheel")
+
+
+def test_a_squeeze_excite_block_of_convolutions_on_the_pooled_vector():
+    """onnx2ncnn's form of the block: the global Pooling gives a 1-D blob, which the 1 x 1 Convolutions read as
+    InnerProducts (ncnn's flat path). Each Convolution + activation is a fused step that takes 3-D blobs only: it
+    computes this one with its layers as written, in the step, without running the plan again."""
+    b = _Builder(11)
+    b.add("Split split 1 2 in0 x0 x1")
+    b.add("Pooling gap 1 1 x1 p 0=1 4=1")
+    b.conv("fc1", "p", "h", 16, 4, k=1, pad=0, extra="9=1")
+    b.conv("fc2", "h", "g", 4, 16, k=1, pad=0)
+    b.act("hardsigmoid", "g", "ga")
+    b.add("BinaryOp mul 2 1 x0 ga out0 0=2")
+    param, blob = b.text(), b.blob
+    net = Net.from_bytes(param, blob)
+    assert ("conv_act",) in _kernels(net)  # fc2 + its HardSigmoid
+    x = np.random.default_rng(12).standard_normal((16, 6, 5)).astype(np.float32)
+    reruns = _runs_of_the_written_plan(net)
+    got = net.run({"in0": x})
+    assert not reruns
+    _agree(net, {"in0": x}, exact=True)
+    _against_wheel(param, blob, {"in0": x}, got, "SE of 1x1 Convolutions on the pooled vector vs the wheel")
