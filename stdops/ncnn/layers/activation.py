@@ -98,7 +98,7 @@ def clip(p, w):
         return fn(x, lo, hi)
 
     if not (np.isnan(lo) or np.isnan(hi)):  # the bounds as a fused step's clip (stdops/ncnn/fuse.py)
-        run.act_form = ("clip", (float(lo), float(hi)))  # type: ignore[attr-defined]
+        run.act_form = ("clip", (float(lo), float(hi)))
     return run
 
 
@@ -193,7 +193,7 @@ def hardswish(p, w):
     """y = x * clamp(x * alpha + beta, 0, 1) (the fused-activation helper, type 6)."""
     fn = fused_activation(6, [p.alpha, p.beta])
     # the activation as a fused step names it (stdops/ncnn/fuse.py folds the layer into the convolution before it)
-    fn.act_form = fused_step_activation(6, [p.alpha, p.beta])  # type: ignore[union-attr]
+    fn.act_form = fused_step_activation(6, [p.alpha, p.beta])
     return fn
 
 

@@ -242,7 +242,7 @@ def binaryop(p, w):
     def run(a, b):
         return ncnn_binary(fn, a, b)
 
-    run.binary_form = BINARY_NAMES[p.op_type]  # type: ignore[attr-defined]  # what stdops/ncnn/fuse.py matches
+    run.binary_form = BINARY_NAMES[p.op_type]  # what stdops/ncnn/fuse.py matches
     return run
 
 

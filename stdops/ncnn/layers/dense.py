@@ -101,7 +101,7 @@ def inner_product(p, w):
 
     step_act = fused_step_activation(p.activation_type, p.activation_params)
     if act is None or step_act is not None:  # for the ncnn plan's fusions (stdops/ncnn/fuse.py)
-        run.dense_form = DenseForm(wk, bias, step_act or ("", ()))  # type: ignore[attr-defined]
+        run.dense_form = DenseForm(wk, bias, step_act or ("", ()))
     return run
 
 
