@@ -30,10 +30,11 @@ _ACT_SPAN = 2048
 
 if numba is not None and PACKED_OK:
     from llvmlite import ir
-    from numba.core import cgutils, types
+    from numba.core import types
     from numba.extending import intrinsic
 
     from ._fast_epilogue import _act_chunk
+    from ._llvm_lanes import Lanes, data
 
     def _make_tile(k: int, s: int, R: int, rowcheck: bool, colmask: bool):
         """The intrinsic of one register tile: R output rows x 16 output columns of a k x k depthwise convolution
@@ -54,37 +55,19 @@ if numba is not None and PACKED_OK:
             def codegen(context, builder, signature, args):
                 (x_, xoff_, W_, iy0_, H_, zr_, zoff_, cm_, w_, woff_, bias_, clip_, lo_, hi_, y_, yoff_, ldy_,
                  rows_, lanes_) = args  # fmt: skip
-                f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
-                vec = ir.VectorType(f32, _VL)
-                vptr = vec.as_pointer()
-                mvec = ir.VectorType(ir.IntType(1), _VL)
+                lanes = Lanes(builder)
+                i32, i64, vptr, mvec = lanes.i32, lanes.i64, lanes.vptr, lanes.mvec
+                fma, mload, mstore, zero, align, splat = (
+                    lanes.fma, lanes.mload, lanes.mstore, lanes.zero, lanes.align, lanes.splat
+                )  # fmt: skip
                 ivec = ir.VectorType(i32, _VL)
-                xdata = context.make_array(signature.args[0])(context, builder, x_).data
-                zdata = context.make_array(signature.args[5])(context, builder, zr_).data
-                cdata = context.make_array(signature.args[7])(context, builder, cm_).data
-                wdata = context.make_array(signature.args[8])(context, builder, w_).data
-                ydata = context.make_array(signature.args[14])(context, builder, y_).data
-                fma = cgutils.get_or_insert_function(
-                    builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
+                xdata, zdata, cdata, wdata, ydata = (
+                    data(context, builder, signature, args, i) for i in (0, 5, 7, 8, 14)
                 )
-                mload = cgutils.get_or_insert_function(
-                    builder.module, ir.FunctionType(vec, [vptr, i32, mvec, vec]), "llvm.masked.load.v16f32.p0v16f32"
-                )
-                mstore = cgutils.get_or_insert_function(
-                    builder.module,
-                    ir.FunctionType(ir.VoidType(), [vec, vptr, i32, mvec]),
-                    "llvm.masked.store.v16f32.p0v16f32",
-                )
-                undef, zero = ir.Constant(vec, ir.Undefined), ir.Constant(vec, None)
-                align = ir.Constant(i32, 4)
                 none = ir.Constant(mvec, [0] * _VL)
 
                 def c64(v):
                     return ir.Constant(i64, v)
-
-                def splat(v):
-                    one = builder.insert_element(undef, v, ir.Constant(i32, 0))
-                    return builder.shuffle_vector(one, undef, ir.Constant(ivec, [0] * _VL))
 
                 def as_mask(bits):
                     return builder.bitcast(builder.trunc(bits, ir.IntType(_VL)), mvec)

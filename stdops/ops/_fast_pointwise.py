@@ -46,6 +46,7 @@ if numba is not None:
     from numba.extending import intrinsic
 
     from ._fast_epilogue import _act_chunk
+    from ._llvm_lanes import Lanes, data
 
     def _make_tile(nv: int):
         """The intrinsic of a tile of _MR channels x ``nv`` vectors of positions (``nv`` fixed at compile time)."""
@@ -62,36 +63,18 @@ if numba is not None:
 
             def codegen(context, builder, signature, args):
                 wp_, woff_, x_, xoff_, ldx_, kn_, bp_, boff_, y_, yoff_, ldy_, rows_, lanes_, clip_, lo_, hi_ = args
-                f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
-                vec = ir.VectorType(f32, _VL)
-                vptr = vec.as_pointer()
-                mvec = ir.VectorType(ir.IntType(1), _VL)
-                wdata = context.make_array(signature.args[0])(context, builder, wp_).data
-                xdata = context.make_array(signature.args[2])(context, builder, x_).data
-                bdata = context.make_array(signature.args[6])(context, builder, bp_).data
-                ydata = context.make_array(signature.args[8])(context, builder, y_).data
-                fma = cgutils.get_or_insert_function(
-                    builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
+                lanes = Lanes(builder)
+                i64, vec, vptr, fma, mload, mstore = (
+                    lanes.i64,
+                    lanes.vec,
+                    lanes.vptr,
+                    lanes.fma,
+                    lanes.mload,
+                    lanes.mstore,
                 )
-                mload = cgutils.get_or_insert_function(
-                    builder.module, ir.FunctionType(vec, [vptr, i32, mvec, vec]), "llvm.masked.load.v16f32.p0v16f32"
-                )
-                mstore = cgutils.get_or_insert_function(
-                    builder.module,
-                    ir.FunctionType(ir.VoidType(), [vec, vptr, i32, mvec]),
-                    "llvm.masked.store.v16f32.p0v16f32",
-                )
-                undef = ir.Constant(vec, ir.Undefined)
-                zero = ir.Constant(vec, None)
-                splat0 = ir.Constant(ir.VectorType(i32, _VL), [0] * _VL)
-
-                def splat(s):
-                    return builder.shuffle_vector(builder.insert_element(undef, s, ir.Constant(i32, 0)), undef, splat0)
-
-                # the last vector's lanes: bit j of (1 << lanes) - 1
-                bits = builder.sub(builder.shl(ir.Constant(i64, 1), lanes_), ir.Constant(i64, 1))
-                mask = builder.bitcast(builder.trunc(bits, ir.IntType(_VL)), mvec)
-                align = ir.Constant(i32, 4)
+                zero, align, splat = lanes.zero, lanes.align, lanes.splat
+                wdata, xdata, bdata, ydata = (data(context, builder, signature, args, i) for i in (0, 2, 6, 8))
+                mask = lanes.mask(lanes_)  # the last vector's lanes
 
                 slots = [[cgutils.alloca_once(builder, vec) for _ in range(nv)] for _ in range(_MR)]
                 bbase = builder.gep(bdata, [boff_])
