@@ -189,6 +189,13 @@ PACKED = [
     ((1, 3, 13, 13), 8, (7, 7), (2, 2), (1, 1), (3, 3, 3, 3), (0.0, 6.0)),  # a stem, K = 147
     ((1, 12, 10, 9), 17, (3, 2), (1, 2), (2, 1), (0, 2, 1, 0), None),  # dilated, asymmetric
     ((1, 20, 12, 10), 36, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), None),  # tiles within a row and across rows
+    # rows of whole tiles (ow a multiple of 7): the inputs read in place
+    ((2, 40, 14, 14), 33, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), (0.0, None)),  # stride 2, batch 2, M off 32
+    ((1, 24, 28, 28), 20, (3, 3), (2, 2), (1, 1), (0, 1, 1, 0), None),  # stride 2, asymmetric pads
+    ((1, 30, 5, 14), 36, (3, 3), (1, 1), (1, 1), (0, 1, 0, 1), (-0.5, 0.5)),  # 3 rows of 2 tiles, no row pads
+    ((1, 64, 14, 14), 48, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (0.0, 6.0)),  # few channels: no Winograd
+    ((1, 8, 7, 7), 16, (5, 5), (1, 1), (1, 1), (2, 2, 2, 2), None),  # 5 x 5
+    ((1, 16, 9, 29), 40, (3, 3), (2, 2), (1, 1), (1, 0, 1, 0), None),  # stride 2, odd input sizes: 5 x 14
 ]
 
 
@@ -237,6 +244,31 @@ def test_packed_paths_give_the_same_bits_at_1_and_2_threads(xs, M, pads, compile
         monkeypatch.setattr(_blas, "threads", lambda count=count: count)
         results.append(conv_forward(x, prepare_conv_weight(w), b, pads=pads, clip=(0.0, None)))
     assert np.array_equal(results[0], results[1])
+
+
+@pytest.mark.parametrize("xs,M,k,s,pads", [(xs, M, k, s, p) for xs, M, k, s, d, p, _ in PACKED if d == (1, 1)])
+def test_direct_packed_in_place_reads_give_the_gathered_bits(xs, M, k, s, pads, compiled, monkeypatch):
+    """Rows of whole tiles read the inputs in place (a table of tap offsets), the others gather them into tiles:
+    the same products in the same order, so the same bits; a shape with ow a multiple of 7 takes the first."""
+    from stdops.ops import _fast_conv
+
+    if not _fast_conv.PACKED_OK:
+        pytest.skip("the packed kernel needs AVX-512")
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal((M, xs[1]) + k).astype(np.float32).reshape(M, -1)
+    b = RNG.standard_normal(M).astype(np.float32)
+    wp = _fast_conv.pack_weight(w)
+    from stdops.ops._window import geometry
+
+    geo = geometry(xs[2:], k, s, (1, 1), pads, "NOTSET")
+    calls = []
+    monkeypatch.setattr(_fast_conv, "_taps_layout", lambda *a, f=_fast_conv._taps_layout: calls.append(a) or f(*a))
+    args = (x, wp, M, k, s, (1, 1), geo.begin, geo.out, b, (0.0, None))
+    y_in_place = _fast_conv.conv2d_packed(*args)
+    flat = k == (1, 1) and s == (1, 1) and not any(pads)  # 1 x 1 on the input itself: neither
+    assert bool(calls) == (not flat and geo.out[1] % 7 == 0 and s[0] == s[1] and s[0] in (1, 2))
+    monkeypatch.setattr(_fast_conv, "_IN_PLACE", False)
+    assert np.array_equal(y_in_place, _fast_conv.conv2d_packed(*args))
 
 
 def test_direct_packed_propagates_nan_and_keeps_inputs(compiled):
