@@ -193,6 +193,10 @@ _K_CHUNK = 256
 #: multiplies). Measured in ResNet-18 (layer4's 512 x 4608 x 49 products): 1.48 ms a layer against 1.70 prefetching
 #: 32 steps ahead into L1, 2.0 by OpenBLAS
 _PREFETCH = _K_CHUNK
+#: Winograd's products (K = C, their columns read in place, a row per term) in chunks of half as many: the weights
+#: and the rows a tile reads then share L1 (alternating, 1 thread: F(2,3) 256@14 1.18 -> 1.10 ms, 512@14 4.2 -> 3.7;
+#: 64 or 96: the same within noise; the direct path: no difference, it keeps _K_CHUNK)
+_K_CHUNK_WINO = 128
 
 if numba is not None:
     from llvmlite import ir
@@ -403,17 +407,17 @@ if numba is not None:
             _store_block(acc, mb, b, clip, lo, hi, y)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _gemm_taps(wp, xf, offs, tbase, step, b, clip, lo, hi, y):  # pragma: no cover - compiled
+    def _gemm_taps(wp, xf, offs, tbase, step, kc, b, clip, lo, hi, y):  # pragma: no cover - compiled
         # _gemm_packed with the inputs read in place: term k of position i of tile pb is
-        # xf[tbase[pb] + offs[k] + step i] (step 1 or 2)
+        # xf[tbase[pb] + offs[k] + step i] (step 1 or 2); the K loop in chunks of kc
         MB, K = wp.shape[0], wp.shape[1]
         NB = tbase.shape[0]
         wf = wp.reshape(-1)
         T, R = _TILE_P, _TILE_M
         acc = np.empty(NB * T * R, np.float32)
         for mb in range(MB):
-            for k0 in range(0, K, _K_CHUNK):
-                kn = min(_K_CHUNK, K - k0)
+            for k0 in range(0, K, kc):
+                kn = min(kc, K - k0)
                 for pb in range(NB):
                     wo, ao = (mb * K + k0) * R, pb * T * R
                     if pb == 0:  # the first tile prefetches the next weights (alternating: 2-3% faster)
@@ -497,7 +501,9 @@ def conv2d_packed(x, wp, M, kernel, strides, dilations, begin, out, b=None, clip
         pt, pl = begin
         for n in range(N):
             np.copyto(xr[pt : pt + H, :, pl : pl + W], x[n, :, : Hp - pt, : Wp - pl].transpose(1, 0, 2))
-            _gemm_parts(_gemm_taps, wp, (xr.reshape(-1), offs, tbase, sh, bb, on, lo, hi), y[n].reshape(M, oh * ow))
+            _gemm_parts(
+                _gemm_taps, wp, (xr.reshape(-1), offs, tbase, sh, _K_CHUNK, bb, on, lo, hi), y[n].reshape(M, oh * ow)
+            )
         return y
     # room for _pack_cols's 8th value at strides 1 and 2
     xpad = None if flat else np.zeros((C, Hp, Wp + 2), np.float32)
@@ -542,7 +548,7 @@ def winograd_products(Up: np.ndarray, V: np.ndarray, cols: int, M: int) -> np.nd
 
         def part(s0: int, s1: int) -> None:
             for s in range(s0, s1):
-                _gemm_taps(Up[s], V[s].reshape(-1), offs, tbase, 1, none, False, z, z, P[s])
+                _gemm_taps(Up[s], V[s].reshape(-1), offs, tbase, 1, _K_CHUNK_WINO, none, False, z, z, P[s])
 
     else:
         Vp = np.empty((S, L7 // _TILE_P, C, _XS), V.dtype)  # the 8th value of each run unused
