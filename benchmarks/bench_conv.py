@@ -18,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import alternating  # noqa: E402
+from timing import alternating, alternating_many  # noqa: E402
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -32,6 +32,7 @@ import stdops.onnx  # noqa: E402
 # name, C_in, H(=W), C_out, kernel, stride, pad, group
 LAYERS = [
     ("resnet18 conv1 7x7/2", 3, 224, 64, 7, 2, 3, 1),
+    ("ncnn resnet_small stem 7x7/2", 3, 224, 16, 7, 2, 3, 1),
     ("resnet18 l1 3x3 64", 64, 56, 64, 3, 1, 1, 1),
     ("resnet18 l2 3x3/2 64->128", 64, 56, 128, 3, 2, 1, 1),
     ("resnet18 l2 3x3 128", 128, 28, 128, 3, 1, 1, 1),
@@ -39,6 +40,7 @@ LAYERS = [
     ("resnet18 l3 3x3 256", 256, 14, 256, 3, 1, 1, 1),
     ("resnet18 l4 3x3 512", 512, 7, 512, 3, 1, 1, 1),
     ("mbv2 stem 3x3/2", 3, 224, 32, 3, 2, 1, 1),
+    ("mbv3 stem 3x3/2", 3, 224, 16, 3, 2, 1, 1),
     ("mbv2 expand 1x1 16->96", 16, 112, 96, 1, 1, 0, 1),
     ("mbv2 dw 3x3/2 96", 96, 112, 96, 3, 2, 1, 96),
     ("mbv2 dw 3x3 144", 144, 56, 144, 3, 1, 1, 144),
@@ -150,6 +152,22 @@ def other_model(op, shape, attrs, inits, n_out, seed=0):
     return model, rng.standard_normal(shape, dtype=np.float32)
 
 
+def _stem_layer(model) -> bool:
+    """Whether the one Conv of ``model`` takes the stem kernel (ops/_fast_stem.py) on this machine."""
+    from stdops.ops import _fast_stem
+    from stdops.ops.conv import prepare_conv_weight
+
+    node = model.graph.node[0]
+    attrs = {a.name: list(a.ints) if a.ints else a.i for a in node.attribute}
+    w = numpy_helper.to_array(model.graph.initializer[0])
+    if attrs.get("group", 1) != 1:
+        return False
+    h = model.graph.input[0].type.tensor_type.shape.dim[2].dim_value
+    k, s, p = w.shape[2], attrs["strides"][0], attrs["pads"][0]
+    out = ((h + 2 * p - k) // s + 1,) * 2
+    return _fast_stem.takes(prepare_conv_weight(w), 2, out, attrs["strides"], (1, 1))
+
+
 def timeit(fn, repeat, budget=1.0):
     fn()
     fn()
@@ -176,6 +194,11 @@ def main() -> None:
     ap.add_argument("--reference", action="store_true", help="also time onnx.reference")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-fast", action="store_true", help="the NumPy kernels only (no numba)")
+    ap.add_argument(
+        "--old-stem",
+        action="store_true",
+        help="also time the layers the stem kernel takes (ops/_fast_stem.py) on the path they took before it",
+    )
     ap.add_argument("--only", default="", help="run only the rows whose name contains this text")
     args = ap.parse_args()
     if args.no_fast:
@@ -193,7 +216,11 @@ def main() -> None:
         f"# OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')} "
         f"OPENBLAS_L2_SIZE={os.environ.get('OPENBLAS_L2_SIZE')}"
     )
+    from stdops.ops import _fast_stem
+
     hdr = f"{'layer':30s} {'GFLOP':>6s} {'stdops ms':>10s} {'ort ms':>8s} {'ratio':>6s}"
+    if args.old_stem:
+        hdr += f" {'pre-stem ms':>11s}"
     if args.reference:
         hdr += f" {'ref ms':>8s}"
     print(hdr)
@@ -221,10 +248,28 @@ def main() -> None:
             float(np.max(np.abs(got[o.name].astype(np.float64) - r)) / (np.max(np.abs(r)) + 1e-12))
             for o, r in zip(model.graph.output, refs)
         )
-        t_us, t_ort = time_pair(lambda: ours.run({"X": x}), lambda: sess.run(None, {"X": x}), args.repeat)
+        stem = args.old_stem and model.graph.node[0].op_type == "Conv" and _stem_layer(model)
+        if stem:  # the stem path and the one before it (its USE off), alternating with onnxruntime
+
+            def new_path():
+                _fast_stem.USE = True
+
+            def old_path():
+                _fast_stem.USE = False
+
+            run_ours = lambda: ours.run({"X": x})  # noqa: E731
+            tn, tr, to = alternating_many(
+                [run_ours, lambda: sess.run(None, {"X": x}), run_ours], args.repeat, 2.0, [new_path, None, old_path]
+            )
+            new_path()
+            t_us, t_ort, t_old = (statistics.median(t) for t in (tn, tr, to))
+        else:
+            t_us, t_ort = time_pair(lambda: ours.run({"X": x}), lambda: sess.run(None, {"X": x}), args.repeat)
         ratio = t_us / t_ort
         ratios.append(ratio)
         line = f"{name:30s} {gflop:6.3f} {t_us * 1e3:10.3f} {t_ort * 1e3:8.3f} {ratio:6.2f}"
+        if args.old_stem:
+            line += f" {t_old * 1e3:11.3f}" if stem else f" {'-':>11s}"
         if args.reference:
             from onnx.reference import ReferenceEvaluator
 

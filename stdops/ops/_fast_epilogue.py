@@ -312,6 +312,13 @@ def softmax_rows(x: np.ndarray, scale: float = 1.0) -> np.ndarray:
     return y.reshape(x.shape)
 
 
+def softmax_rows_into(x: np.ndarray, y: np.ndarray, kb: np.ndarray, scale: float) -> None:
+    """y = Softmax(scale * x) per row of 2-D float32 x into y (another array of x's shape: the loops vectorize
+    only when they do not alias, 3x slower in place), kb an int32 scratch of x's row length; scale a positive
+    finite number."""
+    _softmax_rows(x, y, kb, np.float32(scale))
+
+
 def layer_norm_rows(x: np.ndarray, scale: np.ndarray, bias, eps: float) -> np.ndarray:
     """LayerNormalization over the last axis of a float32 array, scale and bias (L,) float32 (a new array)."""
     x2 = np.ascontiguousarray(x).reshape(-1, x.shape[-1])

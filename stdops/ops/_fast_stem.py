@@ -1,6 +1,6 @@
 """Compiled direct convolution for network stems (numba, the optional ``fast`` extra): group-1 float32 2-D
-convolutions with a short sum per output (C kh kw up to ``STEM_MAX_K``: 3 input channels, 3 x 3 or 7 x 7) on
-maps of any size, stride 1 or 2, undilated.
+convolutions with a short sum per output (C kh kw up to ``STEM_MAX_K``: 3 input channels, 3 x 3 or 7 x 7; deeper
+sums on the maps and strides of ``DEEP``) on maps of any size, stride 1 or 2, undilated.
 
 The im2col path (ops/_fast_windows.py's blocks + OpenBLAS) multiplies a GEMM of 16..64 rows by a depth of 27..147:
 a shape OpenBLAS runs at a fraction of its speed, after copying the columns out (9-49 values per output). Here
@@ -11,9 +11,11 @@ vectors of 16 output columns (24 AVX-512 accumulators, :func:`_tile`: an LLVM in
 since numba's own loops keep such accumulators in memory): per term, the ``_NV`` input vectors are loaded once and
 each of the ``_MB`` weights is broadcast from a packed block that stays in L1. The bias, the clip and the masked
 store of a row's last, partial vector are the tile's epilogue, straight into Y (N, M, oh, ow): no other pass over
-the output. Measured (one AVX-512 core, 1 thread, kernel against the previous path in one process; see
-benchmarks/bench_conv.py): ResNet-18's 7x7/2 3->64 @224 ~1.1 ms against 2.2 (onnxruntime ~1.2-1.5 ms), 3x3/2
-3->16 @224 ~0.07 ms against 0.37 (onnxruntime ~0.16).
+the output. Measured (one AVX-512 core, 1 thread, the layer inside its model, medians of alternating runs against
+the path it replaces; onnxruntime's own layer from its profiler): ResNet-18's 7x7/2 3->64 @224 2.76 -> 1.50 ms
+(onnxruntime 1.30), MobileNetV3's 3x3/2 3->16 0.45 -> 0.18 (0.134), MobileNetV2's 3->32 0.55 -> 0.28, the ncnn
+ResNet-style fixture's 7x7/2 3->16 0.98 -> 0.40. The kernel alone reaches 190-205 GFLOP/s on 7 x 7 stems (numpy's
+GEMM ~195 on this core) and 150-160 on 3 x 3 ones (its epilogue weighs on 27 terms).
 
 Each output sums its C kh kw products in the order of (c, ky, kx), one fused multiply-add each, then adds the bias
 and clips (NaN stays NaN). Tiles past the last output channel or vector re-compute the last one (the same sum,
@@ -34,9 +36,17 @@ from ._fast_conv import PACKED_OK
 #: the register tile: _MB output channels x _NV vectors of _VL output columns (measured on 7x7/2 3->64 and 3x3/2
 #: 3->16/32 @224 against 6x4, 4x6, 8x2, 12x2, 16x1: 8 x 3 first or within 5% on each)
 _MB, _NV, _VL = 8, 3, 16
-#: the largest sum per output (C kh kw) this path takes: above it the packed kernel (small maps) or im2col + GEMM
-#: win (measured, see takes())
+#: the largest sum per output (C kh kw) this path takes on any map (measured against the path conv.py takes
+#: otherwise, one thread: 3x3 stride 1 K 144-180 @56 0.9x, K 216-576 @56 1.1-1.6x Winograd's time; 5x5 K 200 0.4x
+#: im2col + GEMM's)
 STEM_MAX_K = 160
+#: ... and deeper sums where the alternatives do worse: (strides, at most this many outputs (None: any), at most
+#: this K). Measured (3x3, 1 thread): stride 1 @28 K 288 0.7x, 432 0.9x, 576 1.2x; @14 K 576 0.75x, 1152 0.95x;
+#: stride 2 K 288-576 0.8-0.86x (outputs 14 x 14 to 28 x 28), 1152 0.93-1.17x. In the ResNet-style ncnn fixture
+#: (its 32@28 and 64@14 3x3 layers, 32->64 /2): the model 0.91x its time with STEM_MAX_K only; ResNet-18 0.99x
+DEEP = (((1, 1), 196, 576), ((1, 1), 784, 432), ((2, 2), None, 576))
+#: the path on (the tests and benchmarks/bench_conv.py --old-stem turn it off to reach the paths it replaces)
+USE = True
 #: rows narrower than this fill less than 3/4 of their one vector: from the packed kernel's depth on (conv.py's
 #: _PACKED_MIN_K) it takes such small maps faster (measured: 7 x 7 outputs, K 144 and 147, 1.2x slower here; 10 x 10
 #: 1.1x; 14 x 14 0.8x)
@@ -116,98 +126,115 @@ if numba is not None:
         return sig, codegen
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _phases(x, pt, pl, sw, Hp, Wq, xp):  # pragma: no cover - compiled
-        # xp (C, sw, Hp, Wq) flat (+ slack): phase a of channel c holds the zero-padded plane's columns a, a + sw, ...
-        # (padded row r = input row r - pt); everything outside the input zero, the slack too
+    def _phases2(x, pt, pl, Hp, Wq, xp):  # pragma: no cover - compiled
+        # column stride 2: xp (C, 2, Hp, Wq) flat (+ slack), phase a of channel c holding the zero-padded plane's
+        # columns a, a + 2, ... (padded row r = input row r - pt); everything outside the input zero, the slack too
         C, H, W = x.shape
-        xp[C * sw * Hp * Wq :] = 0
-        plane = Hp * Wq
+        n_lay = C * 2 * Hp * Wq
+        for q in range(n_lay, xp.shape[0]):
+            xp[q] = 0
+        xp4 = xp[:n_lay].reshape((C, 2, Hp, Wq))
+        pa = pl % 2  # the phase of the even input columns
+        n0 = min((W + 1) // 2, Wq - pl // 2)  # even input columns in a row of phase pa
+        n1 = min(W // 2, Wq - (pl + 1) // 2)  # odd ones in phase 1 - pa
+        n = min(n0, n1)
         for c in range(C):
-            for a in range(sw):
-                ix0 = (a - pl) % sw  # the first input column of phase a
-                q0 = (ix0 + pl) // sw
-                cnt = min(max(0, (W - ix0 + sw - 1) // sw), Wq - q0)
-                for r in range(Hp):
-                    row = xp[(c * sw + a) * plane + r * Wq : (c * sw + a) * plane + (r + 1) * Wq]
-                    iy = r - pt
-                    if iy < 0 or iy >= H:
-                        row[:] = 0
+            for a in range(2):
+                q0 = pl // 2 if a == pa else (pl + 1) // 2
+                cnt = n0 if a == pa else n1
+                for r in range(Hp):  # the padding (explicit loops on rows: measured faster than slices)
+                    row = xp4[c, a, r]
+                    if r < pt or r >= pt + H:
+                        for q in range(Wq):
+                            row[q] = 0
                     else:
-                        row[:q0] = 0
-                        row[q0 + cnt :] = 0
-            for iy in range(max(0, -pt), min(H, Hp - pt)):
+                        for q in range(q0):
+                            row[q] = 0
+                        for q in range(q0 + cnt, Wq):
+                            row[q] = 0
+            for iy in range(max(0, -pt), min(H, Hp - pt)):  # both phases in one loop: LLVM vectorizes the pairs
                 src = x[c, iy]
-                r = iy + pt
-                if sw == 1:
-                    cnt = min(W, Wq - pl)
-                    dst = xp[c * plane + r * Wq + pl : c * plane + r * Wq + pl + cnt]
-                    for q in range(cnt):  # explicit loops: numba's slice assignment copies through a temporary
-                        dst[q] = src[q]
-                elif sw == 2:  # both phases in one loop: LLVM vectorizes the pair of stride-2 loads
-                    pa = pl % 2  # the phase of the even input columns
-                    n0 = min((W + 1) // 2, Wq - pl // 2)
-                    n1 = min(W // 2, Wq - (pl + 1) // 2)
-                    e0 = xp[(2 * c + pa) * plane + r * Wq + pl // 2 :]
-                    e1 = xp[(2 * c + 1 - pa) * plane + r * Wq + (pl + 1) // 2 :]
-                    n = min(n0, n1)
-                    for i in range(n):
-                        e0[i] = src[2 * i]
-                        e1[i] = src[2 * i + 1]
-                    for i in range(n, n0):
-                        e0[i] = src[2 * i]
-                    for i in range(n, n1):
-                        e1[i] = src[2 * i + 1]
-                else:
-                    for a in range(sw):
-                        ix0 = (a - pl) % sw
-                        q0 = (ix0 + pl) // sw
-                        cnt = min(max(0, (W - ix0 + sw - 1) // sw), Wq - q0)
-                        dst = xp[(c * sw + a) * plane + r * Wq + q0 :]
-                        for q in range(cnt):
-                            dst[q] = src[ix0 + q * sw]
+                e0 = xp4[c, pa, iy + pt, pl // 2 :]
+                e1 = xp4[c, 1 - pa, iy + pt, (pl + 1) // 2 :]
+                for i in range(n):
+                    e0[i] = src[2 * i]
+                    e1[i] = src[2 * i + 1]
+                for i in range(n, n0):
+                    e0[i] = src[2 * i]
+                for i in range(n, n1):
+                    e1[i] = src[2 * i + 1]
+
+
+def _phases1(x, pt, pl, Hp, Wq, xp) -> None:
+    """Column stride 1: xp (C, Hp, Wq) flat (+ slack) = x zero-padded (``pt`` rows, ``pl`` columns before, as many
+    after as the layout holds), by NumPy's copies (measured 2-2.5x faster than a compiled loop: 16 x 56 x 56
+    0.026 -> 0.011 ms)."""
+    C, H, W = x.shape
+    n_lay = C * Hp * Wq
+    xp[n_lay:] = 0
+    v = xp[:n_lay].reshape(C, Hp, Wq)
+    h, w = min(H, Hp - pt), min(W, Wq - pl)
+    v[:, :pt] = 0
+    v[:, pt + h :] = 0
+    v[:, pt : pt + h, :pl] = 0
+    v[:, pt : pt + h, pl + w :] = 0
+    v[:, pt : pt + h, pl : pl + w] = x[:, :h, :w]
+
+
+if numba is not None:
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _stem_rows(xf, offs, wp, b, lo, hi, M, oh, ow, wrow, yf, r0, r1):  # pragma: no cover - compiled
         # output rows r0 .. r1 of one sample: per block of _MB channels (clamped at M - 1), the rows' vectors in
-        # tiles of _NV (the last tile clamped at the last vector); vector j of the rows: row r0 + j // nvr, columns
-        # 16 (j % nvr) ..., its input at row * wrow (sh padded rows of the phase width) + column
+        # tiles of _NV; vector j of the rows: row r0 + j // nvr, columns 16 (j % nvr) ..., its input at row * wrow
+        # (sh padded rows of the phase width) + column. The vectors' offsets are tabled once (no divisions per tile),
+        # the table padded to whole tiles with the last vector (re-computed: the same sum, written twice).
         K = offs.shape[0]
         nvr = (ow + _VL - 1) // _VL
         nmb = wp.shape[0] // (K * _MB)
         has_b = b.shape[0] == M
-        xb = np.empty(_NV, np.intp)
-        yb = np.empty(_NV, np.intp)
-        nl = np.empty(_NV, np.intp)
-        yo = np.empty(_MB, np.intp)
-        bb = np.zeros(_MB, np.float32)
         total = (r1 - r0) * nvr
+        padded = (total + _NV - 1) // _NV * _NV
+        xb = np.empty(padded, np.intp)
+        yb = np.empty(padded, np.intp)
+        nl = np.empty(padded, np.intp)
+        j = 0
+        for row in range(r0, r1):
+            for col in range(0, nvr * _VL, _VL):
+                xb[j] = row * wrow + col
+                yb[j] = row * ow + col
+                nl[j] = min(_VL, ow - col)
+                j += 1
+        for j in range(total, padded):
+            xb[j], yb[j], nl[j] = xb[total - 1], yb[total - 1], nl[total - 1]
+        yo = np.empty(nmb * _MB, np.intp)
+        bb = np.zeros(nmb * _MB, np.float32)
+        for i in range(nmb * _MB):
+            m = min(i, M - 1)
+            yo[i] = m * (oh * ow)
+            if has_b:
+                bb[i] = b[m]
         for mb in range(nmb):
-            for i in range(_MB):
-                m = min(mb * _MB + i, M - 1)
-                yo[i] = m * (oh * ow)
-                if has_b:
-                    bb[i] = b[m]
-            for j0 in range(0, total, _NV):
-                for v in range(_NV):
-                    j = min(j0 + v, total - 1)
-                    row = r0 + j // nvr
-                    col = (j % nvr) * _VL
-                    xb[v] = row * wrow + col
-                    yb[v] = row * ow + col
-                    nl[v] = min(_VL, ow - col)
-                _tile(xf, xb, offs, K, wp, mb * K * _MB, yf, yb, nl, yo, bb, has_b, lo, hi)
+            ym, bm = yo[mb * _MB :], bb[mb * _MB :]
+            for j0 in range(0, padded, _NV):
+                _tile(xf, xb[j0:], offs, K, wp, mb * K * _MB, yf, yb[j0:], nl[j0:], ym, bm, has_b, lo, hi)
 
 
 def takes(cw, n: int, out, strides, dilations) -> bool:
     """Whether a convolution (ops/conv.py's ConvWeight ``cw``, spatial rank n, output map ``out``) takes this path:
-    group 1, float32, 2-D, not 1 x 1, C kh kw <= STEM_MAX_K, strides 1 or 2, undilated, on an AVX-512 machine with
-    the compiled extra on; rows narrower than _MIN_WIDTH only below the packed kernel's depth (_PACKED_DEPTH)."""
-    if not (n == 2 and PACKED_OK and cw.group == 1 and cw.dtype == np.float32 and enabled()):
+    group 1, float32, 2-D, not 1 x 1, C kh kw <= STEM_MAX_K (or within DEEP's limits), strides 1 or 2, undilated,
+    on an AVX-512 machine with the compiled extra on; rows narrower than _MIN_WIDTH only below the packed kernel's
+    depth (_PACKED_DEPTH)."""
+    if not (USE and n == 2 and PACKED_OK and cw.group == 1 and cw.dtype == np.float32 and enabled()):
         return False
     K = cw.Cg * cw.kernel[0] * cw.kernel[1]
+    strides = tuple(strides)
+    if K > STEM_MAX_K:
+        P = out[0] * out[1]
+        if not any(s == strides and (p is None or P <= p) and K <= k for s, p, k in DEEP):
+            return False
     return (
-        K <= STEM_MAX_K
-        and cw.kernel != (1, 1)  # a 1 x 1 is a GEMM on the input itself (conv.py)
+        cw.kernel != (1, 1)  # a 1 x 1 is a GEMM on the input itself (conv.py)
         and all(s in (1, 2) for s in strides)
         and tuple(dilations) == (1, 1)
         and (out[1] >= _MIN_WIDTH or K < _PACKED_DEPTH)
@@ -224,13 +251,22 @@ def pack_weight(wmat: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=64)
-def _tap_offsets(C: int, kh: int, kw: int, sw: int, Hp: int, Wq: int) -> np.ndarray:
-    """Where tap (c, ky, kx) of output (0, 0) lies in the phase layout (C, sw, Hp, Wq): phase kx % sw of channel
-    c, padded row ky, column kx // sw (output (oy, ox) adds oy sh Wq + ox), in the order of K = (c, ky, kx)."""
+def _layout(C: int, H: int, W: int, kernel, strides, begin, out):
+    """(Hp, Wq, offsets, size) of a shape's phase layout: Hp padded rows (those the windows reach), phases of Wq
+    columns, the offset of tap (c, ky, kx) of output (0, 0) (phase kx % sw of channel c, padded row ky, column
+    kx // sw; output (oy, ox) adds oy sh Wq + ox) in the order of K = (c, ky, kx), and the buffer's size (the
+    layout, then the slack a row's last vector reads past the phase width, masked off in the store)."""
+    (kh, kw), (sh, sw), (oh, ow) = kernel, strides, out
+    Hp = (oh - 1) * sh + kh
+    Wq = max(-(-(W + begin[1]) // sw), ow + (kw - 1) // sw)
     c, ky, kx = np.meshgrid(np.arange(C), np.arange(kh), np.arange(kw), indexing="ij")
     offs = (((c * sw + kx % sw) * Hp + ky) * Wq + kx // sw).reshape(-1).astype(np.intp)
     offs.flags.writeable = False  # shared by every call of the shape
-    return offs
+    return Hp, Wq, offs, C * sw * Hp * Wq + _VL
+
+
+_NO_BIAS = np.zeros((0,), np.float32)
+_F32 = np.dtype(np.float32)
 
 
 def conv2d_stem(x, wp, M, kernel, strides, begin, out, b=None, clip=None) -> np.ndarray:
@@ -240,28 +276,28 @@ def conv2d_stem(x, wp, M, kernel, strides, begin, out, b=None, clip=None) -> np.
     Layers of at least _SPLIT_FLOPS run in 2 parts over output rows (ops/_blas.py's helpers; each output the same
     sum either way)."""
     N, C, H, W = x.shape
-    (kh, kw), (sh, sw) = kernel, strides
     oh, ow = out
-    pt, pl = begin
-    Hp = (oh - 1) * sh + kh  # the padded rows the windows reach (more input rows are never read)
-    Wq = max(-(-(W + pl) // sw), ow + (kw - 1) // sw)
-    offs = _tap_offsets(C, kh, kw, sw, Hp, Wq)
-    # slack: a row's last vector reads up to 15 columns past the phase width (masked off in the store)
-    xp = np.empty(C * sw * Hp * Wq + _VL, np.float32)
+    Hp, Wq, offs, size = _layout(C, H, W, tuple(kernel), tuple(strides), tuple(begin), tuple(out))
+    xp = np.empty(size, np.float32)
     y = np.empty((N, M, oh, ow), np.float32)
-    bb = np.zeros((0,), np.float32) if b is None else np.ascontiguousarray(b, dtype=np.float32)
-    _, lo, hi = _clip_args(clip, np.dtype(np.float32))
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    K = C * kh * kw
-    parts = 2 if oh >= 2 and 2 * M * K * oh * ow >= _SPLIT_FLOPS else 1
-    cuts = [oh * i // parts for i in range(parts + 1)]
+    bb = _NO_BIAS if b is None else np.ascontiguousarray(b, dtype=np.float32)
+    _, lo, hi = _clip_args(clip, _F32)
+    if not (x.dtype == _F32 and x.flags.c_contiguous):
+        x = np.ascontiguousarray(x, dtype=np.float32)
+    sh, sw = strides
+    parts = 2 if oh >= 2 and 2 * M * offs.shape[0] * oh * ow >= _SPLIT_FLOPS else 1
     for n in range(N):
-        _phases(x[n], pt, pl, sw, Hp, Wq, xp)
+        (_phases1 if sw == 1 else _phases2)(x[n], begin[0], begin[1], Hp, Wq, xp)
         yf = y[n].reshape(-1)
+        if parts == 1:
+            _stem_rows(xp, offs, wp, bb, lo, hi, M, oh, ow, sh * Wq, yf, 0, oh)
+            continue
         run_parts(
             [
-                functools.partial(_stem_rows, xp, offs, wp, bb, lo, hi, M, oh, ow, sh * Wq, yf, r0, r1)
-                for r0, r1 in zip(cuts, cuts[1:])
+                functools.partial(
+                    _stem_rows, xp, offs, wp, bb, lo, hi, M, oh, ow, sh * Wq, yf, oh * i // 2, oh * (i + 1) // 2
+                )
+                for i in range(2)
             ]
         )
     return y

@@ -1,8 +1,9 @@
 """Depthwise convolution (one input channel per group, any channel multiplier), the paths conv_forward
 takes when C/group == 1.
 
-- with the optional compiled kernels (ops/_fast.py, ops/_fast_depthwise.py): one pass per plane, bias and clip
-  fused;
+- with the optional compiled kernels (ops/_fast_depthwise.py): one pass per plane, bias and clip fused; float32
+  3 x 3 and 5 x 5 layers at stride 1 or 2 on AVX-512 by register tiles that read the input in place
+  (ops/_fast_dwtiles.py);
 - in NumPy (the reference): the taps of each channel gathered as contiguous runs over the stride phases
   and reduced by a small batched GEMM in cache blocks, B riding in it as a row of ones; wide 2-D maps at
   row stride 1 compute 4 output rows per GEMM column (6 input rows x kw taps), gathering 4.5 instead of 9
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _fast, _fast_depthwise
+from . import _fast, _fast_depthwise, _fast_dwtiles
 from ._blas import matmul
 from ._window import FlatTaps, Geometry, prod
 
@@ -123,20 +124,29 @@ def depthwise(xc: np.ndarray, cw, geo, strides, dilations, b=None, clip=None) ->
         # (the compiled buffers hold one plane per stride phase: small strides only)
         # compiled (ops/_fast.py); the NumPy path below is their reference
         xc = np.ascontiguousarray(xc)
+        if _fast_dwtiles.tiles_apply(dt, mg, kernel, strides, dilations):  # float32 on AVX-512: register tiles
+            clip_args = _fast._clip_args(clip, dt)
+            return _fast_dwtiles.depthwise_tiles(
+                xc, cw.dw_taps(), bias_array(b, dt), strides, geo.begin, out, clip_args
+            )
         s1 = kernel == (3, 3) and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1)
         taps = not s1 and _fast_depthwise.applies(mg, kernel, strides, dilations)
         small = (
-            _fast.SMALL_MAP_3X3 if s1 else (_fast_depthwise.SMALL_MAP_5 if taps and kernel[1] == 5 else _fast.SMALL_MAP)
+            _fast_depthwise.SMALL_MAP_3X3
+            if s1
+            else (_fast_depthwise.SMALL_MAP_5 if taps and kernel[1] == 5 else _fast_depthwise.SMALL_MAP)
         )
         if mg == 1 and out[0] * out[1] <= small:
-            return _fast.depthwise2d_small(
+            return _fast_depthwise.depthwise2d_small(
                 xc, cw.dw_taps_last(), bias_array(b, dt), strides, dilations, geo.begin, out, clip
             )
         if taps:
             return _fast_depthwise.depthwise_taps(
                 xc, cw.dw_taps(), bias_array(b, dt), strides, geo.begin, out, _fast._clip_args(clip, dt)
             )
-        return _fast.depthwise2d(xc, cw.dw_taps(), bias_array(b, dt), mg, strides, dilations, geo.begin, out, clip)
+        return _fast_depthwise.depthwise2d(
+            xc, cw.dw_taps(), bias_array(b, dt), mg, strides, dilations, geo.begin, out, clip
+        )
     rows = _dw_rows_plan(xc.shape, geo, kernel, strides)
     yr = None if rows is None else _depthwise_rows(xc, cw, geo, strides, dilations, rows[0], rows[1], b)
     if yr is not None:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import KernelError
-from . import _fast, _fast_epilogue
+from . import _blas, _fast, _fast_epilogue
 from ._blas import matmul
 from ._registry import op
 from .activation import hard_sigmoid, leaky_relu, relu, sigmoid, softmax
@@ -285,7 +285,7 @@ def prepare_matmul_act(constants: tuple, attrs: dict) -> Callable | None:
         post = activation_of(attrs["post_activation"], attrs["post_activation_params"])
     except KernelError:
         return None
-    wc = np.ascontiguousarray(w)
+    wc = _blas.prepare_right(w)  # contiguous, or column panels (ops/_blas.py: faster for its shapes)
     bc = None if bias is None else np.ascontiguousarray(bias.reshape(-1))
     K, Nc = wc.shape
 
@@ -293,7 +293,7 @@ def prepare_matmul_act(constants: tuple, attrs: dict) -> Callable | None:
         x = np.asarray(x)
         if x.dtype != np.float32 or x.ndim < 1 or x.shape[-1] != K:
             return matmul_act(x, w_, b, residual, **attrs)
-        y = matmul(x.reshape(-1, K), wc)
+        y = _blas.matmul_panels(x.reshape(-1, K), wc)
         out_shape = x.shape[:-1] + (Nc,)
         if residual is not None and np.shape(residual) != out_shape:
             y = y.reshape(out_shape)

@@ -21,7 +21,11 @@ passes, in order (each in its module):
   Conv with a constant weight becomes a ``conv_act`` that knows its input's spatial size when the front end
   gave it (the Winograd transform is then prepared at load); the squeeze-and-excitation block (with the 1x1
   Conv reading it) as one step; a constant positive scale before a Softmax moved into the Softmax step; kernels
-  whose inputs a pass made constant prepared again.
+  whose inputs a pass made constant prepared again;
+- ``attention``: MatMul -> (scaled) Softmax -> MatMul, with the Transposes that feed it and the one after it,
+  as one ``attention_heads`` step (per head, the scores stay in cache; the transposes are views);
+- ``views``: the Transposes, Gathers and Splits that split a QKV projection into heads, when they feed only
+  attention steps (through reshapes), as views instead of copies.
 
 A value that is a graph output, is read by more than one node, or is an input overridable at run time (an
 ONNX initializer listed as a graph input) is never folded away. The fused and the written plan agree within
@@ -34,7 +38,7 @@ import os
 from collections.abc import Mapping
 
 from ..graph import Plan
-from . import cancel, fold, fuse
+from . import attention, cancel, fold, fuse, views
 from ._work import Work
 
 #: ``STDOPS_NO_OPTIMIZE=1`` keeps every plan as written (for bisecting an optimizer problem)
@@ -50,6 +54,8 @@ def optimize(plan: Plan, shapes: Mapping[str, tuple[int, ...]] | None = None) ->
     fold.run(work)
     cancel.run(work)
     fuse.run(work)
+    attention.run(work)
+    views.run(work)
     if work.changed:
         plan.fused = work.plan()
     return plan

@@ -109,6 +109,19 @@ def test_max_pooling_window_in_padding_is_flt_max():
     assert y[0, 0, 0] == -np.finfo(np.float32).max and y[0, 1, 1] == -1
 
 
+@needs_wheel
+@pytest.mark.parametrize(
+    "params", [{0: 0, 1: 3, 2: 2, 3: 1, 5: 1}, {0: 0, 1: 3, 2: 2, 3: 1, 5: 0}, {0: 0, 1: 2, 2: 1, 5: 2}]
+)
+def test_max_pooling_minus_inf_at_the_border_and_inside_matches_wheel(params):
+    """-inf inputs: a window reaching ncnn's -FLT_MAX padding gives -FLT_MAX, one inside the input -inf (stdops pads
+    with -inf and raises the border windows: both must come out as the wheel's)."""
+    x = f32(np.random.default_rng(9), 2, 9, 11)
+    x[0, :4, :4] = -np.inf  # the top-left windows: real taps all -inf, padding around them
+    x[1, 3:8, 4:9] = -np.inf  # interior windows of -inf only
+    check("Pooling", params, [], [x])
+
+
 # ----------------------------------------------------------------------------- SPP
 def spp_reference(x, pooling_type, levels):
     """SPP by hand: per level, bins of ceil(size / bins) over the zero-padded input."""

@@ -73,6 +73,10 @@ def test_split_rule_depends_on_the_shape_only():
     assert blas.split_plan((512, 4608), (4608, 49))[0] == "m"  # few columns: split the rows
     assert blas.split_plan((4, 256, 256), (4, 256, 256)) == ("batch", [0, 2, 4])
     assert blas.split_plan((3, 4), (4,)) is None
+    # a transformer's skinny GEMMs: never 64-row parts (each would re-pack the whole weight) nor 192-column ones
+    assert blas.split_plan((128, 1024), (1024, 256)) is None
+    assert blas.split_plan((197, 1536), (1536, 384)) is None
+    assert blas.split_plan((128, 256), (256, 1024)) == ("n", [0, 512, 1024])
 
 
 @pytest.mark.parametrize("shape", [(64, 147, 12544), (512, 4608, 49), (300, 700, 333)])
@@ -132,3 +136,32 @@ def test_flops_of_broadcast_shapes():
     assert blas._flops((5, 3, 4), (4, 7)) == 2 * 5 * 3 * 4 * 7
     assert blas._flops((4,), (2, 4, 6)) == 2 * 2 * 4 * 6
     assert blas._flops((3, 4), (4,)) == 2 * 3 * 4
+
+
+def test_panel_rule_depends_on_the_shape_only():
+    assert blas.panel_width(384, 1536) == blas.panel_width(256, 768) == 256
+    assert blas.panel_width(512, 2048) is None and blas.panel_width(384, 384) is None
+    w = np.zeros((8, 7), np.float32)
+    assert isinstance(blas.prepare_right(w), np.ndarray)  # kept whole
+    assert blas.prepare_right(np.asfortranarray(w)).flags.c_contiguous
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 384, 1536), (197, 384, 1152), (130, 256, 800), (700, 384, 2048)])
+def test_panels_are_the_product_and_the_same_bits_at_any_thread_count(fake, m, k, n):
+    """Column panels (the last one narrower where n is no multiple of the width) give the product, the same bits
+    with 1, 2 or 3 threads (the GEMMs of 2 and 4 parts included: 700 x 384 x 2048 is above both thresholds)."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    w = rng.standard_normal((k, n), dtype=np.float32)
+    prepared = blas.prepare_right(w)
+    assert isinstance(prepared, blas.Panels) and prepared.shape == (k, n) and prepared.cuts[-1] == n
+    results = []
+    for count in (1, 2, 3):
+        fake(count)
+        with blas.serial():
+            results.append(blas.matmul_panels(a, prepared))
+    exact = a.astype(np.float64) @ w.astype(np.float64)
+    bound = np.abs(a).astype(np.float64) @ np.abs(w).astype(np.float64)
+    assert results[0].shape == (m, n) and results[0].dtype == np.float32
+    assert np.all(np.abs(results[0] - exact) <= 1e-5 * bound)
+    assert all(np.array_equal(r, results[0]) for r in results[1:])

@@ -50,10 +50,46 @@ def compiled():
     _fast.set_enabled(prev)
 
 
-@pytest.mark.parametrize("xs,g,mult,k,s,d,pads,clip", DEPTHWISE)
+# ops/_fast_dwtiles.py's register tiles (float32, 3 x 3 and 5 x 5, strides 1 and 2, on AVX-512): tiles of 8 (stride
+# 1) or 4 (stride 2) output rows x 16 columns, with and without the border checks
+DEPTHWISE_TILES = [
+    (
+        (1, 3, 40, 41),
+        3,
+        1,
+        (3, 3),
+        (1, 1),
+        (1, 1),
+        (1, 1, 1, 1),
+        (0.0, 6.0),
+    ),  # tiles inside the plane and at its borders
+    ((2, 2, 37, 50), 2, 1, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), None),  # stride 2, batch 2, odd height
+    ((1, 3, 45, 67), 3, 1, (5, 5), (1, 1), (1, 1), (2, 2, 2, 2), (-1.0, 1.0)),  # 5 x 5, odd width
+    ((1, 2, 43, 71), 2, 1, (5, 5), (2, 2), (1, 1), (2, 2, 2, 2), (0.0, None)),  # 5 x 5 stride 2, odd width
+    ((1, 4, 7, 7), 4, 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (0.0, 6.0)),  # fewer rows than a tile
+    ((1, 3, 3, 2), 3, 1, (3, 3), (1, 1), (1, 1), (2, 3, 2, 3), None),  # pads wider than the plane
+    ((1, 2, 20, 35), 2, 1, (3, 3), (2, 2), (1, 1), (0, 0, 1, 1), None),  # TF's SAME at stride 2: pads after only
+    ((1, 2, 9, 19), 2, 1, (5, 5), (2, 2), (1, 1), (0, 3, 4, 1), (None, 0.5)),  # asymmetric pads
+    ((1, 2, 18, 33), 2, 1, (3, 3), (1, 1), (1, 1), (0, 0, 0, 0), None),  # no padding: a 31-wide output
+    ((3, 5, 14, 14), 5, 1, (5, 5), (2, 2), (1, 1), (1, 1, 2, 2), (0.0, 6.0)),  # batch 3
+]
+
+
+@pytest.mark.parametrize("xs,g,mult,k,s,d,pads,clip", DEPTHWISE + DEPTHWISE_TILES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("bias", [False, True])
-def test_depthwise_compiled_matches_numpy(xs, g, mult, k, s, d, pads, clip, dtype, bias, compiled):
+@pytest.mark.parametrize("tiles", [True, False])
+def test_depthwise_compiled_matches_numpy(xs, g, mult, k, s, d, pads, clip, dtype, bias, tiles, compiled, monkeypatch):
+    """Every compiled depthwise kernel against the NumPy path; ``tiles`` False: the float32 layers the register tiles
+    take run on the planar kernels instead (as on machines without AVX-512)."""
+    from stdops.ops import _fast_dwtiles
+
+    if not tiles:
+        if dtype != np.float32:
+            pytest.skip("the register tiles are float32 only: float64 takes the planar kernels either way")
+        monkeypatch.setattr(_fast_dwtiles, "PACKED_OK", False)
+    elif dtype == np.float32 and not _fast_dwtiles.PACKED_OK:
+        pytest.skip("the register tiles need AVX-512")
     x = RNG.standard_normal(xs).astype(dtype)
     w = RNG.standard_normal((g * mult, 1) + k).astype(dtype)
     b = RNG.standard_normal(g * mult).astype(dtype) if bias else None
@@ -84,9 +120,18 @@ def test_depthwise_compiled_non_finite(compiled):
     np.testing.assert_allclose(y_fast, y_ref, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("k,s", [((3, 3), (2, 2)), ((5, 5), (1, 1))])
-def test_depthwise_taps_non_finite(k, s, compiled):
-    """The same for ops/_fast_depthwise.py's kernel (maps above the channels-last threshold)."""
+@pytest.mark.parametrize("k,s", [((3, 3), (2, 2)), ((5, 5), (1, 1)), ((3, 3), (1, 1)), ((5, 5), (2, 2))])
+@pytest.mark.parametrize("tiles", [True, False])
+def test_depthwise_taps_non_finite(k, s, tiles, compiled, monkeypatch):
+    """The same for the register tiles (ops/_fast_dwtiles.py) and, without them, ops/_fast_depthwise.py's kernels
+    (maps above the channels-last threshold): inf and NaN at the borders and inside, an infinite weight against the
+    padding."""
+    from stdops.ops import _fast_dwtiles
+
+    if tiles and not _fast_dwtiles.PACKED_OK:
+        pytest.skip("the register tiles need AVX-512")
+    if not tiles:
+        monkeypatch.setattr(_fast_dwtiles, "PACKED_OK", False)
     x = RNG.standard_normal((1, 3, 36, 34)).astype(np.float32)
     x[0, 0, 2, 3], x[0, 1, 0, 0], x[0, 2, 35, 33] = np.inf, np.nan, -np.inf
     w = RNG.standard_normal((3, 1) + k).astype(np.float32)
@@ -161,7 +206,7 @@ def test_im2col_compiled_matches_numpy(xs, M, k, s, d, pads, blocks, compiled, m
     from stdops.ops import _fast_stem, _fast_windows
 
     monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)  # small maps take the direct kernel (tested below)
-    monkeypatch.setattr(_fast_stem, "STEM_MAX_K", 0)  # short sums take the stem kernel (tests/ops/test_fast_stem.py)
+    monkeypatch.setattr(_fast_stem, "USE", False)  # the stem kernel takes these (tests/ops/test_fast_stem.py)
 
     if blocks:  # blocks of a few output rows, the blocks as parts
         monkeypatch.setattr(_fast_windows, "_ONE_BLOCK", 0)
@@ -205,7 +250,7 @@ def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled,
     import stdops.ops.conv as conv_mod
     from stdops.ops import _fast_conv, _fast_stem
 
-    monkeypatch.setattr(_fast_stem, "STEM_MAX_K", 0)  # short sums take the stem kernel (tests/ops/test_fast_stem.py)
+    monkeypatch.setattr(_fast_stem, "USE", False)  # the stem kernel takes these (tests/ops/test_fast_stem.py)
 
     if not _fast_conv.PACKED_OK:
         pytest.skip("the packed kernel needs AVX-512")

@@ -29,6 +29,12 @@ STEMS = [
     ((1, 17, 10, 13), 10, (3, 3), (1, 1), (1, 1, 1, 1)),  # K = 153, near STEM_MAX_K, ow 13
     ((1, 3, 224, 224), 16, (3, 3), (2, 2), (1, 1, 1, 1)),  # the real MobileNetV3 stem (112 = 7 vectors)
     ((1, 1, 6, 6), 2, (7, 7), (2, 2), (3, 3, 3, 3)),  # a map smaller than the kernel, 3 x 3 outputs (K 49)
+    ((1, 2, 11, 13), 4, (5, 5), (2, 2), (2, 2, 1, 2)),  # even left padding at stride 2, odd width
+    ((1, 3, 12, 14), 6, (3, 3), (1, 1), (0, 0, 0, 0)),  # stride 1 unpadded
+    # deeper sums (DEEP): stride 1 on at most 784 / 196 outputs, stride 2
+    ((1, 32, 20, 21), 16, (3, 3), (1, 1), (1, 1, 1, 1)),  # K 288 on 20 x 21
+    ((1, 64, 14, 14), 20, (3, 3), (1, 1), (1, 1, 1, 1)),  # K 576 on 14 x 14
+    ((2, 40, 29, 30), 24, (3, 3), (2, 2), (1, 0, 1, 1)),  # K 360 at stride 2
 ]
 
 
@@ -110,7 +116,7 @@ def test_stem_propagates_nan_through_clip_and_keeps_inputs(compiled):
     [
         ((8, 3, 3, 3), (3, 3), (1, 1), 1, np.float32),  # stride 3
         ((8, 3, 3, 3), (1, 1), (2, 2), 1, np.float32),  # dilated
-        ((8, 32, 3, 3), (1, 1), (1, 1), 1, np.float32),  # K = 288 > STEM_MAX_K
+        ((8, 20, 3, 3), (1, 1), (1, 1), 1, np.float32),  # K = 180 > STEM_MAX_K, rows of 10
         ((8, 3, 3, 3), (2, 2), (1, 1), 1, np.float64),  # float64
         ((8, 3, 3, 3), (2, 2), (1, 1), 2, np.float32),  # grouped (3 channels per group)
         ((8, 3, 1, 1), (1, 1), (1, 1), 1, np.float32),  # 1 x 1
@@ -126,6 +132,25 @@ def test_stem_declines_what_it_does_not_take(w_shape, strides, dilations, group,
     assert not _fast_stem.takes(cw, 2, out, strides, dilations)
     conv_forward(x, cw, None, strides=strides, dilations=dilations, pads=(p,) * 4)
     assert cw._stem is None
+
+
+@pytest.mark.parametrize(
+    "C,out,strides,takes",
+    [
+        (17, (56, 56), (1, 1), True),  # K 153 <= STEM_MAX_K: any map
+        (18, (56, 56), (1, 1), False),  # K 162 on more than 784 outputs
+        (48, (28, 28), (1, 1), True),  # K 432 on 784
+        (49, (28, 28), (1, 1), False),
+        (64, (14, 14), (1, 1), True),  # K 576 on 196
+        (65, (14, 14), (1, 1), False),
+        (64, (56, 56), (2, 2), True),  # stride 2: K 576 on any map
+        (65, (56, 56), (2, 2), False),
+        (40, (28, 28), (2, 1), False),  # mixed strides: STEM_MAX_K only
+    ],
+)
+def test_stem_depth_limits(C, out, strides, takes, compiled):
+    cw = prepare_conv_weight(np.ones((8, C, 3, 3), np.float32))
+    assert _fast_stem.takes(cw, 2, out, strides, (1, 1)) is takes
 
 
 def test_stem_off_with_the_compiled_path():

@@ -319,8 +319,9 @@ def test_the_attention_scale_rides_in_the_softmax(spelling):
     consts = [("c", np.float32(0.3535534)), ("c0", np.float32(0.125)), ("d", np.float32(8.0))]
     m = model(_attention_scores(nodes), [("q", [2, 12, 16]), ("k", [2, 16, 12]), ("v", [2, 12, 8])], ["y"], consts)
     feeds = {"q": w(2, 12, 16, scale=1), "k": w(2, 16, 12, scale=1), "v": w(2, 12, 8)}
-    ours = check(m, feeds, ["softmax_rows"], {"mul", "div"})
-    (sm,) = [n for n in ours.plan.as_run.nodes if n.kernels == ("softmax_rows",)]
+    # the softmax step carries the scale; with the MatMuls around it, that step is the attention step
+    ours = check(m, feeds, ["attention_heads"], {"mul", "div", "softmax_rows"})
+    (sm,) = [n for n in ours.plan.as_run.nodes if n.kernels == ("attention_heads",)]
     want = float(np.float32(0.3535534))
     assert sm.bound.attrs["scale"] == pytest.approx(want if spelling == "one input" else 0.125, rel=1e-6)
 
@@ -352,3 +353,37 @@ def test_a_transpose_that_moves_only_unit_axes_is_a_reshape():
     ours = check(m, {"x": w(1, 6, 8)}, ["reshape", "transpose"])
     kernels = [n.kernels[0] for n in ours.plan.as_run.nodes if n.kernels]
     assert kernels.count("transpose") == 1 and kernels.index("reshape") < kernels.index("transpose")
+
+
+def _inverted_residual(stride, act1, act2, read_twice=False):
+    """1x1 Conv 8 -> 24 (+ act1) -> depthwise 3x3 Conv of it (+ act2) -> 1x1 Conv 24 -> 8 (+ x at stride 1):
+    MobileNetV2's block on a 12 x 12 map."""
+    acts = {
+        "clip": lambda i, o: [helper.make_node("Clip", [i, "lo", "hi"], [o])],
+        "relu": lambda i, o: [helper.make_node("Relu", [i], [o])],
+        "": lambda i, o: [helper.make_node("Identity", [i], [o])],
+        "silu": lambda i, o: [helper.make_node("Sigmoid", [i], [i + "s"]), helper.make_node("Mul", [i, i + "s"], [o])],
+        "hardswish": lambda i, o: [helper.make_node("HardSwish", [i], [o])],
+    }
+    nodes = [helper.make_node("Conv", ["x", "We", "Web"], ["e"]), *acts[act1]("e", "ea")]
+    nodes.append(helper.make_node("Conv", ["ea", "Wd", "Wdb"], ["d"], group=24, pads=[1] * 4, strides=[stride] * 2))
+    nodes += [*acts[act2]("d", "da"), helper.make_node("Conv", ["da", "Wp"], ["p"])]
+    nodes.append(helper.make_node("Add", ["x", "p"], ["y"]) if stride == 1 else helper.make_node("Relu", ["p"], ["y"]))
+    outputs = ["y", "ea"] if read_twice else ["y"]
+    inits = [("We", w(24, 8, 1, 1)), ("Web", w(24)), ("Wd", w(24, 1, 3, 3)), ("Wdb", w(24)), ("Wp", w(8, 24, 1, 1))]
+    inits += [("lo", np.float32(0)), ("hi", np.float32(6))]
+    return model(nodes, [("x", [2, 8, 12, 12])], outputs, inits)
+
+
+@pytest.mark.parametrize(
+    "stride,act1,act2",
+    [(1, "clip", "clip"), (2, "relu", ""), (1, "", "relu"), (2, "silu", "silu"), (1, "hardswish", "relu")],
+)
+def test_expansion_and_its_depthwise_are_one_step(stride, act1, act2):
+    ours = check(_inverted_residual(stride, act1, act2), {"x": w(2, 8, 12, 12, scale=3)}, ["expand_depthwise"])
+    assert len(ours.plan.as_run.nodes) == 2  # the block, and the projection with its residual / activation
+
+
+def test_an_expansion_read_twice_keeps_its_own_step():
+    m = _inverted_residual(1, "clip", "clip", read_twice=True)
+    check(m, {"x": w(2, 8, 12, 12, scale=3)}, ["conv_act"], ["expand_depthwise"])

@@ -78,6 +78,23 @@ def _pad(x: np.ndarray, begin, end, value) -> np.ndarray:
     return shape_pad.pad(x, pads, np.asarray(value, dtype=x.dtype), mode="constant")
 
 
+def _max_pool_flt_max_pads(x: np.ndarray, begin, end, kernel, strides) -> np.ndarray:
+    """Max pooling of x (C, *sp) float32 as over x padded with -FLT_MAX (ncnn's pad value), without the padded
+    copy (measured: 16 x 112 x 112, 3x3/2, 0.10 ms -> 0.05): the kernel pads with -inf, then every window that
+    reaches the padding is raised to -FLT_MAX, the one value the two paddings can tell apart (real taps all -inf,
+    or none)."""
+    y = pooling.max_pool_values(x[None], kernel_shape=kernel, strides=strides, pads=[*begin, *end])[0]
+    for ax in range(len(kernel)):
+        n, o, k, s = x.shape[1 + ax], y.shape[1 + ax], kernel[ax], strides[ax]
+        first = min(o, -(-begin[ax] // s))  # windows 0 .. first - 1 start in the leading padding
+        last = max(first, min(o, (n + begin[ax] - k) // s + 1))  # windows from last on end in the trailing padding
+        for lo, hi in ((0, first), (last, o)):
+            if lo < hi:
+                edge = y[(slice(None),) * (1 + ax) + (slice(lo, hi),)]
+                np.maximum(edge, -_FLT_MAX, out=edge)  # NaN stays NaN
+    return y
+
+
 def _adaptive(x: np.ndarray, out: tuple[int, ...], is_max: bool) -> np.ndarray:
     """Adaptive max / average pooling of x (C, *sp) to ``out``: a loop over the taps of the largest
     window, each tap one gather covering every output position."""
@@ -213,6 +230,8 @@ def _build_pool(p, nd: int, type_name: str):
                     f"{type_name}: kernel {kernel[ax]} is larger than the padded input {sp[ax] + b[ax] + e[ax]}"
                 )
         if is_max:
+            if x.dtype == np.float32 and (any(b) or any(e)):
+                return _max_pool_flt_max_pads(x, b, e, kernel, strides)
             xp = _pad(x, b, e, _pad_value_for(x, True))
             return pooling.max_pool_values(xp[None], kernel_shape=kernel, strides=strides)[0]
         xf = x.astype(np.float32, copy=False)

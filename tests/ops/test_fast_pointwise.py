@@ -1,0 +1,223 @@
+"""The compiled 1 x 1 convolution (stdops/ops/_fast_pointwise.py) against its NumPy reference: conv_forward with the
+compiled path turned off (one GEMM by OpenBLAS)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stdops.ops import _fast, _fast_pointwise
+from stdops.ops.conv import conv_forward, pointwise_compiled, prepare_conv_weight
+
+pytestmark = [
+    pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed"),
+    pytest.mark.skipif(not _fast_pointwise.PACKED_OK, reason="the pointwise kernel needs AVX-512"),
+]
+
+RNG = np.random.default_rng(31)
+
+# x shape, M, strides, pads, clip: M off the 6-channel blocks, positions off the 64-position blocks and the 16 lanes
+POINTWISE = [
+    ((1, 16, 16, 16), 24, (1, 1), (0, 0, 0, 0), (0.0, 6.0)),  # whole blocks of positions (256)
+    ((1, 3, 11, 13), 7, (1, 1), (0, 0, 0, 0), None),  # 143 positions: a partial block with a partial vector
+    ((2, 24, 12, 10), 13, (1, 1), (0, 0, 0, 0), (None, 0.5)),  # batch 2
+    ((1, 1, 10, 11), 1, (1, 1), (0, 0, 0, 0), (-1.0, None)),  # one channel in and out
+    ((1, 40, 21, 20), 96, (2, 2), (0, 0, 0, 0), (0.0, None)),  # stride 2 (a ResNet downsample): the input copied
+    ((1, 8, 10, 12), 10, (1, 1), (1, 0, 2, 1), None),  # padded 1 x 1: the borders are the bias alone
+    ((1, 300, 14, 14), 20, (1, 1), (0, 0, 0, 0), (0.0, 6.0)),  # K past MAX_K on a small map
+    ((1, 160, 17, 18), 33, (1, 1), (0, 0, 0, 0), None),  # K = 160, 306 positions
+    ((1, 5, 10, 10), 6, (1, 1), (0, 0, 0, 0), None),  # exactly MIN_P positions, one channel block
+]
+
+
+def _bound(x, w, b, kw):
+    return conv_forward(
+        np.abs(x), prepare_conv_weight(np.abs(w)), None if b is None else np.abs(b), **kw | {"clip": None}
+    )
+
+
+@pytest.mark.parametrize("xs,M,s,pads,clip", POINTWISE)
+@pytest.mark.parametrize("bias", [False, True])
+def test_pointwise_compiled_matches_numpy(xs, M, s, pads, clip, bias, monkeypatch):
+    monkeypatch.setattr(_fast, "_enabled", True)
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal((M, xs[1], 1, 1)).astype(np.float32)
+    b = RNG.standard_normal(M).astype(np.float32) if bias else None
+    kw = dict(strides=s, pads=pads, clip=clip)
+    cw = prepare_conv_weight(w)
+    if b is not None:
+        cw.fold_bias(b)
+    y_fast = conv_forward(x, cw, b, **kw)
+    assert "pw" in cw._dwrows  # the shape took the compiled kernel
+    monkeypatch.setattr(_fast, "_enabled", False)
+    assert not pointwise_compiled(cw, 2, y_fast.shape[2] * y_fast.shape[3])
+    y_ref = conv_forward(x, prepare_conv_weight(w), b, **kw)
+    assert y_fast.dtype == y_ref.dtype == np.float32 and y_fast.shape == y_ref.shape
+    # the same products summed in another order: within a few ulp of the sum of their magnitudes
+    assert np.all(np.abs(y_fast - y_ref) <= 1e-6 * _bound(x, w, b, kw) + 1e-30)
+
+
+def test_pointwise_layer_thresholds():
+    """The kernel takes small K on any map of at least MIN_P positions, large K only on small maps."""
+    assert _fast_pointwise.applies(96, 16, 112 * 112)
+    assert _fast_pointwise.applies(96, 576, 14 * 14)
+    assert not _fast_pointwise.applies(128, 512, 28 * 28)  # OpenBLAS's rate
+    assert not _fast_pointwise.applies(1280, 320, 7 * 7)  # ops/_fast_conv.py's direct kernel
+
+
+def test_pointwise_same_bits_at_1_and_2_threads(monkeypatch):
+    """Split in 2 parts over the positions (every output the same sum whichever thread computes it)."""
+    from stdops.ops import _blas
+
+    monkeypatch.setattr(_fast, "_enabled", True)
+    monkeypatch.setattr(_fast_pointwise, "_SPLIT_FLOPS", 0)
+    x = RNG.standard_normal((1, 24, 19, 17)).astype(np.float32)
+    w = RNG.standard_normal((30, 24, 1, 1)).astype(np.float32)
+    b = RNG.standard_normal(30).astype(np.float32)
+    results = []
+    for count in (1, 2):
+        monkeypatch.setattr(_blas, "threads", lambda count=count: count)
+        results.append(conv_forward(x, prepare_conv_weight(w), b, clip=(0.0, 6.0)))
+    assert np.array_equal(results[0], results[1])
+
+
+def test_pointwise_non_finite_and_inputs_kept(monkeypatch):
+    """NaN and inf reach exactly the outputs whose sums hold them (inf - inf and 0 * inf are NaN), as OpenBLAS's
+    GEMM gives; the clip keeps NaN; the inputs are not modified."""
+    monkeypatch.setattr(_fast, "_enabled", True)
+    x = RNG.standard_normal((1, 6, 12, 13)).astype(np.float32)
+    x[0, 2, 3, 4], x[0, 4, 10, 0], x[0, 0, 11, 12] = np.nan, np.inf, -np.inf
+    w = RNG.standard_normal((9, 6, 1, 1)).astype(np.float32)
+    w[5, 3, 0, 0] = np.inf
+    xc, wc = x.copy(), w.copy()
+    y_fast = conv_forward(x, prepare_conv_weight(w), None, clip=(0.0, 6.0))
+    np.testing.assert_array_equal(x, xc)
+    np.testing.assert_array_equal(w, wc)
+    monkeypatch.setattr(_fast, "_enabled", False)
+    with np.errstate(invalid="ignore"):
+        y_ref = conv_forward(x, prepare_conv_weight(w), None, clip=(0.0, 6.0))
+    np.testing.assert_array_equal(np.isnan(y_fast), np.isnan(y_ref))
+    assert np.isnan(y_fast[0, :, 3, 4]).all()  # the NaN reaches every output channel at its position
+    np.testing.assert_allclose(y_fast, y_ref, rtol=1e-5, atol=1e-5)
+
+
+# x shape, expanded channels, depthwise kernel, strides, pads, activations (expansion, depthwise): the fused
+# expansion + depthwise step (ops/fused_blocks.py on ops/_fast_pointwise.py pointwise_depthwise)
+EXPAND_DEPTHWISE = [
+    ((1, 16, 20, 20), 96, 3, 2, (1, 1, 1, 1), ("clip", (0.0, 6.0)), ("clip", (0.0, 6.0))),  # 4 rounds of 24
+    ((2, 5, 11, 13), 30, 3, 1, (1, 1, 1, 1), ("relu", ()), ("", ())),  # a partial round, batch 2, odd sizes
+    ((1, 8, 15, 14), 20, 5, 2, (2, 2, 2, 2), ("", ()), ("relu", ())),  # 5 x 5 stride 2, one partial round
+    ((1, 7, 12, 12), 49, 5, 1, (2, 1, 2, 3), ("clip", (-1.0, 1.0)), ("clip", (float("nan"), 0.5))),  # asymmetric
+    ((2, 6, 9, 9), 12, 3, 1, (1, 1, 1, 1), ("clip", (0.0, 6.0)), ("relu", ())),  # 81 positions: the chain runs
+    ((1, 16, 16, 16), 48, 3, 2, (1, 1, 1, 1), ("silu", ()), ("silu", ())),  # EfficientNet's activations
+    ((1, 8, 14, 14), 30, 5, 1, (2, 2, 2, 2), ("hard_swish", (1 / 6, 0.5)), ("sigmoid", ())),  # MobileNetV3's
+]
+
+
+def _expand_depthwise_case(xs, M, k, s, pads, act1, act2, bias):
+    from stdops.ops import fused_blocks
+
+    x = RNG.standard_normal(xs).astype(np.float32) * np.float32(2)
+    w1 = RNG.standard_normal((M, xs[1], 1, 1)).astype(np.float32)
+    w2 = RNG.standard_normal((M, 1, k, k)).astype(np.float32)
+    b1 = RNG.standard_normal(M).astype(np.float32) if bias else None
+    b2 = RNG.standard_normal(M).astype(np.float32) if bias else None
+    attrs = dict(
+        activation=act1[0],
+        activation_params=act1[1],
+        dw_group=M,
+        dw_kernel_shape=(k, k),
+        dw_strides=(s, s),
+        dw_pads=pads,
+        dw_activation=act2[0],
+        dw_activation_params=act2[1],
+    )
+    step = fused_blocks.prepare_expand_depthwise((None, w1, w2, b1, b2), _defaults(fused_blocks) | attrs)
+    return fused_blocks, step, (x, w1, w2, b1, b2), attrs
+
+
+def _defaults(fused_blocks):
+    import inspect
+
+    sig = inspect.signature(fused_blocks.expand_depthwise)
+    return {n: p.default for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
+
+
+@pytest.mark.parametrize("xs,M,k,s,pads,act1,act2", EXPAND_DEPTHWISE)
+@pytest.mark.parametrize("bias", [False, True])
+def test_expand_depthwise_is_its_two_steps_bit_for_bit(xs, M, k, s, pads, act1, act2, bias, monkeypatch):
+    """The compiled block computes what the two prepared conv_act steps (each on its compiled kernel) compute, bit
+    for bit; the plain form (NumPy, the compiled path off) within the GEMM's rounding."""
+    monkeypatch.setattr(_fast, "_enabled", True)
+    fb, step, args, attrs = _expand_depthwise_case(xs, M, k, s, pads, act1, act2, bias)
+    calls = []
+    real = _fast_pointwise.pointwise_depthwise
+    monkeypatch.setattr(_fast_pointwise, "pointwise_depthwise", lambda *a: calls.append(1) or real(*a))
+    got = step(*args)
+    assert bool(calls) == (xs[2] * xs[3] >= _fast_pointwise.MIN_P)  # the block where the pointwise kernel applies
+    from stdops.ops import fused
+
+    x, w1, w2, b1, b2 = args
+    defaults = dict(fused.conv_act.__kwdefaults__)
+    expand = fused.prepare_conv_act((None, w1, b1), defaults | dict(activation=act1[0], activation_params=act1[1]))
+    dw = fused.prepare_conv_act((None, w2, b2), defaults | {a[3:]: v for a, v in attrs.items() if a.startswith("dw_")})
+    chain = dw(expand(x, w1, b1), w2, b2)  # the two prepared steps the block replaces
+    assert got.dtype == np.float32 and got.shape == chain.shape
+    np.testing.assert_array_equal(got, chain)
+    monkeypatch.setattr(_fast, "_enabled", False)
+    ref = fb.expand_depthwise(*args, **attrs)
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * float(np.abs(ref).max()))
+
+
+def test_expand_depthwise_same_bits_at_1_and_2_threads(monkeypatch):
+    from stdops.ops import _blas
+
+    monkeypatch.setattr(_fast, "_enabled", True)
+    monkeypatch.setattr(_fast_pointwise, "_SPLIT_FLOPS", 0)
+    _, step, args, _ = _expand_depthwise_case((1, 16, 20, 20), 96, 3, 2, (1, 1, 1, 1), ("clip", (0, 6)), ("", ()), True)
+    results = []
+    for count in (1, 2):
+        monkeypatch.setattr(_blas, "threads", lambda count=count: count)
+        results.append(step(*args))
+    assert np.array_equal(results[0], results[1])
+
+
+# activation (ops/fused.py's names and parameters): applied by the compiled 1 x 1 and depthwise kernels per tile
+TILE_ACTIVATIONS = [
+    ("silu", ()),
+    ("sigmoid", ()),
+    ("hard_swish", (1 / 6, 0.5)),
+    ("hard_sigmoid", (0.2, 0.5)),
+    ("leaky_relu", (0.1,)),
+    ("gelu", (2**0.5, 1.0)),
+]
+
+
+@pytest.mark.parametrize("act", TILE_ACTIVATIONS, ids=lambda a: a[0])
+@pytest.mark.parametrize("layer", ["pointwise", "depthwise"])
+def test_activation_in_the_kernels_is_the_epilogue_bit_for_bit(act, layer, monkeypatch):
+    """The compiled 1 x 1 and depthwise kernels with a following activation (what the fused block applies while
+    the outputs are in cache) give what their output through the epilogue pass gives, bit for bit: the same
+    function of each value, over spans that cross column blocks, planes and the 2 parts of a split."""
+    from stdops.ops import _fast_dwtiles, _fast_epilogue, fused
+
+    code = fused.activation_of(*act).code()
+    none = (False, 0.0, 0.0)
+    monkeypatch.setattr(_fast_pointwise, "_SPLIT_FLOPS", 0)  # 2 parts (the second from a column block inside)
+    if layer == "pointwise":
+        x = RNG.standard_normal((2, 12, 31, 13)).astype(np.float32).reshape(2, 12, -1) * np.float32(3)
+        x[0, 1, 7] = np.nan
+        w = RNG.standard_normal((20, 12)).astype(np.float32)
+        b = RNG.standard_normal(20).astype(np.float32)
+        wp = _fast_pointwise.pack_weight(w)
+        got = _fast_pointwise.pointwise(x, wp, 20, b, none, code)
+        want = _fast_pointwise.pointwise(x, wp, 20, b, none)
+    else:
+        x = RNG.standard_normal((2, 40, 13, 11)).astype(np.float32) * np.float32(3)
+        x[1, 3, 2, 2] = np.inf
+        w = RNG.standard_normal((40, 3, 3)).astype(np.float32)
+        args = (x, w, None, (1, 1), (1, 1), (13, 11), none)
+        got = _fast_dwtiles.depthwise_tiles(*args, code)
+        want = _fast_dwtiles.depthwise_tiles(*args)
+    want = _fast_epilogue.epilogue(want, None, code, None, (0, 0.0, 0.0))
+    np.testing.assert_array_equal(got, want)
