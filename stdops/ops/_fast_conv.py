@@ -7,7 +7,9 @@
   Kronecker GEMM each way and a scatter copy) cost more than the 16 products on 14 x 14 maps; the products by
   the packed kernel below (:func:`winograd_products`; ResNet-18 at 1 thread: 24.8 ms against 25.7 with
   OpenBLAS's; F(4,3)'s measured slower that way and stay on OpenBLAS), reading V in place (no copy into tiles:
-  256@14 1.40 -> 1.30 ms a layer, alternating). Reference: winograd.Tile.conv.
+  256@14 1.40 -> 1.30 ms a layer, alternating), in K chunks of 128, and where a row holds whole tiles of the
+  kernel (14 x 14 maps: 7 tiles and the junk one) without the junk column's products (1.08 -> 1.05 ms, 512@14 3.54
+  -> 3.25). Reference: winograd.Tile.conv.
 - :func:`conv2d_packed`: direct convolution for small maps, every product of a tile of 7 positions x 32 output
   channels summed in 14 AVX-512 registers (an LLVM intrinsic, :func:`_tile`: numba's own loops kept such
   accumulators in memory, 5x slower), the weights packed once and prefetched ahead so that reading them overlaps
@@ -171,7 +173,7 @@ def winograd2(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
     else:
         V = np.empty((16, C, N * L), dt)
     _wino2_in(np.ascontiguousarray(x, dtype=dt), bt, begin[0], begin[1], TH, TWp, V)
-    P = matmul(U, V) if Up is None else winograd_products(Up, V, N * L, M)  # (16, M, N L)
+    P = matmul(U, V) if Up is None else winograd_products(Up, V, N * L, M, (N, TH, TWp))  # (16, M, N L)
     y = np.empty((N, M) + tuple(out), dt)
     on, lo, hi = _clip_args(clip, dt)
     _wino2_out(P, at, TH, TW, TWp, np.zeros((0,), dt) if b is None else b, on, lo, hi, y)
@@ -375,15 +377,26 @@ if numba is not None:
                 dst[i] = 0
 
     @numba.njit(inline="always")
-    def _store_block(acc, mb, b, clip, lo, hi, y):  # pragma: no cover - compiled
-        # the accumulators of channel block mb (acc[p * 32 + j]: output p, channel 32 mb + j) + b, clipped, into y
+    def _store_block(acc, mb, b, clip, lo, hi, y, ybase=None):  # pragma: no cover - compiled
+        # the accumulators of channel block mb (acc[p * 32 + j]: output p, channel 32 mb + j) + b, clipped, into y;
+        # ``ybase`` (not empty): output i of tile pb goes to column ybase[pb] + i instead of 7 pb + i
         M, P = y.shape
-        R = _TILE_M
+        R, T = _TILE_M, _TILE_P
         has_b = b.shape[0] == M
+        mapped = ybase is not None and ybase.shape[0] > 0
         for j in range(min(R, M - mb * R)):
             m = mb * R + j
             bias = b[m] if has_b else np.float32(0)
             row = y[m]
+            if mapped:
+                for pb in range(ybase.shape[0]):
+                    q = ybase[pb]
+                    for i in range(T):
+                        v = acc[(pb * T + i) * R + j] + bias
+                        if clip:
+                            v = lo if v < lo else (hi if v > hi else v)
+                        row[q + i] = v
+                continue
             for p in range(P):
                 v = acc[p * R + j] + bias
                 if clip:
@@ -407,9 +420,9 @@ if numba is not None:
             _store_block(acc, mb, b, clip, lo, hi, y)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _gemm_taps(wp, xf, offs, tbase, step, kc, b, clip, lo, hi, y):  # pragma: no cover - compiled
+    def _gemm_taps(wp, xf, offs, tbase, step, kc, ybase, b, clip, lo, hi, y):  # pragma: no cover - compiled
         # _gemm_packed with the inputs read in place: term k of position i of tile pb is
-        # xf[tbase[pb] + offs[k] + step i] (step 1 or 2); the K loop in chunks of kc
+        # xf[tbase[pb] + offs[k] + step i] (step 1 or 2); the K loop in chunks of kc; ybase: see _store_block
         MB, K = wp.shape[0], wp.shape[1]
         NB = tbase.shape[0]
         wf = wp.reshape(-1)
@@ -429,7 +442,7 @@ if numba is not None:
                         _tile_taps1n(wf, wo, xf, tbase[pb], offs, k0, kn, acc, ao, k0 == 0)
                     else:
                         _tile_taps2n(wf, wo, xf, tbase[pb], offs, k0, kn, acc, ao, k0 == 0)
-            _store_block(acc, mb, b, clip, lo, hi, y)
+            _store_block(acc, mb, b, clip, lo, hi, y, ybase)
 
 
 def _gemm_parts(gemm, wp, args, y2d) -> None:
@@ -461,6 +474,7 @@ def pack_weight(wmat: np.ndarray) -> np.ndarray:
 
 #: read the inputs in place (:func:`_gemm_taps`) where every tile lies within one output row
 _IN_PLACE = True
+_NO_MAP = np.zeros((0,), np.intp)  # _gemm_taps's outputs in tile order
 
 
 @functools.lru_cache(maxsize=64)
@@ -481,8 +495,8 @@ def conv2d_packed(x, wp, M, kernel, strides, dilations, begin, out, b=None, clip
     """y (N, M, oh, ow) of the 2-D convolution (group 1) of x (N, C, H, W) float32 with the packed weights ``wp``
     (:func:`pack_weight` of W (M, C kh kw)), + b (M,) or None, clipped to ``clip``: per sample every product summed
     in registers over tiles of 7 positions, in the order of K (c, ky, kx), the weights read once from memory. The
-    inputs: where the rows hold whole tiles (ow a multiple of 7, equal strides, undilated) read in place from the
-    padded input split into its stride phases (one copy, a table of tap offsets), else gathered into tiles first
+    inputs: where the rows hold whole tiles (ow a multiple of 7, equal strides 1 or 2, undilated) read in place
+    from the padded input with rows outermost (one copy, a table of tap offsets), else gathered into tiles first
     (K contiguous). For small maps (the weights outweigh the columns). Reference: the im2col GEMM of conv.py."""
     N, C, H, W = x.shape
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
@@ -502,7 +516,10 @@ def conv2d_packed(x, wp, M, kernel, strides, dilations, begin, out, b=None, clip
         for n in range(N):
             np.copyto(xr[pt : pt + H, :, pl : pl + W], x[n, :, : Hp - pt, : Wp - pl].transpose(1, 0, 2))
             _gemm_parts(
-                _gemm_taps, wp, (xr.reshape(-1), offs, tbase, sh, _K_CHUNK, bb, on, lo, hi), y[n].reshape(M, oh * ow)
+                _gemm_taps,
+                wp,
+                (xr.reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi),
+                y[n].reshape(M, oh * ow),
             )
         return y
     # room for _pack_cols's 8th value at strides 1 and 2
@@ -523,40 +540,38 @@ def pack_winograd(U: np.ndarray) -> np.ndarray:
     return np.stack([pack_weight(u) for u in U])
 
 
-_WINO_IN_PLACE = True
-
-
 @functools.lru_cache(maxsize=64)
-def _rows_layout(C: int, L7: int) -> tuple:
-    """(offs, tbase) of a matrix (C, L7) read in place by _gemm_taps: row c at c L7, tile pb at 7 pb."""
-    offs, tbase = np.arange(C, dtype=np.intp) * L7, np.arange(0, L7, _TILE_P, dtype=np.intp)
+def _rows_layout(C: int, L: int, N: int, TH: int, TWp: int) -> tuple:
+    """(offs, tbase, ybase) of V[s] (C, L) read in place by _gemm_taps (row c at c L) for N samples of TH rows of
+    TWp tiles: where TWp - 1 is a multiple of 7, each row's real tiles in whole tiles of the kernel, the junk column
+    skipped (ybase: where their products go, the same columns); else 7 consecutive columns a tile (ybase empty)."""
+    offs = np.arange(C, dtype=np.intp) * L
+    if (TWp - 1) % _TILE_P == 0:
+        rows = (np.arange(N)[:, None] * TH + np.arange(TH)[None, :]).reshape(-1) * TWp
+        tbase = (rows[:, None] + np.arange(0, TWp - 1, _TILE_P)[None, :]).reshape(-1).astype(np.intp)
+        ybase = tbase
+    else:
+        tbase, ybase = np.arange(0, L, _TILE_P, dtype=np.intp), _NO_MAP
     for a in (offs, tbase):
         a.flags.writeable = False
-    return offs, tbase
+    return offs, tbase, ybase
 
 
-def winograd_products(Up: np.ndarray, V: np.ndarray, cols: int, M: int) -> np.ndarray:
+def winograd_products(Up: np.ndarray, V: np.ndarray, cols: int, M: int, rows=None) -> np.ndarray:
     """(n^2, M, cols): U[s] @ V[s, :, :cols] for every tile position s by the packed kernel, from Up (pack_winograd)
-    and V (n^2, C, whole tiles of columns, zero past ``cols``). OpenBLAS packs each U[s] from memory before its
-    products; here the weights stream once."""
+    and V (n^2, C, whole tiles of columns, zero past ``cols``), read in place. ``rows``: (N, TH, TWp) of the
+    transforms' tile layout: a row's junk column (the last) then takes no products where TWp - 1 is a multiple of
+    7 (14 x 14 maps by F(2,3): 7 tiles of products a row instead of 8; those columns of the result are garbage).
+    OpenBLAS packs each U[s] from memory before its products; here the weights stream once."""
     S, C, L7 = V.shape
     P = np.empty((S, M, cols), V.dtype)
     none = np.zeros((0,), V.dtype)
     z = np.float32(0)
-    if _WINO_IN_PLACE:  # V[s] read in place: term c of position i of tile pb is V[s, c, 7 pb + i]
-        offs, tbase = _rows_layout(C, L7)
+    offs, tbase, ybase = _rows_layout(C, L7, *(rows or (1, 0, 0)))
 
-        def part(s0: int, s1: int) -> None:
-            for s in range(s0, s1):
-                _gemm_taps(Up[s], V[s].reshape(-1), offs, tbase, 1, _K_CHUNK_WINO, none, False, z, z, P[s])
-
-    else:
-        Vp = np.empty((S, L7 // _TILE_P, C, _XS), V.dtype)  # the 8th value of each run unused
-        np.copyto(Vp[..., :_TILE_P], V.reshape(S, C, L7 // _TILE_P, _TILE_P).transpose(0, 2, 1, 3))
-
-        def part(s0: int, s1: int) -> None:
-            for s in range(s0, s1):
-                _gemm_packed(Up[s], Vp[s], none, False, z, z, P[s])
+    def part(s0: int, s1: int) -> None:
+        for s in range(s0, s1):
+            _gemm_taps(Up[s], V[s].reshape(-1), offs, tbase, 1, _K_CHUNK_WINO, ybase, none, False, z, z, P[s])
 
     # in 2 parts over the tile positions from _SPLIT_FLOPS (the same sums, whichever thread runs them)
     n = 2 if 2 * S * M * C * cols >= _SPLIT_FLOPS else 1

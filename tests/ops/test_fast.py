@@ -162,6 +162,7 @@ WINOGRAD = [
     ((1, 4, 6, 7), 3, (0, 0, 0, 0), (0.0, 6.0)),  # no padding
     ((1, 6, 5, 4), 2, (2, 1, 2, 1), None),  # more padding than a tile's overlap
     ((1, 32, 14, 14), 40, (1, 1, 1, 1), (0.0, None)),  # a ResNet layer3 shape, scaled down
+    ((2, 24, 14, 14), 36, (1, 1, 1, 1), (0.0, 6.0)),  # ... batch 2 (F(2,3): rows of 7 tiles, the junk skipped)
     ((1, 2, 3, 3), 3, (1, 1, 1, 1), None),  # one partial tile per axis
 ]
 
@@ -272,10 +273,11 @@ def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled,
     assert np.all(np.abs(y_fast - y_ref) <= 1e-6 * bound + 1e-30)  # the same products, summed in another order
 
 
-@pytest.mark.parametrize("xs,M,pads", [((1, 256, 7, 7), 128, (1, 1, 1, 1)), ((1, 64, 14, 14), 64, (1, 1, 1, 1))])
+@pytest.mark.parametrize("xs,M,pads", [((1, 256, 7, 7), 128, (1, 1, 1, 1)), ((2, 128, 14, 14), 128, (1, 1, 1, 1))])
 def test_packed_paths_give_the_same_bits_at_1_and_2_threads(xs, M, pads, compiled, monkeypatch):
-    """The direct kernel (7 x 7) and F(2,3)'s products (14 x 14) split in parts over channels / tile positions
-    when the caller has 2 threads: every output the same sum either way."""
+    """The direct kernel (7 x 7) and F(2,3)'s products (14 x 14, batch 2: tile rows skipping their junk column)
+    split in parts over channels / tile positions when the caller has 2 threads: every output the same sum either
+    way."""
     from stdops.ops import _blas, _fast_conv
 
     if not _fast_conv.PACKED_OK:
@@ -287,7 +289,9 @@ def test_packed_paths_give_the_same_bits_at_1_and_2_threads(xs, M, pads, compile
     results = []
     for count in (1, 2):
         monkeypatch.setattr(_blas, "threads", lambda count=count: count)
-        results.append(conv_forward(x, prepare_conv_weight(w), b, pads=pads, clip=(0.0, None)))
+        cw = prepare_conv_weight(w)
+        results.append(conv_forward(x, cw, b, pads=pads, clip=(0.0, None)))
+        assert (("packed", 2) in cw._wino) == (xs[2] == 14)  # 14 x 14: F(2,3) on the packed kernel
     assert np.array_equal(results[0], results[1])
 
 
