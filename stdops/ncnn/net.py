@@ -19,6 +19,7 @@ from ..ops.bind import Bound
 from ..optimize import optimize
 from . import layers as _layers  # noqa: F401  (registers every layer declaration)
 from . import param as _param
+from .fuse import twin_nodes
 from .modelbin import ModelBinReader
 from .spec import LAYERS, LayerSpec, Params, RawArray, RawScalar, resolve_params
 
@@ -144,6 +145,10 @@ class Net:
         self.input_names = inputs
         self.output_names = [t for d in pf.layers for t in d.tops if t not in consumed and t not in inputs]
         self.plan = optimize(Plan(nodes, inputs, self.output_names, path=self.path))  # stdops/optimize
+        twin = twin_nodes(nodes, self.output_names)  # fusions the optimizer cannot see (stdops/ncnn/fuse.py)
+        if twin is not None:
+            fused = optimize(Plan(twin, inputs, self.output_names, path=self.path))
+            self.plan.fused = fused.fused or fused
         self.blob_names = [t for d in pf.layers for t in d.tops]
 
     # ------------------------------------------------------------------ loading

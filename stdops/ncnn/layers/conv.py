@@ -321,7 +321,30 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str, int8_build=None,
         y = conv_for(pads)(xs[None], wf, bias)[0]
         return after(y) if after is not None else y
 
+    if nd == 2 and mode in ("explicit", "none") and pad_value == 0.0 and (act is None or step_act is not None):
+        # the layer as one onnx:Conv-like conv_act on a batch of 1, for the ncnn plan's fusions (stdops/ncnn/fuse.py)
+        run.conv_form = ConvForm(  # type: ignore[attr-defined]
+            wf,
+            bias,
+            {
+                **geo,
+                "kernel_shape": kernel,
+                "pads": tuple(begin) + tuple(end) if mode == "explicit" else (0,) * 4,
+                "activation": step_act[0] if step_act is not None else "",
+                "activation_params": tuple(step_act[1]) if step_act is not None else (),
+            },
+        )
     return run
+
+
+class ConvForm:
+    """A float32 2-D ncnn convolution layer as the shared ``conv_act`` kernel's inputs: W (M, C/group, kh, kw),
+    B (M,) or None, and its attributes (onnx:Conv's, outermost first, plus the fused activation)."""
+
+    __slots__ = ("w", "b", "attrs")
+
+    def __init__(self, w: np.ndarray, b: np.ndarray | None, attrs: dict):
+        self.w, self.b, self.attrs = w, b, attrs
 
 
 def _flat_inner_product(wf: np.ndarray, bias):
