@@ -165,7 +165,7 @@ WINOGRAD = [
     ((1, 32, 14, 14), 40, (1, 1, 1, 1), (0.0, None)),  # a ResNet layer3 shape, scaled down
     ((2, 24, 14, 14), 36, (1, 1, 1, 1), (0.0, 6.0)),  # ... batch 2 (F(2,3): rows of 7 tiles, the junk skipped)
     ((1, 2, 3, 3), 3, (1, 1, 1, 1), None),  # one partial tile per axis
-    # 256 input channels: F(4,3)'s products by the packed kernel too (float32)
+    # 256 input channels: F(4,3)'s products by the packed kernel too (float32; from 128 on)
     ((2, 256, 6, 28), 20, (1, 1, 1, 1), (0.0, None)),  # rows of 7 tiles (F(4,3)), batch 2
     ((1, 256, 9, 30), 33, (0, 1, 1, 0), None),  # rows of 8 tiles, asymmetric padding
 ]
