@@ -13,7 +13,7 @@ from ...errors import KernelError
 from ...ops import activation, elementwise, ml
 from ...ops.axes import norm_axis
 from ...ops.bind import bind
-from ..activation import FUSED, fused_activation
+from ..activation import FUSED, fused_activation, fused_step_activation
 from ..spec import P, W, layer
 
 _F32 = np.float32
@@ -93,7 +93,13 @@ def clip(p, w):
     """y = min(max(x, min), max) (min > max gives max everywhere)."""
     fn = elementwise.clip
     lo, hi = np.asarray(p.min, _F32), np.asarray(p.max, _F32)
-    return lambda x: fn(x, lo, hi)
+
+    def run(x):
+        return fn(x, lo, hi)
+
+    if not (np.isnan(lo) or np.isnan(hi)):  # the bounds as a fused step's clip (stdops/ncnn/fuse.py)
+        run.act_form = ("clip", (float(lo), float(hi)))
+    return run
 
 
 @layer("Erf", kernels=(elementwise.erf,))
@@ -185,7 +191,10 @@ def hardsigmoid(p, w):
 @layer("HardSwish", params=[P(0, "alpha", 0.2), P(1, "beta", 0.5)], kernels=FUSED)
 def hardswish(p, w):
     """y = x * clamp(x * alpha + beta, 0, 1) (the fused-activation helper, type 6)."""
-    return fused_activation(6, [p.alpha, p.beta])
+    fn = fused_activation(6, [p.alpha, p.beta])
+    # the activation as a fused step names it (stdops/ncnn/fuse.py folds the layer into the convolution before it)
+    fn.act_form = fused_step_activation(6, [p.alpha, p.beta])
+    return fn
 
 
 @layer("Mish", kernels=(activation.mish,))

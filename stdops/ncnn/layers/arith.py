@@ -238,7 +238,12 @@ def binaryop(p, w):
     if p.with_scalar:
         bv = np.asarray(p.b, _F32)
         return lambda a: fn(a, bv)
-    return lambda a, b: ncnn_binary(fn, a, b)
+
+    def run(a, b):
+        return ncnn_binary(fn, a, b)
+
+    run.binary_form = BINARY_NAMES[p.op_type]  # what stdops/ncnn/fuse.py matches
+    return run
 
 
 # --------------------------------------------------------------------------- Eltwise

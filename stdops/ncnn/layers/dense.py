@@ -17,9 +17,19 @@ import numpy as np
 from ...errors import KernelError
 from ...ops import indexing, linalg
 from ...ops.bind import bind
-from ..activation import FUSED, fused_activation
+from ..activation import FUSED, fused_activation, fused_step_activation
 from ..spec import P, W, layer
 from .quant import dequant_scales, float2int8, int8_epilogue, int8_input, quantize_rows
+
+
+class DenseForm:
+    """A float32 InnerProduct layer as a fused step takes it: W (num_output, num_input), B (num_output,) or None,
+    and its activation as (name, params) of stdops/ops/fused.py ("" for none)."""
+
+    __slots__ = ("w", "b", "activation")
+
+    def __init__(self, w: np.ndarray, b: np.ndarray | None, activation: tuple[str, tuple[float, ...]]):
+        self.w, self.b, self.activation = w, b, activation
 
 
 # ----------------------------------------------------------------------------- InnerProduct
@@ -89,6 +99,9 @@ def inner_product(p, w):
             y = act(y)
         return y[0] if flat else y
 
+    step_act = fused_step_activation(p.activation_type, p.activation_params)
+    if act is None or step_act is not None:  # for the ncnn plan's fusions (stdops/ncnn/fuse.py)
+        run.dense_form = DenseForm(wk, bias, step_act or ("", ()))
     return run
 
 

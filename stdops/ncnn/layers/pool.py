@@ -170,6 +170,8 @@ def _build_pool(p, nd: int, type_name: str):
             x = check(x)
             return fn(x[None])[0].reshape(x.shape[0])
 
+        if nd == 2:  # for the ncnn plan's fusions (stdops/ncnn/fuse.py)
+            run_global.pool_form = "global_max" if is_max else "global_average"  # type: ignore[attr-defined]
         return run_global
 
     if p.adaptive_pooling:
