@@ -185,23 +185,30 @@ def _clip_args(clip, dt):
     return clip is not None, dt.type(lo), dt.type(hi)
 
 
-def winograd(tile, x, U, b, begin, out, clip=None) -> np.ndarray:
+def winograd(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
     """The 3x3 stride-1 convolution of x (N, C, H, W) by Winograd F(4x4, 3x3) (``tile``: winograd.TILES[4])
     with the transformed weights U (36, M, C), + b (M,) or None, clipped to ``clip``: the input and output
     transforms compiled (one pass over X, one over Y), the 36 products one batched GEMM. Tiles are computed
     one column wider than the map (a junk column per tile row keeps every transform loop contiguous).
-    Reference: winograd.Tile.conv (NumPy)."""
+    ``Up``: U packed (ops/_fast_conv.py's pack_winograd, float32): the products by its packed kernel instead
+    of OpenBLAS. Reference: winograd.Tile.conv (NumPy)."""
     dt = U.dtype
     N, C = x.shape[:2]
     M = U.shape[1]
     TH, TW = -(-out[0] // 4), -(-out[1] // 4)
     TWp = TW + 1
     L = TH * TWp
-    V = np.empty((36, C, N * L), dt)
+    if Up is not None:  # V's columns padded to whole tiles of the packed kernel
+        from ._fast_conv import _TILE_P, winograd_products
+
+        V = np.empty((36, C, -(-(N * L) // _TILE_P) * _TILE_P), dt)
+        V[:, :, N * L :] = 0
+    else:
+        V = np.empty((36, C, N * L), dt)
     bt = tuple(dt.type(v) for v in tile.bt.reshape(-1))
     at = tuple(dt.type(v) for v in tile.at.reshape(-1))
     _wino4_in(np.ascontiguousarray(x, dtype=dt), bt, begin[0], begin[1], TH, TWp, V)
-    P = matmul(U, V)  # (36, M, N L)
+    P = matmul(U, V) if Up is None else winograd_products(Up, V, N * L, M, (N, TH, TWp))  # (36, M, N L)
     y = np.empty((N, M) + tuple(out), dt)
     _wino4_out(P, at, TH, TW, TWp, np.zeros((0,), dt) if b is None else b, *_clip_args(clip, dt), y)
     return y

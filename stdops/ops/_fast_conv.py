@@ -6,14 +6,20 @@
   loop contiguous; bias and clip in the output stage. The NumPy transforms (winograd.Tile.conv: a gather copy, a
   Kronecker GEMM each way and a scatter copy) cost more than the 16 products on 14 x 14 maps; the products by
   the packed kernel below (:func:`winograd_products`; ResNet-18 at 1 thread: 24.8 ms against 25.7 with
-  OpenBLAS's; F(4,3)'s measured slower that way and stay on OpenBLAS). Reference: winograd.Tile.conv.
+  OpenBLAS's; F(4,3)'s measured slower that way and stay on OpenBLAS), reading V in place (no copy into tiles:
+  256@14 1.40 -> 1.30 ms a layer, alternating), in K chunks of 128, and where a row holds whole tiles of the
+  kernel (14 x 14 maps: 7 tiles and the junk one) without the junk column's products (1.08 -> 1.05 ms, 512@14 3.54
+  -> 3.25). Reference: winograd.Tile.conv.
 - :func:`conv2d_packed`: direct convolution for small maps, every product of a tile of 7 positions x 32 output
   channels summed in 14 AVX-512 registers (an LLVM intrinsic, :func:`_tile`: numba's own loops kept such
   accumulators in memory, 5x slower), the weights packed once and prefetched ahead so that reading them overlaps
   the products. ResNet-18 at 1 thread: 23.8 ms against 27.7 by im2col + OpenBLAS (layer4's 3x3 512@7: 1.85 ms
-  against 2.9). Reading the inputs in place from the stride-phase layout through a table of tap offsets instead
-  of gathering them into tiles first measured slower (stride 2: 1.03 ms against 0.93). Reference: conv.py's im2col
-  GEMM.
+  against 2.9). Where every tile lies within one output row (ow a multiple of 7: ResNet's 56/28/14/7 maps) the
+  inputs are read in place, through a table of tap offsets, from a padded copy with rows outermost (H, C, W): a row
+  of tiles then reads kh contiguous runs, with no gather pass (alternating, 1 thread: 512@7 1.78 -> 1.62 ms, 3x3/2
+  256@14 0.86 -> 0.84, 3x3/2 128@28 0.89 -> 0.82; the same bits). The stride-phase layout instead (channels
+  outermost) measured slower at stride 2 (its split pass, and each tile's runs spread over 4 planes per channel).
+  Reference: conv.py's im2col GEMM.
 
 Strict IEEE arithmetic except fused multiply-add (numba's ``contract``), each output summing its terms in a fixed
 order, as ops/_fast.py.
@@ -167,7 +173,7 @@ def winograd2(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
     else:
         V = np.empty((16, C, N * L), dt)
     _wino2_in(np.ascontiguousarray(x, dtype=dt), bt, begin[0], begin[1], TH, TWp, V)
-    P = matmul(U, V) if Up is None else winograd_products(Up, V, N * L, M)  # (16, M, N L)
+    P = matmul(U, V) if Up is None else winograd_products(Up, V, N * L, M, (N, TH, TWp))  # (16, M, N L)
     y = np.empty((N, M) + tuple(out), dt)
     on, lo, hi = _clip_args(clip, dt)
     _wino2_out(P, at, TH, TW, TWp, np.zeros((0,), dt) if b is None else b, on, lo, hi, y)
@@ -189,21 +195,25 @@ _K_CHUNK = 256
 #: multiplies). Measured in ResNet-18 (layer4's 512 x 4608 x 49 products): 1.48 ms a layer against 1.70 prefetching
 #: 32 steps ahead into L1, 2.0 by OpenBLAS
 _PREFETCH = _K_CHUNK
+#: Winograd's products (K = C, their columns read in place, a row per term) in chunks of half as many: the weights
+#: and the rows a tile reads then share L1 (alternating, 1 thread: F(2,3) 256@14 1.18 -> 1.10 ms, 512@14 4.2 -> 3.7;
+#: 64 or 96: the same within noise; the direct path: no difference, it keeps _K_CHUNK)
+_K_CHUNK_WINO = 128
 
 if numba is not None:
     from llvmlite import ir
     from numba.core import cgutils, types
     from numba.extending import intrinsic
 
-    @intrinsic
-    def _tile(typingctx, wp, woff, xp, xoff, kn, acc, aoff, first):  # pragma: no cover - compiled
-        """acc[aoff + i * 32 + j] (+)= sum_{k < kn} xp[xoff + 7 k + i] * wp[woff + 32 k + j] for i < 7, j < 32: the
-        14 accumulators in registers (stack slots promoted), one fused multiply-add per term in the order of k
-        (``first``: start from zero, else from acc)."""
-        sig = types.void(wp, types.intp, xp, types.intp, types.intp, acc, types.intp, types.boolean)
+    def _tile_codegen(taps: bool, step: int = 1, ahead: bool = True):
+        """The code of the register tile; ``taps``: the inputs read in place, xp[xoff + offs[k] + step i] (a table
+        of tap offsets), instead of from packed columns, xp[xoff + _XS k + i]."""
 
         def codegen(context, builder, signature, args):
-            wp_, woff_, xp_, xoff_, kn_, acc_, aoff_, first_ = args
+            if taps:
+                wp_, woff_, xp_, xoff_, offs_, koff_, kn_, acc_, aoff_, first_ = args
+            else:
+                wp_, woff_, xp_, xoff_, kn_, acc_, aoff_, first_ = args
             f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
             vec = ir.VectorType(f32, _VL)
             vptr = vec.as_pointer()
@@ -211,7 +221,8 @@ if numba is not None:
             nv = _TILE_M // _VL
             wdata = context.make_array(signature.args[0])(context, builder, wp_).data
             xdata = context.make_array(signature.args[2])(context, builder, xp_).data
-            adata = context.make_array(signature.args[5])(context, builder, acc_).data
+            adata = context.make_array(signature.args[-3])(context, builder, acc_).data
+            odata = context.make_array(signature.args[4])(context, builder, offs_).data if taps else None
             fma = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
             )
@@ -238,22 +249,26 @@ if numba is not None:
                             builder.store(builder.load(p, align=4), s)
             wbase = builder.gep(wdata, [woff_])
             xbase = builder.gep(xdata, [xoff_])
+            obase = builder.gep(odata, [koff_]) if taps else None
             splat = ir.Constant(ir.VectorType(i32, _VL), [0] * _VL)
             undef = ir.Constant(vec, ir.Undefined)
             with cgutils.for_range(builder, kn_) as loop:
                 k = loop.index
                 wk = builder.gep(wbase, [builder.mul(k, ir.Constant(k.type, _TILE_M))])
-                for h in range(nv):
-                    ahead = builder.bitcast(builder.gep(wk, [ir.Constant(k.type, _PREFETCH * _TILE_M + h * _VL)]), i8p)
+                for h in range(nv if ahead else 0):
+                    pf = builder.bitcast(builder.gep(wk, [ir.Constant(k.type, _PREFETCH * _TILE_M + h * _VL)]), i8p)
                     # read, locality 2 (L2), data
-                    builder.call(prefetch, [ahead, ir.Constant(i32, 0), ir.Constant(i32, 2), ir.Constant(i32, 1)])
+                    builder.call(prefetch, [pf, ir.Constant(i32, 0), ir.Constant(i32, 2), ir.Constant(i32, 1)])
                 ws = [
                     builder.load(builder.bitcast(builder.gep(wk, [ir.Constant(k.type, h * _VL)]), vptr), align=4)
                     for h in range(nv)
                 ]
-                xk = builder.gep(xbase, [builder.mul(k, ir.Constant(k.type, _XS))])
+                if taps:
+                    xk = builder.gep(xbase, [builder.load(builder.gep(obase, [k]))])
+                else:
+                    xk = builder.gep(xbase, [builder.mul(k, ir.Constant(k.type, _XS))])
                 for i in range(_TILE_P):
-                    s = builder.load(builder.gep(xk, [ir.Constant(k.type, i)]))
+                    s = builder.load(builder.gep(xk, [ir.Constant(k.type, step * i if taps else i)]))
                     bc = builder.shuffle_vector(builder.insert_element(undef, s, ir.Constant(i32, 0)), undef, splat)
                     for h in range(nv):
                         builder.store(builder.call(fma, [bc, ws[h], builder.load(slots[i][h])]), slots[i][h])
@@ -262,7 +277,38 @@ if numba is not None:
                     builder.store(builder.load(s), p, align=4)
             return context.get_dummy_value()
 
-        return sig, codegen
+        return codegen
+
+    @intrinsic
+    def _tile(typingctx, wp, woff, xp, xoff, kn, acc, aoff, first):  # pragma: no cover - compiled
+        """acc[aoff + i * 32 + j] (+)= sum_{k < kn} xp[xoff + 8 k + i] * wp[woff + 32 k + j] for i < 7, j < 32: the
+        14 accumulators in registers (stack slots promoted), one fused multiply-add per term in the order of k
+        (``first``: start from zero, else from acc)."""
+        sig = types.void(wp, types.intp, xp, types.intp, types.intp, acc, types.intp, types.boolean)
+        return sig, _tile_codegen(False)
+
+    def _tile_taps_sig(wp, xp, offs, acc):
+        return types.void(wp, types.intp, xp, types.intp, offs, types.intp, types.intp, acc, types.intp, types.boolean)
+
+    @intrinsic
+    def _tile_taps1(typingctx, wp, woff, xp, xoff, offs, koff, kn, acc, aoff, first):  # pragma: no cover - compiled
+        """As _tile, the inputs read in place: xp[xoff + offs[koff + k] + i] for term k of position i."""
+        return _tile_taps_sig(wp, xp, offs, acc), _tile_codegen(True, 1)
+
+    @intrinsic
+    def _tile_taps2(typingctx, wp, woff, xp, xoff, offs, koff, kn, acc, aoff, first):  # pragma: no cover - compiled
+        """As _tile_taps1 at stride 2: xp[xoff + offs[koff + k] + 2 i]."""
+        return _tile_taps_sig(wp, xp, offs, acc), _tile_codegen(True, 2)
+
+    @intrinsic
+    def _tile_taps1n(typingctx, wp, woff, xp, xoff, offs, koff, kn, acc, aoff, first):  # pragma: no cover - compiled
+        """_tile_taps1 without the weights' prefetch (a later tile of the same weights)."""
+        return _tile_taps_sig(wp, xp, offs, acc), _tile_codegen(True, 1, False)
+
+    @intrinsic
+    def _tile_taps2n(typingctx, wp, woff, xp, xoff, offs, koff, kn, acc, aoff, first):  # pragma: no cover - compiled
+        """_tile_taps2 without the weights' prefetch."""
+        return _tile_taps_sig(wp, xp, offs, acc), _tile_codegen(True, 2, False)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _pack_cols(xpad, kh, kw, sh, sw, dh, dw, oh, ow, xp):  # pragma: no cover - compiled
@@ -330,14 +376,39 @@ if numba is not None:
             for i in range(n, T):
                 dst[i] = 0
 
+    @numba.njit(inline="always")
+    def _store_block(acc, mb, b, clip, lo, hi, y, ybase=None):  # pragma: no cover - compiled
+        # the accumulators of channel block mb (acc[p * 32 + j]: output p, channel 32 mb + j) + b, clipped, into y;
+        # ``ybase`` (not empty): output i of tile pb goes to column ybase[pb] + i instead of 7 pb + i
+        M, P = y.shape
+        R, T = _TILE_M, _TILE_P
+        has_b = b.shape[0] == M
+        mapped = ybase is not None and ybase.shape[0] > 0
+        for j in range(min(R, M - mb * R)):
+            m = mb * R + j
+            bias = b[m] if has_b else np.float32(0)
+            row = y[m]
+            if mapped:
+                for pb in range(ybase.shape[0]):
+                    q = ybase[pb]
+                    for i in range(T):
+                        v = acc[(pb * T + i) * R + j] + bias
+                        if clip:
+                            v = lo if v < lo else (hi if v > hi else v)
+                        row[q + i] = v
+                continue
+            for p in range(P):
+                v = acc[p * R + j] + bias
+                if clip:
+                    v = lo if v < lo else (hi if v > hi else v)  # NaN stays NaN
+                row[p] = v
+
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _gemm_packed(wp, xp, b, clip, lo, hi, y):  # pragma: no cover - compiled
         # y (M, P) = wp (M/32 packed) @ xp (columns packed) + b, clipped: for each block of 32 channels, the K chunks
         # outermost (their weights stay in L1 for every position tile), the tiles' accumulators carried in acc
         MB, K = wp.shape[0], wp.shape[1]
         NB = xp.shape[0]
-        M, P = y.shape
-        has_b = b.shape[0] == M
         wf, xf = wp.reshape(-1), xp.reshape(-1)
         T, R = _TILE_P, _TILE_M
         acc = np.empty(NB * T * R, np.float32)
@@ -346,29 +417,48 @@ if numba is not None:
                 kn = min(_K_CHUNK, K - k0)
                 for pb in range(NB):
                     _tile(wf, (mb * K + k0) * R, xf, (pb * K + k0) * _XS, kn, acc, pb * T * R, k0 == 0)
-            for j in range(min(R, M - mb * R)):
-                m = mb * R + j
-                bias = b[m] if has_b else np.float32(0)
-                row = y[m]
-                for p in range(P):
-                    v = acc[p * R + j] + bias
-                    if clip:
-                        v = lo if v < lo else (hi if v > hi else v)  # NaN stays NaN
-                    row[p] = v
+            _store_block(acc, mb, b, clip, lo, hi, y)
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _gemm_taps(wp, xf, offs, tbase, step, kc, ybase, b, clip, lo, hi, y):  # pragma: no cover - compiled
+        # _gemm_packed with the inputs read in place: term k of position i of tile pb is
+        # xf[tbase[pb] + offs[k] + step i] (step 1 or 2); the K loop in chunks of kc; ybase: see _store_block
+        MB, K = wp.shape[0], wp.shape[1]
+        NB = tbase.shape[0]
+        wf = wp.reshape(-1)
+        T, R = _TILE_P, _TILE_M
+        acc = np.empty(NB * T * R, np.float32)
+        for mb in range(MB):
+            for k0 in range(0, K, kc):
+                kn = min(kc, K - k0)
+                for pb in range(NB):
+                    wo, ao = (mb * K + k0) * R, pb * T * R
+                    if pb == 0:  # the first tile prefetches the next weights (alternating: 2-3% faster)
+                        if step == 1:
+                            _tile_taps1(wf, wo, xf, tbase[pb], offs, k0, kn, acc, ao, k0 == 0)
+                        else:
+                            _tile_taps2(wf, wo, xf, tbase[pb], offs, k0, kn, acc, ao, k0 == 0)
+                    elif step == 1:
+                        _tile_taps1n(wf, wo, xf, tbase[pb], offs, k0, kn, acc, ao, k0 == 0)
+                    else:
+                        _tile_taps2n(wf, wo, xf, tbase[pb], offs, k0, kn, acc, ao, k0 == 0)
+            _store_block(acc, mb, b, clip, lo, hi, y, ybase)
 
 
-def _gemm_parts(wp, xp, b, on, lo, hi, y2d) -> None:
-    """_gemm_packed in parts over blocks of output channels (2 from _SPLIT_FLOPS, a rule on the shape alone: every
-    output sums the same products in the same order, whichever thread computes it), run by ops/_blas.py's helpers."""
+def _gemm_parts(gemm, wp, args, y2d) -> None:
+    """gemm(wp, *args, y) (_gemm_packed or _gemm_taps) in parts over blocks of output channels (2 from _SPLIT_FLOPS,
+    a rule on the shape alone: every output sums the same products in the same order, whichever thread computes
+    it), run by ops/_blas.py's helpers. ``args``: the inputs, then the bias (its last but 3), clip, lo and hi."""
     MB, K = wp.shape[0], wp.shape[1]
     M, P = y2d.shape
     n = 2 if MB >= 2 and 2 * M * K * P >= _SPLIT_FLOPS else 1
     cuts = [MB * i // n for i in range(n + 1)]
+    b = args[-4]
     parts = []
     for c0, c1 in zip(cuts, cuts[1:]):
         m0, m1 = c0 * _TILE_M, min(M, c1 * _TILE_M)
         bp = b[m0:m1] if b.shape[0] else b
-        parts.append(functools.partial(_gemm_packed, wp[c0:c1], xp, bp, on, lo, hi, y2d[m0:m1]))
+        parts.append(functools.partial(gemm, wp[c0:c1], *args[:-4], bp, *args[-3:], y2d[m0:m1]))
     run_parts(parts)
 
 
@@ -382,33 +472,66 @@ def pack_weight(wmat: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(wp.reshape(MB, _TILE_M, K).transpose(0, 2, 1))
 
 
+#: read the inputs in place (:func:`_gemm_taps`) where every tile lies within one output row
+_IN_PLACE = True
+_NO_MAP = np.zeros((0,), np.intp)  # _gemm_taps's outputs in tile order
+
+
+@functools.lru_cache(maxsize=64)
+def _taps_layout(C: int, kh: int, kw: int, s: int, oh: int, ow: int, Wp: int) -> tuple:
+    """(offs, tbase) of the in-place path over the padded input with rows outermost, (Hp, C, Wp): where term
+    k = (c, ky, kx) of output (0, 0) lies (output (oy, ox) adds oy s C Wp + ox s) and where each tile of 7 outputs
+    of a row starts."""
+    c, ky, kx = np.meshgrid(np.arange(C), np.arange(kh), np.arange(kw), indexing="ij")
+    offs = ((ky * C + c) * Wp + kx).reshape(-1).astype(np.intp)
+    p0 = np.arange(0, oh * ow, _TILE_P)
+    tbase = ((p0 // ow) * (s * C * Wp) + (p0 % ow) * s).astype(np.intp)
+    for a in (offs, tbase):
+        a.flags.writeable = False  # shared by every call of the shape
+    return offs, tbase
+
+
 def conv2d_packed(x, wp, M, kernel, strides, dilations, begin, out, b=None, clip=None) -> np.ndarray:
     """y (N, M, oh, ow) of the 2-D convolution (group 1) of x (N, C, H, W) float32 with the packed weights ``wp``
-    (:func:`pack_weight` of W (M, C kh kw)), + b (M,) or None, clipped to ``clip``: per sample the columns gathered
-    into tiles of 7 positions (K contiguous), then every product summed in registers, in the order of K (c, ky, kx),
-    the weights read once from memory. For small maps (the weights outweigh the columns). Reference: the im2col
-    GEMM of conv.py."""
+    (:func:`pack_weight` of W (M, C kh kw)), + b (M,) or None, clipped to ``clip``: per sample every product summed
+    in registers over tiles of 7 positions, in the order of K (c, ky, kx), the weights read once from memory. The
+    inputs: where the rows hold whole tiles (ow a multiple of 7, equal strides 1 or 2, undilated) read in place
+    from the padded input with rows outermost (one copy, a table of tap offsets), else gathered into tiles first
+    (K contiguous). For small maps (the weights outweigh the columns). Reference: the im2col GEMM of conv.py."""
     N, C, H, W = x.shape
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
     oh, ow = out
     K = C * kh * kw
     NB = -(-(oh * ow) // _TILE_P)
-    Hp = max(H + begin[0], (oh - 1) * sh + (kh - 1) * dh + 1)
-    Wp = max(W + begin[1], (ow - 1) * sw + (kw - 1) * dw + 1)
-    flat = (kh, kw, sh, sw) == (1, 1, 1, 1) and tuple(begin) == (0, 0) and (oh, ow) == (H, W)
-    # room for _pack_cols's 8th value at strides 1 and 2
-    xpad = None if flat else np.zeros((C, Hp, Wp + 2), np.float32)
-    xp = np.empty((NB, K, _XS), np.float32)
     y = np.empty((N, M, oh, ow), np.float32)
     bb = np.zeros((0,), np.float32) if b is None else b
     on, lo, hi = _clip_args(clip, np.dtype(np.float32))
+    flat = (kh, kw, sh, sw) == (1, 1, 1, 1) and tuple(begin) == (0, 0) and (oh, ow) == (H, W)
+    Hp = max(H + begin[0], (oh - 1) * sh + (kh - 1) * dh + 1)
+    Wp = max(W + begin[1], (ow - 1) * sw + (kw - 1) * dw + 1)
+    if _IN_PLACE and not flat and ow % _TILE_P == 0 and sh == sw and sh in (1, 2) and (dh, dw) == (1, 1):
+        offs, tbase = _taps_layout(C, kh, kw, sh, oh, ow, Wp)
+        xr = np.zeros((Hp, C, Wp), np.float32)  # rows outermost: a row of tiles reads kh contiguous runs
+        pt, pl = begin
+        for n in range(N):
+            np.copyto(xr[pt : pt + H, :, pl : pl + W], x[n, :, : Hp - pt, : Wp - pl].transpose(1, 0, 2))
+            _gemm_parts(
+                _gemm_taps,
+                wp,
+                (xr.reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi),
+                y[n].reshape(M, oh * ow),
+            )
+        return y
+    # room for _pack_cols's 8th value at strides 1 and 2
+    xpad = None if flat else np.zeros((C, Hp, Wp + 2), np.float32)
+    xp = np.empty((NB, K, _XS), np.float32)
     for n in range(N):
         if flat:  # no padding, no gather: the input's own layout (measured: 1024@14 0.06 ms against 0.23)
             _pack_flat(np.ascontiguousarray(x[n], np.float32).reshape(C, H * W), xp)
         elif xpad is not None:
             xpad[:, begin[0] : begin[0] + H, begin[1] : begin[1] + W] = x[n, :, : Hp - begin[0], : Wp - begin[1]]
             _pack_cols(xpad, kh, kw, sh, sw, dh, dw, oh, ow, xp)
-        _gemm_parts(wp, xp, bb, on, lo, hi, y[n].reshape(M, oh * ow))
+        _gemm_parts(_gemm_packed, wp, (xp, bb, on, lo, hi), y[n].reshape(M, oh * ow))
     return y
 
 
@@ -417,19 +540,38 @@ def pack_winograd(U: np.ndarray) -> np.ndarray:
     return np.stack([pack_weight(u) for u in U])
 
 
-def winograd_products(Up: np.ndarray, V: np.ndarray, cols: int, M: int) -> np.ndarray:
+@functools.lru_cache(maxsize=64)
+def _rows_layout(C: int, L: int, N: int, TH: int, TWp: int) -> tuple:
+    """(offs, tbase, ybase) of V[s] (C, L) read in place by _gemm_taps (row c at c L) for N samples of TH rows of
+    TWp tiles: where TWp - 1 is a multiple of 7, each row's real tiles in whole tiles of the kernel, the junk column
+    skipped (ybase: where their products go, the same columns); else 7 consecutive columns a tile (ybase empty)."""
+    offs = np.arange(C, dtype=np.intp) * L
+    if (TWp - 1) % _TILE_P == 0:
+        rows = (np.arange(N)[:, None] * TH + np.arange(TH)[None, :]).reshape(-1) * TWp
+        tbase = (rows[:, None] + np.arange(0, TWp - 1, _TILE_P)[None, :]).reshape(-1).astype(np.intp)
+        ybase = tbase
+    else:
+        tbase, ybase = np.arange(0, L, _TILE_P, dtype=np.intp), _NO_MAP
+    for a in (offs, tbase):
+        a.flags.writeable = False
+    return offs, tbase, ybase
+
+
+def winograd_products(Up: np.ndarray, V: np.ndarray, cols: int, M: int, rows=None) -> np.ndarray:
     """(n^2, M, cols): U[s] @ V[s, :, :cols] for every tile position s by the packed kernel, from Up (pack_winograd)
-    and V (n^2, C, whole tiles of columns, zero past ``cols``). OpenBLAS packs each U[s] from memory before its
-    products; here the weights stream once."""
+    and V (n^2, C, whole tiles of columns, zero past ``cols``), read in place. ``rows``: (N, TH, TWp) of the
+    transforms' tile layout: a row's junk column (the last) then takes no products where TWp - 1 is a multiple of
+    7 (14 x 14 maps by F(2,3): 7 tiles of products a row instead of 8; those columns of the result are garbage).
+    OpenBLAS packs each U[s] from memory before its products; here the weights stream once."""
     S, C, L7 = V.shape
-    Vp = np.empty((S, L7 // _TILE_P, C, _XS), V.dtype)  # the 8th value of each run unused
-    np.copyto(Vp[..., :_TILE_P], V.reshape(S, C, L7 // _TILE_P, _TILE_P).transpose(0, 2, 1, 3))
     P = np.empty((S, M, cols), V.dtype)
     none = np.zeros((0,), V.dtype)
+    z = np.float32(0)
+    offs, tbase, ybase = _rows_layout(C, L7, *(rows or (1, 0, 0)))
 
     def part(s0: int, s1: int) -> None:
         for s in range(s0, s1):
-            _gemm_packed(Up[s], Vp[s], none, False, np.float32(0), np.float32(0), P[s])
+            _gemm_taps(Up[s], V[s].reshape(-1), offs, tbase, 1, _K_CHUNK_WINO, ybase, none, False, z, z, P[s])
 
     # in 2 parts over the tile positions from _SPLIT_FLOPS (the same sums, whichever thread runs them)
     n = 2 if 2 * S * M * C * cols >= _SPLIT_FLOPS else 1

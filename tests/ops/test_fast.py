@@ -163,7 +163,11 @@ WINOGRAD = [
     ((1, 4, 6, 7), 3, (0, 0, 0, 0), (0.0, 6.0)),  # no padding
     ((1, 6, 5, 4), 2, (2, 1, 2, 1), None),  # more padding than a tile's overlap
     ((1, 32, 14, 14), 40, (1, 1, 1, 1), (0.0, None)),  # a ResNet layer3 shape, scaled down
+    ((2, 24, 14, 14), 36, (1, 1, 1, 1), (0.0, 6.0)),  # ... batch 2 (F(2,3): rows of 7 tiles, the junk skipped)
     ((1, 2, 3, 3), 3, (1, 1, 1, 1), None),  # one partial tile per axis
+    # 256 input channels: F(4,3)'s products by the packed kernel too (float32; from 128 on)
+    ((2, 256, 6, 28), 20, (1, 1, 1, 1), (0.0, None)),  # rows of 7 tiles (F(4,3)), batch 2
+    ((1, 256, 9, 30), 33, (0, 1, 1, 0), None),  # rows of 8 tiles, asymmetric padding
 ]
 
 
@@ -235,6 +239,13 @@ PACKED = [
     ((1, 3, 13, 13), 8, (7, 7), (2, 2), (1, 1), (3, 3, 3, 3), (0.0, 6.0)),  # a stem, K = 147
     ((1, 12, 10, 9), 17, (3, 2), (1, 2), (2, 1), (0, 2, 1, 0), None),  # dilated, asymmetric
     ((1, 20, 12, 10), 36, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), None),  # tiles within a row and across rows
+    # rows of whole tiles (ow a multiple of 7): the inputs read in place
+    ((2, 40, 14, 14), 33, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), (0.0, None)),  # stride 2, batch 2, M off 32
+    ((1, 24, 28, 28), 20, (3, 3), (2, 2), (1, 1), (0, 1, 1, 0), None),  # stride 2, asymmetric pads
+    ((1, 30, 5, 14), 36, (3, 3), (1, 1), (1, 1), (0, 1, 0, 1), (-0.5, 0.5)),  # 3 rows of 2 tiles, no row pads
+    ((1, 64, 14, 14), 48, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (0.0, 6.0)),  # few channels: no Winograd
+    ((1, 8, 7, 7), 16, (5, 5), (1, 1), (1, 1), (2, 2, 2, 2), None),  # 5 x 5
+    ((1, 16, 9, 29), 40, (3, 3), (2, 2), (1, 1), (1, 0, 1, 0), None),  # stride 2, odd input sizes: 5 x 14
 ]
 
 
@@ -266,10 +277,11 @@ def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled,
     assert np.all(np.abs(y_fast - y_ref) <= 1e-6 * bound + 1e-30)  # the same products, summed in another order
 
 
-@pytest.mark.parametrize("xs,M,pads", [((1, 256, 7, 7), 128, (1, 1, 1, 1)), ((1, 64, 14, 14), 64, (1, 1, 1, 1))])
+@pytest.mark.parametrize("xs,M,pads", [((1, 256, 7, 7), 128, (1, 1, 1, 1)), ((2, 128, 14, 14), 128, (1, 1, 1, 1))])
 def test_packed_paths_give_the_same_bits_at_1_and_2_threads(xs, M, pads, compiled, monkeypatch):
-    """The direct kernel (7 x 7) and F(2,3)'s products (14 x 14) split in parts over channels / tile positions
-    when the caller has 2 threads: every output the same sum either way."""
+    """The direct kernel (7 x 7) and F(2,3)'s products (14 x 14, batch 2: tile rows skipping their junk column)
+    split in parts over channels / tile positions when the caller has 2 threads: every output the same sum either
+    way."""
     from stdops.ops import _blas, _fast_conv
 
     if not _fast_conv.PACKED_OK:
@@ -281,8 +293,35 @@ def test_packed_paths_give_the_same_bits_at_1_and_2_threads(xs, M, pads, compile
     results = []
     for count in (1, 2):
         monkeypatch.setattr(_blas, "threads", lambda count=count: count)
-        results.append(conv_forward(x, prepare_conv_weight(w), b, pads=pads, clip=(0.0, None)))
+        cw = prepare_conv_weight(w)
+        results.append(conv_forward(x, cw, b, pads=pads, clip=(0.0, None)))
+        assert (("packed", 2) in cw._wino) == (xs[2] == 14)  # 14 x 14: F(2,3) on the packed kernel
     assert np.array_equal(results[0], results[1])
+
+
+@pytest.mark.parametrize("xs,M,k,s,pads", [(xs, M, k, s, p) for xs, M, k, s, d, p, _ in PACKED if d == (1, 1)])
+def test_direct_packed_in_place_reads_give_the_gathered_bits(xs, M, k, s, pads, compiled, monkeypatch):
+    """Rows of whole tiles read the inputs in place (a table of tap offsets), the others gather them into tiles:
+    the same products in the same order, so the same bits; a shape with ow a multiple of 7 takes the first."""
+    from stdops.ops import _fast_conv
+
+    if not _fast_conv.PACKED_OK:
+        pytest.skip("the packed kernel needs AVX-512")
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal((M, xs[1]) + k).astype(np.float32).reshape(M, -1)
+    b = RNG.standard_normal(M).astype(np.float32)
+    wp = _fast_conv.pack_weight(w)
+    from stdops.ops._window import geometry
+
+    geo = geometry(xs[2:], k, s, (1, 1), pads, "NOTSET")
+    calls = []
+    monkeypatch.setattr(_fast_conv, "_taps_layout", lambda *a, f=_fast_conv._taps_layout: calls.append(a) or f(*a))
+    args = (x, wp, M, k, s, (1, 1), geo.begin, geo.out, b, (0.0, None))
+    y_in_place = _fast_conv.conv2d_packed(*args)
+    flat = k == (1, 1) and s == (1, 1) and not any(pads)  # 1 x 1 on the input itself: neither
+    assert bool(calls) == (not flat and geo.out[1] % 7 == 0 and s[0] == s[1] and s[0] in (1, 2))
+    monkeypatch.setattr(_fast_conv, "_IN_PLACE", False)
+    assert np.array_equal(y_in_place, _fast_conv.conv2d_packed(*args))
 
 
 def test_direct_packed_propagates_nan_and_keeps_inputs(compiled):
