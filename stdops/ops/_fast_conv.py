@@ -205,6 +205,8 @@ if numba is not None:
     from numba.core import cgutils, types
     from numba.extending import intrinsic
 
+    from ._llvm_lanes import Lanes, data
+
     def _tile_codegen(taps: bool, step: int = 1, ahead: bool = True):
         """The code of the register tile; ``taps``: the inputs read in place, xp[xoff + offs[k] + step i] (a table
         of tap offsets), instead of from packed columns, xp[xoff + _XS k + i]."""
@@ -214,18 +216,13 @@ if numba is not None:
                 wp_, woff_, xp_, xoff_, offs_, koff_, kn_, acc_, aoff_, first_ = args
             else:
                 wp_, woff_, xp_, xoff_, kn_, acc_, aoff_, first_ = args
-            f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
-            vec = ir.VectorType(f32, _VL)
-            vptr = vec.as_pointer()
+            lanes = Lanes(builder)
+            i32, i64, vec, vptr, fma = lanes.i32, lanes.i64, lanes.vec, lanes.vptr, lanes.fma
             i8p = ir.IntType(8).as_pointer()
             nv = _TILE_M // _VL
-            wdata = context.make_array(signature.args[0])(context, builder, wp_).data
-            xdata = context.make_array(signature.args[2])(context, builder, xp_).data
-            adata = context.make_array(signature.args[-3])(context, builder, acc_).data
-            odata = context.make_array(signature.args[4])(context, builder, offs_).data if taps else None
-            fma = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
-            )
+            n_args = len(signature.args)
+            wdata, xdata, adata = (data(context, builder, signature, args, i) for i in (0, 2, n_args - 3))
+            odata = data(context, builder, signature, args, 4) if taps else None
             prefetch = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0i8"
             )
@@ -250,8 +247,6 @@ if numba is not None:
             wbase = builder.gep(wdata, [woff_])
             xbase = builder.gep(xdata, [xoff_])
             obase = builder.gep(odata, [koff_]) if taps else None
-            splat = ir.Constant(ir.VectorType(i32, _VL), [0] * _VL)
-            undef = ir.Constant(vec, ir.Undefined)
             with cgutils.for_range(builder, kn_) as loop:
                 k = loop.index
                 wk = builder.gep(wbase, [builder.mul(k, ir.Constant(k.type, _TILE_M))])
@@ -269,7 +264,7 @@ if numba is not None:
                     xk = builder.gep(xbase, [builder.mul(k, ir.Constant(k.type, _XS))])
                 for i in range(_TILE_P):
                     s = builder.load(builder.gep(xk, [ir.Constant(k.type, step * i if taps else i)]))
-                    bc = builder.shuffle_vector(builder.insert_element(undef, s, ir.Constant(i32, 0)), undef, splat)
+                    bc = lanes.splat(s)
                     for h in range(nv):
                         builder.store(builder.call(fma, [bc, ws[h], builder.load(slots[i][h])]), slots[i][h])
             for row, ptrs in zip(slots, aptrs):

@@ -63,6 +63,7 @@ if numba is not None:
     from numba.extending import intrinsic
 
     from ._fast_epilogue import _act_chunk, _tanh_chunk
+    from ._llvm_lanes import Lanes, data
 
     def _make_gemv(gates: int):
         """The packed GEMV for ``gates`` gates (an intrinsic: the accumulators stay in registers)."""
@@ -77,18 +78,10 @@ if numba is not None:
 
             def codegen(context, builder, signature, args):
                 rp_, roff_, h_, hoff_, K_, NG_, out_, Hp_ = args
-                f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
-                vec = ir.VectorType(f32, _VL)
-                vptr = vec.as_pointer()
-                rdata = context.make_array(signature.args[0])(context, builder, rp_).data
-                hdata = context.make_array(signature.args[2])(context, builder, h_).data
-                odata = context.make_array(signature.args[6])(context, builder, out_).data
-                fma = cgutils.get_or_insert_function(
-                    builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
-                )
+                lanes = Lanes(builder)
+                i64, vec, vptr, fma = lanes.i64, lanes.vec, lanes.vptr, lanes.fma
+                rdata, hdata, odata = (data(context, builder, signature, args, i) for i in (0, 2, 6))
                 slots = [cgutils.alloca_once(builder, vec) for _ in range(nacc)]
-                splat = ir.Constant(ir.VectorType(i32, _VL), [0] * _VL)
-                undef = ir.Constant(vec, ir.Undefined)
                 rbase = builder.gep(rdata, [roff_])
                 hbase = builder.gep(hdata, [hoff_])
                 with cgutils.for_range(builder, NG_) as groups:
@@ -100,9 +93,7 @@ if numba is not None:
                         k = inputs.index
                         wk = builder.gep(gbase, [builder.mul(k, ir.Constant(i64, row))])
                         s_ = builder.load(builder.gep(hbase, [k]))
-                        bc = builder.shuffle_vector(
-                            builder.insert_element(undef, s_, ir.Constant(i32, 0)), undef, splat
-                        )
+                        bc = lanes.splat(s_)
                         for j in range(nacc):
                             w = builder.load(
                                 builder.bitcast(builder.gep(wk, [ir.Constant(i64, j * _VL)]), vptr), align=4
@@ -209,33 +200,23 @@ if numba is not None:
         """The code of one group of 32 units for ``len(rows)`` rows of the same direction (see _lstm_group): one
         pass over the group's block of R for every row (8 accumulators a row), then each row's gates. ``arrays``:
         (type, value) of rp, h, gx, bias, c; ``rows``: per row the offsets (h in, gx, c, h out, y)."""
-        v = _Vec(builder)
-        vec, i32, i64 = v.vec, v.i32, ir.IntType(64)
-        vptr = vec.as_pointer()
-        i1v = ir.VectorType(ir.IntType(1), _VL)
+        v, lanes_ir = _Vec(builder), Lanes(builder)
+        vec, i32, i64, vptr = lanes_ir.vec, lanes_ir.i32, lanes_ir.i64, lanes_ir.vptr
+        fma, mload, mstore = lanes_ir.fma, lanes_ir.mload, lanes_ir.mstore
 
-        def data(k):
+        def arg_data(k):
             ty, val = arrays[k]
             return context.make_array(ty)(context, builder, val).data
 
-        rdata, hdata, gdata, bdata, cdata = (data(k) for k in range(5))
+        rdata, hdata, gdata, bdata, cdata = (arg_data(k) for k in range(5))
         rbase, bbase = builder.gep(rdata, [roff_]), builder.gep(bdata, [boff_])
-        mod = builder.module
-        fma = cgutils.get_or_insert_function(mod, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32")
-        mload = cgutils.get_or_insert_function(
-            mod, ir.FunctionType(vec, [vptr, i32, i1v, vec]), "llvm.masked.load.v16f32.p0v16f32"
-        )
-        mstore = cgutils.get_or_insert_function(
-            mod, ir.FunctionType(ir.VoidType(), [vec, vptr, i32, i1v]), "llvm.masked.store.v16f32.p0v16f32"
-        )
         nacc = 4 * _UNITS
         row = nacc * _VL
         slots = [[cgutils.alloca_once(builder, vec) for _ in range(nacc)] for _ in rows]
         for per_row in slots:
             for s_ in per_row:
                 builder.store(ir.Constant(vec, None), s_)
-        splat = ir.Constant(ir.VectorType(i32, _VL), [0] * _VL)
-        undef = ir.Constant(vec, ir.Undefined)
+        lane0 = ir.Constant(ir.VectorType(i32, _VL), [0] * _VL)  # a shuffle that broadcasts lane 0
         hbases = [builder.gep(hdata, [offs[0]]) for offs in rows]
         with cgutils.for_range(builder, H_) as inputs:  # the GEMV: each row's sums in the order of k, from zero
             k = inputs.index
@@ -246,7 +227,7 @@ if numba is not None:
             ]
             for hb_, per_row in zip(hbases, slots):
                 hk = builder.load(builder.gep(hb_, [k]))
-                bc = builder.shuffle_vector(builder.insert_element(undef, hk, ir.Constant(i32, 0)), undef, splat)
+                bc = lanes_ir.splat(hk)
                 for j in range(nacc):
                     builder.store(builder.call(fma, [bc, ws[j], builder.load(per_row[j])]), per_row[j])
         ivec64 = ir.VectorType(i64, _VL)
@@ -259,13 +240,13 @@ if numba is not None:
 
         for (_, goff_, coff_, hoff_, yoff_), per_row in zip(rows, slots):
             gbase, cbase = builder.gep(gdata, [goff_]), builder.gep(cdata, [coff_])
-            hobase, ybase = builder.gep(hdata, [hoff_]), builder.gep(data(5), [yoff_])
+            hobase, ybase = builder.gep(hdata, [hoff_]), builder.gep(arg_data(5), [yoff_])
             for p in range(_UNITS):
                 u = ir.Constant(i64, p * _VL)
                 left = builder.sub(units_, u)  # units of this vector: lanes < left
                 lv = builder.insert_element(ir.Constant(ivec64, ir.Undefined), left, ir.Constant(i32, 0))
                 mask = builder.icmp_signed(
-                    "<", lanes, builder.shuffle_vector(lv, ir.Constant(ivec64, ir.Undefined), splat)
+                    "<", lanes, builder.shuffle_vector(lv, ir.Constant(ivec64, ir.Undefined), lane0)
                 )
                 z = []
                 for q in range(4):

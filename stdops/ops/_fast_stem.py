@@ -57,6 +57,8 @@ if numba is not None:
     from numba.core import cgutils, types
     from numba.extending import intrinsic
 
+    from ._llvm_lanes import Lanes, data
+
     @intrinsic
     def _tile(typingctx, xf, xb, offs, kn, wp, woff, yf, yb, nl, yo, bb, has_b, lo, hi):  # pragma: no cover
         """For i < _MB, v < _NV: yf[yo[i] + yb[v] + l] = clip(bb[i] (if has_b) + sum_{k < kn} wp[woff + _MB k + i]
@@ -66,29 +68,20 @@ if numba is not None:
 
         def codegen(context, builder, signature, args):
             xf_, xb_, offs_, kn_, wp_, woff_, yf_, yb_, nl_, yo_, bb_, hasb_, lo_, hi_ = args
-            f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
-            vec, lvec = ir.VectorType(f32, _VL), ir.VectorType(i64, _VL)
-            vptr = vec.as_pointer()
-
-            def data(i, value):
-                return context.make_array(signature.args[i])(context, builder, value).data
+            lanes = Lanes(builder)
+            i32, i64, vec, vptr, fma, store = lanes.i32, lanes.i64, lanes.vec, lanes.vptr, lanes.fma, lanes.mstore
+            lvec = ir.VectorType(i64, _VL)
 
             def item(ptr, i):
                 return builder.load(builder.gep(ptr, [ir.Constant(i64, i)]))
 
-            def splat(s, vt):
-                u = ir.Constant(vt, ir.Undefined)
+            def splat_i64(s):
+                u = ir.Constant(lvec, ir.Undefined)
                 zeros = ir.Constant(ir.VectorType(i32, _VL), [0] * _VL)
                 return builder.shuffle_vector(builder.insert_element(u, s, ir.Constant(i32, 0)), u, zeros)
 
-            xd, xbd, od, wd = data(0, xf_), data(1, xb_), data(2, offs_), data(4, wp_)
-            yd, ybd, nld, yod, bd = data(6, yf_), data(7, yb_), data(8, nl_), data(9, yo_), data(10, bb_)
-            fma = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32"
-            )
-            mask_t = ir.VectorType(ir.IntType(1), _VL)
-            store = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.VoidType(), [vec, vptr, i32, mask_t]), "llvm.masked.store.v16f32.p0"
+            xd, xbd, od, wd, yd, ybd, nld, yod, bd = (
+                data(context, builder, signature, args, i) for i in (0, 1, 2, 4, 6, 7, 8, 9, 10)
             )
             slots = [[cgutils.alloca_once(builder, vec) for _ in range(_NV)] for _ in range(_MB)]
             for row in slots:
@@ -102,17 +95,17 @@ if numba is not None:
                 xs = [builder.load(builder.bitcast(builder.gep(p, [off]), vptr), align=4) for p in xptrs]
                 wk = builder.gep(wbase, [builder.mul(k, ir.Constant(k.type, _MB))])
                 for i in range(_MB):
-                    w = splat(item(wk, i), vec)
+                    w = lanes.splat(item(wk, i))
                     for v in range(_NV):
                         builder.store(builder.call(fma, [w, xs[v], builder.load(slots[i][v])]), slots[i][v])
             # the epilogue: + bias, clip (lo/hi are -inf/inf when there is none; a NaN compares false and stays)
-            lov, hiv = splat(lo_, vec), splat(hi_, vec)
-            lanes = ir.Constant(lvec, list(range(_VL)))
-            masks = [builder.icmp_signed("<", lanes, splat(item(nld, v), lvec)) for v in range(_NV)]
+            lov, hiv = lanes.splat(lo_), lanes.splat(hi_)
+            lane = ir.Constant(lvec, list(range(_VL)))
+            masks = [builder.icmp_signed("<", lane, splat_i64(item(nld, v))) for v in range(_NV)]
             ybs = [item(ybd, v) for v in range(_NV)]
             hasb = builder.icmp_unsigned("!=", hasb_, ir.Constant(hasb_.type, 0))
             for i in range(_MB):
-                bias = splat(item(bd, i), vec)
+                bias = lanes.splat(item(bd, i))
                 ybase = builder.gep(yd, [item(yod, i)])
                 for v in range(_NV):
                     val = builder.load(slots[i][v])
@@ -120,7 +113,7 @@ if numba is not None:
                     val = builder.select(builder.fcmp_ordered("<", val, lov), lov, val)
                     val = builder.select(builder.fcmp_ordered(">", val, hiv), hiv, val)
                     ptr = builder.bitcast(builder.gep(ybase, [ybs[v]]), vptr)
-                    builder.call(store, [val, ptr, ir.Constant(i32, 4), masks[v]])
+                    builder.call(store, [val, ptr, lanes.align, masks[v]])
             return context.get_dummy_value()
 
         return sig, codegen
