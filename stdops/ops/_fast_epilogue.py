@@ -224,27 +224,44 @@ if numba is not None:
     @numba.njit(inline="always", error_model="numpy")
     def _lane_sum(v, lanes):  # pragma: no cover - compiled
         # sum of v in _LANES interleaved partial sums, then the lanes and the tail in order (a fixed order: the
-        # result depends on the length only; a single running sum would be one add latency per element)
+        # result depends on the length only; a single running sum would be one add latency per element). The
+        # partial sums are scalar locals, not the ``lanes`` scratch (kept for the callers' signature): LLVM packs
+        # locals into one vector register, while it reloads and stores an array's lanes on every block (it cannot
+        # rule out that they alias v): 128 x 256 LayerNormalization rows 17.5 -> 14.4 us, the same bits
         n = v.shape[0]
         n16 = n - n % _LANES
-        for k in range(_LANES):
-            lanes[k] = np.float32(0.0)
-        for j0 in range(0, n16, _LANES):
-            w = v[j0 : j0 + _LANES]
-            for k in range(_LANES):
-                lanes[k] += w[k]
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = s9 = s10 = s11 = s12 = s13 = s14 = s15 = np.float32(0.0)
+        for j in range(0, n16, _LANES):
+            s0 += v[j]
+            s1 += v[j + 1]
+            s2 += v[j + 2]
+            s3 += v[j + 3]
+            s4 += v[j + 4]
+            s5 += v[j + 5]
+            s6 += v[j + 6]
+            s7 += v[j + 7]
+            s8 += v[j + 8]
+            s9 += v[j + 9]
+            s10 += v[j + 10]
+            s11 += v[j + 11]
+            s12 += v[j + 12]
+            s13 += v[j + 13]
+            s14 += v[j + 14]
+            s15 += v[j + 15]
         s = np.float32(0.0)
-        for k in range(_LANES):
-            s += lanes[k]
+        for a in (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15):
+            s += a
         for j in range(n16, n):
             s += v[j]
         return s
 
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    @numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
     def _softmax_rows(x, y, kb, scale):  # pragma: no cover - compiled
         # y[r] = exp(s (x[r] - max)) / sum(exp(s (x[r] - max))) per row (s = scale > 0: Softmax(s x[r])); exp of
         # the non-positive differences as _exp_stage (d < -87 gives 0). A row holding NaN or +inf (max - max is
-        # NaN), or only -inf, is NaN throughout, as the kernel's formula gives.
+        # NaN), or only -inf, is NaN throughout, as the kernel's formula gives. Multiply-adds contracted (the
+        # reduction and the polynomial one rounding per step; within 3.1e-7 relative of the uncontracted pass):
+        # 4 x 128 rows of 128 64 -> 55 us, 6 x 197 rows of 197 246 -> 206 us on one AVX-512 core
         R, L = x.shape
         L16 = L - L % _LANES
         lanes = np.empty(_LANES, x.dtype)
