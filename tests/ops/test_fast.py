@@ -76,17 +76,18 @@ DEPTHWISE_TILES = [
 
 
 @pytest.mark.parametrize("xs,g,mult,k,s,d,pads,clip", DEPTHWISE + DEPTHWISE_TILES)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+# (dtype, tiles): float32 with the register tiles and without them (the planar kernels, as on machines without
+# AVX-512); float64 always takes the planar kernels (the tiles are float32 only)
+@pytest.mark.parametrize(
+    "dtype,tiles", [(np.float32, True), (np.float32, False), (np.float64, True)], ids=["f32-tiles", "f32-planar", "f64"]
+)
 @pytest.mark.parametrize("bias", [False, True])
-@pytest.mark.parametrize("tiles", [True, False])
 def test_depthwise_compiled_matches_numpy(xs, g, mult, k, s, d, pads, clip, dtype, bias, tiles, compiled, monkeypatch):
     """Every compiled depthwise kernel against the NumPy path; ``tiles`` False: the float32 layers the register tiles
     take run on the planar kernels instead (as on machines without AVX-512)."""
     from stdops.ops import _fast_dwtiles
 
     if not tiles:
-        if dtype != np.float32:
-            pytest.skip("the register tiles are float32 only: float64 takes the planar kernels either way")
         monkeypatch.setattr(_fast_dwtiles, "PACKED_OK", False)
     elif dtype == np.float32 and not _fast_dwtiles.PACKED_OK:
         pytest.skip("the register tiles need AVX-512")
