@@ -235,6 +235,8 @@ def split_plan(sa: tuple, sb: tuple) -> tuple[str, list[int]] | None:
 
 def matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
     """np.matmul(a, b[, out]); a big float GEMM split into parts by its shape (see the module doc)."""
+    if a.ndim == 2 and b.ndim == 2 and 2.0 * a.shape[0] * a.shape[1] * b.shape[1] < _SPLIT_FLOPS:
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)  # what split_plan says, sooner
     plan = split_plan(a.shape, b.shape) if a.dtype.kind == "f" and b.dtype == a.dtype else None
     if plan is None:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
