@@ -165,3 +165,53 @@ def test_panels_are_the_product_and_the_same_bits_at_any_thread_count(fake, m, k
     assert results[0].shape == (m, n) and results[0].dtype == np.float32
     assert np.all(np.abs(results[0] - exact) <= 1e-5 * bound)
     assert all(np.array_equal(r, results[0]) for r in results[1:])
+
+
+def _split_shapes():
+    """GEMM shapes the split rule cuts (columns, rows, batches), from the zoo's layers and in between, with the
+    operands contiguous, transposed and strided as the kernels pass them."""
+    out = []
+    for m, k, n in [
+        (64, 147, 12544),  # a 7x7 stem's im2col
+        (128, 576, 784),
+        (512, 4608, 49),  # layer4 of ResNet-18 (rows)
+        (128, 256, 768),  # transformer projections
+        (128, 256, 1024),
+        (197, 384, 1152),  # ViT-small
+        (197, 384, 1536),
+        (300, 700, 333),
+        (784, 1152, 256),
+        (1000, 513, 1000),
+        (3136, 64, 256),
+    ]:
+        for layout in ("c", "bT", "aT", "strided"):
+            out.append((m, k, n, layout))
+    return out
+
+
+@pytest.mark.parametrize("m,k,n,layout", _split_shapes())
+def test_a_whole_gemm_has_the_bits_of_its_parts(monkeypatch, m, k, n, layout):
+    """One thread runs a split GEMM whole (ops/_blas.py): with OpenBLAS on one thread, the whole product and the
+    parts two threads compute are the same bits (the property the one-thread shortcut rests on)."""
+    rng = np.random.default_rng(m * 7 + n)
+    a = rng.standard_normal((k, m) if layout == "aT" else (m, k), dtype=np.float32)
+    b = rng.standard_normal((n, k) if layout == "bT" else (k, n + 5 if layout == "strided" else n), dtype=np.float32)
+    a = a.T if layout == "aT" else a
+    b = b.T if layout == "bT" else (b[:, :n] if layout == "strided" else b)
+    assert blas.split_plan(a.shape, b.shape) is not None
+    with blas.serial():  # the real OpenBLAS, set to one thread
+        whole = np.matmul(a, b)
+        monkeypatch.setattr(blas, "threads", lambda: 2)
+        parts = blas.matmul(a, b)
+    assert np.array_equal(whole, parts)
+
+
+def test_a_batched_split_has_the_bits_of_the_whole(monkeypatch):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6, 128, 128), dtype=np.float32)
+    b = rng.standard_normal((6, 128, 197), dtype=np.float32)
+    assert blas.split_plan(a.shape, b.shape)[0] == "batch"
+    with blas.serial():
+        whole = np.matmul(a, b)
+        monkeypatch.setattr(blas, "threads", lambda: 2)
+        assert np.array_equal(whole, blas.matmul(a, b))
