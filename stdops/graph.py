@@ -179,6 +179,8 @@ class Plan:
         self._needed_inputs: dict[tuple[str, ...], list[tuple[str, int]]] = {}
         #: the optimized twin (stdops/optimize), run instead of this plan when no hook is attached
         self.fused: Plan | None = None
+        #: feed signatures (names, shapes, dtypes) the twin refused (PlanFallback): runs of them skip it
+        self._twin_refused: set[tuple] = set()
 
     @property
     def as_run(self) -> Plan:
@@ -260,10 +262,16 @@ class Plan:
         want = self.output_names if outputs is None else list(outputs)
         fast = self.fused
         if hook is None and fast is not None and all(n in fast._slot for n in want):
-            try:
-                return fast.run(feeds, want)
-            except PlanFallback:
-                pass  # an assumption of the optimizer failed: the plan as written decides
+            key = _feed_signature(feeds)
+            if key not in self._twin_refused:
+                try:
+                    return fast.run(feeds, want)
+                except PlanFallback:
+                    # an assumption of the optimizer failed: the plan as written decides, and later runs of
+                    # feeds of the same shapes go to it at once instead of paying the twin's partial run again
+                    if len(self._twin_refused) >= 64:
+                        self._twin_refused.clear()
+                    self._twin_refused.add(key)
         steps = self.schedule(want)
         timer = _STEP_TIMER.get()
         token = _ACTIVE_HOOK.set(hook)
@@ -348,6 +356,11 @@ class Plan:
             err = ResourceLimitError(f"{loc}node {node.name!r} ({node.op}): {e}")
         err.located = True
         return err
+
+
+def _feed_signature(feeds: dict[str, Any]) -> tuple:
+    """What a twin's guards can depend on besides values: each feed's name, shape and dtype."""
+    return tuple((k, getattr(v, "shape", None), str(getattr(v, "dtype", type(v).__name__))) for k, v in feeds.items())
 
 
 def _where(node: Node) -> str:
