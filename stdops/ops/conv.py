@@ -194,6 +194,10 @@ class ConvWeight:
 #: against 27.7; up to 784 or every size: no gain, 25.3 and 27.4 against 24.7); 3 x 3 stride-1 layers that Winograd
 #: takes keep it above _PACKED_WINOGRAD_OUT (14 x 14: F(2,3) 23.0 ms against 24.6)
 _PACKED_MAX_OUT = 196
+#: ... and stride-2 windows (not 1 x 1) on maps of up to this many outputs, deeper than the stem kernel's short sums
+#: (measured, 1 thread, alternating whole-model runs, the same bits: ResNet-18's 64 -> 128 3x3/2 @56 against
+#: ops/_fast_stem.py's DEEP path, the network 23.59 -> 23.35 ms median)
+_PACKED_MAX_OUT_S2 = 784
 _PACKED_WINOGRAD_OUT = 49
 _PACKED_MIN_K = 64  # a GEMM depth (C kh kw) below this leaves the tile's loop too short
 
@@ -203,7 +207,8 @@ def direct_packed(cw: ConvWeight, n: int, out, strides, dilations) -> bool:
     if not (n == 2 and cw.group == 1 and cw.dtype == np.float32 and _fast.enabled() and _fast_conv.PACKED_OK):
         return False
     P = prod(out)
-    if P > _PACKED_MAX_OUT or cw.Cg * prod(cw.kernel) < _PACKED_MIN_K:
+    strided = tuple(strides) == (2, 2) and cw.kernel != (1, 1)
+    if P > (_PACKED_MAX_OUT_S2 if strided else _PACKED_MAX_OUT) or cw.Cg * prod(cw.kernel) < _PACKED_MIN_K:
         return False
     return P <= _PACKED_WINOGRAD_OUT or not cw.winograd_tile(strides, dilations, out)
 

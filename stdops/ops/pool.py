@@ -311,19 +311,41 @@ def _spatial_axes(x):
     return tuple(range(2, 2 + n))
 
 
+#: the 1/P vectors of GlobalAveragePool's GEMV, per (P, dtype): made once, read-only (shared by every call)
+_MEAN_VECTORS: dict = {}
+_F32 = np.dtype(np.float32)
+
+
+def _mean_vector(P: int, dt: np.dtype) -> np.ndarray:
+    v = _MEAN_VECTORS.get((P, dt))
+    if v is None:
+        if len(_MEAN_VECTORS) > 64:
+            _MEAN_VECTORS.clear()
+        v = np.full(P, 1.0 / P, dt)
+        v.flags.writeable = False
+        _MEAN_VECTORS[(P, dt)] = v
+    return v
+
+
 @op("onnx:GlobalAveragePool-1")
 def global_average_pool(x, /):
     """Y[n, c, 1, ..., 1] = mean over the spatial axes of X[n, c]. Float dtypes; Y has X's dtype."""
-    check_float(x, "X")
-    axes = _spatial_axes(x)
-    dt = compute_dtype(x.dtype)
+    n = check_rank(x)
     N, C = x.shape[:2]
     P = prod(x.shape[2:])
+    # float32 (a network's last feature map) in as few calls as possible: the step runs right after the largest
+    # layers, with the caches cold, where every numpy call costs several microseconds (measured, ResNet-18's
+    # 512 x 7 x 7: 0.072 ms inside the model against 0.009 warm)
+    dt = _F32 if x.dtype == _F32 else None
+    if dt is None:
+        check_float(x, "X")
+        dt = compute_dtype(x.dtype)
     if P == 0:
         raise KernelError(f"GlobalAveragePool of an empty spatial extent {x.shape}")
     # a GEMV with a 1/P vector: one BLAS pass instead of a strided reduction per channel
-    y = x.reshape(N * C, P).astype(dt, copy=False) @ np.full(P, 1.0 / P, dt)
-    y = y.reshape((N, C) + (1,) * len(axes))
+    xm = x.reshape(N * C, P)
+    y = np.matmul(xm if xm.dtype == dt else xm.astype(dt), _mean_vector(P, dt))
+    y = y.reshape((N, C) + (1,) * n)
     return y if y.dtype == x.dtype else y.astype(x.dtype)
 
 

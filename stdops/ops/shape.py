@@ -9,6 +9,8 @@ Generators (Constant, Range, EyeLike, ...) live in :mod:`.shape_gen`, padding an
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import KernelError
@@ -107,16 +109,16 @@ def flatten(input, /, *, axis=1):
 
     ``axis`` in [-r, r] (negative counts from the back). Same dtype as the input; always 2-D.
     """
-    x = _arr(input)
+    x = input if type(input) is np.ndarray else _arr(input)
     r = x.ndim
     a = int(axis)
     if not -r <= a <= r:
         raise KernelError(f"axis {a} is out of range [-{r}, {r}] for rank {r}")
     if a < 0:
         a += r
-    outer = int(np.prod(x.shape[:a], dtype=np.int64))
-    inner = int(np.prod(x.shape[a:], dtype=np.int64))
-    return x.reshape(outer, inner)
+    # Python integers (a network's Flatten runs with the caches cold, after its largest layers: np.prod's
+    # two reductions were 50 us of ResNet-18's run)
+    return x.reshape(math.prod(x.shape[:a]), math.prod(x.shape[a:]))
 
 
 @op("onnx:Transpose-1")

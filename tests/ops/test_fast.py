@@ -211,6 +211,7 @@ def test_im2col_compiled_matches_numpy(xs, M, k, s, d, pads, blocks, compiled, m
     from stdops.ops import _fast_stem, _fast_windows
 
     monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)  # small maps take the direct kernel (tested below)
+    monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT_S2", 0)  # ... and stride-2 windows on mid-sized ones
     monkeypatch.setattr(_fast_stem, "USE", False)  # the stem kernel takes these (tests/ops/test_fast_stem.py)
 
     if blocks:  # blocks of a few output rows, the blocks as parts
@@ -246,6 +247,7 @@ PACKED = [
     ((1, 64, 14, 14), 48, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (0.0, 6.0)),  # few channels: no Winograd
     ((1, 8, 7, 7), 16, (5, 5), (1, 1), (1, 1), (2, 2, 2, 2), None),  # 5 x 5
     ((1, 16, 9, 29), 40, (3, 3), (2, 2), (1, 1), (1, 0, 1, 0), None),  # stride 2, odd input sizes: 5 x 14
+    ((1, 24, 56, 56), 20, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), (0.0, None)),  # stride 2 on 784 outputs (ResNet's /2)
 ]
 
 

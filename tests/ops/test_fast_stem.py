@@ -34,7 +34,7 @@ STEMS = [
     # deeper sums (DEEP): stride 1 on at most 784 / 196 outputs, stride 2
     ((1, 32, 20, 21), 16, (3, 3), (1, 1), (1, 1, 1, 1)),  # K 288 on 20 x 21
     ((1, 64, 14, 14), 20, (3, 3), (1, 1), (1, 1, 1, 1)),  # K 576 on 14 x 14
-    ((2, 40, 29, 30), 24, (3, 3), (2, 2), (1, 0, 1, 1)),  # K 360 at stride 2
+    ((2, 40, 27, 27), 24, (3, 3), (2, 2), (1, 0, 1, 1)),  # K 360 at stride 2 (14 x 13 outputs)
 ]
 
 
@@ -143,8 +143,9 @@ def test_stem_declines_what_it_does_not_take(w_shape, strides, dilations, group,
         (49, (28, 28), (1, 1), False),
         (64, (14, 14), (1, 1), True),  # K 576 on 196
         (65, (14, 14), (1, 1), False),
-        (64, (56, 56), (2, 2), True),  # stride 2: K 576 on any map
-        (65, (56, 56), (2, 2), False),
+        (64, (14, 14), (2, 2), True),  # stride 2: K 576 on 196
+        (65, (14, 14), (2, 2), False),
+        (64, (28, 28), (2, 2), False),  # more outputs: the packed direct kernel (conv.py _PACKED_MAX_OUT_S2)
         (40, (28, 28), (2, 1), False),  # mixed strides: STEM_MAX_K only
     ],
 )
