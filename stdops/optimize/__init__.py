@@ -21,7 +21,8 @@ passes, in order (each in its module):
   Conv with a constant weight becomes a ``conv_act`` that knows its input's spatial size when the front end
   gave it (the Winograd transform is then prepared at load); the squeeze-and-excitation block (with the 1x1
   Conv reading it) as one step; a 1x1 ``conv_act`` whose only reader is a depthwise ``conv_act`` (the
-  inverted-residual block's expansion) and that depthwise as one ``expand_depthwise`` step (ops/fused_blocks.py); a constant positive scale before a Softmax moved into the Softmax step; kernels
+  inverted-residual block's expansion) and that depthwise as one ``expand_depthwise`` step (ops/fused_blocks.py);
+  a constant positive scale before a Softmax moved into the Softmax step; kernels
   whose inputs a pass made constant prepared again;
 - ``attention``: MatMul -> (scaled) Softmax -> MatMul, with the Transposes that feed it and the one after it,
   as one ``attention_heads`` step (per head, the scores stay in cache; the transposes are views);
