@@ -28,12 +28,17 @@ def resnet():
 
 def test_node_times_add_up_to_the_wall_time(resnet):
     x = np.load(str(RESNET).replace(".onnx", ".in.npy"))
-    p = prof.profile(resnet, {"input.1": x}, runs=5)
+    p = prof.profile(resnet, {"input.1": x}, runs=9)
     assert [n.name for n in p.nodes] == [n.name for n in resnet.plan.as_run.nodes]
-    assert all(len(n.times) == 5 for n in p.nodes)
-    # within each run the nodes' times add up to the wall time measured around model.run
+    assert all(len(n.times) == 9 for n in p.nodes)
+    # within each run the nodes' times add up to the wall time measured around model.run, but for the run's
+    # fixed cost (checking the feeds, entering the plan: 30-60 us here). This fixture runs in ~0.6 ms since the
+    # compiled convolutions, so that cost alone is ~9% of its wall: at least 90% of the wall, or at most 0.1 ms
+    # a run outside the nodes (the median run either way)
     coverage = sorted(p.coverage())
-    assert 0.9 <= coverage[len(coverage) // 2] <= 1.0, prof.summary_line(p)
+    outside = sorted(w - sum(n.times[r] for n in p.nodes) for r, w in enumerate(p.walls))
+    mid = len(coverage) // 2
+    assert coverage[mid] <= 1.0 and (coverage[mid] >= 0.9 or outside[mid] <= 1e-4), prof.summary_line(p)
     # the profiled run still computes the model: onnxruntime's stored output
     np.testing.assert_allclose(
         p.outputs[resnet.output_names[0]], np.load(str(RESNET).replace(".onnx", ".out.npy")), rtol=1e-4, atol=1e-5
