@@ -50,6 +50,17 @@ def set_enabled(on: bool) -> bool:
 if numba is not None:
 
     @numba.njit(inline="always")
+    def _rows_out(acc, Wq, out):  # pragma: no cover - compiled
+        # a plane's rows, computed at width Wq (junk columns past ow), into out (oh, ow): the row-wise kernels'
+        # last step
+        oh, ow = out.shape
+        for oy in range(oh):
+            rr = acc[oy * Wq : oy * Wq + ow]
+            orow = out[oy]
+            for ox in range(ow):
+                orow[ox] = rr[ox]
+
+    @numba.njit(inline="always")
     def _lin6(c, k, d0, d1, d2, d3, d4, d5):  # pragma: no cover - compiled
         return c[k] * d0 + c[k + 1] * d1 + c[k + 2] * d2 + c[k + 3] * d3 + c[k + 4] * d4 + c[k + 5] * d5
 

@@ -40,6 +40,7 @@ _DW_CHUNK = 4096  # accumulator values per pass of _dw2d's taps (16 KiB: stays i
 _DW_WIDE_ROW = 48  # 3 x 3 stride-1 depthwise rows from this width on go straight into Y (measured: 56 and 112 gain)
 
 if numba is not None:
+    from ._fast import _rows_out
 
     @numba.njit(cache=True, nogil=True, fastmath={"contract"})
     def _dw2d(x, w, b, mg, sh, sw, dh, dw, pt, pl, clip, lo, hi, y):  # pragma: no cover - compiled
@@ -111,12 +112,7 @@ if numba is not None:
                         for q in range(L):
                             v = acc[q]
                             acc[q] = lo if v < lo else (hi if v > hi else v)  # NaN stays NaN
-                    out = y[n, m]
-                    for oy in range(oh):
-                        r = acc[oy * Wq : oy * Wq + ow]
-                        orow = out[oy]
-                        for ox in range(ow):
-                            orow[ox] = r[ox]
+                    _rows_out(acc, Wq, y[n, m])
 
     @numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
     def _dw3x3s1(x, w, b, pt, pl, clip, lo, hi, y):  # pragma: no cover - compiled
@@ -170,11 +166,7 @@ if numba is not None:
                     if clip:
                         t = lo if t < lo else (hi if t > hi else t)
                     acc[q] = t
-                for oy in range(oh):
-                    r = acc[oy * Wp : oy * Wp + ow]
-                    orow = out[oy]
-                    for ox in range(ow):
-                        orow[ox] = r[ox]
+                _rows_out(acc, Wp, out)
 
 
 if numba is not None:
@@ -330,16 +322,6 @@ if numba is not None:
                 e1[i] = src[2 * i + 1]
             if odd:
                 e0[half] = src[W - 1]
-
-    @numba.njit(inline="always")
-    def _rows_out(acc, Wq, out):  # pragma: no cover - compiled
-        # the plane's rows, computed at width Wq, into Y (the junk columns dropped)
-        oh, ow = out.shape
-        for oy in range(oh):
-            rr = acc[oy * Wq : oy * Wq + ow]
-            orow = out[oy]
-            for ox in range(ow):
-                orow[ox] = rr[ox]
 
     @numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
     def _dw_taps(x, xpairs, w, b, sh, sw, pt, pl, clip, lo, hi, y):  # pragma: no cover - compiled

@@ -31,6 +31,7 @@ _BLOCK_VALUES = 1 << 18
 
 
 if numba is not None:
+    from ._fast import _rows_out
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _cols(xp, kh, kw, sh, sw, dh, dw, r0, r1, ow, cols):  # pragma: no cover - compiled
@@ -101,12 +102,7 @@ if numba is not None:
                             v = run[q]
                             a_ = acc[q]
                             acc[q] = v if (v > a_ or v != v) else a_  # NaN propagates as in numpy.maximum
-            out = y[p]
-            for oy in range(oh):
-                r = acc[oy * Wq : oy * Wq + ow]
-                orow = out[oy]
-                for ox in range(ow):
-                    orow[ox] = r[ox]
+            _rows_out(acc, Wq, y[p])
 
 
 if numba is not None:
