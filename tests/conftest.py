@@ -10,13 +10,28 @@ import json
 import os
 import tempfile
 
+import pytest
+
 from stdops.ncnn.spec import LAYERS
+from stdops.ops import _fast
 
 from .ncnn import wheel
 
 MIN_CASES = 20
 #: compiled out of the wheel: tested against NumPy references instead
 NOT_IN_WHEEL = {"ArgMax", "SPP"}
+
+
+@pytest.fixture(params=[True, False], ids=["compiled", "numpy"])
+def kernels(request):
+    """Each test twice: with the compiled kernels (the ``fast`` extra; skipped where numba is absent) and with the
+    NumPy ones only."""
+    if request.param and _fast.numba is None:
+        pytest.skip("numba (the optional 'fast' extra) is not installed")
+    prev = _fast.set_enabled(request.param)
+    yield request.param
+    _fast.set_enabled(prev)
+
 
 _HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ncnn")
 _ENV = "STDOPS_NCNN_COUNT_DIR"

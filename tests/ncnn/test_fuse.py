@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from stdops.ncnn import Net
-from stdops.ops import _fast
 
 from . import wheel
 
@@ -46,15 +45,6 @@ ACTS = [
     ("9=1", "9=6 -23310=2,0.2,0.5"),
     ("9=4", "9=2 -23310=1,0.1"),
 ]
-
-
-@pytest.fixture(params=[True, False], ids=["compiled", "numpy"])
-def kernels(request):
-    if request.param and _fast.numba is None:
-        pytest.skip("numba (the optional 'fast' extra) is not installed")
-    prev = _fast.set_enabled(request.param)
-    yield request.param
-    _fast.set_enabled(prev)
 
 
 def _written(net: Net, feeds: dict) -> dict:

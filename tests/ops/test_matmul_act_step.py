@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stdops.ops import _fast
 from stdops.ops.bind import bind
 from stdops.ops.elementwise import add
 from stdops.ops.fused import Activation, matmul_act
@@ -50,19 +49,10 @@ def _attrs(act, post):
     }
 
 
-@pytest.fixture(params=[True, False], ids=["compiled", "numpy"])
-def compiled(request):
-    if request.param and _fast.numba is None:
-        pytest.skip("numba (the optional 'fast' extra) is not installed")
-    prev = _fast.set_enabled(request.param)
-    yield request.param
-    _fast.set_enabled(prev)
-
-
 @pytest.mark.parametrize("act", ACTS, ids=[a[0] or "none" for a in ACTS])
 @pytest.mark.parametrize("x_shape", [(37,), (5, 37), (2, 13, 37)], ids=["1d", "2d", "batch"])
 @pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "nobias"])
-def test_prepared_step_matches_the_kernels(act, x_shape, with_bias, compiled):
+def test_prepared_step_matches_the_kernels(act, x_shape, with_bias, kernels):
     w = RNG.standard_normal((37, 19)).astype(np.float32)
     b = RNG.standard_normal(19).astype(np.float32) if with_bias else None
     x = RNG.standard_normal(x_shape).astype(np.float32)
@@ -75,7 +65,7 @@ def test_prepared_step_matches_the_kernels(act, x_shape, with_bias, compiled):
 
 @pytest.mark.parametrize("post", [("", ()), ("relu", ()), ("sigmoid", ())], ids=["none", "relu", "sigmoid"])
 @pytest.mark.parametrize("layout", ["contiguous", "strided", "float64", "broadcast", "python_list"])
-def test_prepared_step_with_a_residual(post, layout, compiled):
+def test_prepared_step_with_a_residual(post, layout, kernels):
     w = RNG.standard_normal((21, 70)).astype(np.float32)
     b = RNG.standard_normal(70).astype(np.float32)
     x = RNG.standard_normal((3, 9, 21)).astype(np.float32)
@@ -96,7 +86,7 @@ def test_prepared_step_with_a_residual(post, layout, compiled):
     np.testing.assert_array_equal(np.asarray(r), kept)  # inputs never written
 
 
-def test_prepared_step_keeps_nan_and_inf(compiled):
+def test_prepared_step_keeps_nan_and_inf(kernels):
     w = RNG.standard_normal((8, 16)).astype(np.float32)
     b = RNG.standard_normal(16).astype(np.float32)
     x = RNG.standard_normal((4, 8)).astype(np.float32)

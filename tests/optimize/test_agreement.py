@@ -12,7 +12,6 @@ import pytest
 
 import stdops.ncnn as sn
 import stdops.onnx as so
-from stdops.ops import _fast
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ONNX_FIXTURES = sorted((ROOT / "tests" / "onnx" / "fixtures").glob("*.onnx"))
@@ -48,15 +47,6 @@ def onnx_feeds(m, path: Path) -> dict:
         vi.name: rng.standard_normal([d if isinstance(d, int) and d > 0 else 3 for d in vi.shape]).astype(vi.dtype)
         for vi in m.inputs
     }
-
-
-@pytest.fixture(params=[True, False], ids=["compiled", "numpy"])
-def kernels(request):
-    if request.param and _fast.numba is None:
-        pytest.skip("numba (the optional 'fast' extra) is not installed")
-    prev = _fast.set_enabled(request.param)
-    yield request.param
-    _fast.set_enabled(prev)
 
 
 @pytest.mark.parametrize("path", ONNX_FIXTURES + EXAMPLES_ONNX, ids=lambda p: p.name)
