@@ -71,6 +71,7 @@ class ConvWeight:
         "checked",
         "_packed",
         "_stem",
+        "_pw",
     )
 
     def __init__(self, w: np.ndarray, group: int, dtype=None, exact: bool = False):
@@ -94,6 +95,7 @@ class ConvWeight:
         self.checked: dict = {}  # (input shape, attributes, limits) -> their checked geometry (see _conv_forward)
         self._packed: np.ndarray | None = None  # the compiled direct path's weights (see packed)
         self._stem: np.ndarray | None = None  # the compiled stem path's weights (see stem_packed)
+        self._pw: np.ndarray | None = None  # the compiled 1 x 1 path's weights (see pw_packed)
 
     @property
     def mat(self) -> np.ndarray:
@@ -148,9 +150,9 @@ class ConvWeight:
     def pw_packed(self) -> np.ndarray:
         """The 1 x 1 weights (group 1, float32) packed for the compiled pointwise kernel (ops/_fast_pointwise.py),
         computed at the first run of a shape that takes it."""
-        if "pw" not in self._dwrows:
-            self._dwrows["pw"] = _fast_pointwise.pack_weight(self.mat[0])
-        return self._dwrows["pw"]
+        if self._pw is None:
+            self._pw = _fast_pointwise.pack_weight(self.mat[0])
+        return self._pw
 
     def dw_taps(self) -> np.ndarray:
         """(M, kh, kw) depthwise weights in the compute dtype, for the compiled kernel (ops/_fast.py)."""

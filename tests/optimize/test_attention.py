@@ -15,7 +15,6 @@ from stdops.ops import _fast
 from stdops.ops.attention import attention_heads
 from stdops.ops.bind import bind
 
-from .test_agreement import kernels  # noqa: F401 - the compiled / numpy fixture
 from .test_passes import check, model
 
 RNG = np.random.default_rng(11)
