@@ -145,9 +145,37 @@ if numba is not None and PACKED_OK:
     _T5S2, _T5S2_COL, _T5S2_IN = _tiles(5, 2, _ROWS_S2)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _dw_masks(W, ow, k, s, pl):  # pragma: no cover - compiled
+        # per column of tiles: the lanes of each load whose input column is inside [0, W) (cms), and whether
+        # the tile's loads are wholly inside the row (inner)
+        nq = (ow + _VL - 1) // _VL
+        nl = k if s == 1 else 3  # the loads per input row (stride 2: three vectors, split into even and odd columns)
+        span = _VL + k - 1 if s == 1 else 3 * _VL  # the input columns they cover
+        cms = np.zeros((nq, nl), np.int64)
+        inner = np.zeros(nq, np.bool_)
+        for qi in range(nq):
+            c0 = qi * _VL * s - pl
+            for j in range(nl):
+                first = c0 + (j if s == 1 else j * _VL)
+                a, e = min(max(-first, 0), _VL), min(max(W - first, 0), _VL)
+                cms[qi, j] = ((1 << e) - 1) ^ ((1 << a) - 1) if e > a else 0
+            inner[qi] = c0 >= 0 and c0 + span <= W
+        return cms, inner
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _dw_tiles(x, w, b, s, pt, pl, clip, lo, hi, act, ap, aq, y):  # pragma: no cover - compiled
-        # every plane by tiles of R rows x 16 columns, k x k (3 or 5, from w) at stride s (1 or 2); the tiles
-        # wholly inside the plane skip the checks
+        # every plane by tiles of R rows x 16 columns, k x k (3 or 5, from w) at stride s (1 or 2)
+        cms, inner = _dw_masks(x.shape[3], y.shape[3], w.shape[1], s, pl)
+        zr = np.zeros(x.shape[3] + 6 * _VL, np.float32)  # the rows outside the plane (from column -2 _VL)
+        ea, ea2, kb = np.empty(_ACT_SPAN, np.float32), np.empty(_ACT_SPAN, np.float32), np.empty(_ACT_SPAN, np.int32)
+        _dw_planes(x, w, b, s, pt, pl, clip, lo, hi, act, ap, aq, y, cms, inner, zr, ea, ea2, kb)
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _dw_planes(
+        x, w, b, s, pt, pl, clip, lo, hi, act, ap, aq, y, cms, inner, zr, ea, ea2, kb
+    ):  # pragma: no cover - compiled
+        # _dw_tiles with its masks (_dw_masks) and scratch given (the fused block calls it once per round): the
+        # tiles wholly inside the plane skip the checks; zr a row of zeros of W + 6 _VL, ea ea2 kb _ACT_SPAN each
         N, C, H, W = x.shape
         k = w.shape[1]
         oh, ow = y.shape[2], y.shape[3]
@@ -155,19 +183,6 @@ if numba is not None and PACKED_OK:
         has_b = b.shape[0] == C
         xf, wf, yf = x.reshape(-1), w.reshape(-1), y.reshape(-1)
         nq = (ow + _VL - 1) // _VL
-        nl = k if s == 1 else 3  # the loads per input row (stride 2: three vectors, split into even and odd columns)
-        span = _VL + k - 1 if s == 1 else 3 * _VL  # the input columns they cover
-        cms = np.zeros((nq, nl), np.int64)
-        inner = np.zeros(nq, np.bool_)
-        for qi in range(nq):  # per column of tiles: the lanes of each load whose input column is inside [0, W)
-            c0 = qi * _VL * s - pl
-            for j in range(nl):
-                first = c0 + (j if s == 1 else j * _VL)
-                a, e = min(max(-first, 0), _VL), min(max(W - first, 0), _VL)
-                cms[qi, j] = ((1 << e) - 1) ^ ((1 << a) - 1) if e > a else 0
-            inner[qi] = c0 >= 0 and c0 + span <= W
-        zr = np.zeros(W + 6 * _VL, np.float32)  # the rows outside the plane (from column -2 _VL)
-        ea, ea2, kb = np.empty(_ACT_SPAN, np.float32), np.empty(_ACT_SPAN, np.float32), np.empty(_ACT_SPAN, np.int32)
         pend = 0  # the outputs from here on wait for the activation
         for n in range(N):
             for c in range(C):

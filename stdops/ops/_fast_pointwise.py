@@ -130,15 +130,20 @@ if numba is not None:
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _pointwise(wp, x, bp, clip, lo, hi, act, ap, aq, y, c0, c1):  # pragma: no cover - compiled
-        # y[n, :, c0:c1] for every sample n: x (N, K, P), wp (M / _MR, K, _MR), bp (M / _MR * _MR), y (N, M, P);
-        # per column block of 16 _NV positions, every channel block (the block's X stays in L1 between them),
-        # then the activation ``act`` (ops/_fast_epilogue.py's codes, 0: none) over the block while it is in L1
+        # y[n, :, c0:c1] for every sample n: x (N, K, P), wp (M / _MR, K, _MR), bp (M / _MR * _MR), y (N, M, P)
+        span = _ACT_BLOCKS * _COLS
+        e, e2, kb = np.empty(span, np.float32), np.empty(span, np.float32), np.empty(span, np.int32)
+        _pointwise_cols(wp, x, bp, clip, lo, hi, act, ap, aq, y, c0, c1, e, e2, kb)
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _pointwise_cols(wp, x, bp, clip, lo, hi, act, ap, aq, y, c0, c1, e, e2, kb):  # pragma: no cover - compiled
+        # _pointwise with the activation's scratch given (e e2 kb, _ACT_BLOCKS _COLS each): per column block of
+        # 16 _NV positions, every channel block (the block's X stays in L1 between them), then the activation
+        # ``act`` (ops/_fast_epilogue.py's codes, 0: none) over the block while it is in L1
         N, K, P = x.shape
         M = y.shape[1]
         MB = wp.shape[0]
         wf, bf, xf, yf = wp.reshape(-1), bp.reshape(-1), x.reshape(-1), y.reshape(-1)
-        span = _ACT_BLOCKS * _COLS
-        e, e2, kb = np.empty(span, np.float32), np.empty(span, np.float32), np.empty(span, np.int32)
         for n in range(N):
             for p0 in range(c0, c1, _COLS):
                 cnt = min(_COLS, c1 - p0)
@@ -205,42 +210,58 @@ def pointwise(
 
 # --------------------------------------------------------------------------- 1 x 1 expansion + depthwise
 
-#: expanded channels per round of :func:`pointwise_depthwise` (4 channel blocks of the tile): their planes (a
-#: scratch of _BLOCK x H x W, 1.2 MB at 112 x 112) stay in L2 until the depthwise tiles read them. Measured in
-#: MobileNetV2 at 1 thread, fastest of alternating runs: the whole network 6.8 ms against 8.3 with every expansion
-#: and its depthwise apart (7.5 with only the 112 x 112 one fused: its 4.8 MB went to memory and back; the 56 x 56
-#: to 14 x 14 ones gain from the cache and one step instead of two); 12 channels a round the same, 48 slower
-_BLOCK = 24
+#: expanded values per round of :func:`pointwise_depthwise`: a round computes as many expanded channels (a multiple
+#: of the tile's _MR) as fill this many float32 of scratch (640 KB: they stay in L2 until the depthwise tiles read
+#: them), at most all of them. Measured on one AVX-512 core, the block alone (kernel time, median; channels a round:
+#: us): 16 -> 96 @ 112 stride 2 12: 495, 24: 544, 48: 636; 24 -> 144 @ 56 12: 314, 24: 325, 96: 350; 32 -> 192 @ 28
+#: 24: 129, 96: 123, 192: 128; 64 -> 384 @ 14 24: 119, 96: 104, 384: 95; 96 -> 576 @ 14 24: 210, 384: 185; 160 -> 960
+#: @ 7 24: 184, 192: 159, 960: 157 (each round pays for its calls: small maps want few, large ones a scratch in L2).
+#: The whole network (ncnn MobileNetV2, 1 thread, alternating, medians): 8.24 ms against 8.51 with 24 a round
+ROUND_FLOATS = 160 * 1024
+
+
+def round_channels(M: int, P: int, parts: int = 1) -> int:
+    """Expanded channels per round of :func:`pointwise_depthwise` for M channels of P positions, in ``parts``
+    parts (each part gets at least one round)."""
+    whole = -(-M // (_MR * parts)) * _MR
+    return max(_MR, min(whole, ROUND_FLOATS // max(P, 1) // _MR * _MR))
 
 
 if numba is not None and PACKED_OK:
-    from ._fast_dwtiles import _dw_tiles
+    from ._fast_dwtiles import _ACT_SPAN, _dw_masks, _dw_planes
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _pointwise_depthwise(
-        x, wp, bp, on1, lo1, hi1, a1, p1, q1, wd, bd, s, pt, pl, on2, lo2, hi2, a2, p2, q2, y, first, last
+        x, wp, bp, on1, lo1, hi1, a1, p1, q1, wd, bd, s, pt, pl, on2, lo2, hi2, a2, p2, q2, y, rb, first, last
     ):  # pragma: no cover
-        # rounds first..last (of _BLOCK expanded channels) of every sample: the block's 1 x 1 output into the
-        # scratch, then the depthwise tiles of the scratch into Y
+        # rounds first..last (of rb expanded channels, a multiple of _MR) of every sample: the round's 1 x 1 output
+        # into the scratch, then the depthwise tiles of the scratch into Y
         # (1-D slices of the flat arrays: numba keeps them contiguous, which the kernels' reshapes need)
         N, K, H, W = x.shape
         M, oh, ow = y.shape[1], y.shape[2], y.shape[3]
         k = wd.shape[1]
         P, Q = H * W, oh * ow
-        e = np.empty(_BLOCK * P, np.float32)
+        e = np.empty(rb * P, np.float32)
+        # the scratch of both kernels and the depthwise's column masks, once for every round
+        span = max(_ACT_BLOCKS * _COLS, _ACT_SPAN)
+        ea, ea2, kb = np.empty(span, np.float32), np.empty(span, np.float32), np.empty(span, np.int32)
+        cms, inner = _dw_masks(W, ow, k, s, pl)
+        zr = np.zeros(W + 6 * _VL, np.float32)
         wpf, wdf, yf = wp.reshape(-1), wd.reshape(-1), y.reshape(-1)
         for n in range(N):
             xr = x[n].reshape(1, K, P)
             for r in range(first, last):
-                m0, m1 = r * _BLOCK, min(M, (r + 1) * _BLOCK)
+                m0, m1 = r * rb, min(M, (r + 1) * rb)
                 c = m1 - m0
                 b0, b1 = m0 // _MR, (m1 + _MR - 1) // _MR
                 wb = wpf[b0 * K * _MR : b1 * K * _MR].reshape(b1 - b0, K, _MR)
-                _pointwise(wb, xr, bp[m0:], on1, lo1, hi1, a1, p1, q1, e[: c * P].reshape(1, c, P), 0, P)
+                eb = e[: c * P].reshape(1, c, P)
+                _pointwise_cols(wb, xr, bp[m0:], on1, lo1, hi1, a1, p1, q1, eb, 0, P, ea, ea2, kb)
                 bb = bd[m0:m1] if bd.shape[0] else bd
                 wdb = wdf[m0 * k * k : m1 * k * k].reshape(c, k, k)
                 yb = yf[(n * M + m0) * Q : (n * M + m1) * Q].reshape(1, c, oh, ow)
-                _dw_tiles(e[: c * P].reshape(1, c, H, W), wdb, bb, s, pt, pl, on2, lo2, hi2, a2, p2, q2, yb)
+                eb4 = e[: c * P].reshape(1, c, H, W)
+                _dw_planes(eb4, wdb, bb, s, pt, pl, on2, lo2, hi2, a2, p2, q2, yb, cms, inner, zr, ea, ea2, kb)
 
 
 def pointwise_depthwise(
@@ -249,9 +270,9 @@ def pointwise_depthwise(
     """y (N, M, *out) float32 = the depthwise convolution (ops/_fast_dwtiles.py ``depthwise_tiles``: wd (M, k, k),
     b2, ``strides``, ``begin``, clipped per ``clip2``) of the 1 x 1 convolution of x (N, K, H, W) C-contiguous
     float32 (:func:`pointwise`: the packed ``wp``, b1, clipped per ``clip1``; ``act1`` / ``act2``: the activations
-    of either after its clip, as :func:`pointwise` takes them), computed _BLOCK expanded channels at
-    a time: every value the two kernels give apart, bit for bit, without the expanded tensor leaving the cache. In
-    2 parts over the channel blocks from _SPLIT_FLOPS."""
+    of either after its clip, as :func:`pointwise` takes them), computed a round of expanded channels
+    (:func:`round_channels`) at a time: every value the two kernels give apart, bit for bit, without the expanded
+    tensor leaving the cache. In 2 parts over the rounds from _SPLIT_FLOPS."""
     N, K, H, W = x.shape
     y = np.empty((N, M) + tuple(out), np.float32)
     bp = np.zeros(wp.shape[0] * _MR, np.float32)
@@ -260,12 +281,13 @@ def pointwise_depthwise(
     bd = np.zeros((0,), np.float32) if b2 is None else np.ascontiguousarray(b2, np.float32)
     on1, lo1, hi1 = clip1[0], np.float32(clip1[1]), np.float32(clip1[2])
     on2, lo2, hi2 = clip2[0], np.float32(clip2[1]), np.float32(clip2[2])
-    rounds = -(-M // _BLOCK)
-    n = 2 if 2 * N * M * K * H * W >= _SPLIT_FLOPS and rounds >= 2 else 1
+    n = 2 if 2 * N * M * K * H * W >= _SPLIT_FLOPS and M > _MR else 1
+    rb = round_channels(M, H * W, n)
+    rounds = -(-M // rb)
     cuts = [rounds * i // n for i in range(n + 1)]
     s, pt, pl = strides[0], begin[0], begin[1]
     f = np.float32
     a1, a2 = (int(act1[0]), f(act1[1]), f(act1[2])), (int(act2[0]), f(act2[1]), f(act2[2]))
-    args = (x, wp, bp, on1, lo1, hi1, *a1, wd, bd, s, pt, pl, on2, lo2, hi2, *a2, y)
+    args = (x, wp, bp, on1, lo1, hi1, *a1, wd, bd, s, pt, pl, on2, lo2, hi2, *a2, y, rb)
     run_parts([functools.partial(_pointwise_depthwise, *args, a, b) for a, b in zip(cuts, cuts[1:])])
     return y
