@@ -48,8 +48,10 @@ if numba is not None:
     from ._fast_epilogue import _act_chunk
     from ._llvm_lanes import Lanes, data
 
-    def _make_tile(nv: int):
-        """The intrinsic of a tile of _MR channels x ``nv`` vectors of positions (``nv`` fixed at compile time)."""
+    def _make_tile(nv: int, bias_last: bool = False):
+        """The intrinsic of a tile of _MR channels x ``nv`` vectors of positions (``nv`` fixed at compile time);
+        ``bias_last``: the sum started from zero and the bias added to it after the last term (ops/_fast_conv.py's
+        direct kernel's order, which the fused block reproduces on the small maps that kernel takes)."""
 
         @intrinsic
         def tile(typingctx, wp, woff, x, xoff, ldx, kn, bp, boff, y, yoff, ldy, rows, lanes, clip, lo, hi):
@@ -78,10 +80,10 @@ if numba is not None:
 
                 slots = [[cgutils.alloca_once(builder, vec) for _ in range(nv)] for _ in range(_MR)]
                 bbase = builder.gep(bdata, [boff_])
+                bvs = [splat(builder.load(builder.gep(bbase, [ir.Constant(i64, i)]))) for i in range(_MR)]
                 for i in range(_MR):
-                    bv = splat(builder.load(builder.gep(bbase, [ir.Constant(i64, i)])))
                     for s in slots[i]:
-                        builder.store(bv, s)
+                        builder.store(zero if bias_last else bvs[i], s)
                 wbase = builder.gep(wdata, [woff_])
                 xbase = builder.gep(xdata, [xoff_])
                 with cgutils.for_range(builder, kn_) as loop:
@@ -99,6 +101,10 @@ if numba is not None:
                         wb = splat(builder.load(builder.gep(wk, [ir.Constant(i64, i)])))
                         for v in range(nv):
                             builder.store(builder.call(fma, [wb, xs[v], builder.load(slots[i][v])]), slots[i][v])
+                if bias_last:  # (0 + the terms) + b: a sum of -0 becomes +0, as there
+                    for i in range(_MR):
+                        for s in slots[i]:
+                            builder.store(builder.fadd(builder.load(s), bvs[i]), s)
                 with builder.if_then(builder.icmp_unsigned("!=", clip_, ir.Constant(clip_.type, 0))):
                     lov, hiv = splat(lo_), splat(hi_)
                     for row in slots:
@@ -126,6 +132,7 @@ if numba is not None:
         return tile
 
     _tile1, _tile2, _tile3, _tile4 = (_make_tile(v) for v in range(1, 5))
+    _late1, _late2, _late3, _late4 = (_make_tile(v, True) for v in range(1, 5))
     assert _NV == 4
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -133,10 +140,12 @@ if numba is not None:
         # y[n, :, c0:c1] for every sample n: x (N, K, P), wp (M / _MR, K, _MR), bp (M / _MR * _MR), y (N, M, P)
         span = _ACT_BLOCKS * _COLS
         e, e2, kb = np.empty(span, np.float32), np.empty(span, np.float32), np.empty(span, np.int32)
-        _pointwise_cols(wp, x, bp, clip, lo, hi, act, ap, aq, y, c0, c1, e, e2, kb)
+        _pointwise_cols(wp, x, bp, clip, lo, hi, act, ap, aq, y, c0, c1, e, e2, kb, False)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _pointwise_cols(wp, x, bp, clip, lo, hi, act, ap, aq, y, c0, c1, e, e2, kb):  # pragma: no cover - compiled
+    def _pointwise_cols(
+        wp, x, bp, clip, lo, hi, act, ap, aq, y, c0, c1, e, e2, kb, late
+    ):  # pragma: no cover - compiled
         # _pointwise with the activation's scratch given (e e2 kb, _ACT_BLOCKS _COLS each): per column block of
         # 16 _NV positions, every channel block (the block's X stays in L1 between them), then the activation
         # ``act`` (ops/_fast_epilogue.py's codes, 0: none) over the block while it is in L1
@@ -154,7 +163,16 @@ if numba is not None:
                     m0 = mb * _MR
                     rows = min(_MR, M - m0)
                     wo, yo = mb * K * _MR, (n * M + m0) * P + p0
-                    if nv == 4:
+                    if late:
+                        if nv == 4:
+                            _late4(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
+                        elif nv == 3:
+                            _late3(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
+                        elif nv == 2:
+                            _late2(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
+                        else:
+                            _late1(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
+                    elif nv == 4:
                         _tile4(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
                     elif nv == 3:
                         _tile3(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
@@ -232,7 +250,7 @@ if numba is not None and PACKED_OK:
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _pointwise_depthwise(
-        x, wp, bp, on1, lo1, hi1, a1, p1, q1, wd, bd, s, pt, pl, on2, lo2, hi2, a2, p2, q2, y, rb, first, last
+        x, wp, bp, on1, lo1, hi1, a1, p1, q1, wd, bd, s, pt, pl, on2, lo2, hi2, a2, p2, q2, y, rb, late, first, last
     ):  # pragma: no cover
         # rounds first..last (of rb expanded channels, a multiple of _MR) of every sample: the round's 1 x 1 output
         # into the scratch, then the depthwise tiles of the scratch into Y
@@ -256,12 +274,58 @@ if numba is not None and PACKED_OK:
                 b0, b1 = m0 // _MR, (m1 + _MR - 1) // _MR
                 wb = wpf[b0 * K * _MR : b1 * K * _MR].reshape(b1 - b0, K, _MR)
                 eb = e[: c * P].reshape(1, c, P)
-                _pointwise_cols(wb, xr, bp[m0:], on1, lo1, hi1, a1, p1, q1, eb, 0, P, ea, ea2, kb)
+                _pointwise_cols(wb, xr, bp[m0:], on1, lo1, hi1, a1, p1, q1, eb, 0, P, ea, ea2, kb, late)
                 bb = bd[m0:m1] if bd.shape[0] else bd
                 wdb = wdf[m0 * k * k : m1 * k * k].reshape(c, k, k)
                 yb = yf[(n * M + m0) * Q : (n * M + m1) * Q].reshape(1, c, oh, ow)
                 eb4 = e[: c * P].reshape(1, c, H, W)
                 _dw_planes(eb4, wdb, bb, s, pt, pl, on2, lo2, hi2, a2, p2, q2, yb, cms, inner, zr, ea, ea2, kb)
+
+
+class PointwiseDepthwise:
+    """:func:`pointwise_depthwise` with its constant arguments converted once (the fused step's load time) and each
+    input shape's rounds and parts worked out at its first call: a call then costs the output's allocation and one
+    compiled call (per-step overhead weighs on 14 x 14 and 7 x 7 blocks of a tenth of a millisecond)."""
+
+    def __init__(self, wp, M, b1, clip1, wd, b2, strides, clip2, act1=(ACT_NONE, 0.0, 0.0), act2=(ACT_NONE, 0.0, 0.0)):
+        f = np.float32
+        bp = np.zeros(wp.shape[0] * _MR, f)
+        if b1 is not None:
+            bp[:M] = b1
+        bd = np.zeros((0,), f) if b2 is None else np.ascontiguousarray(b2, f)
+        self.M, self.stride = M, int(strides[0])
+        self._pw = (wp, bp, bool(clip1[0]), f(clip1[1]), f(clip1[2]), int(act1[0]), f(act1[1]), f(act1[2]))
+        self._dw = (np.ascontiguousarray(wd, f), bd)
+        self._after = (bool(clip2[0]), f(clip2[1]), f(clip2[2]), int(act2[0]), f(act2[1]), f(act2[2]))
+        self._plans: dict = {}
+
+    def _plan(self, shape: tuple, begin: tuple, out: tuple) -> tuple:
+        N, K, H, W = shape
+        M = self.M
+        n = 2 if 2 * N * M * K * H * W >= _SPLIT_FLOPS and M > _MR else 1
+        rb = round_channels(M, H * W, n)
+        rounds = -(-M // rb)
+        cuts = [rounds * i // n for i in range(n + 1)]
+        return (N, M) + tuple(out), rb, int(begin[0]), int(begin[1]), list(zip(cuts, cuts[1:]))
+
+    def __call__(self, x: np.ndarray, begin: tuple, out: tuple, bias_last: bool = False) -> np.ndarray:
+        """y (N, M, *out) of x (N, K, H, W) C-contiguous float32, the depthwise's padding starting at ``begin``;
+        ``bias_last``: each expanded value summed as ops/_fast_conv.py's direct kernel sums it, (0 + the terms in
+        the order of k) + b, instead of b + the terms (:func:`pointwise`'s order)."""
+        key = (x.shape, begin, out)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) > 16:
+                self._plans.clear()
+            plan = self._plans[key] = self._plan(x.shape, begin, out)
+        yshape, rb, pt, pl, parts = plan
+        y = np.empty(yshape, np.float32)
+        args = (x, *self._pw, *self._dw, self.stride, pt, pl, *self._after, y, rb, bool(bias_last))
+        if len(parts) == 1:
+            _pointwise_depthwise(*args, *parts[0])
+        else:
+            run_parts([functools.partial(_pointwise_depthwise, *args, a, b) for a, b in parts])
+        return y
 
 
 def pointwise_depthwise(
@@ -272,22 +336,7 @@ def pointwise_depthwise(
     float32 (:func:`pointwise`: the packed ``wp``, b1, clipped per ``clip1``; ``act1`` / ``act2``: the activations
     of either after its clip, as :func:`pointwise` takes them), computed a round of expanded channels
     (:func:`round_channels`) at a time: every value the two kernels give apart, bit for bit, without the expanded
-    tensor leaving the cache. In 2 parts over the rounds from _SPLIT_FLOPS."""
-    N, K, H, W = x.shape
-    y = np.empty((N, M) + tuple(out), np.float32)
-    bp = np.zeros(wp.shape[0] * _MR, np.float32)
-    if b1 is not None:
-        bp[:M] = b1
-    bd = np.zeros((0,), np.float32) if b2 is None else np.ascontiguousarray(b2, np.float32)
-    on1, lo1, hi1 = clip1[0], np.float32(clip1[1]), np.float32(clip1[2])
-    on2, lo2, hi2 = clip2[0], np.float32(clip2[1]), np.float32(clip2[2])
-    n = 2 if 2 * N * M * K * H * W >= _SPLIT_FLOPS and M > _MR else 1
-    rb = round_channels(M, H * W, n)
-    rounds = -(-M // rb)
-    cuts = [rounds * i // n for i in range(n + 1)]
-    s, pt, pl = strides[0], begin[0], begin[1]
-    f = np.float32
-    a1, a2 = (int(act1[0]), f(act1[1]), f(act1[2])), (int(act2[0]), f(act2[1]), f(act2[2]))
-    args = (x, wp, bp, on1, lo1, hi1, *a1, wd, bd, s, pt, pl, on2, lo2, hi2, *a2, y, rb)
-    run_parts([functools.partial(_pointwise_depthwise, *args, a, b) for a, b in zip(cuts, cuts[1:])])
-    return y
+    tensor leaving the cache. In 2 parts over the rounds from _SPLIT_FLOPS. A step calling it again and again
+    prepares a :class:`PointwiseDepthwise` instead."""
+    block = PointwiseDepthwise(wp, M, b1, clip1, wd, b2, strides, clip2, act1, act2)
+    return block(x, tuple(begin), tuple(out))

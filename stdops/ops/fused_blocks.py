@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import KernelError
-from . import _fast, _fast_dwtiles, _fast_pointwise
+from . import _fast, _fast_blocks, _fast_dwtiles, _fast_pointwise, conv
 from ._registry import op
 from ._window import geometry, ints
 from .fused import activation_of, conv_act, prepare_conv_act
@@ -97,6 +97,7 @@ def prepare_expand_depthwise(constants: tuple, attrs: dict) -> Callable | None:
         _kernel_act(a1["activation"], a1["activation_params"]),
         _kernel_act(a2["activation"], a2["activation_params"]),
     )
+    block = _fast_pointwise.PointwiseDepthwise(wp, M, b1, clip1, wd, b2, strides, clip2, act1, act2)
     known: dict = {}  # input shape -> (begin, out) of the depthwise, or None (the chain decides)
 
     def expand_depthwise_prepared(x, w1_, w2_, b1_=None, b2_=None):
@@ -110,25 +111,48 @@ def prepare_expand_depthwise(constants: tuple, attrs: dict) -> Callable | None:
             or x.dtype != np.float32
         ):
             return chain(x, w1_, w2_, b1_, b2_)
-        plan = known.get(x.shape, False)
-        if plan is False:
-            plan = None
-            if x.ndim == 4 and x.shape[1] == K and _fast_pointwise.applies(M, K, x.shape[2] * x.shape[3]):
-                try:
-                    geo = geometry(x.shape[2:], kernel, strides, dilations, a2["pads"], a2["auto_pad"])
-                    plan = (tuple(geo.begin), tuple(geo.out))
-                except KernelError:
-                    plan = None
-            if len(known) > 16:
-                known.clear()
-            known[x.shape] = plan
+        plan = plan_of(x.shape)
         if plan is None:
             return chain(x, w1_, w2_, b1_, b2_)
-        xc = np.ascontiguousarray(x)
-        return _fast_pointwise.pointwise_depthwise(
-            xc, wp, M, b1, clip1, wd, b2, strides, plan[0], plan[1], clip2, act1, act2
-        )
+        return block(x if x.flags.c_contiguous else np.ascontiguousarray(x), *plan)
 
+    def plan_of(shape: tuple) -> tuple | None:
+        plan = known.get(shape, False)
+        if plan is False:
+            plan = _plan(shape)
+            if len(known) > 16:
+                known.clear()
+            known[shape] = plan
+        return plan
+
+    def _plan(shape: tuple) -> tuple | None:
+        """(begin, out, bias_last) of the depthwise on this input, the expansion summed in the order of the kernel
+        conv.py picks for it alone (ops/_fast_pointwise.py's, or on small maps ops/_fast_conv.py's direct one);
+        None: neither (the chain runs)."""
+        if len(shape) != 4 or shape[1] != K:
+            return None
+        P = shape[2] * shape[3]
+        if _fast_pointwise.applies(M, K, P):
+            bias_last = False
+        elif conv.direct_packed(_expansion_weight(), 2, tuple(shape[2:]), (1, 1), (1, 1)):
+            bias_last = True
+        else:
+            return None
+        try:
+            geo = geometry(shape[2:], kernel, strides, dilations, a2["pads"], a2["auto_pad"])
+        except KernelError:
+            return None
+        return tuple(geo.begin), tuple(geo.out), bias_last
+
+    cw1: list = []
+
+    def _expansion_weight():
+        if not cw1:
+            cw1.append(conv.prepare_conv_weight(w1))
+        return cw1[0]
+
+    # what a step over the block and the convolution after it (prepare_expand_depthwise_project) builds on
+    expand_depthwise_prepared.compiled = (block, plan_of, (w1, w2, b1, b2))  # type: ignore[attr-defined]
     return expand_depthwise_prepared
 
 
@@ -184,4 +208,166 @@ def expand_depthwise(
         auto_pad=dw_auto_pad,
         activation=dw_activation,
         activation_params=dw_activation_params,
+    )
+
+
+# --------------------------------------------------------------------------- + the 1 x 1 projection
+
+
+_PROJECT_ATTRS = ("pw_activation", "pw_activation_params", "post_activation", "post_activation_params")
+
+
+def prepare_expand_depthwise_project(constants: tuple, attrs: dict) -> Callable | None:
+    """Load time, the three weights constant float tensors: the ``expand_depthwise`` step and the projection's
+    ``conv_act`` step prepared, and for float32 on AVX-512 the projection packed for the compiled block
+    (ops/_fast_blocks.py), which then runs where both steps would take the compiled kernels it reproduces."""
+    consts = tuple(constants) + (None,) * (8 - len(constants))
+    _, w1, w2, w3, b1, b2, b3, _ = consts
+    ed_attrs = {k: v for k, v in attrs.items() if k not in _PROJECT_ATTRS}
+    p_attrs = {
+        "activation": attrs["pw_activation"],
+        "activation_params": tuple(attrs["pw_activation_params"]),
+        "post_activation": attrs["post_activation"],
+        "post_activation_params": tuple(attrs["post_activation_params"]),
+    }
+    try:
+        ed = prepare_expand_depthwise((None, w1, w2, b1, b2), ed_attrs)
+        proj = prepare_conv_act((None, w3, b3), _conv_act_defaults() | p_attrs)
+    except (KernelError, KeyError):
+        return None
+    if ed is None or proj is None:
+        return None
+
+    def chain(x, w1_, w2_, w3_, b1_=None, b2_=None, b3_=None, residual=None):
+        return proj(ed(x, w1_, w2_, b1_, b2_), w3_, b3_, residual)
+
+    compiled = getattr(ed, "compiled", None)
+    if (
+        compiled is None
+        or not isinstance(w3, np.ndarray)
+        or w3.dtype != np.float32
+        or w3.ndim != 4
+        or w3.shape[1:] != (w1.shape[0], 1, 1)
+        or not (b3 is None or (isinstance(b3, np.ndarray) and b3.dtype == np.float32 and b3.shape == w3.shape[:1]))
+    ):
+        return chain
+    expand, plan_of, (w1c, w2c, b1c, b2c) = compiled
+    M3, C = w3.shape[:2]
+    clip3, act3 = _kernel_act(p_attrs["activation"], p_attrs["activation_params"])
+    post = activation_of(p_attrs["post_activation"], p_attrs["post_activation_params"])
+    run = _fast_blocks.InvertedResidual(
+        expand,
+        _fast_pointwise.pack_weight(np.ascontiguousarray(w3.reshape(M3, C))),
+        M3,
+        b3,
+        clip3,
+        act3,
+        None if post is None else post.code(),
+    )
+    cw3 = conv.prepare_conv_weight(w3)
+    orders: dict = {}  # the depthwise's output map -> whether the projection sums bias last, or None (the chain)
+
+    def order_of(out: tuple) -> bool | None:
+        if out not in orders:
+            Q = out[0] * out[1]
+            if len(orders) > 16:
+                orders.clear()
+            if conv.pointwise_compiled(cw3, 2, Q):
+                orders[out] = False
+            elif conv.direct_packed(cw3, 2, out, (1, 1), (1, 1)):
+                orders[out] = True
+            else:
+                orders[out] = None
+        return orders[out]
+
+    def expand_depthwise_project_prepared(x, w1_, w2_, w3_, b1_=None, b2_=None, b3_=None, residual=None):
+        if (
+            not _fast.enabled()
+            or w1_ is not w1c
+            or w2_ is not w2c
+            or w3_ is not w3
+            or b1_ is not b1c
+            or b2_ is not b2c
+            or b3_ is not b3
+            or not isinstance(x, np.ndarray)
+            or x.dtype != np.float32
+        ):
+            return chain(x, w1_, w2_, w3_, b1_, b2_, b3_, residual)
+        plan = plan_of(x.shape)
+        last3 = None if plan is None else order_of(plan[1])
+        if plan is None or last3 is None:
+            return chain(x, w1_, w2_, w3_, b1_, b2_, b3_, residual)
+        begin, out, last1 = plan
+        if residual is not None:
+            if (
+                type(residual) is not np.ndarray
+                or residual.dtype != np.float32
+                or residual.shape != (x.shape[0], M3) + tuple(out)
+            ):
+                return chain(x, w1_, w2_, w3_, b1_, b2_, b3_, residual)  # broadcasting: the steps decide
+            residual = np.ascontiguousarray(residual)
+        xc = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+        return run(xc, begin, out, last1, last3, residual)
+
+    return expand_depthwise_project_prepared
+
+
+@op(kernels=(expand_depthwise, conv_act), prepare=prepare_expand_depthwise_project)
+def expand_depthwise_project(
+    x,
+    w1,
+    w2,
+    w3,
+    b1=None,
+    b2=None,
+    b3=None,
+    residual=None,
+    /,
+    *,
+    activation="",
+    activation_params=(),
+    dw_group=1,
+    dw_kernel_shape=(),
+    dw_strides=(),
+    dw_pads=(),
+    dw_dilations=(),
+    dw_auto_pad="NOTSET",
+    dw_activation="",
+    dw_activation_params=(),
+    pw_activation="",
+    pw_activation_params=(),
+    post_activation="",
+    post_activation_params=(),
+):
+    """Y = conv_act(expand_depthwise(X, W1, W2, B1, B2, ...), W3, B3, residual, activation=pw_activation,
+    post_activation=post_activation): an inverted-residual block, its expansion and depthwise convolution as
+    :func:`expand_depthwise` takes them, then the 1 x 1 convolution (group 1, stride 1, unpadded) of their result
+    by W3 (+ B3) with its activation, + the residual (broadcasting as Add), then the post-activation. Y has X's
+    dtype."""
+    e = expand_depthwise(
+        x,
+        w1,
+        w2,
+        b1,
+        b2,
+        activation=activation,
+        activation_params=activation_params,
+        dw_group=dw_group,
+        dw_kernel_shape=dw_kernel_shape,
+        dw_strides=dw_strides,
+        dw_pads=dw_pads,
+        dw_dilations=dw_dilations,
+        dw_auto_pad=dw_auto_pad,
+        dw_activation=dw_activation,
+        dw_activation_params=dw_activation_params,
+    )
+    return conv_act(
+        e,
+        w3,
+        b3,
+        residual,
+        activation=pw_activation,
+        activation_params=pw_activation_params,
+        post_activation=post_activation,
+        post_activation_params=post_activation_params,
     )

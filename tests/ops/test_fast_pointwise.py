@@ -111,6 +111,10 @@ EXPAND_DEPTHWISE = [
     ((2, 6, 9, 9), 12, 3, 1, (1, 1, 1, 1), ("clip", (0.0, 6.0)), ("relu", ())),  # 81 positions: the chain runs
     ((1, 16, 16, 16), 48, 3, 2, (1, 1, 1, 1), ("silu", ()), ("silu", ())),  # EfficientNet's activations
     ((1, 8, 14, 14), 30, 5, 1, (2, 2, 2, 2), ("hard_swish", (1 / 6, 0.5)), ("sigmoid", ())),  # MobileNetV3's
+    # small maps with deep inputs: the expansion summed as ops/_fast_conv.py's direct kernel does (bias last)
+    ((1, 64, 7, 7), 100, 3, 1, (1, 1, 1, 1), ("clip", (0.0, 6.0)), ("clip", (0.0, 6.0))),  # MobileNetV2's 7 x 7
+    ((2, 70, 5, 6), 38, 3, 2, (1, 0, 1, 1), ("relu", ()), ("", ())),  # batch 2, stride 2, odd sizes and pads
+    ((1, 96, 9, 9), 50, 5, 1, (2, 2, 2, 2), ("hard_swish", (1 / 6, 0.5)), ("silu", ())),  # 5 x 5, activations
 ]
 
 
@@ -145,16 +149,22 @@ def _defaults(fused_blocks):
 
 @pytest.mark.parametrize("xs,M,k,s,pads,act1,act2", EXPAND_DEPTHWISE)
 @pytest.mark.parametrize("bias", [False, True])
-def test_expand_depthwise_is_its_two_steps_bit_for_bit(xs, M, k, s, pads, act1, act2, bias, monkeypatch):
+@pytest.mark.parametrize("round_floats", [None, 1], ids=["rounds-by-map", "rounds-of-6"])
+def test_expand_depthwise_is_its_two_steps_bit_for_bit(xs, M, k, s, pads, act1, act2, bias, round_floats, monkeypatch):
     """The compiled block computes what the two prepared conv_act steps (each on its compiled kernel) compute, bit
-    for bit; the plain form (NumPy, the compiled path off) within the GEMM's rounding."""
+    for bit, whatever its rounds of expanded channels (all of them on these maps, or 6 a round: the fewest, at
+    any scratch size); the plain form (NumPy, the compiled path off) within the GEMM's rounding."""
     monkeypatch.setattr(_fast, "_enabled", True)
+    if round_floats is not None:
+        monkeypatch.setattr(_fast_pointwise, "ROUND_FLOATS", round_floats)
+        assert _fast_pointwise.round_channels(M, xs[2] * xs[3]) == 6
     fb, step, args, attrs = _expand_depthwise_case(xs, M, k, s, pads, act1, act2, bias)
     calls = []
-    real = _fast_pointwise.pointwise_depthwise
-    monkeypatch.setattr(_fast_pointwise, "pointwise_depthwise", lambda *a: calls.append(1) or real(*a))
+    real = _fast_pointwise.PointwiseDepthwise.__call__
+    monkeypatch.setattr(_fast_pointwise.PointwiseDepthwise, "__call__", lambda *a: calls.append(1) or real(*a))
     got = step(*args)
-    assert bool(calls) == (xs[2] * xs[3] >= _fast_pointwise.MIN_P)  # the block where the pointwise kernel applies
+    # the block where the pointwise kernel applies, or on small maps where the direct one does (deep sums)
+    assert bool(calls) == (xs[2] * xs[3] >= _fast_pointwise.MIN_P or xs[1] >= 64)
     from stdops.ops import fused
 
     x, w1, w2, b1, b2 = args
@@ -169,17 +179,31 @@ def test_expand_depthwise_is_its_two_steps_bit_for_bit(xs, M, k, s, pads, act1, 
     np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * float(np.abs(ref).max()))
 
 
-def test_expand_depthwise_same_bits_at_1_and_2_threads(monkeypatch):
+@pytest.mark.parametrize("round_floats", [None, 4000])
+def test_expand_depthwise_same_bits_at_1_and_2_threads(round_floats, monkeypatch):
+    """Split in 2 parts of rounds (each part one round of 48 channels, or 4000 floats: rounds of 6 of 400 values)."""
     from stdops.ops import _blas
 
     monkeypatch.setattr(_fast, "_enabled", True)
     monkeypatch.setattr(_fast_pointwise, "_SPLIT_FLOPS", 0)
+    if round_floats is not None:
+        monkeypatch.setattr(_fast_pointwise, "ROUND_FLOATS", round_floats)
+    assert _fast_pointwise.round_channels(96, 400, 2) == (48 if round_floats is None else 6)
     _, step, args, _ = _expand_depthwise_case((1, 16, 20, 20), 96, 3, 2, (1, 1, 1, 1), ("clip", (0, 6)), ("", ()), True)
     results = []
     for count in (1, 2):
         monkeypatch.setattr(_blas, "threads", lambda count=count: count)
         results.append(step(*args))
     assert np.array_equal(results[0], results[1])
+
+
+def test_round_channels():
+    """Rounds fill ROUND_FLOATS of scratch in whole tiles of channels, at least one tile, at most every channel
+    (per part)."""
+    rc, mr = _fast_pointwise.round_channels, _fast_pointwise._MR
+    assert rc(96, 112 * 112) == _fast_pointwise.ROUND_FLOATS // (112 * 112) // mr * mr
+    assert rc(960, 49) == 960 and rc(961, 49) == 966 and rc(960, 49, 2) == 480
+    assert rc(30, 10**7) == mr
 
 
 # activation (ops/fused.py's names and parameters): applied by the compiled 1 x 1 and depthwise kernels per tile
