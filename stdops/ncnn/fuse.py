@@ -15,6 +15,8 @@ stdops/optimize/fuse.py are matched on them, in order:
    done by then; after a squeeze-and-excitation block that convolution is part of the block's step, 3.);
 2. a 1 x 1 convolution (stride 1, unpadded, no residual) whose top only a depthwise convolution reads (one
    channel per group), each with its activation: one ``expand_depthwise`` step (stdops/ops/fused_blocks.py);
+   with the 1 x 1 convolution that alone reads its top (the block's projection, with what 1. gave it: activation,
+   residual, post-activation), one ``expand_depthwise_project`` step (MobileNetV2's whole block);
 3. squeeze-and-excitation, X -> global average Pooling -> InnerProduct (+ act) -> InnerProduct (+ act) ->
    BinaryOp mul of the gate and X (the same blob or another top of its Split; X stays): one ``squeeze_excite``
    step; with the 1 x 1 convolution (+ residual + activations, from 1.) that alone reads the product, one
@@ -327,6 +329,7 @@ def _expand_depthwise_node(n1: Node, f1: ConvForm, n2: Node, f2: ConvForm, writt
             return step(x[None], w1, w2, b1, b2)[0]
         return written(x)  # ncnn reads a 2-D blob as one channel: the layers as written
 
+    expand_depthwise_blob.block_forms = (f1, f2, attrs)  # type: ignore[attr-defined]  # for the projection (2b.)
     return Node(
         n1.name, n1.op, expand_depthwise_blob, list(n1.inputs), list(n2.outputs), n2.where, None, ("expand_depthwise",)
     )
@@ -346,6 +349,62 @@ def _fuse_expand_depthwise(g: _Graph, h: int) -> None:
     if f2.w.shape[:2] == (M, 1) and f2.attrs["group"] == M:
         written = g.written([h, k], list(n1.inputs), n2.outputs[0])
         g.place([h, k], _expand_depthwise_node(n1, f1, n2, f2, written))
+
+
+def _fuse_project(g: _Graph, h: int) -> None:
+    """2b. An ``expand_depthwise`` step whose top only a 1 x 1 convolution reads (the block's projection, with its
+    activation, a residual and a post-activation, from 1.): one ``expand_depthwise_project`` step."""
+    n = g.nodes[h]
+    forms = getattr(n.fn, "block_forms", None) if n is not None and h in g.made else None
+    if n is None or forms is None:
+        return
+    f1, f2, attrs = forms
+    k = g.only_reader(n.outputs[0])
+    n3 = g.nodes[k] if k is not None else None
+    f3 = _form(n3)
+    if k is None or n3 is None or f3 is None or not _is_pointwise(f3) or len(n3.inputs) > 2 or len(n3.outputs) != 1:
+        return
+    M = f1.w.shape[0]
+    if n3.inputs[0] != n.outputs[0] or n.outputs[0] in n3.inputs[1:] or f3.w.shape[1] != M:
+        return
+    a3 = f3.attrs
+    attrs = dict(
+        attrs,
+        pw_activation=a3["activation"],
+        pw_activation_params=a3["activation_params"],
+        post_activation=a3.get("post_activation", ""),
+        post_activation_params=a3.get("post_activation_params", ()),
+    )
+    ws = (f1.w, f2.w, f3.w, f1.b, f2.b, f3.b)
+    step = bind(fused_blocks.expand_depthwise_project, attrs, (None, *ws))
+    inputs = list(n.inputs) + list(n3.inputs[1:])
+    written = g.written([h, k], inputs, n3.outputs[0])
+    C, M3 = f1.w.shape[1], f3.w.shape[0]
+    a2 = f2.attrs
+    (kh, kw), (sh, sw), (dh, dw) = f2.w.shape[2:], a2["strides"], a2["dilations"]
+    pt, pl, pb, pr = a2["pads"]
+
+    def taken(x) -> bool:
+        return isinstance(x, np.ndarray) and x.ndim == 3 and x.shape[0] == C and x.dtype == np.float32
+
+    if len(inputs) == 1:
+
+        def inverted_residual_blob(x):
+            return step(x[None], *ws)[0] if taken(x) else written(x)
+
+        fn: Callable = inverted_residual_blob
+    else:
+
+        def inverted_residual_add_blob(x, r):
+            if taken(x) and isinstance(r, np.ndarray) and r.dtype == np.float32:
+                shape = (M3, _out_size(x.shape[1], kh, sh, dh, pt + pb), _out_size(x.shape[2], kw, sw, dw, pl + pr))
+                if r.shape == shape:  # else ncnn's BinaryOp broadcasts by its own rules: the layers decide
+                    return step(x[None], *ws, r[None])[0]
+            return written(x, r)
+
+        fn = inverted_residual_add_blob
+    node = Node(n.name, n.op, fn, inputs, list(n3.outputs), n3.where, None, ("expand_depthwise_project",))
+    g.place([h, k], node)
 
 
 # --------------------------------------------------------------------------- 3. squeeze and excitation
@@ -497,6 +556,8 @@ def twin_nodes(nodes: list[Node], outputs: list[str]) -> list[Node] | None:
             _fuse_conv_chain(g, h, n, f)
     for h in range(len(g.nodes)):
         _fuse_expand_depthwise(g, h)
+    for h in range(len(g.nodes)):
+        _fuse_project(g, h)
     for h in range(len(g.nodes)):
         _fuse_squeeze_excite(g, h)
     for h in range(len(g.nodes)):

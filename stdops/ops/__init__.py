@@ -15,7 +15,7 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     detection,  # NonMaxSuppression
     elementwise,  # arithmetic and unary math
     fused,  # the optimizer's fused steps: Conv / MatMul + bias + activation + residual
-    fused_blocks,  # the optimizer's fused steps over two convolutions: 1x1 expansion + depthwise
+    fused_blocks,  # the optimizer's fused steps over two or three convolutions: 1x1 expansion + depthwise [+ 1x1]
     grid_sample,  # GridSample, AffineGrid
     image,  # ImageDecoder
     indexing,  # gathers, scatters, one-hot, top-k, unique

@@ -1,12 +1,17 @@
-"""Fused steps over two convolutions, bound by the load-time graph optimizer (stdops/optimize/fuse.py):
+"""Fused steps over two or three convolutions, bound by the load-time graph optimizers (stdops/optimize/fuse.py,
+stdops/ncnn/fuse.py):
 
 - :func:`expand_depthwise`: the 1 x 1 expansion of an inverted-residual block (MobileNetV2/V3, EfficientNet,
-  MnasNet) and the depthwise convolution that alone reads it, each with its activation (ops/fused.py's names).
+  MnasNet) and the depthwise convolution that alone reads it, each with its activation (ops/fused.py's names);
+- :func:`expand_depthwise_project`: that, and the 1 x 1 projection that alone reads it, with its activation, the
+  residual and the post-activation (MobileNetV2's whole block; ops/_fast_blocks.py).
 
-The plain form IS the chain: two ``conv_act`` steps (ops/fused.py). The prepared step (constant float32 weights,
+The plain form IS the chain: two (three) ``conv_act`` steps (ops/fused.py). The prepared step (constant float32 weights,
 the compiled extra on AVX-512) computes the same values, bit for bit, a block of expanded channels at a time so that
 the expanded tensor never leaves the cache (ops/_fast_pointwise.py ``pointwise_depthwise``); any shape or machine
-those kernels do not take runs the two prepared ``conv_act`` steps.
+those kernels do not take runs the two prepared ``conv_act`` steps. Each expanded value is summed in the order of
+the kernel conv.py picks for the expansion alone (on small maps ops/_fast_conv.py's direct kernel: bias last), and
+the projection likewise, so that a block gives its steps' bits.
 """
 
 from __future__ import annotations

@@ -20,7 +20,9 @@ Then a squeeze-and-excitation block, GlobalAveragePool(X) -> 1 x 1 ``conv_act`` 
 (each value read only by the next; the convolutions group 1, stride 1, unpadded, constant weights, one activation
 each and no residual), becomes one ``squeeze_excite`` step at the Mul's position; with the 1 x 1 ``conv_act``
 that alone reads its result (group 1, stride 1, unpadded, constant weights), one ``squeeze_excite_conv`` step at the
-convolution's position.
+convolution's position. And an inverted-residual block, a 1 x 1 ``conv_act`` -> the depthwise ``conv_act`` that
+alone reads it (one ``expand_depthwise`` step) [-> the 1 x 1 ``conv_act`` that alone reads that, with its
+activation, residual and post-activation: one ``expand_depthwise_project`` step].
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ record_use(fused.matmul_act, "optimize", "MatMul / Gemm + bias + activation + re
 record_use(fused.squeeze_excite, "optimize", "GlobalAveragePool + 1x1 Conv + act + 1x1 Conv + act + Mul")
 record_use(fused.squeeze_excite_conv, "optimize", "squeeze_excite + the 1x1 Conv (+ act + residual) reading it")
 record_use(fused_blocks.expand_depthwise, "optimize", "1x1 conv_act + the depthwise conv_act that alone reads it")
+record_use(fused_blocks.expand_depthwise_project, "optimize", "expand_depthwise + the 1x1 conv_act that alone reads it")
 record_use(fused.softmax_rows, "optimize", "Softmax")
 record_use(fused.layer_norm_rows, "optimize", "LayerNormalization without its statistics")
 
@@ -441,6 +444,43 @@ def _fuse_expand_depthwise(work: Work, h: int) -> None:
     assert k is not None  # n2 is its node
     work.replace(h, None)
     work.replace(k, new)
+    _fuse_project(work, k, new, attrs)
+
+
+def _fuse_project(work: Work, k: int, ed: Node, attrs: dict) -> None:
+    """The ``expand_depthwise`` step at ``k`` and the 1 x 1 ``conv_act`` (group 1, stride 1, unpadded, a constant
+    weight; with its activation, residual and post-activation) that alone reads it: one ``expand_depthwise_project``
+    step at the convolution's place (an inverted-residual block)."""
+    j = work.only_reader(ed.outputs[0])
+    n3 = None if j is None else work.nodes[j]
+    if n3 is None or kernel_name(n3) != "conv_act" or n3.inputs[:1] != ed.outputs or len(n3.outputs) != 1:
+        return
+    ins = list(n3.inputs) + [""] * (4 - len(n3.inputs))
+    w3, a3 = work.const(ins[1]), n3.bound.attrs
+    if ed.outputs[0] in ins[1:] or not (isinstance(w3, np.ndarray) and w3.dtype == np.float32 and w3.ndim == 4):
+        return
+    if ins[2] and not isinstance(work.const(ins[2]), np.ndarray):
+        return
+    w1 = work.const(ed.inputs[1])
+    if not isinstance(w1, np.ndarray) or w3.shape[1:] != (w1.shape[0], 1, 1) or a3.get("group", 1) != 1:
+        return
+    if a3.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or any(v != 0 for v in a3.get("pads") or ()):
+        return
+    if any(v != 1 for v in tuple(a3.get("strides") or ()) + tuple(a3.get("dilations") or ())):
+        return
+    attrs = dict(
+        attrs,
+        pw_activation=a3.get("activation", ""),
+        pw_activation_params=tuple(a3.get("activation_params", ())),
+        post_activation=a3.get("post_activation", ""),
+        post_activation_params=tuple(a3.get("post_activation_params", ())),
+    )
+    x, w1, w2, b1, b2 = ed.inputs
+    inputs = [x, w1, w2, ins[1], b1, b2, ins[2], ins[3]]
+    bound = bind(fused_blocks.expand_depthwise_project, attrs, tuple(work.const(i) if i else None for i in inputs))
+    new = Node(ed.name, ed.op, bound.fn, inputs, list(n3.outputs), n3.where, bound, ("expand_depthwise_project",))
+    work.replace(k, None)
+    work.replace(j, new)
 
 
 def _scaled(work: Work, node: Node | None) -> tuple[str, float] | None:

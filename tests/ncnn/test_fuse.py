@@ -14,24 +14,42 @@ from . import wheel
 TAG_F32 = np.zeros(1, np.uint32).tobytes()  # a tagged weight: 4 bytes of 0, then raw float32
 
 
-def _net(act1: str, act2: str, stride: int, pad: int, C: int = 8, M: int = 24, extra_reader: bool = False, seed=0):
-    """Input -> 1x1 Convolution (C -> M, act1) -> 3x3 ConvolutionDepthWise (stride, pad, act2) -> 1x1 project."""
+def _net(
+    act1: str,
+    act2: str,
+    stride: int,
+    pad: int,
+    C: int = 8,
+    M: int = 24,
+    extra_reader: bool = False,
+    seed=0,
+    residual: bool = False,
+):
+    """Input -> 1x1 Convolution (C -> M, act1) -> 3x3 ConvolutionDepthWise (stride, pad, act2) -> 1x1 project
+    (to 4 channels, or with ``residual`` to C, added to the input through a Split: MobileNetV2's block)."""
     rng = np.random.default_rng(seed)
+    P = C if residual else 4
     w1 = rng.standard_normal((M, C, 1, 1)).astype(np.float32) * 0.3
     b1 = rng.standard_normal(M).astype(np.float32) * 0.1
     w2 = rng.standard_normal((M, 1, 3, 3)).astype(np.float32) * 0.3
     b2 = rng.standard_normal(M).astype(np.float32) * 0.1
-    w3 = rng.standard_normal((4, M, 1, 1)).astype(np.float32) * 0.3
+    w3 = rng.standard_normal((P, M, 1, 1)).astype(np.float32) * 0.3
+    src = "x1" if residual else "in0"
     lines = [
         "Input in0 0 1 in0",
-        f"Convolution expand 1 1 in0 e 0={M} 1=1 5=1 6={M * C} {act1}",
+        f"Convolution expand 1 1 {src} e 0={M} 1=1 5=1 6={M * C} {act1}",
     ]
+    if residual:
+        lines.insert(1, "Split splitr 1 2 in0 x0 x1")
     if extra_reader:
         lines = lines[:1] + [lines[1].replace(" 1 1 in0 e ", " 1 1 in0 e0 ")] + ["Split split 1 2 e0 e e2"]
+    top = "p" if residual else "out0"
     lines += [
         f"ConvolutionDepthWise dw 1 1 e d 0={M} 1=3 3={stride} 4={pad} 5=1 6={M * 9} 7={M} {act2}",
-        f"Convolution project 1 1 d out0 0=4 1=1 5=0 6={4 * M}",
+        f"Convolution project 1 1 d {top} 0={P} 1=1 5=0 6={P * M}",
     ]
+    if residual:
+        lines.append("BinaryOp add 2 1 x0 p out0 0=0")
     outs = ["out0"] + (["e2"] if extra_reader else [])
     blobs = {b for line in lines for b in line.split()[4:] if "=" not in b}
     param = f"7767517\n{len(lines)} {len(blobs)}\n" + "\n".join(lines) + "\n"
@@ -52,13 +70,18 @@ def _written(net: Net, feeds: dict) -> dict:
 
 
 @pytest.mark.parametrize("acts", ACTS, ids=["none", "relu6", "relu-hardswish", "sigmoid-leaky"])
-@pytest.mark.parametrize("stride,pad,hw", [(1, 1, 17), (2, 1, 16), (2, 0, 13), (1, 0, 9)])
-def test_expand_depthwise_twin_matches_the_layers(kernels, acts, stride, pad, hw):
-    param, blob, _ = _net(*acts, stride, pad)
+# a residual only where the block's output has its input's size (stride 1, padded)
+@pytest.mark.parametrize(
+    "stride,pad,hw,residual",
+    [(1, 1, 17, False), (1, 1, 17, True), (2, 1, 16, False), (2, 0, 13, False), (1, 0, 9, False)],
+)
+def test_expand_depthwise_twin_matches_the_layers(kernels, acts, stride, pad, hw, residual):
+    """The three convolutions (and the residual's Split and BinaryOp) as one expand_depthwise_project step."""
+    param, blob, _ = _net(*acts, stride, pad, residual=residual)
     net = Net.from_bytes(param, blob)
     twin = net.plan.fused
-    assert twin is not None and [n.kernels for n in twin.nodes].count(("expand_depthwise",)) == 1
-    assert len(twin.nodes) == len(net.plan.nodes) - 1
+    assert twin is not None and [n.kernels for n in twin.nodes] == [("expand_depthwise_project",)]
+    assert len(twin.nodes) == len(net.plan.nodes) - (4 if residual else 2)
     x = np.random.default_rng(1).standard_normal((8, hw, hw + 3)).astype(np.float32)
     got, want = net.run({"in0": x}), _written(net, {"in0": x})
     a, b = got["out0"], want["out0"]
@@ -83,7 +106,8 @@ def test_expanded_blob_stays_reachable_and_shared_blobs_are_not_fused():
     # a blob two layers read (here through a Split) is no pair: nothing to fuse
     param2, blob2, _ = _net("9=1", "9=1", 1, 1, extra_reader=True)
     net2 = Net.from_bytes(param2, blob2)
-    assert net2.plan.fused is None or all(n.kernels != ("expand_depthwise",) for n in net2.plan.fused.nodes)
+    fused_kernels = (("expand_depthwise",), ("expand_depthwise_project",))
+    assert net2.plan.fused is None or all(n.kernels not in fused_kernels for n in net2.plan.fused.nodes)
 
 
 def test_an_input_the_block_does_not_take_runs_the_layers_as_written():
