@@ -16,6 +16,8 @@ GEMM with the compiled path off (tests/ops/test_fast_pointwise.py).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -321,10 +323,11 @@ class PointwiseDepthwise:
         yshape, rb, pt, pl, parts = plan
         y = np.empty(yshape, np.float32)
         args = (x, *self._pw, *self._dw, self.stride, pt, pl, *self._after, y, rb, bool(bias_last))
+        kernel = cast(Callable[..., None], _pointwise_depthwise)  # a numba dispatcher
         if len(parts) == 1:
-            _pointwise_depthwise(*args, *parts[0])
+            kernel(*args, *parts[0])
         else:
-            run_parts([functools.partial(_pointwise_depthwise, *args, a, b) for a, b in parts])
+            run_parts([functools.partial(kernel, *args, a, b) for a, b in parts])
         return y
 
 

@@ -479,6 +479,7 @@ def _fuse_project(work: Work, k: int, ed: Node, attrs: dict) -> None:
     inputs = [x, w1, w2, ins[1], b1, b2, ins[2], ins[3]]
     bound = bind(fused_blocks.expand_depthwise_project, attrs, tuple(work.const(i) if i else None for i in inputs))
     new = Node(ed.name, ed.op, bound.fn, inputs, list(n3.outputs), n3.where, bound, ("expand_depthwise_project",))
+    assert j is not None  # n3 is its node
     work.replace(k, None)
     work.replace(j, new)
 
