@@ -236,7 +236,10 @@ def pointwise(
 #: us): 16 -> 96 @ 112 stride 2 12: 495, 24: 544, 48: 636; 24 -> 144 @ 56 12: 314, 24: 325, 96: 350; 32 -> 192 @ 28
 #: 24: 129, 96: 123, 192: 128; 64 -> 384 @ 14 24: 119, 96: 104, 384: 95; 96 -> 576 @ 14 24: 210, 384: 185; 160 -> 960
 #: @ 7 24: 184, 192: 159, 960: 157 (each round pays for its calls: small maps want few, large ones a scratch in L2).
-#: The whole network (ncnn MobileNetV2, 1 thread, alternating, medians): 8.24 ms against 8.51 with 24 a round
+#: With L2 flushed before each call (as in a network): 24 -> 144 @ 56 24: 389, 48: 395; 32 -> 192 @ 28 24: 166, 192:
+#: 146; 96 -> 576 @ 14 24: 234, 576: 208; 160 -> 960 @ 7 24: 185, 960: 179. The whole network (ncnn MobileNetV2,
+#: 1 thread): within noise (an alternating order that favoured the second of two identical runs by 4% first showed
+#: 8.24 ms against 8.51; balanced, A B peer B A, 1.04 with the same code measuring 1.02)
 ROUND_FLOATS = 160 * 1024
 
 
