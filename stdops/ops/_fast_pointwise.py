@@ -287,6 +287,9 @@ if numba is not None and PACKED_OK:
                 _dw_planes(eb4, wdb, bb, s, pt, pl, on2, lo2, hi2, a2, p2, q2, yb, cms, inner, zr, ea, ea2, kb)
 
 
+_Kernel = Callable[..., None]  # (built once: a subscripted Callable costs microseconds per call)
+
+
 class PointwiseDepthwise:
     """:func:`pointwise_depthwise` with its constant arguments converted once (the fused step's load time) and each
     input shape's rounds and parts worked out at its first call: a call then costs the output's allocation and one
@@ -326,7 +329,7 @@ class PointwiseDepthwise:
         yshape, rb, pt, pl, parts = plan
         y = np.empty(yshape, np.float32)
         args = (x, *self._pw, *self._dw, self.stride, pt, pl, *self._after, y, rb, bool(bias_last))
-        kernel = cast(Callable[..., None], _pointwise_depthwise)  # a numba dispatcher
+        kernel = cast(_Kernel, _pointwise_depthwise)  # a numba dispatcher
         if len(parts) == 1:
             kernel(*args, *parts[0])
         else:
