@@ -7,7 +7,8 @@ Conv runs through BLAS, picking per shape:
   when copying X with a row of ones costs less than a pass over Y); with the compiled extra on AVX-512, maps of
   at least 100 positions with few input channels (or up to 1024 on maps up to 16 x 16) take a compiled kernel
   that sums every output in registers, bias and clip included (ops/_fast_pointwise.py: OpenBLAS is slow at
-  small K);
+  small K); stride-2 ones with at least 128 input channels on rows of whole tiles (ResNet's downsamples) take the
+  packed direct kernel reading the input in place instead (ops/_fast_conv.py: no strided copy);
 - dense 3x3 stride-1: Winograd F(4x4, 3x3) or F(2x2, 3x3), the tile chosen per shape (winograd.py;
   small maps and few channels keep the direct sum);
 - one input channel per group (depthwise, with or without a channel multiplier): the taps of
@@ -215,6 +216,27 @@ def direct_packed(cw: ConvWeight, n: int, out, strides, dilations) -> bool:
     return P <= _PACKED_WINOGRAD_OUT or not cw.winograd_tile(strides, dilations, out)
 
 
+#: 1 x 1 stride-2 layers read in place by the packed kernel (ops/_fast_conv.py pointwise_in_place) from this many
+#: input channels on, ahead of the compiled pointwise kernel (which copies the strided input first). Alternating,
+#: 1 thread: 128@28 -> 256 0.121 ms against 0.159, 256@14 -> 512 0.112 against 0.167 (the packed copy path: 0.162);
+#: 64@56 -> 128 0.231 against 0.176 (K = 64: the tile's loop too short), so below this the pointwise kernel stays
+_PACKED_PW_S2_MIN_C = 128
+
+
+def pointwise_in_place(cw: ConvWeight, n: int, x_shape, geo, strides) -> bool:
+    """Whether a 1 x 1 stride-2 convolution takes the packed kernel reading its input in place."""
+    return (
+        n == 2
+        and cw.group == 1
+        and cw.dtype == np.float32
+        and cw.Cg >= _PACKED_PW_S2_MIN_C
+        and prod(geo.out) <= _PACKED_MAX_OUT_S2
+        and _fast.enabled()
+        and _fast_conv.PACKED_OK
+        and _fast_conv.pointwise_in_place(cw.kernel, geo.begin, x_shape[2:], strides, geo.out)
+    )
+
+
 def pointwise_compiled(cw: ConvWeight, n: int, P: int) -> bool:
     """Whether a 1 x 1 convolution of P outputs per channel takes the compiled pointwise kernel."""
     return (
@@ -347,6 +369,9 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
         cw, n, out, strides, dilations
     ):  # short sums (stems): compiled, in registers (ops/_fast_stem.py)
         return _fast_stem.conv2d_stem(xc, cw.stem_packed(), M, kernel, strides, geo.begin, out, b, clip), "bias+clip"
+    elif pointwise_in_place(cw, n, x.shape, geo, strides):  # 1x1/2: the input read in place (ops/_fast_conv.py)
+        y = _fast_conv.conv2d_packed(xc, cw.packed(), M, kernel, strides, dilations, geo.begin, out, b, clip)
+        return y, "bias+clip"
     elif pointwise_compiled(cw, n, P):  # 1x1, few input channels or a mid-sized map: compiled register tiles
         xs = pad_input(xc, geo.begin, geo.end)
         if any(s != 1 for s in strides):
