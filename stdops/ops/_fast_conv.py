@@ -210,30 +210,96 @@ if numba is not None:
 
     from ._llvm_lanes import Lanes, data
 
+    def _mask_bits(builder, lanes, n, shift: int, on):
+        """The lane mask of lanes shift .. shift + n - 1 (n an i64 value, 0..8) where ``on`` (an i1), else none."""
+        i64 = lanes.i64
+        bits = builder.sub(builder.shl(ir.Constant(i64, 1), n), ir.Constant(i64, 1))
+        bits = builder.select(on, builder.shl(bits, ir.Constant(i64, shift)), ir.Constant(i64, 0))
+        return builder.bitcast(builder.trunc(bits, ir.IntType(_VL)), lanes.mvec)
+
+    def _shuffle(builder, a, b, idx):
+        return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(ir.IntType(32), len(idx)), list(idx)))
+
+    def _store_transposed(builder, lanes, vals, ydata, yoff, ystride, nm, q, n, bias, clip, lo, hi):
+        """One segment's accumulators (vals[i][h]: position i, channels 16 h ..) + bias, clipped, into
+        y[yoff + (16 h + c) ystride + q + i] for i < n, channels c < nm: 8 x 16 transposes by shuffles (unpack
+        pairs, then 64-bit pairs, then 128-bit halves: two channels of 8 positions a vector), two masked stores
+        a vector. The same additions and comparisons as the scalar loop, so the same bits."""
+        i64, vec = lanes.i64, lanes.vec
+        zero = ir.Constant(vec, None)
+        lo_v, hi_v = lanes.splat(lo), lanes.splat(hi)
+        for h, bv in enumerate(bias):
+            r = [vals[i][h] for i in range(_TILE_P)] + [zero]
+            lo4 = (0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29)  # unpacklo, per 128-bit lane
+            hi4 = tuple(v + 2 for v in lo4)  # unpackhi
+            t = []
+            for a in range(0, 8, 2):
+                t += [_shuffle(builder, r[a], r[a + 1], lo4), _shuffle(builder, r[a], r[a + 1], hi4)]
+            # t[2 g + 0]: rows 2g, 2g+1 of channels 4L + 0, 1 (lane L); t[2 g + 1]: of channels 4L + 2, 3
+            lo2 = (0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29)
+            hi2 = tuple(v + 2 for v in lo2)
+            u = []  # u[4 half + j]: rows 4 half .. 4 half + 3 of channel 4L + j in lane L
+            for half in range(2):
+                ta, tb = t[4 * half], t[4 * half + 2]
+                tc, td = t[4 * half + 1], t[4 * half + 3]
+                u += [
+                    _shuffle(builder, ta, tb, lo2),
+                    _shuffle(builder, ta, tb, hi2),
+                    _shuffle(builder, tc, td, lo2),
+                    _shuffle(builder, tc, td, hi2),
+                ]
+            for jj in range(4):
+                ua, ub = u[jj], u[4 + jj]
+                for lanes_ in ((0, 1), (2, 3)):  # channels (jj + 4 l0, jj + 4 l1), 8 rows each
+                    l0, l1 = lanes_
+                    idx = [4 * l0 + e for e in range(4)] + [16 + 4 * l0 + e for e in range(4)]
+                    idx += [4 * l1 + e for e in range(4)] + [16 + 4 * l1 + e for e in range(4)]
+                    w = _shuffle(builder, ua, ub, idx)
+                    c0, c1 = jj + 4 * l0, jj + 4 * l1
+                    w = builder.fadd(w, _shuffle(builder, bv, bv, [c0] * 8 + [c1] * 8))
+                    w = builder.select(
+                        clip,
+                        builder.select(
+                            builder.fcmp_ordered("<", w, lo_v),
+                            lo_v,
+                            builder.select(builder.fcmp_ordered(">", w, hi_v), hi_v, w),
+                        ),
+                        w,
+                    )
+                    for c, shift in ((c0, 0), (c1, 8)):
+                        ch = 16 * h + c
+                        on = builder.icmp_signed("<", ir.Constant(i64, ch), nm)
+                        row = builder.add(yoff, builder.mul(ir.Constant(i64, ch), ystride))
+                        at = builder.sub(builder.add(row, q), ir.Constant(i64, shift))
+                        ptr = builder.bitcast(builder.gep(ydata, [at]), lanes.vptr)
+                        builder.call(lanes.mstore, [w, ptr, lanes.align, _mask_bits(builder, lanes, n, shift, on)])
+
     def _tile_codegen(taps: bool, step: int = 1, ahead: bool = True, segs: int = 1):
         """The code of the register tile: ``segs`` segments of _TILE_P positions (the second's inputs from xoff2),
         their accumulators consecutive in acc; ``taps``: the inputs read in place, xp[xoff + offs[k] + step i] (a
-        table of tap offsets), instead of from packed columns, xp[xoff + _XS k + i]; ``ahead``: prefetch the
+        table of tap offsets), instead of from packed columns, xp[xoff + _XS k + i], and where ``out`` (the last
+        chunk) the sums + bias, clipped, stored into y (_store_transposed) instead of acc; ``ahead``: prefetch the
         weights _PREFETCH steps ahead."""
 
         def codegen(context, builder, signature, args):
             xoff2_ = None
-            if taps and segs == 2:
-                wp_, woff_, xp_, xoff_, xoff2_, offs_, koff_, kn_, acc_, aoff_, first_ = args
-            elif taps:
-                wp_, woff_, xp_, xoff_, offs_, koff_, kn_, acc_, aoff_, first_ = args
+            if taps:
+                (wp_, woff_, xp_, xoff_, xoff2_, offs_, koff_, kn_, acc_, aoff_, first_, out_, y_, yoff_, ystride_,
+                 nm_, q0_, n0_, q1_, n1_, b_, boff_, hasb_, clip_, lo_, hi_) = args  # fmt: skip
+                ai = 8
             elif segs == 2:
                 wp_, woff_, xp_, xoff_, xoff2_, kn_, acc_, aoff_, first_ = args
+                ai = 6
             else:
                 wp_, woff_, xp_, xoff_, kn_, acc_, aoff_, first_ = args
+                ai = 5
             lanes = Lanes(builder)
             i32, i64, vec, vptr, fma = lanes.i32, lanes.i64, lanes.vec, lanes.vptr, lanes.fma
             i8p = ir.IntType(8).as_pointer()
             nv = _TILE_M // _VL
             npos = segs * _TILE_P
-            n_args = len(signature.args)
-            wdata, xdata, adata = (data(context, builder, signature, args, i) for i in (0, 2, n_args - 3))
-            odata = data(context, builder, signature, args, 4 + (segs == 2)) if taps else None
+            wdata, xdata, adata = (data(context, builder, signature, args, i) for i in (0, 2, ai))
+            odata = data(context, builder, signature, args, 5) if taps else None
             prefetch = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0i8"
             )
@@ -281,9 +347,61 @@ if numba is not None:
                         for h in range(nv):
                             slot = slots[g * _TILE_P + i][h]
                             builder.store(builder.call(fma, [bc, ws[h], builder.load(slot)]), slot)
-            for row, ptrs in zip(slots, aptrs):
-                for s, p in zip(row, ptrs):
-                    builder.store(builder.load(s), p, align=4)
+            if taps:
+                with builder.if_else(builder.icmp_unsigned("!=", out_, ir.Constant(out_.type, 0))) as (to_y, to_acc):
+                    with to_y:
+                        ydata, bdata = (
+                            data(context, builder, signature, args, 12),
+                            data(context, builder, signature, args, 20),
+                        )
+                        bmask = [
+                            lanes.mask(
+                                builder.select(
+                                    builder.icmp_unsigned("!=", hasb_, ir.Constant(hasb_.type, 0)),
+                                    builder.select(
+                                        builder.icmp_signed("<", nm_, ir.Constant(i64, _VL * (h + 1))),
+                                        builder.select(
+                                            builder.icmp_signed(">", nm_, ir.Constant(i64, _VL * h)),
+                                            builder.sub(nm_, ir.Constant(i64, _VL * h)),
+                                            ir.Constant(i64, 0),
+                                        ),
+                                        ir.Constant(i64, _VL),
+                                    ),
+                                    ir.Constant(i64, 0),
+                                )
+                            )
+                            for h in range(nv)
+                        ]
+                        bias = [
+                            builder.call(
+                                lanes.mload,
+                                [
+                                    builder.bitcast(
+                                        builder.gep(bdata, [builder.add(boff_, ir.Constant(i64, _VL * h))]), vptr
+                                    ),
+                                    lanes.align,
+                                    bmask[h],
+                                    lanes.zero,
+                                ],
+                            )
+                            for h in range(nv)
+                        ]
+                        clip = builder.icmp_unsigned("!=", clip_, ir.Constant(clip_.type, 0))
+                        for g, (q_, n_) in enumerate(((q0_, n0_), (q1_, n1_))[:segs]):
+                            vals = [
+                                [builder.load(slots[g * _TILE_P + i][h]) for h in range(nv)] for i in range(_TILE_P)
+                            ]
+                            _store_transposed(
+                                builder, lanes, vals, ydata, yoff_, ystride_, nm_, q_, n_, bias, clip, lo_, hi_
+                            )
+                    with to_acc:
+                        for row, ptrs in zip(slots, aptrs):
+                            for s, p in zip(row, ptrs):
+                                builder.store(builder.load(s), p, align=4)
+            else:
+                for row, ptrs in zip(slots, aptrs):
+                    for s, p in zip(row, ptrs):
+                        builder.store(builder.load(s), p, align=4)
             return context.get_dummy_value()
 
         return codegen
@@ -305,21 +423,16 @@ if numba is not None:
         return sig, _tile_codegen(False, 1, True, 2)
 
     def _taps_intrinsic(step: int, ahead: bool, segs: int):
-        """The in-place tile: term k of position i of segment g at xp[xoff_g + offs[koff + k] + step i]."""
-        if segs == 2:
+        """The in-place tile: term k of position i of segment g at xp[xoff_g + offs[koff + k] + step i] (one segment:
+        xoff2, q1 and n1 unused); ``out``: the sums stored into y (see _tile_codegen)."""
 
-            def typer(typingctx, wp, woff, xp, xoff, xoff2, offs, koff, kn, acc, aoff, first):
-                ip = types.intp
-                sig = types.void(wp, ip, xp, ip, ip, offs, ip, ip, acc, ip, types.boolean)
-                return sig, _tile_codegen(True, step, ahead, 2)
-
-        else:
-
-            def typer(typingctx, wp, woff, xp, xoff, offs, koff, kn, acc, aoff, first):
-                ip = types.intp
-                return types.void(wp, ip, xp, ip, offs, ip, ip, acc, ip, types.boolean), _tile_codegen(
-                    True, step, ahead
-                )
+        def typer(typingctx, wp, woff, xp, xoff, xoff2, offs, koff, kn, acc, aoff, first, out, y, yoff, ystride, nm,
+                  q0, n0, q1, n1, b, boff, has_b, clip, lo, hi):  # fmt: skip
+            ip, bl, f4 = types.intp, types.boolean, types.float32
+            sig = types.void(
+                wp, ip, xp, ip, ip, offs, ip, ip, acc, ip, bl, bl, y, ip, ip, ip, ip, ip, ip, ip, b, ip, bl, bl, f4, f4
+            )
+            return sig, _tile_codegen(True, step, ahead, segs)
 
         return intrinsic(typer)
 
@@ -446,41 +559,57 @@ if numba is not None:
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _gemm_taps(wp, xf, offs, tbase, step, kc, ybase, b, clip, lo, hi, y):  # pragma: no cover - compiled
         # _gemm_packed with the inputs read in place: term k of position i of segment pb is
-        # xf[tbase[pb] + offs[k] + step i] (step 1 or 2); the K loop in chunks of kc; ybase: see _store_block
+        # xf[tbase[pb] + offs[k] + step i] (step 1 or 2); the K loop in chunks of kc; the last chunk's tiles store
+        # their sums (+ b, clipped) into y themselves: segment pb's outputs at columns ybase[pb] + i where ybase is
+        # not empty, else 7 pb + i (up to P)
         MB, K = wp.shape[0], wp.shape[1]
         NB = tbase.shape[0]
+        M, P = y.shape
         wf = wp.reshape(-1)
         T, R = _TILE_P, _TILE_M
         acc = np.empty(NB * T * R, np.float32)
+        mapped = ybase.shape[0] > 0
+        has_b = b.shape[0] == M
+        lo32, hi32 = np.float32(lo), np.float32(hi)
         for mb in range(MB):
+            nm = min(R, M - mb * R)
+            yoff, boff = mb * R * P, mb * R
             for k0 in range(0, K, kc):
                 kn = min(kc, K - k0)
                 wo = (mb * K + k0) * R
-                first = k0 == 0
+                first, out = k0 == 0, k0 + kn >= K
                 for pb in range(0, NB, 2):
                     ao = pb * T * R
                     x0 = tbase[pb]
+                    q0, n0 = (ybase[pb], T) if mapped else (pb * T, min(T, P - pb * T))
                     if pb + 1 < NB:
                         x1 = tbase[pb + 1]
-                        if pb == 0:  # the first tile prefetches the next weights (alternating: 2-3% faster)
+                        q1, n1 = (ybase[pb + 1], T) if mapped else (q0 + T, min(T, P - q0 - T))
+                    else:
+                        x1, q1, n1 = x0, q0, 0
+                    a0 = (wf, wo, xf, x0, x1, offs, k0, kn, acc, ao, first, out, y, yoff, P, nm)
+                    a1 = (q0, n0, q1, n1, b, boff, has_b, clip, lo32, hi32)
+                    # the first tile prefetches the next weights (alternating: 2-3% faster); the pair, or the odd
+                    # last segment alone
+                    if pb + 1 < NB:
+                        if pb == 0:
                             if step == 1:
-                                _taps1p(wf, wo, xf, x0, x1, offs, k0, kn, acc, ao, first)
+                                _taps1p(*a0, *a1)
                             else:
-                                _taps2p(wf, wo, xf, x0, x1, offs, k0, kn, acc, ao, first)
+                                _taps2p(*a0, *a1)
                         elif step == 1:
-                            _taps1np(wf, wo, xf, x0, x1, offs, k0, kn, acc, ao, first)
+                            _taps1np(*a0, *a1)
                         else:
-                            _taps2np(wf, wo, xf, x0, x1, offs, k0, kn, acc, ao, first)
+                            _taps2np(*a0, *a1)
                     elif pb == 0:
                         if step == 1:
-                            _taps1(wf, wo, xf, x0, offs, k0, kn, acc, ao, first)
+                            _taps1(*a0, *a1)
                         else:
-                            _taps2(wf, wo, xf, x0, offs, k0, kn, acc, ao, first)
+                            _taps2(*a0, *a1)
                     elif step == 1:
-                        _taps1n(wf, wo, xf, x0, offs, k0, kn, acc, ao, first)
+                        _taps1n(*a0, *a1)
                     else:
-                        _taps2n(wf, wo, xf, x0, offs, k0, kn, acc, ao, first)
-            _store_block(acc, mb, b, clip, lo, hi, y, ybase)
+                        _taps2n(*a0, *a1)
 
 
 def _gemm_parts(gemm, wp, args, y2d) -> None:
