@@ -622,6 +622,9 @@ def _gemm_parts(gemm, wp, args, y2d) -> None:
     # one part on one thread: parts run one after the other would each read all the inputs again (alternating, 1
     # thread: 3x3/2 64->128@28 0.836 -> 0.815 ms, 512@7 1.527 -> 1.504); the bits do not depend on the parts
     n = 2 if MB >= 2 and 2 * M * K * P >= _SPLIT_FLOPS and _blas.threads() > 1 else 1
+    if n == 1:
+        gemm(wp, *args, y2d)
+        return
     cuts = [MB * i // n for i in range(n + 1)]
     b = args[-4]
     parts = []
@@ -645,6 +648,8 @@ def pack_weight(wmat: np.ndarray) -> np.ndarray:
 #: read the inputs in place (:func:`_gemm_taps`) where every tile lies within one output row
 _IN_PLACE = True
 _NO_MAP = np.zeros((0,), np.intp)  # _gemm_taps's outputs in tile order
+_NO_BIAS = np.zeros((0,), np.float32)
+_F32 = np.dtype(np.float32)
 
 
 @functools.lru_cache(maxsize=64)
@@ -690,49 +695,68 @@ def _plane_layout(C: int, H: int, W: int, s: int, oh: int, ow: int) -> tuple:
     return offs, tbase
 
 
+@functools.lru_cache(maxsize=256)
+def _plan(shape, kernel, strides, dilations, begin, out, in_place) -> tuple:
+    """(path, Hp, Wp, hh, ww) of conv2d_packed for a call's geometry, kept per geometry (a model repeats its
+    shapes): "plane" (1 x 1 stride 2 read in place from x), "rows" (read in place from the padded copy with rows
+    outermost, Hp x C x Wp, x's hh x ww first values copied), "flat" (1 x 1 stride 1: x packed as it is) or
+    "gather" (the columns gathered into tiles from the padded Hp x Wp planes)."""
+    _, _, H, W = shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
+    oh, ow = out
+    flat = (kh, kw, sh, sw) == (1, 1, 1, 1) and begin == (0, 0) and (oh, ow) == (H, W)
+    Hp = max(H + begin[0], (oh - 1) * sh + (kh - 1) * dh + 1)
+    Wp = max(W + begin[1], (ow - 1) * sw + (kw - 1) * dw + 1)
+    hh, ww = min(H, Hp - begin[0]), min(W, Wp - begin[1])
+    rows = ow % _TILE_P == 0 and sh == sw and sh in (1, 2)
+    if in_place and rows and pointwise_in_place(kernel, begin, (H, W), strides, out):
+        path = "plane"
+    elif in_place and not flat and rows and (dh, dw) == (1, 1):
+        path = "rows"
+    else:
+        path = "flat" if flat else "gather"
+    return path, Hp, Wp, hh, ww
+
+
 def conv2d_packed(x, wp, M, kernel, strides, dilations, begin, out, b=None, clip=None) -> np.ndarray:
     """y (N, M, oh, ow) of the 2-D convolution (group 1) of x (N, C, H, W) float32 with the packed weights ``wp``
     (:func:`pack_weight` of W (M, C kh kw)), + b (M,) or None, clipped to ``clip``: per sample every product summed
     in registers over tiles of 7 positions, in the order of K (c, ky, kx), the weights read once from memory. The
     inputs: where the rows hold whole tiles (ow a multiple of 7, equal strides 1 or 2, undilated) read in place
-    from the padded input with rows outermost (one copy, a table of tap offsets), else gathered into tiles first
-    (K contiguous). For small maps (the weights outweigh the columns). Reference: the im2col GEMM of conv.py."""
+    from the padded input with rows outermost (one copy, a table of tap offsets; 1 x 1 stride 2: from x itself),
+    else gathered into tiles first (K contiguous). For small maps (the weights outweigh the columns). Reference: the
+    im2col GEMM of conv.py."""
     N, C, H, W = x.shape
+    kernel, strides, begin, out = tuple(kernel), tuple(strides), tuple(begin), tuple(out)
+    path, Hp, Wp, hh, ww = _plan(x.shape, kernel, strides, tuple(dilations), begin, out, _IN_PLACE)
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
     oh, ow = out
-    K = C * kh * kw
-    NB = -(-(oh * ow) // _TILE_P)
     y = np.empty((N, M, oh, ow), np.float32)
-    bb = np.zeros((0,), np.float32) if b is None else b
-    on, lo, hi = _clip_args(clip, np.dtype(np.float32))
-    flat = (kh, kw, sh, sw) == (1, 1, 1, 1) and tuple(begin) == (0, 0) and (oh, ow) == (H, W)
-    Hp = max(H + begin[0], (oh - 1) * sh + (kh - 1) * dh + 1)
-    Wp = max(W + begin[1], (ow - 1) * sw + (kw - 1) * dw + 1)
-    rows = ow % _TILE_P == 0 and sh == sw and sh in (1, 2)
-    if _IN_PLACE and rows and pointwise_in_place(kernel, begin, (H, W), strides, out):
+    bb = _NO_BIAS if b is None else b
+    on, lo, hi = _clip_args(clip, _F32)
+    if path == "plane":
         offs, tbase = _plane_layout(C, H, W, sh, oh, ow)  # the input itself: no copy
         xc = np.ascontiguousarray(x, np.float32)
         for n in range(N):
             args = (xc[n].reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi)
             _gemm_parts(_gemm_taps, wp, args, y[n].reshape(M, oh * ow))
         return y
-    if _IN_PLACE and not flat and rows and (dh, dw) == (1, 1):
+    if path == "rows":
         offs, tbase = _taps_layout(C, kh, kw, sh, oh, ow, Wp)
         # rows outermost: a row of tiles reads kh contiguous runs; only the padding zeroed (alternating, 1 thread,
         # against np.zeros and the copy: 64@56 0.105 -> 0.066 ms, 128@28 0.054 -> 0.033)
         xr = np.empty((Hp, C, Wp), np.float32)
         pt, pl = begin
-        hh, ww = min(H, Hp - pt), min(W, Wp - pl)
         xr[:pt], xr[pt + hh :], xr[pt : pt + hh, :, :pl], xr[pt : pt + hh, :, pl + ww :] = 0, 0, 0, 0
+        inner = xr[pt : pt + hh, :, pl : pl + ww]
         for n in range(N):
-            np.copyto(xr[pt : pt + hh, :, pl : pl + ww], x[n, :, :hh, :ww].transpose(1, 0, 2))
-            _gemm_parts(
-                _gemm_taps,
-                wp,
-                (xr.reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi),
-                y[n].reshape(M, oh * ow),
-            )
+            np.copyto(inner, x[n, :, :hh, :ww].transpose(1, 0, 2))
+            args = (xr.reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi)
+            _gemm_parts(_gemm_taps, wp, args, y[n].reshape(M, oh * ow))
         return y
+    flat = path == "flat"
+    K = C * kh * kw
+    NB = -(-(oh * ow) // _TILE_P)
     # room for _pack_cols's 8th value at strides 1 and 2
     xpad = None if flat else np.zeros((C, Hp, Wp + 2), np.float32)
     xp = np.empty((NB, K, _XS), np.float32)
