@@ -227,6 +227,8 @@ def pointwise_in_place(cw: ConvWeight, n: int, x_shape, geo, strides) -> bool:
     """Whether a 1 x 1 stride-2 convolution takes the packed kernel reading its input in place."""
     return (
         n == 2
+        and cw.kernel == (1, 1)  # the cheap tests first: every convolution of a plan asks
+        and strides == (2, 2)
         and cw.group == 1
         and cw.dtype == np.float32
         and cw.Cg >= _PACKED_PW_S2_MIN_C
