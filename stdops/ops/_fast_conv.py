@@ -221,15 +221,13 @@ if numba is not None:
     def _shuffle(builder, a, b, idx):
         return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(ir.IntType(32), len(idx)), list(idx)))
 
-    def _store_transposed(builder, lanes, vals, ydata, yoff, ystride, nm, q, n, bias, clip, lo, hi):
-        """One segment's accumulators (vals[i][h]: position i, channels 16 h ..) + bias, clipped, into
-        y[yoff + (16 h + c) ystride + q + i] for i < n, channels c < nm: 8 x 16 transposes by shuffles (unpack
-        pairs, then 64-bit pairs, then 128-bit halves: two channels of 8 positions a vector), two masked stores
-        a vector. The same additions and comparisons as the scalar loop, so the same bits."""
+    def _store_transposed(builder, lanes, vals, ydata, yoff, ystride, nm, q, n):
+        """One segment's outputs (vals[i][h]: position i, channels 16 h ..) into y[yoff + (16 h + c) ystride + q + i]
+        for i < n, channels c < nm: 8 x 16 transposes by shuffles (unpack pairs, then 64-bit pairs, then 128-bit
+        halves: two channels of 8 positions a vector), two masked stores a vector."""
         i64, vec = lanes.i64, lanes.vec
         zero = ir.Constant(vec, None)
-        lo_v, hi_v = lanes.splat(lo), lanes.splat(hi)
-        for h, bv in enumerate(bias):
+        for h in range(len(vals[0])):
             r = [vals[i][h] for i in range(_TILE_P)] + [zero]
             lo4 = (0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29)  # unpacklo, per 128-bit lane
             hi4 = tuple(v + 2 for v in lo4)  # unpackhi
@@ -257,16 +255,6 @@ if numba is not None:
                     idx += [4 * l1 + e for e in range(4)] + [16 + 4 * l1 + e for e in range(4)]
                     w = _shuffle(builder, ua, ub, idx)
                     c0, c1 = jj + 4 * l0, jj + 4 * l1
-                    w = builder.fadd(w, _shuffle(builder, bv, bv, [c0] * 8 + [c1] * 8))
-                    w = builder.select(
-                        clip,
-                        builder.select(
-                            builder.fcmp_ordered("<", w, lo_v),
-                            lo_v,
-                            builder.select(builder.fcmp_ordered(">", w, hi_v), hi_v, w),
-                        ),
-                        w,
-                    )
                     for c, shift in ((c0, 0), (c1, 8)):
                         ch = 16 * h + c
                         on = builder.icmp_signed("<", ir.Constant(i64, ch), nm)
@@ -392,14 +380,24 @@ if numba is not None:
                             )
                             for h in range(nv)
                         ]
+                        # + bias and the clip on the accumulators themselves (channels in lanes: one vector of
+                        # biases each), the same additions and comparisons as a scalar loop, so the same bits
+                        for row in slots:
+                            for h, sl in enumerate(row):
+                                builder.store(builder.fadd(builder.load(sl), bias[h]), sl)
                         clip = builder.icmp_unsigned("!=", clip_, ir.Constant(clip_.type, 0))
+                        with builder.if_then(clip):
+                            lo_v, hi_v = lanes.splat(lo_), lanes.splat(hi_)
+                            for row in slots:
+                                for sl in row:
+                                    v = builder.load(sl)
+                                    hv = builder.select(builder.fcmp_ordered(">", v, hi_v), hi_v, v)
+                                    builder.store(builder.select(builder.fcmp_ordered("<", v, lo_v), lo_v, hv), sl)
                         for g, (q_, n_) in enumerate(((q0_, n0_), (q1_, n1_))[:segs]):
                             vals = [
                                 [builder.load(slots[g * _TILE_P + i][h]) for h in range(nv)] for i in range(_TILE_P)
                             ]
-                            _store_transposed(
-                                builder, lanes, vals, ydata, yoff_, ystride_, nm_, q_, n_, bias, clip, lo_, hi_
-                            )
+                            _store_transposed(builder, lanes, vals, ydata, yoff_, ystride_, nm_, q_, n_)
                     with to_acc:
                         for row, ptrs in zip(slots, aptrs):
                             for s, p in zip(row, ptrs):
