@@ -42,10 +42,11 @@ if numba is not None:
     def _shuffle(builder, a, b, idx):
         return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(ir.IntType(32), len(idx)), list(idx)))
 
-    def _store_transposed(builder, lanes, vals, ydata, yoff, ystride, nm, q, n):
+    def _store_transposed(builder, lanes, vals, ydata, yoff, ystride, nm, q, n, full: bool = False):
         """One segment's outputs (vals[i][h]: position i, channels 16 h ..) into y[yoff + (16 h + c) ystride + q + i]
         for i < n, channels c < nm: 8 x 16 transposes by shuffles (unpack pairs, then 64-bit pairs, then 128-bit
-        halves: two channels of 8 positions a vector), two masked stores a vector."""
+        halves: two channels of 8 positions a vector), two masked stores a vector; ``full`` (7 positions, 32
+        channels): the masks constants."""
         i64, vec = lanes.i64, lanes.vec
         zero = ir.Constant(vec, None)
         for h in range(len(vals[0])):
@@ -82,7 +83,11 @@ if numba is not None:
                         row = builder.add(yoff, builder.mul(ir.Constant(i64, ch), ystride))
                         at = builder.sub(builder.add(row, q), ir.Constant(i64, shift))
                         ptr = builder.bitcast(builder.gep(ydata, [at]), lanes.vptr)
-                        builder.call(lanes.mstore, [w, ptr, lanes.align, _mask_bits(builder, lanes, n, shift, on)])
+                        if full:
+                            mask = ir.Constant(lanes.mvec, [int(shift <= j < shift + _TILE_P) for j in range(_VL)])
+                        else:
+                            mask = _mask_bits(builder, lanes, n, shift, on)
+                        builder.call(lanes.mstore, [w, ptr, lanes.align, mask])
 
     def _tile_codegen(taps: bool, step: int = 1, ahead: bool = True, segs: int = 1, pfx: bool = False):
         """The code of the register tile: ``segs`` segments of _TILE_P positions (the second's inputs from xoff2),
@@ -214,11 +219,21 @@ if numba is not None:
                                     v = builder.load(sl)
                                     hv = builder.select(builder.fcmp_ordered(">", v, hi_v), hi_v, v)
                                     builder.store(builder.select(builder.fcmp_ordered("<", v, lo_v), lo_v, hv), sl)
-                        for g, (q_, n_) in enumerate(((q0_, n0_), (q1_, n1_))[:segs]):
-                            vals = [
-                                [builder.load(slots[g * _TILE_P + i][h]) for h in range(nv)] for i in range(_TILE_P)
-                            ]
-                            _store_transposed(builder, lanes, vals, ydata, yoff_, ystride_, nm_, q_, n_)
+                        # whole segments of a whole channel block (nearly every tile): constant lane masks
+                        full = builder.icmp_signed("==", nm_, ir.Constant(i64, _TILE_M))
+                        for n_ in (n0_, n1_)[:segs]:
+                            full = builder.and_(full, builder.icmp_signed("==", n_, ir.Constant(i64, _TILE_P)))
+                        with builder.if_else(full) as (whole, part):
+                            for branch, is_full in ((whole, True), (part, False)):
+                                with branch:
+                                    for g, (q_, n_) in enumerate(((q0_, n0_), (q1_, n1_))[:segs]):
+                                        vals = [
+                                            [builder.load(slots[g * _TILE_P + i][h]) for h in range(nv)]
+                                            for i in range(_TILE_P)
+                                        ]
+                                        _store_transposed(
+                                            builder, lanes, vals, ydata, yoff_, ystride_, nm_, q_, n_, is_full
+                                        )
                     with to_acc:
                         for row, ptrs in zip(slots, aptrs):
                             for s, p in zip(row, ptrs):
