@@ -7,7 +7,7 @@ Conv runs through BLAS, picking per shape:
   when copying X with a row of ones costs less than a pass over Y); with the compiled extra on AVX-512, maps of
   at least 100 positions with few input channels (or up to 1024 on maps up to 16 x 16) take a compiled kernel
   that sums every output in registers, bias and clip included (ops/_fast_pointwise.py: OpenBLAS is slow at
-  small K); stride-2 ones with at least 128 input channels on rows of whole tiles (ResNet's downsamples) take the
+  small K); stride-2 ones with at least 64 input channels on rows of whole tiles (ResNet's downsamples) take the
   packed direct kernel reading the input in place instead (ops/_fast_conv.py: no strided copy);
 - dense 3x3 stride-1: Winograd F(4x4, 3x3) or F(2x2, 3x3), the tile chosen per shape (winograd.py;
   small maps and few channels keep the direct sum);
@@ -218,9 +218,10 @@ def direct_packed(cw: ConvWeight, n: int, out, strides, dilations) -> bool:
 
 #: 1 x 1 stride-2 layers read in place by the packed kernel (ops/_fast_conv.py pointwise_in_place) from this many
 #: input channels on, ahead of the compiled pointwise kernel (which copies the strided input first). Alternating,
-#: 1 thread: 128@28 -> 256 0.121 ms against 0.159, 256@14 -> 512 0.112 against 0.167 (the packed copy path: 0.162);
-#: 64@56 -> 128 0.231 against 0.176 (K = 64: the tile's loop too short), so below this the pointwise kernel stays
-_PACKED_PW_S2_MIN_C = 128
+#: 1 thread, against it: 64@56 -> 128 0.145 ms against 0.204 (caches flushed first: 0.337 against 0.380), 96@28 ->
+#: 192 0.093 against 0.141 (cold: the same), 128@28 -> 256 0.114 against 0.140, 256@14 -> 512 0.105 against 0.156;
+#: below 64 the tile's loop over K is too short (_PACKED_MIN_K)
+_PACKED_PW_S2_MIN_C = 64
 
 
 def pointwise_in_place(cw: ConvWeight, n: int, x_shape, geo, strides) -> bool:

@@ -248,7 +248,8 @@ PACKED = [
     ((1, 8, 7, 7), 16, (5, 5), (1, 1), (1, 1), (2, 2, 2, 2), None),  # 5 x 5
     ((1, 16, 9, 29), 40, (3, 3), (2, 2), (1, 1), (1, 0, 1, 0), None),  # stride 2, odd input sizes: 5 x 14
     ((1, 24, 56, 56), 20, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), (0.0, None)),  # stride 2 on 784 outputs (ResNet's /2)
-    # 1 x 1 stride 2 from 128 input channels, rows of whole tiles: read in place from the input itself
+    # 1 x 1 stride 2 from 64 input channels, rows of whole tiles: read in place from the input itself
+    ((1, 70, 28, 28), 24, (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), (0.0, 6.0)),  # 14 x 14, M under one block
     ((2, 130, 28, 28), 40, (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), None),  # batch 2, C off 16, 14 x 14
     ((1, 128, 13, 14), 33, (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), (0.0, None)),  # odd height: 7 x 7
     ((1, 144, 13, 13), 20, (1, 1), (2, 2), (1, 1), (0, 0, 1, 1), (-0.5, 0.5)),  # pads after only: 7 x 7
