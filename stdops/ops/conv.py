@@ -222,6 +222,10 @@ def direct_packed(cw: ConvWeight, n: int, out, strides, dilations) -> bool:
 #: 192 0.093 against 0.141 (cold: the same), 128@28 -> 256 0.114 against 0.140, 256@14 -> 512 0.105 against 0.156;
 #: below 64 the tile's loop over K is too short (_PACKED_MIN_K)
 _PACKED_PW_S2_MIN_C = 64
+#: ... and inputs of at most this many values (1 MiB: every channel block reads the input again, strided, and it
+#: then stays in L2): ResNet-50's 256@56 -> 512 2.47 ms against 1.91, 512@28 -> 1024 2.04 against 1.66, 1024@14 ->
+#: 2048 (2^17.6 values) the same, 1.57 against 1.55
+_PACKED_PW_S2_MAX_IN = 1 << 18
 
 
 def pointwise_in_place(cw: ConvWeight, n: int, x_shape, geo, strides) -> bool:
@@ -233,6 +237,7 @@ def pointwise_in_place(cw: ConvWeight, n: int, x_shape, geo, strides) -> bool:
         and cw.group == 1
         and cw.dtype == np.float32
         and cw.Cg >= _PACKED_PW_S2_MIN_C
+        and prod(x_shape[1:]) <= _PACKED_PW_S2_MAX_IN
         and prod(geo.out) <= _PACKED_MAX_OUT_S2
         and _fast.enabled()
         and _fast_conv.PACKED_OK
