@@ -42,7 +42,7 @@ import numpy as np
 from . import _blas
 from ._blas import _SPLIT_FLOPS, matmul, run_parts
 from ._fast import _clip_args, numba
-from ._fast_convtile import _K_CHUNK, _TILE_M, _TILE_P, _XS
+from ._fast_convtile import _K_CHUNK, _PFX_AHEAD, _TILE_M, _TILE_P, _XS
 
 if numba is not None:
     from ._fast_convtile import (
@@ -335,7 +335,7 @@ if numba is not None:
         # _gemm_packed with the inputs read in place: term k of position i of segment pb is
         # xf[tbase[pb] + offs[k] + step i] (step 1 or 2); the K loop in chunks of kc; the last chunk's tiles store
         # their sums (+ b, clipped) into y themselves: segment pb's outputs at columns ybase[pb] + i where ybase is
-        # not empty, else 7 pb + i (up to P); ``pfx`` (stride 2): the pairs prefetch the next pair's inputs
+        # not empty, else 7 pb + i (up to P); ``pfx`` (stride 2): the pairs prefetch their inputs ahead
         MB, K = wp.shape[0], wp.shape[1]
         NB = tbase.shape[0]
         M, P = y.shape
@@ -465,7 +465,7 @@ def pointwise_in_place(kernel, begin, spatial, strides, out) -> bool:
 def _plane_layout(C: int, H: int, W: int, s: int, oh: int, ow: int) -> tuple:
     """(offs, tbase) of a 1 x 1 convolution read in place from x (C, H, W): term c of output (oy, ox) at
     c H W + s (oy W + ox); each tile of 7 outputs of a row starts at its first output's."""
-    offs = np.arange(C, dtype=np.intp) * (H * W)
+    offs = np.minimum(np.arange(C + _PFX_AHEAD, dtype=np.intp), C - 1) * (H * W)  # past C: for the prefetch
     p0 = np.arange(0, oh * ow, _TILE_P)
     tbase = ((p0 // ow) * (s * W) + (p0 % ow) * s).astype(np.intp)
     for a in (offs, tbase):
@@ -517,9 +517,11 @@ def conv2d_packed(x, wp, M, kernel, strides, dilations, begin, out, b=None, clip
         xc = np.ascontiguousarray(x, np.float32)
         for n in range(N):
             args = (xc[n].reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi)
-            # the next pair's inputs prefetched: x's planes lie too far apart for the hardware's stride prefetcher
-            # (alternating, 1 thread: 256@14 -> 512 0.173 -> 0.146 ms, 128@28 -> 256 0.134 -> 0.131; the 3x3
-            # layers read from the rows-outermost copy: no gain within noise, so they do not)
+            # the inputs prefetched _PFX_AHEAD terms ahead: x's planes lie too far apart for the hardware's stride
+            # prefetcher (alternating, 1 thread, in cache / caches flushed, against none: 128@28 -> 256 0.142 ->
+            # 0.122 / 0.31 -> 0.25 ms, 64@56 -> 128 0.145 -> 0.139 / 0.37 -> 0.31, 256@14 -> 512 0.157 -> 0.145 /
+            # 0.265 -> 0.256; 8 or 32 ahead the same; the next pair's inputs instead: less; the 3x3 layers read
+            # the rows-outermost copy just written, no gain, so they do not)
             _gemm_parts(_gemm_taps, wp, args, y[n].reshape(M, oh * ow), (True,))
         return y
     if path == "rows":

@@ -24,6 +24,9 @@ _K_CHUNK = 256
 #: multiplies). Measured in ResNet-18 (layer4's 512 x 4608 x 49 products): 1.48 ms a layer against 1.70 prefetching
 #: 32 steps ahead into L1, 2.0 by OpenBLAS
 _PREFETCH = _K_CHUNK
+#: the tiles reading 1 x 1 stride 2 from x's planes prefetch their own inputs this many terms ahead (into L1; each
+#: term a plane of its own, too far apart for the hardware's stride prefetcher): see ops/_fast_conv.py conv2d_packed
+_PFX_AHEAD = 16
 
 if numba is not None:
     from llvmlite import ir
@@ -94,7 +97,8 @@ if numba is not None:
         their accumulators consecutive in acc; ``taps``: the inputs read in place, xp[xoff + offs[k] + step i] (a
         table of tap offsets), instead of from packed columns, xp[xoff + _XS k + i], and where ``out`` (the last
         chunk) the sums + bias, clipped, stored into y (_store_transposed) instead of acc; ``ahead``: prefetch the
-        weights _PREFETCH steps ahead; ``pfx`` (two segments in place): prefetch the next pair's inputs too."""
+        weights _PREFETCH steps ahead; ``pfx`` (two segments in place): prefetch the tile's inputs _PFX_AHEAD terms
+        ahead too (the offset table then holds _PFX_AHEAD entries past K)."""
 
         def codegen(context, builder, signature, args):
             xoff2_ = None
@@ -154,11 +158,12 @@ if numba is not None:
                     ko = builder.load(builder.gep(obase, [k]))
                 else:
                     ko = builder.mul(k, ir.Constant(k.type, _XS))
-                if pfx:  # the next pair's inputs (where the next segments of the row would be), into L1
-                    nxt = builder.gep(xdata, [builder.add(builder.add(xoff2_, builder.sub(xoff2_, xoff_)), ko)])
-                    for e in range(0, 16 * step, 16):
-                        pf = builder.bitcast(builder.gep(nxt, [ir.Constant(k.type, e)]), i8p)
-                        builder.call(prefetch, [pf, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+                if pfx:  # this tile's own inputs _PFX_AHEAD terms ahead (the table padded past K), into L1
+                    ka = builder.load(builder.gep(obase, [builder.add(k, ir.Constant(k.type, _PFX_AHEAD))]))
+                    for xbase in xbases:
+                        for e in (0, 12):
+                            pf = builder.bitcast(builder.gep(xbase, [builder.add(ka, ir.Constant(k.type, e))]), i8p)
+                            builder.call(prefetch, [pf, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
                 for g, xbase in enumerate(xbases):
                     xk = builder.gep(xbase, [ko])
                     for i in range(_TILE_P):
@@ -280,5 +285,5 @@ if numba is not None:
     # segment or two
     _taps1, _taps1n, _taps2, _taps2n = (_taps_intrinsic(s, a, 1) for s in (1, 2) for a in (True, False))
     _taps1p, _taps1np, _taps2p, _taps2np = (_taps_intrinsic(s, a, 2) for s in (1, 2) for a in (True, False))
-    # stride 2 with the next pair's inputs prefetched (1 x 1 stride 2 from x's planes: see conv2d_packed)
+    # stride 2 with the inputs prefetched _PFX_AHEAD terms ahead (1 x 1 stride 2 from x's planes)
     _taps2px, _taps2npx = (_taps_intrinsic(2, a, 2, True) for a in (True, False))
