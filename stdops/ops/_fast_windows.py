@@ -7,8 +7,9 @@ block into a buffer that stays in cache (its GEMM then reads it from there), and
   whole padded input, 9-49x the input's size through memory. Reference: conv.py's im2col path.
 - :func:`max_pool2d`: as the compiled depthwise kernel (ops/_fast.py), each plane scattered into its stride
   phases, every tap one contiguous run, the running maximum over the runs; windows 3 wide at column stride 2
-  (undilated) separably instead, the rows' maximum then 3 neighbours'. Reference: pool.py's NumPy max
-  pooling (a separable maximum).
+  (undilated) separably instead, the rows' maximum then 3 neighbours' (on AVX-512, windows of up to 3 rows: both
+  passes in 16-lane vectors, :func:`_maxpool_w3s2_lanes`). Reference: pool.py's NumPy max pooling (a separable
+  maximum).
 
 Same arithmetic as the references: the GEMM sums what the reference's GEMM sums (its blocks are whole output
 rows, a rule on the shape alone, see ops/_blas.py); the maximum is exact.
@@ -23,6 +24,9 @@ import numpy as np
 
 from ._blas import matmul, run_parts
 from ._fast import numba
+from ._fast_conv import PACKED_OK
+
+_VL = 16  # float32 lanes of an AVX-512 vector (the 3-wide stride-2 max pool's compiled rows)
 
 #: a layer's columns up to _ONE_BLOCK values (4 MiB of float32) are built at once (its GEMM is then one call, split
 #: by ops/_blas.py's rule); above, in blocks of _BLOCK_VALUES (1 MiB: the GEMM reads them from L2; a 7 x 7 stem)
@@ -111,6 +115,83 @@ if numba is not None:
     def _max_nan(a, v):  # pragma: no cover - compiled
         return v if (v > a) | (v != v) else a  # NaN propagates as in numpy.maximum; no branch: vectorizes
 
+
+if numba is not None:
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    from ._llvm_lanes import Lanes, data
+
+    def _vmax_nan(builder, a, v):
+        """_max_nan on 16 lanes: v where v > a or v is NaN, else a (the same select, lane by lane)."""
+        take = builder.or_(builder.fcmp_ordered(">", v, a), builder.fcmp_unordered("uno", v, v))
+        return builder.select(take, v, a)
+
+    @intrinsic
+    def _rows3(typingctx, x, ia, ib, ic, n, buf, boff):  # pragma: no cover - compiled
+        """buf[boff + i] = _max_nan(_max_nan(a[i], b[i]), c[i]) for i < n, the rows a, b, c at the element offsets
+        ia, ib, ic of x's data (unit stride; no array views made: each costs reference counts): 16 lanes a vector,
+        the last one masked."""
+        sig = types.void(x, types.intp, types.intp, types.intp, types.intp, buf, types.intp)
+
+        def codegen(context, builder, signature, args):
+            lanes = Lanes(builder)
+            px, pbuf = data(context, builder, signature, args, 0), data(context, builder, signature, args, 5)
+            rows = [builder.gep(px, [args[i]]) for i in (1, 2, 3)]
+            n_, boff_ = args[4], args[6]
+            out = builder.gep(pbuf, [boff_])
+            step = ir.Constant(n_.type, _VL)
+            with cgutils.for_range_slice(builder, ir.Constant(n_.type, 0), n_, step) as (j, _):
+                left = builder.sub(n_, j)
+                m = lanes.mask(builder.select(builder.icmp_signed("<", left, step), left, step))
+                ld = [
+                    builder.call(
+                        lanes.mload, [builder.bitcast(builder.gep(r, [j]), lanes.vptr), lanes.align, m, lanes.zero]
+                    )
+                    for r in rows
+                ]
+                v = _vmax_nan(builder, _vmax_nan(builder, ld[0], ld[1]), ld[2])
+                builder.call(lanes.mstore, [v, builder.bitcast(builder.gep(out, [j]), lanes.vptr), lanes.align, m])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def _cols3s2(typingctx, buf, y, yoff, ow):  # pragma: no cover - compiled
+        """y[yoff + o] = _max_nan(_max_nan(buf[2 o], buf[2 o + 1]), buf[2 o + 2]) for o < ow (the element offset yoff
+        of y's data, unit stride; buf holds 2 ow + 34 values): each 16 outputs from the even and odd lanes of
+        2 x 2 loaded vectors, the last store masked."""
+        sig = types.void(buf, y, types.intp, types.intp)
+
+        def codegen(context, builder, signature, args):
+            lanes = Lanes(builder)
+            pbuf, py = data(context, builder, signature, args, 0), data(context, builder, signature, args, 1)
+            py = builder.gep(py, [args[2]])
+            ow_ = args[3]
+            i32 = lanes.i32
+            even = ir.Constant(ir.VectorType(i32, _VL), [2 * i for i in range(_VL)])
+            odd = ir.Constant(ir.VectorType(i32, _VL), [2 * i + 1 for i in range(_VL)])
+            step = ir.Constant(ow_.type, _VL)
+
+            def load(off):
+                return builder.load(builder.bitcast(builder.gep(pbuf, [off]), lanes.vptr), align=4)
+
+            with cgutils.for_range_slice(builder, ir.Constant(ow_.type, 0), ow_, step) as (o, _):
+                j = builder.add(o, o)
+                v0, v1 = load(j), load(builder.add(j, step))
+                j2 = builder.add(j, ir.Constant(j.type, 2))
+                v2, v3 = load(j2), load(builder.add(j2, step))
+                e, od = builder.shuffle_vector(v0, v1, even), builder.shuffle_vector(v0, v1, odd)
+                e2 = builder.shuffle_vector(v2, v3, even)
+                v = _vmax_nan(builder, _vmax_nan(builder, e, od), e2)
+                left = builder.sub(ow_, o)
+                m = lanes.mask(builder.select(builder.icmp_signed("<", left, step), left, step))
+                builder.call(lanes.mstore, [v, builder.bitcast(builder.gep(py, [o]), lanes.vptr), lanes.align, m])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _maxpool_w3s2(x, kh, sh, pt, pl, y):  # pragma: no cover - compiled
         # windows 3 wide at column stride 2, undilated (ResNet's 3 x 3 / 2), separably: per output row the maximum
@@ -146,6 +227,31 @@ if numba is not None:
                 orow = y[p, oy]
                 for ox in range(ow):
                     orow[ox] = _max_nan(_max_nan(buf[2 * ox], buf[2 * ox + 1]), buf[2 * ox + 2])
+
+
+if numba is not None:
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _maxpool_w3s2_lanes(x, kh, sh, pt, pl, y):  # pragma: no cover - compiled
+        # _maxpool_w3s2 with both passes of an output row in 16-lane vectors (_rows3, _cols3s2: the same maxima in
+        # the same order), for windows of at most 3 rows; float32 rows of x and y of unit stride. A window's 1 or 2 rows
+        # take a row twice: _max_nan(_max_nan(a, b), b) is _max_nan(a, b), bit for bit (NaN payloads included)
+        P, H, W = x.shape
+        oh, ow = y.shape[1], y.shape[2]
+        buf = np.full(max(W + pl, 2 * ow + 2) + 2 * _VL + 2, -np.inf, x.dtype)
+        xs0, xs1 = x.strides[0] // 4, x.strides[1] // 4  # float32 elements
+        ys0, ys1 = y.strides[0] // 4, y.strides[1] // 4
+        for p in range(P):
+            for oy in range(oh):
+                y0 = oy * sh - pt
+                r0, r1 = max(y0, 0), min(y0 + kh, H)
+                if r0 >= r1:  # the window's rows all in the padding
+                    for i in range(W):
+                        buf[pl + i] = -np.inf
+                else:
+                    base = p * xs0
+                    _rows3(x, base + r0 * xs1, base + min(r0 + 1, r1 - 1) * xs1, base + (r1 - 1) * xs1, W, buf, pl)
+                _cols3s2(buf, y, p * ys0 + oy * ys1, ow)
 
 
 def _phase_layout(x, kernel, strides, dilations, begin, out, fill):
@@ -206,8 +312,10 @@ def max_pool2d(x: np.ndarray, kernel, strides, dilations, begin, out) -> np.ndar
     xs = np.ascontiguousarray(x).reshape((N * C,) + x.shape[2:])
     y = np.empty((N * C,) + tuple(out), x.dtype)
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
-    if kw == 3 and sw == 2 and dh == dw == 1:  # measured: ResNet's 64 x 112 x 112 0.19 ms against 0.43
-        _maxpool_w3s2(xs, kh, sh, begin[0], begin[1], y)
+    # measured: ResNet's 64 x 112 x 112 0.19 ms against 0.43; in 16-lane vectors 0.16-0.175 against 0.20-0.23
+    # (alternating, 1 thread: the 3.2 MB map read from L3 bounds it; from L2, in ops/_fast_stem.py's blocks, 0.08)
+    if kw == 3 and sw == 2 and dh == dw == 1:
+        (_maxpool_w3s2_lanes if PACKED_OK and kh <= 3 else _maxpool_w3s2)(xs, kh, sh, begin[0], begin[1], y)
     else:
         _maxpool(xs, kh, kw, sh, sw, dh, dw, begin[0], begin[1], y)
     return y.reshape((N, C) + tuple(out))

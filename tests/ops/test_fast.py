@@ -355,6 +355,8 @@ MAXPOOL = [
     ((1, 3, 15, 13), (3, 3), (2, 2), (1, 1), (0, 1, 1, 0), 1),  # 3 wide at stride 2 (separable), odd, ceil
     ((2, 2, 9, 12), (5, 3), (1, 2), (1, 1), (2, 1, 2, 1), 0),  # ... kh 5 at row stride 1
     ((1, 2, 5, 6), (3, 3), (2, 2), (1, 1), (3, 0, 3, 1), 1),  # ... rows of windows in the padding only
+    ((2, 3, 21, 75), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 0),  # ... rows of 5 vectors and a part, 38 outputs
+    ((1, 2, 12, 34), (2, 3), (2, 2), (1, 1), (0, 0, 1, 1), 1),  # ... 2-row windows, 17 outputs (one lane over)
 ]
 
 
@@ -371,6 +373,35 @@ def test_max_pool_compiled_matches_numpy(xs, k, s, d, pads, ceil, compiled):
     _fast.set_enabled(False)
     y_ref = max_pool_values(x, **kw)
     np.testing.assert_array_equal(y_fast, y_ref)  # a maximum is exact
+
+
+@pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed")
+@pytest.mark.parametrize(
+    "P,H,W,kh,sh,pt,pl",
+    [
+        (4, 112, 112, 3, 2, 1, 1),
+        (3, 17, 23, 3, 2, 1, 0),
+        (2, 9, 8, 2, 1, 0, 1),
+        (3, 30, 31, 3, 3, 2, 1),
+        (2, 5, 40, 1, 1, 0, 0),
+        (2, 6, 35, 3, 2, 4, 2),
+    ],
+)
+def test_max_pool_3_wide_vector_rows_equal_the_loops_bit_for_bit(P, H, W, kh, sh, pt, pl):
+    """The 16-lane 3 x 3 / 2 kernel (_maxpool_w3s2_lanes) against the loops it replaces on AVX-512: the same
+    maxima in the same order, so the same bits (NaN payloads, the sign of a zero)."""
+    from stdops.ops._fast_windows import _maxpool_w3s2, _maxpool_w3s2_lanes
+
+    x = RNG.standard_normal((P, H, W)).astype(np.float32)
+    x.reshape(-1)[5::97] = np.nan
+    x.reshape(-1)[9::89] = np.float32(np.nan) * -1  # another payload (the sign bit)
+    x.reshape(-1)[7::13] = -0.0
+    x.reshape(-1)[3::17] = 0.0
+    oh, ow = (H + 2 * pt - kh) // sh + 1, (W + 2 * pl - 3) // 2 + 1
+    y1, y2 = np.empty((P, oh, ow), np.float32), np.full((P, oh, ow), 7.0, np.float32)
+    _maxpool_w3s2(x, kh, sh, pt, pl, y1)
+    _maxpool_w3s2_lanes(x, kh, sh, pt, pl, y2)
+    np.testing.assert_array_equal(y1.view(np.uint32), y2.view(np.uint32))
 
 
 # T, B, I, H, direction, initial states
