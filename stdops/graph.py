@@ -262,8 +262,10 @@ class Plan:
         want = self.output_names if outputs is None else list(outputs)
         fast = self.fused
         if hook is None and fast is not None and all(n in fast._slot for n in want):
-            key = _feed_signature(feeds)
-            if key not in self._twin_refused:
+            # the feeds' signature only once the twin has refused some (2.6 us a run otherwise, of a 24-step plan's
+            # ~12 us outside its steps: measured on ResNet-18's plan with its steps stubbed out)
+            key = _feed_signature(feeds) if self._twin_refused else None
+            if key is None or key not in self._twin_refused:
                 try:
                     return fast.run(feeds, want)
                 except PlanFallback:
@@ -271,7 +273,7 @@ class Plan:
                     # feeds of the same shapes go to it at once instead of paying the twin's partial run again
                     if len(self._twin_refused) >= 64:
                         self._twin_refused.clear()
-                    self._twin_refused.add(key)
+                    self._twin_refused.add(_feed_signature(feeds) if key is None else key)
         steps = self.schedule(want)
         timer = _STEP_TIMER.get()
         token = _ACTIVE_HOOK.set(hook)
