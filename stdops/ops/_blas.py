@@ -263,10 +263,11 @@ def matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
 _PANEL = 256  # columns per panel
 _PANEL_MAX_K = 384  # measured (12 weights cycling, one thread, alternating): 197x384x1536 -9%, 197x384x1152
 _PANEL_MIN_N = 768  # -6%; K = 512 or 768 gains nothing (+3% .. -5%)
-# K = 256 measured again inside whole models (one thread, alternating, CPU-time medians over 60-80 rounds): the
-# built 4-layer transformer encoder (128 x 256 x 1024) 3.6% and 2.9% faster with the weights whole, the zoo's torch
-# export 3.9% faster; ViT-small (197 x 384 x 1152 / 1536) 4.0% slower whole. Isolated GEMMs agree (6 weights
-# cycling: 128 x 256 x 1024 423 us whole, 468 us in 256-column panels; 128 x 256 x 768 323 / 349 us)
+# K = 256 measured again inside whole models (one thread, alternating, CPU-time medians of 100 pairs, the
+# allocator tuned as in benchmarks/bench_zoo.py): the built 4-layer transformer encoder (128 x 256 x 1024) 1.2%
+# faster with the weights whole, its four first MLP steps 545 -> 501 us each (stdops profile, 40 runs); the zoo's
+# torch export 1.3% faster (without the allocator tuned: 2.9-3.9%); ViT-small (197 x 384 x 1152 / 1536) 4.0% slower
+# whole. Isolated GEMMs agree (6 weights cycling: 128 x 256 x 1024 423 us whole, 468 us in 256-column panels)
 _PANEL_MIN_K = 257
 
 
