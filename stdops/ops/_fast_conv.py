@@ -11,14 +11,22 @@
   kernel (14 x 14 maps: 7 tiles and the junk one) without the junk column's products (1.08 -> 1.05 ms, 512@14 3.54
   -> 3.25). Reference: winograd.Tile.conv.
 - :func:`conv2d_packed`: direct convolution for small maps, every product of a tile of 7 positions x 32 output
-  channels summed in 14 AVX-512 registers (an LLVM intrinsic, :func:`_tile`: numba's own loops kept such
+  channels summed in 14 AVX-512 registers (an LLVM intrinsic, ops/_fast_convtile.py: numba's own loops kept such
   accumulators in memory, 5x slower), the weights packed once and prefetched ahead so that reading them overlaps
   the products. ResNet-18 at 1 thread: 23.8 ms against 27.7 by im2col + OpenBLAS (layer4's 3x3 512@7: 1.85 ms
-  against 2.9). Where every tile lies within one output row (ow a multiple of 7: ResNet's 56/28/14/7 maps) the
+  against 2.9). Two segments of 7 positions run as one tile (28 registers, the weights loaded once for both; an
+  odd last segment alone): the same sums in the same order, 8-30% faster a layer (alternating, 1 thread: 3x3/2
+  64->128 @28 1.00 -> 0.85 ms, 512@7 1.64 -> 1.45, the Winograd products too; ResNet-18 27.6 -> 25.4 ms against
+  onnxruntime's 23.9). Where every tile lies within one output row (ow a multiple of 7: ResNet's 56/28/14/7 maps) the
   inputs are read in place, through a table of tap offsets, from a padded copy with rows outermost (H, C, W): a row
   of tiles then reads kh contiguous runs, with no gather pass (alternating, 1 thread: 512@7 1.78 -> 1.62 ms, 3x3/2
-  256@14 0.86 -> 0.84, 3x3/2 128@28 0.89 -> 0.82; the same bits). The stride-phase layout instead (channels
-  outermost) measured slower at stride 2 (its split pass, and each tile's runs spread over 4 planes per channel).
+  256@14 0.86 -> 0.84, 3x3/2 128@28 0.89 -> 0.82; the same bits); 1 x 1 stride 2 from x itself (no copy at all:
+  :func:`pointwise_in_place`). The stride-phase layout instead (channels outermost) measured slower at stride 2
+  (its split pass, and each tile's runs spread over 4 planes per channel); so did K ordered (ky, kx, c), whose
+  consecutive terms lie a row apart (3x3/2 64@56 0.75 -> 0.80 ms). The in-place tiles store their last chunk's
+  sums themselves, + bias and clipped on the accumulators, then transposed in registers into Y's rows
+  (ops/_fast_convtile.py; against a scalar pass over the accumulators: 3x3/2 64@56 0.85 -> 0.79 ms, 512@7
+  1.45 -> 1.37, F(2,3) 256@14 1.18 -> 1.12).
   Reference: conv.py's im2col GEMM.
 
 Strict IEEE arithmetic except fused multiply-add (numba's ``contract``), each output summing its terms in a fixed
@@ -31,8 +39,26 @@ import functools
 
 import numpy as np
 
+from . import _blas
 from ._blas import _SPLIT_FLOPS, matmul, run_parts
 from ._fast import _clip_args, numba
+from ._fast_convtile import _K_CHUNK, _PFX_AHEAD, _TILE_M, _TILE_P, _XS
+
+if numba is not None:
+    from ._fast_convtile import (
+        _taps1,
+        _taps1n,
+        _taps1np,
+        _taps1p,
+        _taps2,
+        _taps2n,
+        _taps2np,
+        _taps2npx,
+        _taps2p,
+        _taps2px,
+        _tile,
+        _tile_pair,
+    )
 
 
 def _has_avx512() -> bool:
@@ -182,128 +208,12 @@ def winograd2(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
 
 # --------------------------------------------------------------------------- direct convolution, weights streamed
 
-#: the register tile of :func:`conv2d_packed`: _TILE_P output positions x _TILE_M output channels (two 16-float
-#: vectors), 14 vector accumulators; the weights packed (M / _TILE_M, K, _TILE_M), the columns (P / _TILE_P, K,
-#: _XS), so that both stream contiguously through the tile's loop over K
-_TILE_P, _TILE_M, _VL = 7, 32, 16
-#: the columns' stride per K step: a tile's 7 inputs padded to 8 (one 32-byte run, copied as one vector)
-_XS = 8
-#: the K loop in chunks of _K_CHUNK (32 KiB of packed weights: in L1 for the _TILE_P-position tiles that share them)
-_K_CHUNK = 256
-#: software prefetch (into L2) of the packed weights this many K steps ahead: one chunk, so that the next chunk's
-#: weights come from memory while every position tile works on this one (OpenBLAS packs its operands first, then
-#: multiplies). Measured in ResNet-18 (layer4's 512 x 4608 x 49 products): 1.48 ms a layer against 1.70 prefetching
-#: 32 steps ahead into L1, 2.0 by OpenBLAS
-_PREFETCH = _K_CHUNK
 #: Winograd's products (K = C, their columns read in place, a row per term) in chunks of half as many: the weights
 #: and the rows a tile reads then share L1 (alternating, 1 thread: F(2,3) 256@14 1.18 -> 1.10 ms, 512@14 4.2 -> 3.7;
 #: 64 or 96: the same within noise; the direct path: no difference, it keeps _K_CHUNK)
 _K_CHUNK_WINO = 128
 
 if numba is not None:
-    from llvmlite import ir
-    from numba.core import cgutils, types
-    from numba.extending import intrinsic
-
-    from ._llvm_lanes import Lanes, data
-
-    def _tile_codegen(taps: bool, step: int = 1, ahead: bool = True):
-        """The code of the register tile; ``taps``: the inputs read in place, xp[xoff + offs[k] + step i] (a table
-        of tap offsets), instead of from packed columns, xp[xoff + _XS k + i]."""
-
-        def codegen(context, builder, signature, args):
-            if taps:
-                wp_, woff_, xp_, xoff_, offs_, koff_, kn_, acc_, aoff_, first_ = args
-            else:
-                wp_, woff_, xp_, xoff_, kn_, acc_, aoff_, first_ = args
-            lanes = Lanes(builder)
-            i32, i64, vec, vptr, fma = lanes.i32, lanes.i64, lanes.vec, lanes.vptr, lanes.fma
-            i8p = ir.IntType(8).as_pointer()
-            nv = _TILE_M // _VL
-            n_args = len(signature.args)
-            wdata, xdata, adata = (data(context, builder, signature, args, i) for i in (0, 2, n_args - 3))
-            odata = data(context, builder, signature, args, 4) if taps else None
-            prefetch = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0i8"
-            )
-            slots = [[cgutils.alloca_once(builder, vec) for _ in range(nv)] for _ in range(_TILE_P)]
-            abase = builder.gep(adata, [aoff_])
-            aptrs = [
-                [
-                    builder.bitcast(builder.gep(abase, [ir.Constant(i64, i * _TILE_M + h * _VL)]), vptr)
-                    for h in range(nv)
-                ]
-                for i in range(_TILE_P)
-            ]
-            with builder.if_else(builder.icmp_unsigned("!=", first_, ir.Constant(first_.type, 0))) as (zero, carry):
-                with zero:
-                    for row in slots:
-                        for s in row:
-                            builder.store(ir.Constant(vec, None), s)
-                with carry:
-                    for row, ptrs in zip(slots, aptrs):
-                        for s, p in zip(row, ptrs):
-                            builder.store(builder.load(p, align=4), s)
-            wbase = builder.gep(wdata, [woff_])
-            xbase = builder.gep(xdata, [xoff_])
-            obase = builder.gep(odata, [koff_]) if taps else None
-            with cgutils.for_range(builder, kn_) as loop:
-                k = loop.index
-                wk = builder.gep(wbase, [builder.mul(k, ir.Constant(k.type, _TILE_M))])
-                for h in range(nv if ahead else 0):
-                    pf = builder.bitcast(builder.gep(wk, [ir.Constant(k.type, _PREFETCH * _TILE_M + h * _VL)]), i8p)
-                    # read, locality 2 (L2), data
-                    builder.call(prefetch, [pf, ir.Constant(i32, 0), ir.Constant(i32, 2), ir.Constant(i32, 1)])
-                ws = [
-                    builder.load(builder.bitcast(builder.gep(wk, [ir.Constant(k.type, h * _VL)]), vptr), align=4)
-                    for h in range(nv)
-                ]
-                if taps:
-                    xk = builder.gep(xbase, [builder.load(builder.gep(obase, [k]))])
-                else:
-                    xk = builder.gep(xbase, [builder.mul(k, ir.Constant(k.type, _XS))])
-                for i in range(_TILE_P):
-                    s = builder.load(builder.gep(xk, [ir.Constant(k.type, step * i if taps else i)]))
-                    bc = lanes.splat(s)
-                    for h in range(nv):
-                        builder.store(builder.call(fma, [bc, ws[h], builder.load(slots[i][h])]), slots[i][h])
-            for row, ptrs in zip(slots, aptrs):
-                for s, p in zip(row, ptrs):
-                    builder.store(builder.load(s), p, align=4)
-            return context.get_dummy_value()
-
-        return codegen
-
-    @intrinsic
-    def _tile(typingctx, wp, woff, xp, xoff, kn, acc, aoff, first):  # pragma: no cover - compiled
-        """acc[aoff + i * 32 + j] (+)= sum_{k < kn} xp[xoff + 8 k + i] * wp[woff + 32 k + j] for i < 7, j < 32: the
-        14 accumulators in registers (stack slots promoted), one fused multiply-add per term in the order of k
-        (``first``: start from zero, else from acc)."""
-        sig = types.void(wp, types.intp, xp, types.intp, types.intp, acc, types.intp, types.boolean)
-        return sig, _tile_codegen(False)
-
-    def _tile_taps_sig(wp, xp, offs, acc):
-        return types.void(wp, types.intp, xp, types.intp, offs, types.intp, types.intp, acc, types.intp, types.boolean)
-
-    @intrinsic
-    def _tile_taps1(typingctx, wp, woff, xp, xoff, offs, koff, kn, acc, aoff, first):  # pragma: no cover - compiled
-        """As _tile, the inputs read in place: xp[xoff + offs[koff + k] + i] for term k of position i."""
-        return _tile_taps_sig(wp, xp, offs, acc), _tile_codegen(True, 1)
-
-    @intrinsic
-    def _tile_taps2(typingctx, wp, woff, xp, xoff, offs, koff, kn, acc, aoff, first):  # pragma: no cover - compiled
-        """As _tile_taps1 at stride 2: xp[xoff + offs[koff + k] + 2 i]."""
-        return _tile_taps_sig(wp, xp, offs, acc), _tile_codegen(True, 2)
-
-    @intrinsic
-    def _tile_taps1n(typingctx, wp, woff, xp, xoff, offs, koff, kn, acc, aoff, first):  # pragma: no cover - compiled
-        """_tile_taps1 without the weights' prefetch (a later tile of the same weights)."""
-        return _tile_taps_sig(wp, xp, offs, acc), _tile_codegen(True, 1, False)
-
-    @intrinsic
-    def _tile_taps2n(typingctx, wp, woff, xp, xoff, offs, koff, kn, acc, aoff, first):  # pragma: no cover - compiled
-        """_tile_taps2 without the weights' prefetch."""
-        return _tile_taps_sig(wp, xp, offs, acc), _tile_codegen(True, 2, False)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _pack_cols(xpad, kh, kw, sh, sw, dh, dw, oh, ow, xp):  # pragma: no cover - compiled
@@ -401,7 +311,8 @@ if numba is not None:
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _gemm_packed(wp, xp, b, clip, lo, hi, y):  # pragma: no cover - compiled
         # y (M, P) = wp (M/32 packed) @ xp (columns packed) + b, clipped: for each block of 32 channels, the K chunks
-        # outermost (their weights stay in L1 for every position tile), the tiles' accumulators carried in acc
+        # outermost (their weights stay in L1 for every position tile), the tiles (two segments of 7 positions; an
+        # odd last one alone) carrying their accumulators in acc
         MB, K = wp.shape[0], wp.shape[1]
         NB = xp.shape[0]
         wf, xf = wp.reshape(-1), xp.reshape(-1)
@@ -410,50 +321,95 @@ if numba is not None:
         for mb in range(MB):
             for k0 in range(0, K, _K_CHUNK):
                 kn = min(_K_CHUNK, K - k0)
-                for pb in range(NB):
-                    _tile(wf, (mb * K + k0) * R, xf, (pb * K + k0) * _XS, kn, acc, pb * T * R, k0 == 0)
+                wo = (mb * K + k0) * R
+                for pb in range(0, NB, 2):
+                    xo = (pb * K + k0) * _XS
+                    if pb + 1 < NB:
+                        _tile_pair(wf, wo, xf, xo, xo + K * _XS, kn, acc, pb * T * R, k0 == 0)
+                    else:
+                        _tile(wf, wo, xf, xo, kn, acc, pb * T * R, k0 == 0)
             _store_block(acc, mb, b, clip, lo, hi, y)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _gemm_taps(wp, xf, offs, tbase, step, kc, ybase, b, clip, lo, hi, y):  # pragma: no cover - compiled
-        # _gemm_packed with the inputs read in place: term k of position i of tile pb is
-        # xf[tbase[pb] + offs[k] + step i] (step 1 or 2); the K loop in chunks of kc; ybase: see _store_block
+    def _gemm_taps(wp, xf, offs, tbase, step, kc, ybase, b, clip, lo, hi, y, pfx=False):  # pragma: no cover
+        # _gemm_packed with the inputs read in place: term k of position i of segment pb is
+        # xf[tbase[pb] + offs[k] + step i] (step 1 or 2); the K loop in chunks of kc; the last chunk's tiles store
+        # their sums (+ b, clipped) into y themselves: segment pb's outputs at columns ybase[pb] + i where ybase is
+        # not empty, else 7 pb + i (up to P); ``pfx`` (stride 2): the pairs prefetch their inputs ahead
         MB, K = wp.shape[0], wp.shape[1]
         NB = tbase.shape[0]
+        M, P = y.shape
         wf = wp.reshape(-1)
         T, R = _TILE_P, _TILE_M
         acc = np.empty(NB * T * R, np.float32)
+        mapped = ybase.shape[0] > 0
+        has_b = b.shape[0] == M
+        lo32, hi32 = np.float32(lo), np.float32(hi)
         for mb in range(MB):
+            nm = min(R, M - mb * R)
+            yoff, boff = mb * R * P, mb * R
             for k0 in range(0, K, kc):
                 kn = min(kc, K - k0)
-                for pb in range(NB):
-                    wo, ao = (mb * K + k0) * R, pb * T * R
-                    if pb == 0:  # the first tile prefetches the next weights (alternating: 2-3% faster)
-                        if step == 1:
-                            _tile_taps1(wf, wo, xf, tbase[pb], offs, k0, kn, acc, ao, k0 == 0)
-                        else:
-                            _tile_taps2(wf, wo, xf, tbase[pb], offs, k0, kn, acc, ao, k0 == 0)
-                    elif step == 1:
-                        _tile_taps1n(wf, wo, xf, tbase[pb], offs, k0, kn, acc, ao, k0 == 0)
+                wo = (mb * K + k0) * R
+                first, out = k0 == 0, k0 + kn >= K
+                for pb in range(0, NB, 2):
+                    ao = pb * T * R
+                    x0 = tbase[pb]
+                    q0, n0 = (ybase[pb], T) if mapped else (pb * T, min(T, P - pb * T))
+                    if pb + 1 < NB:
+                        x1 = tbase[pb + 1]
+                        q1, n1 = (ybase[pb + 1], T) if mapped else (q0 + T, min(T, P - q0 - T))
                     else:
-                        _tile_taps2n(wf, wo, xf, tbase[pb], offs, k0, kn, acc, ao, k0 == 0)
-            _store_block(acc, mb, b, clip, lo, hi, y, ybase)
+                        x1, q1, n1 = x0, q0, 0
+                    a0 = (wf, wo, xf, x0, x1, offs, k0, kn, acc, ao, first, out, y, yoff, P, nm)
+                    a1 = (q0, n0, q1, n1, b, boff, has_b, clip, lo32, hi32)
+                    # the first tile prefetches the next weights (alternating: 2-3% faster); the pair, or the odd
+                    # last segment alone
+                    if pb + 1 < NB:
+                        if pb == 0:
+                            if step == 1:
+                                _taps1p(*a0, *a1)
+                            elif pfx:
+                                _taps2px(*a0, *a1)
+                            else:
+                                _taps2p(*a0, *a1)
+                        elif step == 1:
+                            _taps1np(*a0, *a1)
+                        elif pfx:
+                            _taps2npx(*a0, *a1)
+                        else:
+                            _taps2np(*a0, *a1)
+                    elif pb == 0:
+                        if step == 1:
+                            _taps1(*a0, *a1)
+                        else:
+                            _taps2(*a0, *a1)
+                    elif step == 1:
+                        _taps1n(*a0, *a1)
+                    else:
+                        _taps2n(*a0, *a1)
 
 
-def _gemm_parts(gemm, wp, args, y2d) -> None:
+def _gemm_parts(gemm, wp, args, y2d, extra=()) -> None:
     """gemm(wp, *args, y) (_gemm_packed or _gemm_taps) in parts over blocks of output channels (2 from _SPLIT_FLOPS,
     a rule on the shape alone: every output sums the same products in the same order, whichever thread computes
-    it), run by ops/_blas.py's helpers. ``args``: the inputs, then the bias (its last but 3), clip, lo and hi."""
+    it), run by ops/_blas.py's helpers. ``args``: the inputs, then the bias (its last but 3), clip, lo and hi;
+    ``extra``: gemm's arguments after y."""
     MB, K = wp.shape[0], wp.shape[1]
     M, P = y2d.shape
-    n = 2 if MB >= 2 and 2 * M * K * P >= _SPLIT_FLOPS else 1
+    # one part on one thread: parts run one after the other would each read all the inputs again (alternating, 1
+    # thread: 3x3/2 64->128@28 0.836 -> 0.815 ms, 512@7 1.527 -> 1.504); the bits do not depend on the parts
+    n = 2 if MB >= 2 and 2 * M * K * P >= _SPLIT_FLOPS and _blas.threads() > 1 else 1
+    if n == 1:
+        gemm(wp, *args, y2d, *extra)
+        return
     cuts = [MB * i // n for i in range(n + 1)]
     b = args[-4]
     parts = []
     for c0, c1 in zip(cuts, cuts[1:]):
         m0, m1 = c0 * _TILE_M, min(M, c1 * _TILE_M)
         bp = b[m0:m1] if b.shape[0] else b
-        parts.append(functools.partial(gemm, wp[c0:c1], *args[:-4], bp, *args[-3:], y2d[m0:m1]))
+        parts.append(functools.partial(gemm, wp[c0:c1], *args[:-4], bp, *args[-3:], y2d[m0:m1], *extra))
     run_parts(parts)
 
 
@@ -470,6 +426,8 @@ def pack_weight(wmat: np.ndarray) -> np.ndarray:
 #: read the inputs in place (:func:`_gemm_taps`) where every tile lies within one output row
 _IN_PLACE = True
 _NO_MAP = np.zeros((0,), np.intp)  # _gemm_taps's outputs in tile order
+_NO_BIAS = np.zeros((0,), np.float32)
+_F32 = np.dtype(np.float32)
 
 
 @functools.lru_cache(maxsize=64)
@@ -486,37 +444,102 @@ def _taps_layout(C: int, kh: int, kw: int, s: int, oh: int, ow: int, Wp: int) ->
     return offs, tbase
 
 
+def pointwise_in_place(kernel, begin, spatial, strides, out) -> bool:
+    """Whether conv2d_packed reads a 1 x 1 stride-2 convolution's input in place (NCHW, no copy): unpadded before,
+    every output inside the input, rows of whole tiles (ow a multiple of 7). Alternating, 1 thread, against the
+    copy into rows-outermost layout: 256@14 -> 512 0.162 -> 0.112 ms (ResNet's downsamples); at stride 1 against
+    the flat path's packing: the same within noise (1024@14 -> 256, 512@7 -> 2048, 2048@7 -> 512), so it keeps
+    that."""
+    (H, W), (oh, ow), (sh, sw) = spatial, out, strides
+    return (
+        tuple(kernel) == (1, 1)
+        and tuple(begin) == (0, 0)
+        and sh == sw == 2
+        and ow % _TILE_P == 0
+        and (oh - 1) * sh < H
+        and (ow - 1) * sw < W
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _plane_layout(C: int, H: int, W: int, s: int, oh: int, ow: int) -> tuple:
+    """(offs, tbase) of a 1 x 1 convolution read in place from x (C, H, W): term c of output (oy, ox) at
+    c H W + s (oy W + ox); each tile of 7 outputs of a row starts at its first output's."""
+    offs = np.minimum(np.arange(C + _PFX_AHEAD, dtype=np.intp), C - 1) * (H * W)  # past C: for the prefetch
+    p0 = np.arange(0, oh * ow, _TILE_P)
+    tbase = ((p0 // ow) * (s * W) + (p0 % ow) * s).astype(np.intp)
+    for a in (offs, tbase):
+        a.flags.writeable = False
+    return offs, tbase
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(shape, kernel, strides, dilations, begin, out, in_place) -> tuple:
+    """(path, Hp, Wp, hh, ww) of conv2d_packed for a call's geometry, kept per geometry (a model repeats its
+    shapes): "plane" (1 x 1 stride 2 read in place from x), "rows" (read in place from the padded copy with rows
+    outermost, Hp x C x Wp, x's hh x ww first values copied), "flat" (1 x 1 stride 1: x packed as it is) or
+    "gather" (the columns gathered into tiles from the padded Hp x Wp planes)."""
+    _, _, H, W = shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
+    oh, ow = out
+    flat = (kh, kw, sh, sw) == (1, 1, 1, 1) and begin == (0, 0) and (oh, ow) == (H, W)
+    Hp = max(H + begin[0], (oh - 1) * sh + (kh - 1) * dh + 1)
+    Wp = max(W + begin[1], (ow - 1) * sw + (kw - 1) * dw + 1)
+    hh, ww = min(H, Hp - begin[0]), min(W, Wp - begin[1])
+    rows = ow % _TILE_P == 0 and sh == sw and sh in (1, 2)
+    if in_place and rows and pointwise_in_place(kernel, begin, (H, W), strides, out):
+        path = "plane"
+    elif in_place and not flat and rows and (dh, dw) == (1, 1):
+        path = "rows"
+    else:
+        path = "flat" if flat else "gather"
+    return path, Hp, Wp, hh, ww
+
+
 def conv2d_packed(x, wp, M, kernel, strides, dilations, begin, out, b=None, clip=None) -> np.ndarray:
     """y (N, M, oh, ow) of the 2-D convolution (group 1) of x (N, C, H, W) float32 with the packed weights ``wp``
     (:func:`pack_weight` of W (M, C kh kw)), + b (M,) or None, clipped to ``clip``: per sample every product summed
     in registers over tiles of 7 positions, in the order of K (c, ky, kx), the weights read once from memory. The
     inputs: where the rows hold whole tiles (ow a multiple of 7, equal strides 1 or 2, undilated) read in place
-    from the padded input with rows outermost (one copy, a table of tap offsets), else gathered into tiles first
-    (K contiguous). For small maps (the weights outweigh the columns). Reference: the im2col GEMM of conv.py."""
+    from the padded input with rows outermost (one copy, a table of tap offsets; 1 x 1 stride 2: from x itself),
+    else gathered into tiles first (K contiguous). For small maps (the weights outweigh the columns). Reference: the
+    im2col GEMM of conv.py."""
     N, C, H, W = x.shape
+    kernel, strides, begin, out = tuple(kernel), tuple(strides), tuple(begin), tuple(out)
+    path, Hp, Wp, hh, ww = _plan(x.shape, kernel, strides, tuple(dilations), begin, out, _IN_PLACE)
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
     oh, ow = out
+    y = np.empty((N, M, oh, ow), np.float32)
+    bb = _NO_BIAS if b is None else b
+    on, lo, hi = _clip_args(clip, _F32)
+    if path == "plane":
+        offs, tbase = _plane_layout(C, H, W, sh, oh, ow)  # the input itself: no copy
+        xc = np.ascontiguousarray(x, np.float32)
+        for n in range(N):
+            args = (xc[n].reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi)
+            # the inputs prefetched _PFX_AHEAD terms ahead: x's planes lie too far apart for the hardware's stride
+            # prefetcher (alternating, 1 thread, in cache / caches flushed, against none: 128@28 -> 256 0.142 ->
+            # 0.122 / 0.31 -> 0.25 ms, 64@56 -> 128 0.145 -> 0.139 / 0.37 -> 0.31, 256@14 -> 512 0.157 -> 0.145 /
+            # 0.265 -> 0.256; 8 or 32 ahead the same; the next pair's inputs instead: less; the 3x3 layers read
+            # the rows-outermost copy just written, no gain, so they do not)
+            _gemm_parts(_gemm_taps, wp, args, y[n].reshape(M, oh * ow), (True,))
+        return y
+    if path == "rows":
+        offs, tbase = _taps_layout(C, kh, kw, sh, oh, ow, Wp)
+        # rows outermost: a row of tiles reads kh contiguous runs; only the padding zeroed (alternating, 1 thread,
+        # against np.zeros and the copy: 64@56 0.105 -> 0.066 ms, 128@28 0.054 -> 0.033)
+        xr = np.empty((Hp, C, Wp), np.float32)
+        pt, pl = begin
+        xr[:pt], xr[pt + hh :], xr[pt : pt + hh, :, :pl], xr[pt : pt + hh, :, pl + ww :] = 0, 0, 0, 0
+        inner = xr[pt : pt + hh, :, pl : pl + ww]
+        for n in range(N):
+            np.copyto(inner, x[n, :, :hh, :ww].transpose(1, 0, 2))
+            args = (xr.reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi)
+            _gemm_parts(_gemm_taps, wp, args, y[n].reshape(M, oh * ow))
+        return y
+    flat = path == "flat"
     K = C * kh * kw
     NB = -(-(oh * ow) // _TILE_P)
-    y = np.empty((N, M, oh, ow), np.float32)
-    bb = np.zeros((0,), np.float32) if b is None else b
-    on, lo, hi = _clip_args(clip, np.dtype(np.float32))
-    flat = (kh, kw, sh, sw) == (1, 1, 1, 1) and tuple(begin) == (0, 0) and (oh, ow) == (H, W)
-    Hp = max(H + begin[0], (oh - 1) * sh + (kh - 1) * dh + 1)
-    Wp = max(W + begin[1], (ow - 1) * sw + (kw - 1) * dw + 1)
-    if _IN_PLACE and not flat and ow % _TILE_P == 0 and sh == sw and sh in (1, 2) and (dh, dw) == (1, 1):
-        offs, tbase = _taps_layout(C, kh, kw, sh, oh, ow, Wp)
-        xr = np.zeros((Hp, C, Wp), np.float32)  # rows outermost: a row of tiles reads kh contiguous runs
-        pt, pl = begin
-        for n in range(N):
-            np.copyto(xr[pt : pt + H, :, pl : pl + W], x[n, :, : Hp - pt, : Wp - pl].transpose(1, 0, 2))
-            _gemm_parts(
-                _gemm_taps,
-                wp,
-                (xr.reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi),
-                y[n].reshape(M, oh * ow),
-            )
-        return y
     # room for _pack_cols's 8th value at strides 1 and 2
     xpad = None if flat else np.zeros((C, Hp, Wp + 2), np.float32)
     xp = np.empty((NB, K, _XS), np.float32)

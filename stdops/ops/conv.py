@@ -7,7 +7,8 @@ Conv runs through BLAS, picking per shape:
   when copying X with a row of ones costs less than a pass over Y); with the compiled extra on AVX-512, maps of
   at least 100 positions with few input channels (or up to 1024 on maps up to 16 x 16) take a compiled kernel
   that sums every output in registers, bias and clip included (ops/_fast_pointwise.py: OpenBLAS is slow at
-  small K);
+  small K); stride-2 ones with at least 64 input channels on rows of whole tiles (ResNet's downsamples) take the
+  packed direct kernel reading the input in place instead (ops/_fast_conv.py: no strided copy);
 - dense 3x3 stride-1: Winograd F(4x4, 3x3) or F(2x2, 3x3), the tile chosen per shape (winograd.py;
   small maps and few channels keep the direct sum);
 - one input channel per group (depthwise, with or without a channel multiplier): the taps of
@@ -215,6 +216,35 @@ def direct_packed(cw: ConvWeight, n: int, out, strides, dilations) -> bool:
     return P <= _PACKED_WINOGRAD_OUT or not cw.winograd_tile(strides, dilations, out)
 
 
+#: 1 x 1 stride-2 layers read in place by the packed kernel (ops/_fast_conv.py pointwise_in_place) from this many
+#: input channels on, ahead of the compiled pointwise kernel (which copies the strided input first). Alternating,
+#: 1 thread, against it: 64@56 -> 128 0.145 ms against 0.204 (caches flushed first: 0.337 against 0.380), 96@28 ->
+#: 192 0.093 against 0.141 (cold: the same), 128@28 -> 256 0.114 against 0.140, 256@14 -> 512 0.105 against 0.156;
+#: below 64 the tile's loop over K is too short (_PACKED_MIN_K)
+_PACKED_PW_S2_MIN_C = 64
+#: ... and inputs of at most this many values (1 MiB: every channel block reads the input again, strided, and it
+#: then stays in L2): ResNet-50's 256@56 -> 512 2.47 ms against 1.91, 512@28 -> 1024 2.04 against 1.66, 1024@14 ->
+#: 2048 (2^17.6 values) the same, 1.57 against 1.55
+_PACKED_PW_S2_MAX_IN = 1 << 18
+
+
+def pointwise_in_place(cw: ConvWeight, n: int, x_shape, geo, strides) -> bool:
+    """Whether a 1 x 1 stride-2 convolution takes the packed kernel reading its input in place."""
+    return (
+        n == 2
+        and cw.kernel == (1, 1)  # the cheap tests first: every convolution of a plan asks
+        and strides == (2, 2)
+        and cw.group == 1
+        and cw.dtype == np.float32
+        and cw.Cg >= _PACKED_PW_S2_MIN_C
+        and prod(x_shape[1:]) <= _PACKED_PW_S2_MAX_IN
+        and prod(geo.out) <= _PACKED_MAX_OUT_S2
+        and _fast.enabled()
+        and _fast_conv.PACKED_OK
+        and _fast_conv.pointwise_in_place(cw.kernel, geo.begin, x_shape[2:], strides, geo.out)
+    )
+
+
 def pointwise_compiled(cw: ConvWeight, n: int, P: int) -> bool:
     """Whether a 1 x 1 convolution of P outputs per channel takes the compiled pointwise kernel."""
     return (
@@ -347,6 +377,9 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
         cw, n, out, strides, dilations
     ):  # short sums (stems): compiled, in registers (ops/_fast_stem.py)
         return _fast_stem.conv2d_stem(xc, cw.stem_packed(), M, kernel, strides, geo.begin, out, b, clip), "bias+clip"
+    elif pointwise_in_place(cw, n, x.shape, geo, strides):  # 1x1/2: the input read in place (ops/_fast_conv.py)
+        y = _fast_conv.conv2d_packed(xc, cw.packed(), M, kernel, strides, dilations, geo.begin, out, b, clip)
+        return y, "bias+clip"
     elif pointwise_compiled(cw, n, P):  # 1x1, few input channels or a mid-sized map: compiled register tiles
         xs = pad_input(xc, geo.begin, geo.end)
         if any(s != 1 for s in strides):

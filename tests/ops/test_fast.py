@@ -248,6 +248,11 @@ PACKED = [
     ((1, 8, 7, 7), 16, (5, 5), (1, 1), (1, 1), (2, 2, 2, 2), None),  # 5 x 5
     ((1, 16, 9, 29), 40, (3, 3), (2, 2), (1, 1), (1, 0, 1, 0), None),  # stride 2, odd input sizes: 5 x 14
     ((1, 24, 56, 56), 20, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), (0.0, None)),  # stride 2 on 784 outputs (ResNet's /2)
+    # 1 x 1 stride 2 from 64 input channels, rows of whole tiles: read in place from the input itself
+    ((1, 70, 28, 28), 24, (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), (0.0, 6.0)),  # 14 x 14, M under one block
+    ((2, 130, 28, 28), 40, (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), None),  # batch 2, C off 16, 14 x 14
+    ((1, 128, 13, 14), 33, (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), (0.0, None)),  # odd height: 7 x 7
+    ((1, 144, 13, 13), 20, (1, 1), (2, 2), (1, 1), (0, 0, 1, 1), (-0.5, 0.5)),  # pads after only: 7 x 7
 ]
 
 
@@ -316,12 +321,16 @@ def test_direct_packed_in_place_reads_give_the_gathered_bits(xs, M, k, s, pads, 
     from stdops.ops._window import geometry
 
     geo = geometry(xs[2:], k, s, (1, 1), pads, "NOTSET")
-    calls = []
+    calls, plane = [], []
     monkeypatch.setattr(_fast_conv, "_taps_layout", lambda *a, f=_fast_conv._taps_layout: calls.append(a) or f(*a))
+    monkeypatch.setattr(_fast_conv, "_plane_layout", lambda *a, f=_fast_conv._plane_layout: plane.append(a) or f(*a))
     args = (x, wp, M, k, s, (1, 1), geo.begin, geo.out, b, (0.0, None))
     y_in_place = _fast_conv.conv2d_packed(*args)
     flat = k == (1, 1) and s == (1, 1) and not any(pads)  # 1 x 1 on the input itself: neither
-    assert bool(calls) == (not flat and geo.out[1] % 7 == 0 and s[0] == s[1] and s[0] in (1, 2))
+    # 1 x 1 stride 2, unpadded before: the input itself (no copy)
+    pointwise = k == (1, 1) and s == (2, 2) and geo.begin == (0, 0) and geo.out[1] % 7 == 0
+    assert bool(plane) == pointwise
+    assert bool(calls) == (not flat and not pointwise and geo.out[1] % 7 == 0 and s[0] == s[1] and s[0] in (1, 2))
     monkeypatch.setattr(_fast_conv, "_IN_PLACE", False)
     assert np.array_equal(y_in_place, _fast_conv.conv2d_packed(*args))
 
