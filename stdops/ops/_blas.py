@@ -26,7 +26,7 @@ and its hand-off costs a scheduler time slice when the other core is busy (measu
 A constant right operand can be prepared once as :class:`Panels`: contiguous blocks of its columns, each an
 ordinary GEMM into its slice of the result (:func:`matmul_panels`; the same products, so bits that depend on
 the shapes only, and parts for the helpers made of whole panels). For the shapes of :func:`panel_width`
-(an inner dimension of at most 384, at least 768 columns: a transformer's QKV and first MLP projections)
+(an inner dimension of 257 to 384, at least 768 columns: a ViT-small's QKV and first MLP projections)
 that is faster than one GEMM on the whole matrix even on one thread, measured with the weights out of
 cache as a model runs them: OpenBLAS re-packs the weight at every call and packs contiguous panels faster.
 
@@ -262,12 +262,18 @@ def matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
 
 _PANEL = 256  # columns per panel
 _PANEL_MAX_K = 384  # measured (12 weights cycling, one thread, alternating): 197x384x1536 -9%, 197x384x1152
-_PANEL_MIN_N = 768  # -6%, 128x256x1024 -4%, 128x256x768 -3%; K = 512 or 768 gains nothing (+3% .. -5%)
+_PANEL_MIN_N = 768  # -6%; K = 512 or 768 gains nothing (+3% .. -5%)
+# K = 256 measured again inside whole models (one thread, alternating, CPU-time medians of 100 pairs, the
+# allocator tuned as in benchmarks/bench_zoo.py): the built 4-layer transformer encoder (128 x 256 x 1024) 1.2%
+# faster with the weights whole, its four first MLP steps 545 -> 501 us each (stdops profile, 40 runs); the zoo's
+# torch export 1.3% faster (without the allocator tuned: 2.9-3.9%); ViT-small (197 x 384 x 1152 / 1536) 4.0% slower
+# whole. Isolated GEMMs agree (6 weights cycling: 128 x 256 x 1024 423 us whole, 468 us in 256-column panels)
+_PANEL_MIN_K = 257
 
 
 def panel_width(k: int, n: int) -> int | None:
     """Columns per panel for a constant (k, n) right operand, or None (kept whole): a rule on the shape alone."""
-    return _PANEL if 0 < k <= _PANEL_MAX_K and n >= _PANEL_MIN_N else None
+    return _PANEL if _PANEL_MIN_K <= k <= _PANEL_MAX_K and n >= _PANEL_MIN_N else None
 
 
 class Panels:
