@@ -20,11 +20,13 @@ turns the compiled path off.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
 
-from ._blas import matmul
+from . import _blas
+from ._blas import _SPLIT_FLOPS, matmul, run_parts
 
 try:  # the optional extra
     import numba
@@ -196,13 +198,65 @@ def _clip_args(clip, dt):
     return clip is not None, dt.type(lo), dt.type(hi)
 
 
+#: a Winograd layer's products of at least this many FLOP (2 S M C N L) run, at 2 threads, in 2 parts over tile rows,
+#: each part with its own input transform, products and output transform (so that each core reads what it wrote);
+#: below, in one part (the hand-off would not pay)
+_ROW_SPLIT_FLOPS = _SPLIT_FLOPS
+
+
+def row_parts(m: int, TH: int, flops: float, blas: bool) -> list[tuple[int, int]]:
+    """The tile rows [t0, t1) of the parts a Winograd convolution of TH tile rows runs in (tiles of m output rows):
+    2 parts where TH >= 2, the products reach _ROW_SPLIT_FLOPS and threads() > 1, else one. Each output is the same
+    sum whichever part computes it (a tile's values and arithmetic do not depend on the part), except the products
+    by OpenBLAS (``blas``): its sums for a column depend on the GEMM's width (measured: 64@56, 105 of 210 columns,
+    differences of 1e-4), so there the parts are a rule on the shape alone, at 1 thread too (run one after the
+    other)."""
+    if TH < 2 or flops < _ROW_SPLIT_FLOPS or (not blas and _blas.threads() < 2):
+        return [(0, TH)]
+    return [(0, TH // 2), (TH // 2, TH)]
+
+
+def split_rows(conv, x, begin, out, m: int, tiles: int, y, spans) -> None:
+    """conv(xs, begin', out', ys, whole) for each span [t0, t1) of tile rows (tiles of m output rows, each reading
+    ``tiles`` padded rows): xs the input rows those tiles read (a view of x), begin' the padding before them, ys the
+    output rows' view of y; the parts run by ops/_blas.py's helpers (the caller takes the first, so that it reads
+    what it wrote in a step split the same way). ``whole``: one span (the products may then be split instead)."""
+    pt = begin[0]
+    H = x.shape[2]
+    oh = out[0]
+
+    def part(t0: int, t1: int) -> None:
+        r0, r1 = m * t0, min(oh, m * t1)
+        p0 = m * t0  # the first padded row the tiles read
+        a, z = max(0, p0 - pt), min(H, m * (t1 - 1) + tiles - pt)  # input rows read (the rest is padding)
+        conv(x[:, :, a:z], (a - (p0 - pt), begin[1]), (r1 - r0, out[1]), y[:, :, r0:r1], False)
+
+    if len(spans) == 1:
+        conv(x, begin, out, y, True)
+        return
+    run_parts([functools.partial(part, t0, t1) for t0, t1 in spans])
+
+
 def winograd(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
     """The 3x3 stride-1 convolution of x (N, C, H, W) by Winograd F(4x4, 3x3) (``tile``: winograd.TILES[4])
     with the transformed weights U (36, M, C), + b (M,) or None, clipped to ``clip``: the input and output
     transforms compiled (one pass over X, one over Y), the 36 products one batched GEMM. Tiles are computed
     one column wider than the map (a junk column per tile row keeps every transform loop contiguous).
     ``Up``: U packed (ops/_fast_conv.py's pack_winograd, float32): the products by its packed kernel instead
-    of OpenBLAS. Reference: winograd.Tile.conv (NumPy)."""
+    of OpenBLAS. Reference: winograd.Tile.conv (NumPy). At 2 threads a big layer runs in 2 parts over tile
+    rows (:func:`row_parts`), the same bits."""
+    dt = U.dtype
+    N, C = x.shape[:2]
+    M = U.shape[1]
+    TH, TWp = -(-out[0] // 4), -(-out[1] // 4) + 1
+    x = np.ascontiguousarray(x, dtype=dt)
+    y = np.empty((N, M) + tuple(out), dt)
+    spans = row_parts(4, TH, 2.0 * 36 * M * C * N * TH * TWp, Up is None)
+    split_rows(functools.partial(_winograd_into, tile, U, b, clip, Up), x, begin, out, 4, 6, y, spans)
+    return y
+
+
+def _winograd_into(tile, U, b, clip, Up, x, begin, out, y, whole) -> None:
     dt = U.dtype
     N, C = x.shape[:2]
     M = U.shape[1]
@@ -218,8 +272,10 @@ def winograd(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
         V = np.empty((36, C, N * L), dt)
     bt = tuple(dt.type(v) for v in tile.bt.reshape(-1))
     at = tuple(dt.type(v) for v in tile.at.reshape(-1))
-    _wino4_in(np.ascontiguousarray(x, dtype=dt), bt, begin[0], begin[1], TH, TWp, V)
-    P = matmul(U, V) if Up is None else winograd_products(Up, V, N * L, M, (N, TH, TWp))  # (36, M, N L)
-    y = np.empty((N, M) + tuple(out), dt)
+    _wino4_in(x, bt, begin[0], begin[1], TH, TWp, V)
+    # (36, M, N L); a part of a split layer is not split again
+    if Up is None:
+        P = matmul(U, V) if whole else np.matmul(U, V)
+    else:
+        P = winograd_products(Up, V, N * L, M, (N, TH, TWp), split=whole)
     _wino4_out(P, at, TH, TW, TWp, np.zeros((0,), dt) if b is None else b, *_clip_args(clip, dt), y)
-    return y

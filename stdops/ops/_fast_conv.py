@@ -41,7 +41,7 @@ import numpy as np
 
 from . import _blas
 from ._blas import _SPLIT_FLOPS, matmul, run_parts
-from ._fast import _clip_args, numba
+from ._fast import _clip_args, numba, row_parts, split_rows
 from ._fast_convtile import _K_CHUNK, _PFX_AHEAD, _TILE_M, _TILE_P, _XS
 
 if numba is not None:
@@ -184,7 +184,24 @@ def winograd2(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
     the transformed weights U (16, M, C), + b (M,) or None, clipped to ``clip``: the transforms compiled (one pass
     over X, one over Y), the 16 products one batched GEMM. Tiles are computed one column wider than the map (a junk
     column per tile row keeps every transform loop contiguous). ``Up``: U packed (:func:`pack_winograd`, float32):
-    the products by the packed kernel instead of OpenBLAS. Reference: winograd.Tile.conv (NumPy)."""
+    the products by the packed kernel instead of OpenBLAS. Reference: winograd.Tile.conv (NumPy). At 2 threads a
+    layer whose rows pay for it runs in 2 parts over tile rows (ops/_fast.py's row_parts), the same bits."""
+    dt = U.dtype
+    N, C = x.shape[:2]
+    M = U.shape[1]
+    TH, TWp = -(-out[0] // 2), -(-out[1] // 2) + 1
+    x = np.ascontiguousarray(x, dtype=dt)
+    y = np.empty((N, M) + tuple(out), dt)
+    spans = row_parts(2, TH, 2.0 * 16 * M * C * N * TH * TWp, Up is None) if _ROWS2 else [(0, TH)]
+    split_rows(functools.partial(_winograd2_into, tile, U, b, clip, Up), x, begin, out, 2, 4, y, spans)
+    return y
+
+
+#: F(2,3) split over tile rows at 2 threads (else its products over the tile positions only)
+_ROWS2 = True
+
+
+def _winograd2_into(tile, U, b, clip, Up, x, begin, out, y, whole) -> None:
     dt = U.dtype
     N, C = x.shape[:2]
     M = U.shape[1]
@@ -198,12 +215,13 @@ def winograd2(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
         V[:, :, N * L :] = 0
     else:
         V = np.empty((16, C, N * L), dt)
-    _wino2_in(np.ascontiguousarray(x, dtype=dt), bt, begin[0], begin[1], TH, TWp, V)
-    P = matmul(U, V) if Up is None else winograd_products(Up, V, N * L, M, (N, TH, TWp))  # (16, M, N L)
-    y = np.empty((N, M) + tuple(out), dt)
+    _wino2_in(x, bt, begin[0], begin[1], TH, TWp, V)
+    if Up is None:  # (16, M, N L); a part of a split layer is not split again
+        P = matmul(U, V) if whole else np.matmul(U, V)
+    else:
+        P = winograd_products(Up, V, N * L, M, (N, TH, TWp), split=whole)
     on, lo, hi = _clip_args(clip, dt)
     _wino2_out(P, at, TH, TW, TWp, np.zeros((0,), dt) if b is None else b, on, lo, hi, y)
-    return y
 
 
 # --------------------------------------------------------------------------- direct convolution, weights streamed
@@ -575,12 +593,13 @@ def _rows_layout(C: int, L: int, N: int, TH: int, TWp: int) -> tuple:
     return offs, tbase, ybase
 
 
-def winograd_products(Up: np.ndarray, V: np.ndarray, cols: int, M: int, rows=None) -> np.ndarray:
+def winograd_products(Up: np.ndarray, V: np.ndarray, cols: int, M: int, rows=None, split=True) -> np.ndarray:
     """(n^2, M, cols): U[s] @ V[s, :, :cols] for every tile position s by the packed kernel, from Up (pack_winograd)
     and V (n^2, C, whole tiles of columns, zero past ``cols``), read in place. ``rows``: (N, TH, TWp) of the
     transforms' tile layout: a row's junk column (the last) then takes no products where TWp - 1 is a multiple of
     7 (14 x 14 maps by F(2,3): 7 tiles of products a row instead of 8; those columns of the result are garbage).
-    OpenBLAS packs each U[s] from memory before its products; here the weights stream once."""
+    OpenBLAS packs each U[s] from memory before its products; here the weights stream once. ``split``: False in a part
+    of a layer split already (one part here)."""
     S, C, L7 = V.shape
     P = np.empty((S, M, cols), V.dtype)
     none = np.zeros((0,), V.dtype)
@@ -592,6 +611,6 @@ def winograd_products(Up: np.ndarray, V: np.ndarray, cols: int, M: int, rows=Non
             _gemm_taps(Up[s], V[s].reshape(-1), offs, tbase, 1, _K_CHUNK_WINO, ybase, none, False, z, z, P[s])
 
     # in 2 parts over the tile positions from _SPLIT_FLOPS (the same sums, whichever thread runs them)
-    n = 2 if 2 * S * M * C * cols >= _SPLIT_FLOPS else 1
+    n = 2 if split and 2 * S * M * C * cols >= _SPLIT_FLOPS else 1
     run_parts([functools.partial(part, S * i // n, S * (i + 1) // n) for i in range(n)])
     return P

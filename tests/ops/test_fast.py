@@ -195,6 +195,48 @@ def test_winograd_compiled_matches_numpy(xs, M, pads, clip, dtype, bias, tile, c
     assert np.all(np.abs(y_fast - y_ref) <= tol * bound + 1e-30)
 
 
+@pytest.mark.parametrize(
+    "xs,M,pads,dtype",
+    [
+        ((1, 64, 56, 56), 64, (1, 1, 1, 1), np.float32),  # ResNet's layer1 (F(4,3): products by OpenBLAS)
+        ((1, 128, 28, 28), 128, (1, 1, 1, 1), np.float32),  # layer2 (F(4,3), packed products)
+        ((2, 256, 14, 14), 64, (1, 1, 1, 1), np.float32),  # F(2,3) packed, rows of 7 tiles, batch 2
+        ((2, 24, 23, 17), 20, (2, 1, 0, 1), np.float32),  # partial tiles, more padding above than a tile's overlap
+        ((1, 130, 13, 30), 33, (0, 1, 1, 2), np.float32),  # packed, no padding above, odd tile rows
+        ((1, 16, 19, 9), 8, (1, 0, 2, 1), np.float64),  # float64 (OpenBLAS)
+    ],
+)
+@pytest.mark.parametrize("tile", [4, 2])
+def test_winograd_row_parts_give_the_same_bits_at_1_and_2_threads(xs, M, pads, dtype, tile, compiled, monkeypatch):
+    """F(4,3) and F(2,3) split over tile rows (each part its own transforms and products): the same bits at 1 and
+    2 threads (products by OpenBLAS: in the same parts at 1 thread, one after the other), and the convolution."""
+    import stdops.ops.conv as conv_mod
+    from stdops.ops import _blas
+
+    from stdops.ops import _fast_stem
+
+    monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: tile)
+    monkeypatch.setattr(_fast_stem, "USE", False)  # shallow layers: Winograd, not the stem kernel
+    monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)  # small maps: Winograd, not the direct kernel
+    monkeypatch.setattr(_fast, "_ROW_SPLIT_FLOPS", 0)  # parts even for the small layers
+    parts = []
+    monkeypatch.setattr(_fast, "run_parts", lambda ps, f=_fast.run_parts: parts.append(len(ps)) or f(ps))
+    x = RNG.standard_normal(xs).astype(dtype)
+    w = RNG.standard_normal((M, xs[1], 3, 3)).astype(dtype)
+    b = RNG.standard_normal(M).astype(dtype)
+    results = []
+    for count in (1, 2):
+        monkeypatch.setattr(_blas, "threads", lambda count=count: count)
+        results.append(conv_forward(x, prepare_conv_weight(w), b, pads=pads, clip=(0.0, None)))
+    assert parts and parts[-1] == 2  # the 2-thread run was split (Winograd ran)
+    assert np.array_equal(results[0], results[1])
+    _fast.set_enabled(False)
+    y_ref = conv_forward(x, prepare_conv_weight(w), b, pads=pads, clip=(0.0, None))
+    bound = conv_forward(np.abs(x), prepare_conv_weight(np.abs(w)), np.abs(b), pads=pads)
+    tol = 1e-5 if dtype == np.float32 else 1e-13  # the transforms' sums in another order
+    assert np.all(np.abs(results[1] - y_ref) <= tol * bound + 1e-30)
+
+
 # x shape, M, kernel, strides, dilations, pads: the compiled im2col (ops/_fast_windows.py), float32, group 1
 IM2COL = [
     ((1, 3, 40, 38), 8, (7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),  # a stem
@@ -373,6 +415,39 @@ def test_max_pool_compiled_matches_numpy(xs, k, s, d, pads, ceil, compiled):
     _fast.set_enabled(False)
     y_ref = max_pool_values(x, **kw)
     np.testing.assert_array_equal(y_fast, y_ref)  # a maximum is exact
+
+
+@pytest.mark.parametrize(
+    "xs,k,s,pads",
+    [
+        ((1, 64, 112, 112), (3, 3), (2, 2), (1, 1, 1, 1)),  # ResNet's
+        ((2, 5, 17, 14), (3, 3), (2, 2), (0, 1, 2, 1)),  # odd rows, batch 2, asymmetric padding
+        ((1, 3, 21, 40), (2, 3), (3, 2), (1, 0, 1, 1)),  # 2-row windows, row stride 3
+    ],
+)
+def test_max_pool_row_parts_give_the_same_bits_at_1_and_2_threads(xs, k, s, pads, compiled, monkeypatch):
+    """3-wide / 2 max pooling split over output rows at 2 threads: the same maxima (NaN included) as at 1 thread
+    and as NumPy's."""
+    from stdops.ops import _blas, _fast_windows
+    from stdops.ops.pool import max_pool_values
+
+    monkeypatch.setattr(_fast_windows, "_POOL_SPLIT_VALUES", 0)
+    parts = []
+    monkeypatch.setattr(
+        _fast_windows, "run_parts", lambda ps, f=_fast_windows.run_parts: parts.append(len(ps)) or f(ps)
+    )
+    x = RNG.standard_normal(xs).astype(np.float32)
+    x.reshape(-1)[::7] = np.nan
+    x.reshape(-1)[::13] = -np.inf
+    kw = dict(kernel_shape=k, strides=s, pads=pads)
+    results = []
+    for count in (1, 2):
+        monkeypatch.setattr(_blas, "threads", lambda count=count: count)
+        results.append(max_pool_values(x, **kw))
+    assert parts == [2]
+    np.testing.assert_array_equal(results[0], results[1])
+    _fast.set_enabled(False)
+    np.testing.assert_array_equal(results[1], max_pool_values(x, **kw))
 
 
 @pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed")
