@@ -145,7 +145,7 @@ def test_packed_layout():
 
 
 @packed_only
-@pytest.mark.parametrize("H", [7, 32, 45, 64])
+@pytest.mark.parametrize("H", [7, 32, 45, 64, 100])
 def test_register_epilogue_rounds_as_the_scalar_loop(H):
     """Without peepholes a group's gates and cell update run in AVX-512 registers (_lstm_group); with them, in
     numba's loops on the same exp stages. Zero peepholes add exact zeros: the two paths agree bit for bit."""
