@@ -258,3 +258,18 @@ def test_empty_shapes_as_the_numpy_loop(T, B, I, H):
         for g, e in zip(got, want, strict=True):
             assert g.shape == e.shape and g.dtype == e.dtype
             np.testing.assert_array_equal(g, e)
+
+
+def test_huge_empty_layout():
+    """huge_empty: float32, writable, n values, 64-byte aligned at least (2 MB where huge pages are offered), and
+    the small-size path; pack_recurrent's layout for an R of 1 MB (on a huge page)."""
+    for n in (0, 5, 1 << 17, (1 << 18) + 3):
+        a = _fast_rnn.huge_empty(n)
+        assert a.dtype == np.float32 and a.shape == (n,) and a.flags.writeable and a.flags.c_contiguous
+        assert a.ctypes.data % 64 == 0
+        a[:] = 1.5
+        assert (a == 1.5).all()
+    R = np.random.default_rng(2).standard_normal((1, 4 * 256, 256)).astype(np.float32)
+    Rp = _fast_rnn.pack_recurrent(R, 4)  # 1 MB
+    block = Rp.reshape(1, 8, 256, 4, 2, 16)[0, 1, 3, 2, 1]  # group 1, input 3, gate 2, second vector
+    np.testing.assert_array_equal(block, R[0, 2 * 256 + 32 + 16 : 2 * 256 + 64, 3])
