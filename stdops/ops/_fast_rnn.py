@@ -335,12 +335,14 @@ if numba is not None:
         return sig, codegen
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _lstm_fused(gx, bias, Rp, NG, lens, rev, hb, c, Y, B):  # pragma: no cover - compiled
-        # as _lstm_packed without peepholes, each group of 32 units by _lstm_group; hb (2, D*B, H): the state read
-        # at step t is hb[t % 2] (written at step t - 1: the groups of step t all read the previous state); a row
-        # stops at its length, its final state in hb[lens % 2]. c (D*B, H) in place, Y (T, D*B, H).
+    def _lstm_fused(gx, bias, Rp, NG, lens, rev, h, c, Y, B):  # pragma: no cover - compiled
+        # as _lstm_packed without peepholes, each group of 32 units by _lstm_group; the state read at step t is
+        # hb[t % 2] (written at step t - 1: the groups of step t all read the previous state); a row stops at its
+        # length, its final state in hb[lens % 2], copied into h at the end. h, c (D*B, H) in place, Y (T, D*B, H).
         T = gx.shape[0]
-        _, DB, H = hb.shape
+        DB, H = h.shape
+        hb = np.empty((2, DB, H), np.float32)
+        hb[0] = h
         G = 4 * H
         W = _VL * _UNITS
         gsize = 4 * W * H  # floats of one group's block
@@ -393,6 +395,8 @@ if numba is not None:
                             src + r2 * H, g2 + u0, r2 * H + u0, dst + r2 * H + u0, (ti2 * DB + r2) * H + u0,
                         )  # fmt: skip
                     pending = -1
+        for r in range(DB):  # row d*B + b ran lens[b] steps: its last state is in hb[lens[b] % 2]
+            h[r] = hb[lens[r % B] % 2, r]
 
     _gemv3 = _make_gemv(3)
 
@@ -572,11 +576,7 @@ def lstm_packed(gx, bias, Rp, lens, reverse, P, h, c, Y, B: int) -> None:
     if P is not None:
         _lstm_packed(gx, bias, Rp, NG, lens, reverse, P, h, c, Y, B)
         return
-    hb = np.empty((2, DB, H), np.float32)
-    hb[0] = h
-    _lstm_fused(gx, bias, Rp, NG, lens, reverse, hb, c, Y, B)
-    rows = np.tile(lens, DB // B) % 2  # row d*B + b ran lens[b] steps: its last state is in hb[lens[b] % 2]
-    np.copyto(h, hb[rows, np.arange(DB)])
+    _lstm_fused(gx, bias, Rp, NG, lens, reverse, h, c, Y, B)
 
 
 def gru_packed(gx, wbias, rbias, Rp, lens, reverse, h, Y, B: int) -> None:
