@@ -231,10 +231,11 @@ if numba is not None:
             big = self.sel(self.cmp(">=", x, self.c(0.0)), big, self.b.fneg(big))
             return self.sel(self.cmp("<", self.fabs(x), self.c(0.3)), small, self.sel(self.cmp("==", x, x), big, x))
 
-    def _emit_lstm_group(context, builder, arrays, roff_, H_, boff_, units_, rows):
+    def _emit_lstm_group(context, builder, arrays, roff_, H_, boff_, units_, rows, tile=None):
         """The code of one group of 32 units for ``len(rows)`` rows of the same direction (see _lstm_group): one
         pass over the group's block of R for every row (8 accumulators a row), then each row's gates. ``arrays``:
-        (type, value) of rp, h, gx, bias, c; ``rows``: per row the offsets (h in, gx, c, h out, y)."""
+        (type, value) of rp, h, gx, bias, c; ``rows``: per row the offsets (h in, gx, c, h out, y). ``tile``: a
+        GEMM tile whose steps run in the GEMV's loop (ops/_fast_lstm_x.py: K, start(), body(k), finish())."""
         v, lanes_ir = _Vec(builder), Lanes(builder)
         vec, i32, i64, vptr = lanes_ir.vec, lanes_ir.i32, lanes_ir.i64, lanes_ir.vptr
         fma, mload, mstore = lanes_ir.fma, lanes_ir.mload, lanes_ir.mstore
@@ -253,8 +254,8 @@ if numba is not None:
                 builder.store(ir.Constant(vec, None), s_)
         lane0 = ir.Constant(ir.VectorType(i32, _VL), [0] * _VL)  # a shuffle that broadcasts lane 0
         hbases = [builder.gep(hdata, [offs[0]]) for offs in rows]
-        with cgutils.for_range(builder, H_) as inputs:  # the GEMV: each row's sums in the order of k, from zero
-            k = inputs.index
+
+        def gemv_body(k):  # the GEMV: each row's sums in the order of k, from zero
             wk = builder.gep(rbase, [builder.mul(k, ir.Constant(i64, row))])
             ws = [
                 builder.load(builder.bitcast(builder.gep(wk, [ir.Constant(i64, j * _VL)]), vptr), align=4)
@@ -265,6 +266,21 @@ if numba is not None:
                 bc = lanes_ir.splat(hk)
                 for j in range(nacc):
                     builder.store(builder.call(fma, [bc, ws[j], builder.load(per_row[j])]), per_row[j])
+
+        if tile is None:
+            with cgutils.for_range(builder, H_) as inputs:
+                gemv_body(inputs.index)
+        else:  # a GEMM tile's steps in the same loop (see ops/_fast_lstm_x.py), each loop's rest after it
+            tile.start()
+            both = builder.select(builder.icmp_signed("<", H_, tile.K), H_, tile.K)
+            with cgutils.for_range(builder, both) as inputs:
+                gemv_body(inputs.index)
+                tile.body(inputs.index)
+            with cgutils.for_range_slice(builder, both, H_, ir.Constant(i64, 1)) as (k, _):
+                gemv_body(k)
+            with cgutils.for_range_slice(builder, both, tile.K, ir.Constant(i64, 1)) as (k, _):
+                tile.body(k)
+            tile.finish()
         ivec64 = ir.VectorType(i64, _VL)
         lanes = ir.Constant(ivec64, list(range(_VL)))
         zero = v.c(0.0)

@@ -25,8 +25,10 @@ inputs; float16/bfloat16 compute in float32); outputs have X's dtype.
 With the compiled path (ops/_fast_rnn.py) an LSTM with the default activations and no clip or input_forget, and a
 GRU with linear_before_reset, computing in float32, run instead a compiled loop over every step on R packed once
 (the kernels' ``prepare``, at load time: a direct call packs per call); machines without AVX-512 keep the NumPy
-loops (LSTM: a compiled loop with BLAS's GEMV). The NumPy loops stay the reference the compiled ones are tested
-against (tests/ops/test_fast_rnn.py).
+loops (LSTM: a compiled loop with BLAS's GEMV). On AMD cores a forward LSTM without peepholes on a batch of 1 and
+a full-length sequence computes its input projection inside that loop instead of one GEMM before it
+(ops/_fast_lstm_x.py: the recurrence is bound by its loads there, the projection's FMAs overlap it). The NumPy
+loops stay the reference the compiled ones are tested against (tests/ops/test_fast_rnn.py, test_fast_lstm_x.py).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KernelError
-from . import _fast, _fast_rnn
+from . import _fast, _fast_lstm_x, _fast_rnn
 from ._registry import op
 from ._rnn_setup import (
     DIRECTIONS,
@@ -81,7 +83,7 @@ class _Packed:
         self.reverse = np.array([direction == "reverse" or d == 1 for d in range(D)])
 
     def _begin(self, X, sequence_lens, layout):
-        """X checked against the weights: (layout, T, B, sequence lengths or None, lengths [B], gx [T, B, D*G*H])."""
+        """X checked against the weights: (layout, T, B, sequence lengths or None, lengths [B], x [T*B, I])."""
         X = np.asarray(X)
         D, H, G = self.D, self.H, self.gates
         if not is_float(X.dtype) or X.ndim != 3 or X.shape[2] != self.I or int(layout) not in (0, 1):
@@ -92,11 +94,14 @@ class _Packed:
         T, Bn, I = Xt.shape
         sl = lengths_of(self.opname, sequence_lens, Bn, T)
         x2 = np.ascontiguousarray(Xt, dtype=np.float32).reshape(T * Bn, I)
-        # one GEMM, not ops/_blas.py's split one: at 2 threads its hand-off measured slower than the 0.25 ms it
-        # shares (lstm_2layer 2thr/1thr 1.03-1.07x against 0.95-1.01x)
-        gx = np.matmul(x2, self.Wcat).reshape(T, Bn, D * G * H)
         lens = np.full(Bn, T, np.int64) if sl is None else sl
-        return layout, T, Bn, sl, lens, gx
+        return layout, T, Bn, sl, lens, x2
+
+    def _project(self, x2, T, Bn) -> np.ndarray:
+        """gx [T, B, D*G*H] = x W^T of every step and direction: one GEMM, not ops/_blas.py's split one (at 2
+        threads its hand-off measured slower than the 0.25 ms it shares: lstm_2layer 2thr/1thr 1.03-1.07x against
+        0.95-1.01x)."""
+        return np.matmul(x2, self.Wcat).reshape(T, Bn, self.D * self.gates * self.H)
 
     def _initial(self, name, s, Bn, layout) -> np.ndarray:
         """An initial state as rows [D*B, H] (fresh: the loops update it in place)."""
@@ -134,14 +139,23 @@ class _PackedLSTM(_Packed):
             if P.shape != (D, 3 * H):
                 raise KernelError(f"LSTM: P must have shape {(D, 3 * H)}, got {P.shape}")
             self.P = np.ascontiguousarray(P, dtype=np.float32)
+        # the input projection in the recurrence's loop (ops/_fast_lstm_x.py) for one forward direction without
+        # peepholes, where its rule holds; run when the batch is 1 and the sequence full-length
+        x_ok = _fast_lstm_x.FUSED_OK and direction == "forward" and self.P is None
+        self.Wp = _fast_lstm_x.pack_input(self.Wcat) if x_ok else None
 
     def __call__(self, X, sequence_lens, initial_h, initial_c, layout) -> tuple:
-        layout, T, Bn, sl, lens, gx = self._begin(X, sequence_lens, layout)
+        layout, T, Bn, sl, lens, x2 = self._begin(X, sequence_lens, layout)
         D, H = self.D, self.H
         h = self._initial("initial_h", initial_h, Bn, layout)
         c = self._initial("initial_c", initial_c, Bn, layout)
         Y = np.zeros((T, D, Bn, H), np.float32)
-        _fast_rnn.lstm_packed(gx, self.bias, self.Rp, lens, self.reverse, self.P, h, c, Y.reshape(T, D * Bn, H), Bn)
+        if self.Wp is not None and Bn == 1 and T > 0 and (sl is None or (sl == T).all()) and _fast_lstm_x.usable():
+            _fast_lstm_x.lstm_x(x2, self.Wp, self.bias[0], self.Rp, h, c, Y.reshape(T, 1, H))
+        else:
+            gx = self._project(x2, T, Bn)
+            Yr = Y.reshape(T, D * Bn, H)
+            _fast_rnn.lstm_packed(gx, self.bias, self.Rp, lens, self.reverse, self.P, h, c, Yr, Bn)
         return self._end(X, Y, (h, c), sl, layout)
 
 
@@ -155,7 +169,8 @@ class _PackedGRU(_Packed):
         self.rbias = np.ascontiguousarray(self.B[:, 3 * H :])
 
     def __call__(self, X, sequence_lens, initial_h, layout) -> tuple:
-        layout, T, Bn, sl, lens, gx = self._begin(X, sequence_lens, layout)
+        layout, T, Bn, sl, lens, x2 = self._begin(X, sequence_lens, layout)
+        gx = self._project(x2, T, Bn)
         D, H = self.D, self.H
         h = self._initial("initial_h", initial_h, Bn, layout)
         Y = np.zeros((T, D, Bn, H), np.float32)
