@@ -4,15 +4,19 @@ about half idle (H = 256 on an AMD Zen 4: ~10.6 us a step for 16384 vector FMAs,
 projection x W^T of the same layer, one GEMM before the loop, is FMA-bound (64 x 256 x 1024: ~0.37 ms, 5.7 us a
 step). Here the projection of the next block of :data:`ROWS` steps is a sequence of GEMM tiles (16 steps x 16
 columns: 16 accumulators, W's column panel streamed once per block, x's block transposed so that one cache line
-holds an input's 16 steps), one tile run in the loop of a group's GEMV (both in the same loop body: the core
-overlaps them), the tiles of a block spread over the steps of the block before, the first block computed before
-the loop by the same tiles.
+holds an input's 16 steps), each half of a tile (its first or last I/2 inputs) run in the loop of one group's GEMV,
+one tile step every two inputs k (both in the same loop body: the core overlaps them), the tiles of a block spread
+over the steps of the block before; the first block is computed before the loop by the same tiles (the part that
+overlaps nothing: 1/4 of the projection for 64 steps).
 
 Measured on the Zen 4 (one core): extra FMAs in the GEMV's loop from L1 cost ~0.4-0.8 us a step for as many as
 the GEMV's own; a whole layer of 64 steps, H = 256 (both paths alternating in one process, 300 rounds): I = 256
-1097 -> 893 us (min), 1162 -> 941 (median); I = 128 912 -> 797, 942 -> 814. Each projection sums its I products in
-the order of i by fused multiply-adds from zero (not OpenBLAS's order: the results differ from the unfused
-path's in the last bits, the same at any thread count); z = (x W^T + b) + h R^T as in ops/_fast_rnn.py.
+1097 -> 893 us (min), 1162 -> 941 (median); I = 128 912 -> 797, 942 -> 814. A whole tile in one group's loop (a
+tile step at every k: 24 FMAs a k there, the FMA units' bound) against the halves in two groups: I = 256 884-892
+-> 856-866 us (min, two alternating runs), I = 128 784-792 -> 782-783. Each projection sums its I products in the
+order of i by fused multiply-adds from zero (OpenBLAS's order may differ: the tests allow last-bit differences
+from the unfused path; on the shapes tried the bits were the same), the same at any thread count;
+z = (x W^T + b) + h R^T as in ops/_fast_rnn.py.
 
 Where: :data:`FUSED_OK`, a rule on the CPU: AMD's cores run 512-bit vectors as two 256-bit halves and the GEMV's
 loop there is bound by its loads (the measurement above); on the Intel Skylake-X cores the previous measurements
@@ -81,53 +85,68 @@ if numba is not None:
     from ._llvm_lanes import Lanes, data
 
     class _Tile:
-        """A GEMM tile's code: out[ooff + r ostride + l] = sum_{i < K} xt[xoff + i ROWS + r] * wp[woff + i 16 + l]
-        for r < ROWS, l < ``left`` (a masked store: the last columns)."""
+        """A GEMM tile's code, half of it (its inputs i0 <= i < i0 + n): acc[r] += xt[xoff + i ROWS + r] * wp[woff +
+        i 16 + l] for r < ROWS in the order of i; the first half (``phase`` 0) from zero into ``scratch`` (ROWS
+        vectors), the second from ``scratch`` into out[ooff + r ostride + l] for l < ``left`` (a masked store: the
+        last columns). The two halves run in two groups' loops: their GEMV's loads then bound each group's time,
+        with one tile step every two inputs k (a whole tile in one group measured the FMAs' bound there)."""
 
-        def __init__(self, builder, wdata, woff, xdata, xoff, K, odata, ooff, ostride, left):
+        def __init__(self, builder, wdata, woff, xdata, xoff, i0, n, odata, ooff, ostride, left, sdata, phase):
             self.b, self.L = builder, Lanes(builder)
-            i64 = self.L.i64
-            self.K, self.ostride, self.left = K, ostride, left
-            self.wbase, self.xbase = builder.gep(wdata, [woff]), builder.gep(xdata, [xoff])
-            self.obase = builder.gep(odata, [ooff])
+            c = self.c = lambda m: ir.Constant(self.L.i64, m)
+            self.n, self.ostride, self.left = n, ostride, left
+            self.wbase = builder.gep(wdata, [builder.add(woff, builder.mul(i0, c(_VL)))])
+            self.xbase = builder.gep(xdata, [builder.add(xoff, builder.mul(i0, c(ROWS)))])
+            self.obase, self.sdata = builder.gep(odata, [ooff]), sdata
+            self.second = builder.icmp_signed("!=", phase, c(0))
             self.acc = [cgutils.alloca_once(builder, self.L.vec) for _ in range(ROWS)]
-            self.c = lambda n: ir.Constant(i64, n)
+
+        def _scratch(self, r):
+            return self.b.bitcast(self.b.gep(self.sdata, [self.c(r * _VL)]), self.L.vptr)
 
         def start(self):
-            for a in self.acc:
-                self.b.store(self.L.zero, a)
-
-        def body(self, i):
             b, L = self.b, self.L
-            w = b.load(b.bitcast(b.gep(self.wbase, [b.mul(i, self.c(_VL))]), L.vptr), align=4)
-            xi = b.gep(self.xbase, [b.mul(i, self.c(ROWS))])
+            for r, a in enumerate(self.acc):
+                b.store(b.select(self.second, b.load(self._scratch(r), align=4), L.zero), a)
+
+        def body(self, j):
+            b, L = self.b, self.L
+            w = b.load(b.bitcast(b.gep(self.wbase, [b.mul(j, self.c(_VL))]), L.vptr), align=4)
+            xi = b.gep(self.xbase, [b.mul(j, self.c(ROWS))])
             for r, a in enumerate(self.acc):
                 s = L.splat(b.load(b.gep(xi, [self.c(r)])))
                 b.store(b.call(L.fma, [s, w, b.load(a)]), a)
 
         def finish(self):
             b, L = self.b, self.L
-            mask = L.mask(self.left)
-            for r, a in enumerate(self.acc):
-                dst = b.bitcast(b.gep(self.obase, [b.mul(self.c(r), self.ostride)]), L.vptr)
-                b.call(L.mstore, [b.load(a), dst, L.align, mask])
+            with b.if_else(self.second) as (to_out, to_scratch):
+                with to_out:
+                    mask = L.mask(self.left)
+                    for r, a in enumerate(self.acc):
+                        dst = b.bitcast(b.gep(self.obase, [b.mul(self.c(r), self.ostride)]), L.vptr)
+                        b.call(L.mstore, [b.load(a), dst, L.align, mask])
+                with to_scratch:
+                    for r, a in enumerate(self.acc):
+                        b.store(b.load(a), self._scratch(r), align=4)
+
+    _NT = 12  # a tile's arguments: wp, woff, xt, xoff, i0, n, out, ooff, ostride, left, scratch, phase
 
     def _tile_of(context, builder, signature, args, first):
-        """The _Tile of the 9 arguments from ``first``: wp, woff, xt, xoff, K, out, ooff, ostride, left."""
-        wd, xd, od = (data(context, builder, signature, args, first + j) for j in (0, 2, 5))
+        """The _Tile of the _NT arguments from ``first``."""
+        wd, xd, od, sd = (data(context, builder, signature, args, first + j) for j in (0, 2, 6, 10))
         a = args[first:]
-        return _Tile(builder, wd, a[1], xd, a[3], a[4], od, a[6], a[7], a[8])
+        return _Tile(builder, wd, a[1], xd, a[3], a[4], a[5], od, a[7], a[8], a[9], sd, a[11])
 
     @intrinsic
-    def _gemm_tile(typingctx, wp, woff, xt, xoff, K, out, ooff, ostride, left):
-        """One GEMM tile alone (see _Tile)."""
+    def _gemm_tile(typingctx, wp, woff, xt, xoff, i0, n, out, ooff, ostride, left, scratch, phase):
+        """Half a GEMM tile alone (see _Tile)."""
         ip = types.intp
-        sig = types.void(wp, ip, xt, ip, ip, out, ip, ip, ip)
+        sig = types.void(wp, ip, xt, ip, ip, ip, out, ip, ip, ip, scratch, ip)
 
         def codegen(context, builder, signature, args):
             tile = _tile_of(context, builder, signature, args, 0)
             tile.start()
-            with cgutils.for_range(builder, args[4]) as loop:
+            with cgutils.for_range(builder, args[5]) as loop:
                 tile.body(loop.index)
             tile.finish()
             return context.get_dummy_value()
@@ -136,12 +155,15 @@ if numba is not None:
 
     @intrinsic
     def _lstm_group_tile(
-        typingctx, rp, roff, h, H, gx, bias, boff, c, y, units, hin, goff, coff, hout, yoff, wp, woff, xt, xoff, K,
-        out, ooff, ostride, left,
+        typingctx, rp, roff, h, H, gx, bias, boff, c, y, units, hin, goff, coff, hout, yoff, wp, woff, xt, xoff, i0,
+        n, out, ooff, ostride, left, scratch, phase,
     ):  # fmt: skip
-        """ops/_fast_rnn._lstm_group with a GEMM tile (the last 9 arguments, see _Tile) in its GEMV's loop."""
+        """ops/_fast_rnn._lstm_group with half a GEMM tile (the last _NT arguments, see _Tile) in its GEMV's loop."""
         ip = types.intp
-        sig = types.void(rp, ip, h, ip, gx, bias, ip, c, y, ip, ip, ip, ip, ip, ip, wp, ip, xt, ip, ip, out, ip, ip, ip)
+        sig = types.void(
+            rp, ip, h, ip, gx, bias, ip, c, y, ip, ip, ip, ip, ip, ip, wp, ip, xt, ip, ip, ip, out, ip, ip, ip, scratch,
+            ip,
+        )  # fmt: skip
 
         def codegen(context, builder, signature, args):
             ts = signature.args
@@ -168,34 +190,45 @@ if numba is not None:
         hb[0] = h[0]
         gxf, bf, hf, cf, yf = gx.reshape(-1), bias.reshape(-1), hb.reshape(-1), c.reshape(-1), Y.reshape(-1)
         panel = I * _VL
+        half = I // 2
+        scratch = np.empty(ROWS * _VL, np.float32)
         for v in range(ncv):
-            _gemm_tile(Wp, v * panel, xt, 0, I, gxf, v * _VL, G, min(_VL, G - v * _VL))
+            left = min(_VL, G - v * _VL)
+            _gemm_tile(Wp, v * panel, xt, 0, 0, half, gxf, v * _VL, G, left, scratch, 0)
+            _gemm_tile(Wp, v * panel, xt, 0, half, I - half, gxf, v * _VL, G, left, scratch, 1)
         for t in range(T):
             src = (t % 2) * H
             dst = ((t + 1) % 2) * H
             nxt = t // ROWS + 1
             s = t % ROWS
-            v, v1 = 0, 0
+            v0, halves = 0, 0
             if nxt < nb:
-                v, v1 = s * ncv // ROWS, (s + 1) * ncv // ROWS
+                v0 = s * ncv // ROWS
+                halves = 2 * ((s + 1) * ncv // ROWS - v0)
             xo, oo = nxt * I * ROWS, nxt * ROWS * G
+            j = 0  # the next half tile of this step: tile v0 + j // 2, its half j % 2
             for gi in range(NG):
                 grp = NG - 1 - gi if t % 2 else gi
                 u0 = grp * W
-                if v < v1:
+                if j < halves:
+                    v, ph = v0 + j // 2, j % 2
                     _lstm_group_tile(
                         Rp, grp * gsize, hf, H, gxf, bf, u0, cf, yf, min(W, H - u0), src, t * G + u0, u0, dst + u0,
-                        t * H + u0, Wp, v * panel, xt, xo, I, gxf, oo + v * _VL, G, min(_VL, G - v * _VL),
+                        t * H + u0, Wp, v * panel, xt, xo, ph * half, half if ph == 0 else I - half, gxf,
+                        oo + v * _VL, G, min(_VL, G - v * _VL), scratch, ph,
                     )  # fmt: skip
-                    v += 1
+                    j += 1
                 else:
                     _lstm_group(
                         Rp, grp * gsize, hf, H, gxf, bf, u0, cf, yf, min(W, H - u0), src, t * G + u0, u0, dst + u0,
                         t * H + u0,
                     )  # fmt: skip
-            while v < v1:  # more tiles than groups (small H)
-                _gemm_tile(Wp, v * panel, xt, xo, I, gxf, oo + v * _VL, G, min(_VL, G - v * _VL))
-                v += 1
+            while j < halves:  # more half tiles than groups (small H)
+                v, ph = v0 + j // 2, j % 2
+                n = half if ph == 0 else I - half
+                left = min(_VL, G - v * _VL)
+                _gemm_tile(Wp, v * panel, xt, xo, ph * half, n, gxf, oo + v * _VL, G, left, scratch, ph)
+                j += 1
         h[0] = hb[T % 2]
 
 

@@ -235,7 +235,7 @@ if numba is not None:
         """The code of one group of 32 units for ``len(rows)`` rows of the same direction (see _lstm_group): one
         pass over the group's block of R for every row (8 accumulators a row), then each row's gates. ``arrays``:
         (type, value) of rp, h, gx, bias, c; ``rows``: per row the offsets (h in, gx, c, h out, y). ``tile``: a
-        GEMM tile whose steps run in the GEMV's loop (ops/_fast_lstm_x.py: K, start(), body(k), finish())."""
+        GEMM tile whose steps run in the GEMV's loop (ops/_fast_lstm_x.py: n steps, start(), body(j), finish())."""
         v, lanes_ir = _Vec(builder), Lanes(builder)
         vec, i32, i64, vptr = lanes_ir.vec, lanes_ir.i32, lanes_ir.i64, lanes_ir.vptr
         fma, mload, mstore = lanes_ir.fma, lanes_ir.mload, lanes_ir.mstore
@@ -270,16 +270,23 @@ if numba is not None:
         if tile is None:
             with cgutils.for_range(builder, H_) as inputs:
                 gemv_body(inputs.index)
-        else:  # a GEMM tile's steps in the same loop (see ops/_fast_lstm_x.py), each loop's rest after it
+        else:  # a GEMM tile's steps in the same loop, one every 2 inputs k (ops/_fast_lstm_x.py), the rests after
             tile.start()
-            both = builder.select(builder.icmp_signed("<", H_, tile.K), H_, tile.K)
+            half = builder.sdiv(H_, ir.Constant(i64, 2))
+            both = builder.select(builder.icmp_signed("<", half, tile.n), half, tile.n)
             with cgutils.for_range(builder, both) as inputs:
-                gemv_body(inputs.index)
-                tile.body(inputs.index)
-            with cgutils.for_range_slice(builder, both, H_, ir.Constant(i64, 1)) as (k, _):
+                j = inputs.index
+                k2 = builder.mul(j, ir.Constant(i64, 2))
+                gemv_body(k2)
+                tile.body(j)
+                gemv_body(builder.add(k2, ir.Constant(i64, 1)))
+            with cgutils.for_range_slice(builder, builder.mul(both, ir.Constant(i64, 2)), H_, ir.Constant(i64, 1)) as (
+                k,
+                _,
+            ):
                 gemv_body(k)
-            with cgutils.for_range_slice(builder, both, tile.K, ir.Constant(i64, 1)) as (k, _):
-                tile.body(k)
+            with cgutils.for_range_slice(builder, both, tile.n, ir.Constant(i64, 1)) as (j, _):
+                tile.body(j)
             tile.finish()
         ivec64 = ir.VectorType(i64, _VL)
         lanes = ir.Constant(ivec64, list(range(_VL)))
