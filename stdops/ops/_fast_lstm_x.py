@@ -1,5 +1,5 @@
 """An LSTM's input projection computed inside its recurrence (one direction, a batch of 1, full-length sequence,
-no peepholes; AVX-512): the packed recurrent GEMV of ops/_fast_rnn.py streams R from L2/L3 and leaves the FMA units
+no peepholes; AVX-512; ops/rnn.py runs a reverse direction on the steps reversed, two directions one by one): the packed recurrent GEMV of ops/_fast_rnn.py streams R from L2/L3 and leaves the FMA units
 about half idle (H = 256 on an AMD Zen 4: ~10.6 us a step for 16384 vector FMAs, ~100 GB/s), while the input
 projection x W^T of the same layer, one GEMM before the loop, is FMA-bound (64 x 256 x 1024: ~0.37 ms, 5.7 us a
 step). Here the projection of the next block of :data:`ROWS` steps is a sequence of GEMM tiles (16 steps x 16

@@ -25,9 +25,10 @@ inputs; float16/bfloat16 compute in float32); outputs have X's dtype.
 With the compiled path (ops/_fast_rnn.py) an LSTM with the default activations and no clip or input_forget, and a
 GRU with linear_before_reset, computing in float32, run instead a compiled loop over every step on R packed once
 (the kernels' ``prepare``, at load time: a direct call packs per call); machines without AVX-512 keep the NumPy
-loops (LSTM: a compiled loop with BLAS's GEMV). On AMD cores a forward LSTM without peepholes on a batch of 1 and
-a full-length sequence computes its input projection inside that loop instead of one GEMM before it
-(ops/_fast_lstm_x.py: the recurrence is bound by its loads there, the projection's FMAs overlap it). The NumPy
+loops (LSTM: a compiled loop with BLAS's GEMV). On AMD cores an LSTM without peepholes on a batch of 1 and a
+full-length sequence computes its input projection inside that loop instead of one GEMM before it, one direction
+after the other (ops/_fast_lstm_x.py: the recurrence is bound by its loads there, the projection's FMAs overlap it;
+a reverse direction runs on the steps reversed). The NumPy
 loops stay the reference the compiled ones are tested against (tests/ops/test_fast_rnn.py, test_fast_lstm_x.py).
 """
 
@@ -139,10 +140,14 @@ class _PackedLSTM(_Packed):
             if P.shape != (D, 3 * H):
                 raise KernelError(f"LSTM: P must have shape {(D, 3 * H)}, got {P.shape}")
             self.P = np.ascontiguousarray(P, dtype=np.float32)
-        # the input projection in the recurrence's loop (ops/_fast_lstm_x.py) for one forward direction without
-        # peepholes, where its rule holds; run when the batch is 1 and the sequence full-length
-        x_ok = _fast_lstm_x.FUSED_OK and direction == "forward" and self.P is None
-        self.Wp = _fast_lstm_x.pack_input(self.Wcat) if x_ok else None
+        # the input projection in the recurrence's loop (ops/_fast_lstm_x.py, one direction at a time, a reverse one
+        # on the steps reversed) without peepholes, where its rule holds; run when the batch is 1 and the sequence
+        # full-length. Per direction: W^T packed, the direction's part of the packed R (a view)
+        self.Wp: list[np.ndarray] | None = None
+        if _fast_lstm_x.FUSED_OK and self.P is None:
+            G, n = 4 * H, self.Rp.size // D
+            self.Wp = [_fast_lstm_x.pack_input(self.Wcat[:, d * G : (d + 1) * G]) for d in range(D)]
+            self.Rd = [self.Rp[d * n : (d + 1) * n] for d in range(D)]
 
     def __call__(self, X, sequence_lens, initial_h, initial_c, layout) -> tuple:
         layout, T, Bn, sl, lens, x2 = self._begin(X, sequence_lens, layout)
@@ -151,7 +156,12 @@ class _PackedLSTM(_Packed):
         c = self._initial("initial_c", initial_c, Bn, layout)
         Y = np.zeros((T, D, Bn, H), np.float32)
         if self.Wp is not None and Bn == 1 and T > 0 and (sl is None or (sl == T).all()) and _fast_lstm_x.usable():
-            _fast_lstm_x.lstm_x(x2, self.Wp, self.bias[0], self.Rp, h, c, Y.reshape(T, 1, H))
+            for d in range(D):
+                xd = np.ascontiguousarray(x2[::-1]) if self.reverse[d] else x2
+                yd = Y.reshape(T, 1, H) if D == 1 and not self.reverse[d] else np.empty((T, 1, H), np.float32)
+                _fast_lstm_x.lstm_x(xd, self.Wp[d], self.bias[d], self.Rd[d], h[d : d + 1], c[d : d + 1], yd)
+                if yd.base is not Y:
+                    Y[:, d, 0] = yd[::-1, 0] if self.reverse[d] else yd[:, 0]
         else:
             gx = self._project(x2, T, Bn)
             Yr = Y.reshape(T, D * Bn, H)

@@ -77,11 +77,22 @@ def test_fused_projection_matches_the_gemm_before_the_loop(T, I, H, states, layo
         np.testing.assert_allclose(f, e, rtol=1e-5, atol=2e-6)
 
 
-@pytest.mark.parametrize(
-    "B,direction,lens", [(2, "forward", None), (1, "reverse", None), (1, "bidirectional", None), (1, "forward", [5])]
-)
-def test_what_the_fused_path_does_not_take_falls_back(B, direction, lens, monkeypatch):
-    """A batch of 2, a reverse or second direction, a short sequence: the GEMM before the loop, same results."""
+@pytest.mark.parametrize("T,I,H,direction,layout", [(20, 9, 33, "reverse", 0), (17, 24, 40, "bidirectional", 1)])
+def test_fused_projection_reverse_and_both_directions(T, I, H, direction, layout, monkeypatch):
+    """Each direction by itself, a reverse one on the steps reversed."""
+    inputs, attrs = _case(T + I + H, T, I, H, True, layout, 1, direction)
+    fused, before, ref, calls = _runs(monkeypatch, inputs, attrs)
+    assert calls == (2 if direction == "bidirectional" else 1)
+    for f, g, e in zip(fused, before, ref, strict=True):
+        assert f.shape == g.shape == e.shape
+        np.testing.assert_allclose(f, g, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(f, e, rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("B,lens", [(2, None), (1, [5]), (3, [8, 8, 8])])
+def test_what_the_fused_path_does_not_take_falls_back(B, lens, monkeypatch):
+    """A batch of 2 or more, a short sequence: the GEMM before the loop, the same results."""
+    direction = "forward"
     inputs, attrs = _case(3, 8, 12, 20, True, 0, B, direction)
     if lens is not None:
         inputs = (*inputs[:4], np.asarray(lens, np.int32), *inputs[5:])
