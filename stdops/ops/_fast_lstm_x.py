@@ -1,13 +1,14 @@
-"""An LSTM's input projection computed inside its recurrence (one direction, a batch of 1, full-length sequence,
-no peepholes; AVX-512; ops/rnn.py runs a reverse direction on the steps reversed, two directions one by one): the packed recurrent GEMV of ops/_fast_rnn.py streams R from L2/L3 and leaves the FMA units
-about half idle (H = 256 on an AMD Zen 4: ~10.6 us a step for 16384 vector FMAs, ~100 GB/s), while the input
-projection x W^T of the same layer, one GEMM before the loop, is FMA-bound (64 x 256 x 1024: ~0.37 ms, 5.7 us a
-step). Here the projection of the next block of :data:`ROWS` steps is a sequence of GEMM tiles (16 steps x 16
-columns: 16 accumulators, W's column panel streamed once per block, x's block transposed so that one cache line
-holds an input's 16 steps), each half of a tile (its first or last I/2 inputs) run in the loop of one group's GEMV,
-one tile step every two inputs k (both in the same loop body: the core overlaps them), the tiles of a block spread
-over the steps of the block before; the first block is computed before the loop by the same tiles (the part that
-overlaps nothing: 1/4 of the projection for 64 steps).
+"""An LSTM's input projection computed inside its recurrence (one direction, a batch of 1, full-length sequence, no
+peepholes; AVX-512; ops/rnn.py runs a reverse direction on the steps reversed, two directions one by one): the
+packed recurrent GEMV of ops/_fast_rnn.py streams R from L2/L3 and leaves the FMA units about half idle (H = 256 on
+an AMD Zen 4: ~10.6 us a step for 16384 vector FMAs, ~100 GB/s), while the input projection x W^T of the same layer,
+one GEMM before the loop, is FMA-bound (64 x 256 x 1024: ~0.37 ms, 5.7 us a step). Here the projection of the next
+block of :data:`ROWS` steps is a sequence of GEMM tiles (16 steps x 16 columns: 16 accumulators, W's column panel
+streamed once per block, x's block transposed so that one cache line holds an input's 16 steps), each half of a tile
+(its first or last I/2 inputs) run in the loop of one group's GEMV, one tile step every two inputs k (both in the
+same loop body: the core overlaps them), the tiles of a block spread over the steps of the block before; the first
+block is computed before the loop by the same tiles (the part that overlaps nothing: 1/4 of the projection for 64
+steps).
 
 Measured on the Zen 4 (one core): extra FMAs in the GEMV's loop from L1 cost ~0.4-0.8 us a step for as many as
 the GEMV's own; a whole layer of 64 steps, H = 256 (both paths alternating in one process, 300 rounds): I = 256

@@ -95,6 +95,7 @@ if numba is not None:
     from numba.extending import intrinsic
 
     from ._fast_epilogue import _act_chunk, _tanh_chunk
+    from ._llvm_expstages import ExpStages
     from ._llvm_lanes import Lanes, data
 
     def _make_gemv(gates: int):
@@ -148,95 +149,12 @@ if numba is not None:
 
     _gemv4 = _make_gemv(4)
 
-    class _Vec:
-        """LLVM IR for <16 x float> arithmetic, each operation the one numba's scalar code of ops/_fast_epilogue.py
-        performs (no contraction, no fast-math flags), so that a vector lane rounds exactly as that code does."""
-
-        def __init__(self, builder):
-            self.b = builder
-            self.f32, self.i32 = ir.FloatType(), ir.IntType(32)
-            self.vec = ir.VectorType(self.f32, _VL)
-            self.ivec = ir.VectorType(self.i32, _VL)
-            mod = builder.module
-            self._floor = cgutils.get_or_insert_function(
-                mod, ir.FunctionType(self.vec, [self.vec]), "llvm.floor.v16f32"
-            )
-            self._fabs = cgutils.get_or_insert_function(mod, ir.FunctionType(self.vec, [self.vec]), "llvm.fabs.v16f32")
-
-        def c(self, v):
-            return ir.Constant(self.vec, [float(np.float32(v))] * _VL)
-
-        def add(self, a, b):
-            return self.b.fadd(a, b)
-
-        def sub(self, a, b):
-            return self.b.fsub(a, b)
-
-        def mul(self, a, b):
-            return self.b.fmul(a, b)
-
-        def div(self, a, b):
-            return self.b.fdiv(a, b)
-
-        def sel(self, cond, a, b):
-            return self.b.select(cond, a, b)
-
-        def cmp(self, op, a, b):
-            return self.b.fcmp_ordered(op, a, b)
-
-        def floor(self, a):
-            return self.b.call(self._floor, [a])
-
-        def fabs(self, a):
-            return self.b.call(self._fabs, [a])
-
-        def exp_poly(self, r):  # _fast_epilogue._exp_poly
-            p = self.c(1.9875691500e-4)
-            for k in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1):
-                p = self.add(self.mul(p, r), self.c(k))
-            return self.add(self.add(self.mul(p, self.mul(r, r)), r), self.c(1.0))
-
-        def exp_neg_abs(self, a):
-            # exp(-|a|) as _fast_epilogue's exp stages: Cody-Waite by ln 2, the polynomial, 2^n by the exponent bits,
-            # 0 where |a| >= 87
-            t = self.b.fneg(self.fabs(a))
-            t = self.sel(self.cmp(">", t, self.c(-87.0)), t, self.c(-87.0))
-            n = self.floor(self.add(self.mul(t, self.c(1.4426950408889634)), self.c(0.5)))
-            r = self.sub(t, self.mul(n, self.c(0.693359375)))
-            r = self.add(r, self.mul(n, self.c(2.12194440e-4)))
-            q = self.exp_poly(r)
-            bits = self.b.shl(
-                self.b.add(self.b.fptosi(n, self.ivec), ir.Constant(self.ivec, [127] * _VL)),
-                ir.Constant(self.ivec, [23] * _VL),
-            )
-            e = self.mul(q, self.b.bitcast(bits, self.vec))
-            inside = self.b.and_(self.cmp(">", a, self.c(-87.0)), self.cmp("<", a, self.c(87.0)))
-            return self.sel(inside, e, self.c(0.0))
-
-        def sigmoid(self, x):  # _act_chunk's ACT_SIGMOID
-            ex = self.exp_neg_abs(x)
-            num = self.sel(self.cmp("<", x, self.c(0.0)), ex, self.c(1.0))
-            s = self.div(num, self.add(self.c(1.0), ex))
-            return self.sel(self.cmp("==", x, x), s, x)
-
-        def tanh(self, x):  # _tanh_chunk
-            e = self.exp_neg_abs(self.mul(self.c(2.0), x))
-            x2 = self.mul(x, x)
-            p = self.c(62.0 / 2835.0)
-            p = self.sub(self.mul(p, x2), self.c(17.0 / 315.0))
-            p = self.add(self.mul(p, x2), self.c(2.0 / 15.0))
-            p = self.sub(self.mul(p, x2), self.c(1.0 / 3.0))
-            small = self.add(x, self.mul(x, self.mul(x2, p)))
-            big = self.div(self.sub(self.c(1.0), e), self.add(self.c(1.0), e))
-            big = self.sel(self.cmp(">=", x, self.c(0.0)), big, self.b.fneg(big))
-            return self.sel(self.cmp("<", self.fabs(x), self.c(0.3)), small, self.sel(self.cmp("==", x, x), big, x))
-
     def _emit_lstm_group(context, builder, arrays, roff_, H_, boff_, units_, rows, tile=None):
         """The code of one group of 32 units for ``len(rows)`` rows of the same direction (see _lstm_group): one
         pass over the group's block of R for every row (8 accumulators a row), then each row's gates. ``arrays``:
         (type, value) of rp, h, gx, bias, c; ``rows``: per row the offsets (h in, gx, c, h out, y). ``tile``: a
         GEMM tile whose steps run in the GEMV's loop (ops/_fast_lstm_x.py: n steps, start(), body(j), finish())."""
-        v, lanes_ir = _Vec(builder), Lanes(builder)
+        v, lanes_ir = ExpStages(builder), Lanes(builder)
         vec, i32, i64, vptr = lanes_ir.vec, lanes_ir.i32, lanes_ir.i64, lanes_ir.vptr
         fma, mload, mstore = lanes_ir.fma, lanes_ir.mload, lanes_ir.mstore
 
