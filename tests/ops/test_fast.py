@@ -211,9 +211,7 @@ def test_winograd_row_parts_give_the_same_bits_at_1_and_2_threads(xs, M, pads, d
     """F(4,3) and F(2,3) split over tile rows (each part its own transforms and products): the same bits at 1 and
     2 threads (products by OpenBLAS: in the same parts at 1 thread, one after the other), and the convolution."""
     import stdops.ops.conv as conv_mod
-    from stdops.ops import _blas
-
-    from stdops.ops import _fast_stem
+    from stdops.ops import _blas, _fast_stem
 
     monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: tile)
     monkeypatch.setattr(_fast_stem, "USE", False)  # shallow layers: Winograd, not the stem kernel
