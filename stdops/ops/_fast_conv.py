@@ -77,14 +77,25 @@ PACKED_OK = numba is not None and _has_avx512()
 if numba is not None:
 
     @numba.njit(inline="always")
+    def _regs16(a):  # pragma: no cover - compiled
+        # the transform's coefficients as a tuple of values that LLVM keeps in registers, from an array argument (a
+        # tuple of NumPy scalars built at every call costs ~1 us per coefficient, see ops/_fast.py's _regs36)
+        return (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15])
+
+    @numba.njit(inline="always")
+    def _regs8(a):  # pragma: no cover - compiled
+        return (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
+
+    @numba.njit(inline="always")
     def _lin4(c, k, d0, d1, d2, d3):  # pragma: no cover - compiled
         return c[k] * d0 + c[k + 1] * d1 + c[k + 2] * d2 + c[k + 3] * d3
 
     @numba.njit(cache=True, nogil=True, fastmath={"contract"})
-    def _wino2_in(x, bt, pt, pl, TH, TWp, V):  # pragma: no cover - compiled
+    def _wino2_in(x, btf, pt, pl, TH, TWp, V):  # pragma: no cover - compiled
         # F(2x2, 3x3) input transform: V[4 a + b, c, i L + q] = (B^T d B)[a, b] of tile q = th TWp + tw of plane
         # (i, c) (tw = TWp - 1: a junk column). Tile row r (0..3) of tile th is padded row 2 th + r: phase row r % 2,
         # r // 2 phase rows further; the same for columns.
+        bt = _regs16(btf)
         N, C, H, W = x.shape
         THs = TH + 1
         L = TH * TWp
@@ -130,10 +141,11 @@ if numba is not None:
                         v3[q] = _lin4(bt, 12, d0, d1, d2, d3)
 
     @numba.njit(cache=True, nogil=True, fastmath={"contract"})
-    def _wino2_out(P, at, TH, TW, TWp, b, clip, lo, hi, y):  # pragma: no cover - compiled
+    def _wino2_out(P, atf, TH, TW, TWp, b, clip, lo, hi, y):  # pragma: no cover - compiled
         # F(2x2, 3x3) output transform: y[i, o, 2 th + r, 2 tw + s] = (A^T p A)[r, s] + b[o] (clipped) of the 4 x 4
         # products p = P[:, o, i L + th TWp + tw]: the row stage (2 from 4) into Q, the column stage (2 from 4) into
         # Z, then Z's tiles into Y's rows (columns past the output dropped)
+        at = _regs8(atf)
         N, M, oh, ow = y.shape
         L = TH * TWp
         has_b = b.shape[0] == M
@@ -208,8 +220,7 @@ def _winograd2_into(tile, U, b, clip, Up, x, begin, out, y, whole) -> None:
     TH, TW = -(-out[0] // 2), -(-out[1] // 2)
     TWp = TW + 1
     L = TH * TWp
-    bt = tuple(dt.type(v) for v in tile.bt.reshape(-1))
-    at = tuple(dt.type(v) for v in tile.at.reshape(-1))
+    bt, at = tile.flat(dt)
     if Up is not None:  # the products by the packed kernel: V's columns padded to whole tiles
         V = np.empty((16, C, -(-(N * L) // _TILE_P) * _TILE_P), dt)
         V[:, :, N * L :] = 0
