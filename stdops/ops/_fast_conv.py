@@ -101,23 +101,28 @@ if numba is not None:
         L = TH * TWp
         S = np.zeros((2, 2, THs * TWp), x.dtype)
         R = np.zeros((4, 2, L + TWp), x.dtype)
+        # the phases from a zero-padded copy of the plane grouped by row phase (Xp[r, t] = padded row 2 t + r), each
+        # row phase's 2 column phases one long loop (vector shuffles, not gathers: see ops/_fast.py's _wino4_in);
+        # the padding stays zero (the same places every plane)
+        Wq2 = 2 * TWp
+        Xp = np.zeros((2, THs, Wq2), x.dtype)
+        y0, y1 = min(pt, 2 * THs), min(2 * THs, pt + H)
+        w = max(0, min(W, Wq2 - pl))
+        n_ph = THs * TWp
         for i in range(N):
             base = i * L
             for c in range(C):
                 plane = x[i, c]
-                for iy in range(H):  # the plane into its phases (padding stays zero: the same places every plane)
-                    Y = iy + pt
-                    ty = Y // 2
-                    if ty >= THs:
-                        break
-                    src = plane[iy]
-                    for pc in range(2):  # input columns ix0, ix0 + 2, ... land in phase column pc
-                        ix0 = (pc - pl) % 2
-                        tx0 = (ix0 + pl) // 2
-                        cnt = min((W - ix0 + 1) // 2, TWp - tx0)
-                        dst = S[Y % 2, pc, ty * TWp + tx0 : ty * TWp + tx0 + max(cnt, 0)]
-                        for k in range(dst.shape[0]):
-                            dst[k] = src[ix0 + 2 * k]
+                for Y in range(y0, y1):
+                    src, dst = plane[Y - pt], Xp[Y % 2, Y // 2, pl : pl + w]
+                    for k in range(w):
+                        dst[k] = src[k]
+                for ry in range(2):
+                    flat = Xp[ry].reshape(-1)
+                    p0, p1 = S[ry, 0], S[ry, 1]
+                    for j in range(n_ph):
+                        p0[j] = flat[2 * j]
+                        p1[j] = flat[2 * j + 1]
                 for pc in range(2):  # the row stage
                     s0, s1 = S[0, pc, :L], S[1, pc, :L]
                     s2, s3 = S[0, pc, TWp : TWp + L], S[1, pc, TWp : TWp + L]
@@ -151,6 +156,7 @@ if numba is not None:
         has_b = b.shape[0] == M
         Q = np.empty((2, 4, L), P.dtype)
         Z = np.empty((2, L), P.dtype)
+        T = np.empty(2 * L, P.dtype)
         for i in range(N):
             base = i * L
             for o in range(M):
@@ -177,18 +183,16 @@ if numba is not None:
                             for q in range(L):
                                 v = zs[q]
                                 zs[q] = lo if v < lo else (hi if v > hi else v)  # NaN stays NaN
+                    for q in range(L):  # the tiles' 2 columns interleaved in one long loop (ops/_fast.py's _wino4_out)
+                        T[2 * q] = z0[q]
+                        T[2 * q + 1] = z1[q]
                     for th in range(TH):
                         oy = 2 * th + r
                         if oy >= oh:
                             break
-                        orow = out[oy]
-                        q0 = th * TWp
-                        full = min(TW, ow // 2)
-                        for tw in range(full):  # whole tiles: 2 consecutive outputs each
-                            orow[2 * tw] = z0[q0 + tw]
-                            orow[2 * tw + 1] = z1[q0 + tw]
-                        if ow % 2:  # the last, partial tile
-                            orow[ow - 1] = z0[q0 + ow // 2]
+                        orow, trow = out[oy], T[2 * th * TWp : 2 * th * TWp + ow]
+                        for ox in range(ow):
+                            orow[ox] = trow[ox]
 
 
 def winograd2(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
