@@ -63,37 +63,69 @@ if numba is not None:
                 orow[ox] = rr[ox]
 
     @numba.njit(inline="always")
+    def _regs36(a):  # pragma: no cover - compiled
+        # a transform's coefficients as a tuple of values that LLVM keeps in registers, from an array argument: a
+        # tuple argument of NumPy scalars cost the caller 28-32 us to build for B^T's 36 (and A^T's 24) at every call
+        # and the dispatcher 3.5 us more to type
+        # fmt: off
+        return (
+            a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11],
+            a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], a[23],
+            a[24], a[25], a[26], a[27], a[28], a[29], a[30], a[31], a[32], a[33], a[34], a[35],
+        )
+        # fmt: on
+
+    @numba.njit(inline="always")
+    def _regs24(a):  # pragma: no cover - compiled
+        # fmt: off
+        return (
+            a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11],
+            a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], a[23],
+        )
+        # fmt: on
+
+    @numba.njit(inline="always")
     def _lin6(c, k, d0, d1, d2, d3, d4, d5):  # pragma: no cover - compiled
         return c[k] * d0 + c[k + 1] * d1 + c[k + 2] * d2 + c[k + 3] * d3 + c[k + 4] * d4 + c[k + 5] * d5
 
     @numba.njit(cache=True, nogil=True, fastmath={"contract"})
-    def _wino4_in(x, bt, pt, pl, TH, TWp, V):  # pragma: no cover - compiled
+    def _wino4_in(x, btf, pt, pl, TH, TWp, V):  # pragma: no cover - compiled
         # F(4x4, 3x3) input transform: V[6 a + b, c, i L + q] = (B^T d B)[a, b] of tile q = th TWp + tw of
         # plane (i, c) (tw = TWp - 1: a junk column). Per plane: the zero-padded plane split into 4 x 4
         # phases (tiles start every 4 rows and columns), then the row and the column stage, each 6 outputs
         # from 6 inputs per tile with the coefficients (a tuple) in registers and every loop contiguous.
+        bt = _regs36(btf)
         N, C, H, W = x.shape
         THs = TH + 2
         L = TH * TWp
         S = np.zeros((4, 4, THs * TWp), x.dtype)
         R = np.zeros((6, 4, L + TWp), x.dtype)
+        # the phases from a zero-padded copy of the plane, 4 tiles' columns wide, its rows grouped by row phase
+        # (Xp[r, t] = padded row 4 t + r): each row phase's 4 column phases are then one long loop reading 4
+        # consecutive values per step, which LLVM turns into vector loads and shuffles (a loop per phase reading
+        # every 4th value took gathers: 16 x 56 x 56, 58 of the transform's 67 us). The padding stays zero (the
+        # same places every plane).
+        Wq4 = 4 * TWp
+        Xp = np.zeros((4, THs, Wq4), x.dtype)
+        y0, y1 = min(pt, 4 * THs), min(4 * THs, pt + H)
+        w = max(0, min(W, Wq4 - pl))
+        n_ph = THs * TWp
         for i in range(N):
             base = i * L
             for c in range(C):
                 plane = x[i, c]
-                for iy in range(H):
-                    Y = iy + pt
-                    ty = Y // 4
-                    if ty >= THs:
-                        break
-                    src = plane[iy]
-                    for pc in range(4):  # input columns ix0, ix0 + 4, ... land in phase column pc
-                        ix0 = (pc - pl) % 4
-                        tx0 = (ix0 + pl) // 4
-                        cnt = min((W - ix0 + 3) // 4, TWp - tx0)
-                        dst = S[Y % 4, pc, ty * TWp + tx0 : ty * TWp + tx0 + max(cnt, 0)]
-                        for k in range(dst.shape[0]):
-                            dst[k] = src[ix0 + 4 * k]
+                for Y in range(y0, y1):
+                    src, dst = plane[Y - pt], Xp[Y % 4, Y // 4, pl : pl + w]
+                    for k in range(w):
+                        dst[k] = src[k]
+                for ry in range(4):
+                    flat = Xp[ry].reshape(-1)
+                    p0, p1, p2, p3 = S[ry, 0], S[ry, 1], S[ry, 2], S[ry, 3]
+                    for j in range(n_ph):
+                        p0[j] = flat[4 * j]
+                        p1[j] = flat[4 * j + 1]
+                        p2[j] = flat[4 * j + 2]
+                        p3[j] = flat[4 * j + 3]
                 for pc in range(4):  # rows: tile row r of tile th is phase row r % 4, r // 4 rows further
                     s0, s1, s2, s3 = S[0, pc, :L], S[1, pc, :L], S[2, pc, :L], S[3, pc, :L]
                     s4, s5 = S[0, pc, TWp : TWp + L], S[1, pc, TWp : TWp + L]
@@ -129,15 +161,17 @@ if numba is not None:
                         v5[q] = _lin6(bt, 30, d0, d1, d2, d3, d4, d5)
 
     @numba.njit(cache=True, nogil=True, fastmath={"contract"})
-    def _wino4_out(P, at, TH, TW, TWp, b, clip, lo, hi, y):  # pragma: no cover - compiled
+    def _wino4_out(P, atf, TH, TW, TWp, b, clip, lo, hi, y):  # pragma: no cover - compiled
         # F(4x4, 3x3) output transform: y[i, o, 4 th + r, 4 tw + s] = (A^T p A)[r, s] + b[o] (clipped) of
         # the 6 x 6 products p = P[:, o, i L + th TWp + tw]: the row stage (4 from 6) into Q, the column
         # stage (4 from 6) straight into Y's rows (columns past the output dropped)
+        at = _regs24(atf)
         N, M, oh, ow = y.shape
         L = TH * TWp
         has_b = b.shape[0] == M
         Q = np.empty((4, 6, L), P.dtype)
         Z = np.empty((4, L), P.dtype)
+        T = np.empty(4 * L, P.dtype)
         for i in range(N):
             base = i * L
             for o in range(M):
@@ -176,20 +210,21 @@ if numba is not None:
                             for q in range(L):
                                 v = zs[q]
                                 zs[q] = lo if v < lo else (hi if v > hi else v)
+                    # the tiles' 4 columns interleaved in one long loop (vector shuffles), then each tile row's
+                    # outputs copied into Y's row (4 strided stores per tile in a loop per tile row, 14 tiles at
+                    # 56 x 56, took scalar code: 16 x 56 x 56 -> 16, see the commit)
+                    for q in range(L):
+                        T[4 * q] = z0[q]
+                        T[4 * q + 1] = z1[q]
+                        T[4 * q + 2] = z2[q]
+                        T[4 * q + 3] = z3[q]
                     for th in range(TH):
                         oy = 4 * th + r
                         if oy >= oh:
                             break
-                        orow = out[oy]
-                        q0 = th * TWp
-                        full = min(TW, ow // 4)
-                        for tw in range(full):  # whole tiles: 4 consecutive outputs each
-                            orow[4 * tw] = z0[q0 + tw]
-                            orow[4 * tw + 1] = z1[q0 + tw]
-                            orow[4 * tw + 2] = z2[q0 + tw]
-                            orow[4 * tw + 3] = z3[q0 + tw]
-                        for ox in range(4 * full, ow):  # the last, partial tile
-                            orow[ox] = Z[ox % 4, q0 + ox // 4]
+                        orow, trow = out[oy], T[4 * th * TWp : 4 * th * TWp + ow]
+                        for ox in range(ow):
+                            orow[ox] = trow[ox]
 
 
 def _clip_args(clip, dt):
@@ -270,8 +305,7 @@ def _winograd_into(tile, U, b, clip, Up, x, begin, out, y, whole) -> None:
         V[:, :, N * L :] = 0
     else:
         V = np.empty((36, C, N * L), dt)
-    bt = tuple(dt.type(v) for v in tile.bt.reshape(-1))
-    at = tuple(dt.type(v) for v in tile.at.reshape(-1))
+    bt, at = tile.flat(dt)
     _wino4_in(x, bt, begin[0], begin[1], TH, TWp, V)
     # (36, M, N L); a part of a split layer is not split again
     if Up is None:

@@ -77,36 +77,52 @@ PACKED_OK = numba is not None and _has_avx512()
 if numba is not None:
 
     @numba.njit(inline="always")
+    def _regs16(a):  # pragma: no cover - compiled
+        # the transform's coefficients as a tuple of values that LLVM keeps in registers, from an array argument (a
+        # tuple of NumPy scalars built at every call costs ~1 us per coefficient, see ops/_fast.py's _regs36)
+        return (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15])
+
+    @numba.njit(inline="always")
+    def _regs8(a):  # pragma: no cover - compiled
+        return (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
+
+    @numba.njit(inline="always")
     def _lin4(c, k, d0, d1, d2, d3):  # pragma: no cover - compiled
         return c[k] * d0 + c[k + 1] * d1 + c[k + 2] * d2 + c[k + 3] * d3
 
     @numba.njit(cache=True, nogil=True, fastmath={"contract"})
-    def _wino2_in(x, bt, pt, pl, TH, TWp, V):  # pragma: no cover - compiled
+    def _wino2_in(x, btf, pt, pl, TH, TWp, V):  # pragma: no cover - compiled
         # F(2x2, 3x3) input transform: V[4 a + b, c, i L + q] = (B^T d B)[a, b] of tile q = th TWp + tw of plane
         # (i, c) (tw = TWp - 1: a junk column). Tile row r (0..3) of tile th is padded row 2 th + r: phase row r % 2,
         # r // 2 phase rows further; the same for columns.
+        bt = _regs16(btf)
         N, C, H, W = x.shape
         THs = TH + 1
         L = TH * TWp
         S = np.zeros((2, 2, THs * TWp), x.dtype)
         R = np.zeros((4, 2, L + TWp), x.dtype)
+        # the phases from a zero-padded copy of the plane grouped by row phase (Xp[r, t] = padded row 2 t + r), each
+        # row phase's 2 column phases one long loop (vector shuffles, not gathers: see ops/_fast.py's _wino4_in);
+        # the padding stays zero (the same places every plane)
+        Wq2 = 2 * TWp
+        Xp = np.zeros((2, THs, Wq2), x.dtype)
+        y0, y1 = min(pt, 2 * THs), min(2 * THs, pt + H)
+        w = max(0, min(W, Wq2 - pl))
+        n_ph = THs * TWp
         for i in range(N):
             base = i * L
             for c in range(C):
                 plane = x[i, c]
-                for iy in range(H):  # the plane into its phases (padding stays zero: the same places every plane)
-                    Y = iy + pt
-                    ty = Y // 2
-                    if ty >= THs:
-                        break
-                    src = plane[iy]
-                    for pc in range(2):  # input columns ix0, ix0 + 2, ... land in phase column pc
-                        ix0 = (pc - pl) % 2
-                        tx0 = (ix0 + pl) // 2
-                        cnt = min((W - ix0 + 1) // 2, TWp - tx0)
-                        dst = S[Y % 2, pc, ty * TWp + tx0 : ty * TWp + tx0 + max(cnt, 0)]
-                        for k in range(dst.shape[0]):
-                            dst[k] = src[ix0 + 2 * k]
+                for Y in range(y0, y1):
+                    src, dst = plane[Y - pt], Xp[Y % 2, Y // 2, pl : pl + w]
+                    for k in range(w):
+                        dst[k] = src[k]
+                for ry in range(2):
+                    flat = Xp[ry].reshape(-1)
+                    p0, p1 = S[ry, 0], S[ry, 1]
+                    for j in range(n_ph):
+                        p0[j] = flat[2 * j]
+                        p1[j] = flat[2 * j + 1]
                 for pc in range(2):  # the row stage
                     s0, s1 = S[0, pc, :L], S[1, pc, :L]
                     s2, s3 = S[0, pc, TWp : TWp + L], S[1, pc, TWp : TWp + L]
@@ -130,15 +146,17 @@ if numba is not None:
                         v3[q] = _lin4(bt, 12, d0, d1, d2, d3)
 
     @numba.njit(cache=True, nogil=True, fastmath={"contract"})
-    def _wino2_out(P, at, TH, TW, TWp, b, clip, lo, hi, y):  # pragma: no cover - compiled
+    def _wino2_out(P, atf, TH, TW, TWp, b, clip, lo, hi, y):  # pragma: no cover - compiled
         # F(2x2, 3x3) output transform: y[i, o, 2 th + r, 2 tw + s] = (A^T p A)[r, s] + b[o] (clipped) of the 4 x 4
         # products p = P[:, o, i L + th TWp + tw]: the row stage (2 from 4) into Q, the column stage (2 from 4) into
         # Z, then Z's tiles into Y's rows (columns past the output dropped)
+        at = _regs8(atf)
         N, M, oh, ow = y.shape
         L = TH * TWp
         has_b = b.shape[0] == M
         Q = np.empty((2, 4, L), P.dtype)
         Z = np.empty((2, L), P.dtype)
+        T = np.empty(2 * L, P.dtype)
         for i in range(N):
             base = i * L
             for o in range(M):
@@ -165,18 +183,16 @@ if numba is not None:
                             for q in range(L):
                                 v = zs[q]
                                 zs[q] = lo if v < lo else (hi if v > hi else v)  # NaN stays NaN
+                    for q in range(L):  # the tiles' 2 columns interleaved in one long loop (ops/_fast.py's _wino4_out)
+                        T[2 * q] = z0[q]
+                        T[2 * q + 1] = z1[q]
                     for th in range(TH):
                         oy = 2 * th + r
                         if oy >= oh:
                             break
-                        orow = out[oy]
-                        q0 = th * TWp
-                        full = min(TW, ow // 2)
-                        for tw in range(full):  # whole tiles: 2 consecutive outputs each
-                            orow[2 * tw] = z0[q0 + tw]
-                            orow[2 * tw + 1] = z1[q0 + tw]
-                        if ow % 2:  # the last, partial tile
-                            orow[ow - 1] = z0[q0 + ow // 2]
+                        orow, trow = out[oy], T[2 * th * TWp : 2 * th * TWp + ow]
+                        for ox in range(ow):
+                            orow[ox] = trow[ox]
 
 
 def winograd2(tile, x, U, b, begin, out, clip=None, Up=None) -> np.ndarray:
@@ -208,8 +224,7 @@ def _winograd2_into(tile, U, b, clip, Up, x, begin, out, y, whole) -> None:
     TH, TW = -(-out[0] // 2), -(-out[1] // 2)
     TWp = TW + 1
     L = TH * TWp
-    bt = tuple(dt.type(v) for v in tile.bt.reshape(-1))
-    at = tuple(dt.type(v) for v in tile.at.reshape(-1))
+    bt, at = tile.flat(dt)
     if Up is not None:  # the products by the packed kernel: V's columns padded to whole tiles
         V = np.empty((16, C, -(-(N * L) // _TILE_P) * _TILE_P), dt)
         V[:, :, N * L :] = 0

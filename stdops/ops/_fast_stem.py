@@ -160,19 +160,14 @@ if numba is not None:
 
 
 def _phases1(x, pt, pl, Hp, Wq, xp) -> None:
-    """Column stride 1: xp (C, Hp, Wq) flat (+ slack) = x zero-padded (``pt`` rows, ``pl`` columns before, as many
-    after as the layout holds), by NumPy's copies (measured 2-2.5x faster than a compiled loop: 16 x 56 x 56
-    0.026 -> 0.011 ms)."""
+    """Column stride 1: xp (C, Hp, Wq) flat (+ slack), all zero (np.zeros: the padding, the same places every
+    sample) = x zero-padded (``pt`` rows, ``pl`` columns before, as many after as the layout holds), by one NumPy copy
+    (measured 2-2.5x faster than a compiled loop: 16 x 56 x 56 0.026 -> 0.011 ms; and the zeros from np.zeros rather
+    than a copy per side, the allocation included: 16 x 56 x 56 17.9 -> 15.3 us, 32 x 28 x 28 16.1 -> 8.3, 64 x 7 x 7
+    7.2 -> 4.2)."""
     C, H, W = x.shape
-    n_lay = C * Hp * Wq
-    xp[n_lay:] = 0
-    v = xp[:n_lay].reshape(C, Hp, Wq)
     h, w = min(H, Hp - pt), min(W, Wq - pl)
-    v[:, :pt] = 0
-    v[:, pt + h :] = 0
-    v[:, pt : pt + h, :pl] = 0
-    v[:, pt : pt + h, pl + w :] = 0
-    v[:, pt : pt + h, pl : pl + w] = x[:, :h, :w]
+    xp[: C * Hp * Wq].reshape(C, Hp, Wq)[:, pt : pt + h, pl : pl + w] = x[:, :h, :w]
 
 
 if numba is not None:
@@ -272,13 +267,13 @@ def conv2d_stem(x, wp, M, kernel, strides, begin, out, b=None, clip=None) -> np.
     N, C, H, W = x.shape
     oh, ow = out
     Hp, Wq, offs, size = _layout(C, H, W, tuple(kernel), tuple(strides), tuple(begin), tuple(out))
-    xp = np.empty(size, np.float32)
+    sh, sw = strides
+    xp = (np.zeros if sw == 1 else np.empty)(size, np.float32)  # _phases1 writes the input only, _phases2 every value
     y = np.empty((N, M, oh, ow), np.float32)
     bb = _NO_BIAS if b is None else np.ascontiguousarray(b, dtype=np.float32)
     _, lo, hi = _clip_args(clip, _F32)
     if not (x.dtype == _F32 and x.flags.c_contiguous):
         x = np.ascontiguousarray(x, dtype=np.float32)
-    sh, sw = strides
     parts = 2 if oh >= 2 and 2 * M * offs.shape[0] * oh * ow >= _SPLIT_FLOPS else 1
     for n in range(N):
         (_phases1 if sw == 1 else _phases2)(x[n], begin[0], begin[1], Hp, Wq, xp)

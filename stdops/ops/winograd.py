@@ -59,6 +59,14 @@ class Tile:
         self.at, self.g, self.bt = at, g, bt.reshape(n, n)
         self._kin = {dt: np.kron(self.bt, self.bt).astype(dt) for dt in (np.float32, np.float64)}
         self._kout = {dt: np.kron(at, at).astype(dt) for dt in (np.float32, np.float64)}
+        # B^T and A^T flat in each dtype, for the compiled transforms (ops/_fast.py, ops/_fast_conv.py)
+        self._flat = {
+            np.dtype(dt): (self.bt.reshape(-1).astype(dt), at.reshape(-1).astype(dt)) for dt in (np.float32, np.float64)
+        }
+
+    def flat(self, dtype) -> tuple[np.ndarray, np.ndarray]:
+        """(B^T, A^T) flattened, in ``dtype`` (float32 or float64)."""
+        return self._flat[np.dtype(dtype)]
 
     def transform_weight(self, w: np.ndarray, dtype) -> np.ndarray:
         """U (n^2, M, C) = G g G^T of each 3x3 filter of w (M, C, 3, 3), computed in float64."""

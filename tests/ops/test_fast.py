@@ -165,6 +165,8 @@ WINOGRAD = [
     ((1, 32, 14, 14), 40, (1, 1, 1, 1), (0.0, None)),  # a ResNet layer3 shape, scaled down
     ((2, 24, 14, 14), 36, (1, 1, 1, 1), (0.0, 6.0)),  # ... batch 2 (F(2,3): rows of 7 tiles, the junk skipped)
     ((1, 2, 3, 3), 3, (1, 1, 1, 1), None),  # one partial tile per axis
+    ((1, 3, 2, 1), 2, (2, 2, 2, 2), (0.0, None)),  # a 2 x 1 map, every tile mostly padding
+    ((2, 5, 17, 37), 6, (1, 0, 2, 1), (-0.5, 0.5)),  # rows of 10 tiles (9 and a partial), more padding below
     # 256 input channels: F(4,3)'s products by the packed kernel too (float32; from 128 on)
     ((2, 256, 6, 28), 20, (1, 1, 1, 1), (0.0, None)),  # rows of 7 tiles (F(4,3)), batch 2
     ((1, 256, 9, 30), 33, (0, 1, 1, 0), None),  # rows of 8 tiles, asymmetric padding
@@ -177,15 +179,23 @@ WINOGRAD = [
 @pytest.mark.parametrize("tile", [4, 2])
 def test_winograd_compiled_matches_numpy(xs, M, pads, clip, dtype, bias, tile, compiled, monkeypatch):
     """F(4x4, 3x3) (ops/_fast.py) and F(2x2, 3x3) (ops/_fast_conv.py) with the compiled transforms against
-    winograd.Tile.conv (NumPy), both forced."""
+    winograd.Tile.conv (NumPy), both forced (the stem and direct kernels, which take small maps and few channels
+    first, turned off)."""
     import stdops.ops.conv as conv_mod
+    from stdops.ops import _fast_conv, _fast_stem
 
     monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: tile)
+    monkeypatch.setattr(_fast_stem, "USE", False)
+    monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)
+    calls = []
+    for mod, name in ((_fast, "winograd"), (_fast_conv, "winograd2")):
+        monkeypatch.setattr(mod, name, lambda *a, f=getattr(mod, name), **k: calls.append(f) or f(*a, **k))
     x = RNG.standard_normal(xs).astype(dtype)
     w = RNG.standard_normal((M, xs[1], 3, 3)).astype(dtype)
     b = RNG.standard_normal(M).astype(dtype) if bias else None
     kw = dict(pads=pads, clip=clip)
     y_fast = conv_forward(x, prepare_conv_weight(w), b, **kw)
+    assert len(calls) == 1  # the compiled transforms ran
     _fast.set_enabled(False)
     y_ref = conv_forward(x, prepare_conv_weight(w), b, **kw)
     assert y_fast.dtype == y_ref.dtype and y_fast.shape == y_ref.shape

@@ -31,6 +31,8 @@ STEMS = [
     ((1, 1, 6, 6), 2, (7, 7), (2, 2), (3, 3, 3, 3)),  # a map smaller than the kernel, 3 x 3 outputs (K 49)
     ((1, 2, 11, 13), 4, (5, 5), (2, 2), (2, 2, 1, 2)),  # even left padding at stride 2, odd width
     ((1, 3, 12, 14), 6, (3, 3), (1, 1), (0, 0, 0, 0)),  # stride 1 unpadded
+    ((2, 5, 13, 20), 9, (3, 3), (1, 1), (2, 1, 0, 2)),  # batch 2 at column stride 1 (the padding zeroed once)
+    ((3, 3, 15, 18), 7, (5, 3), (2, 1), (1, 2, 2, 0)),  # ... row stride 2, batch 3
     # deeper sums (DEEP): stride 1 on at most 784 / 196 outputs, stride 2
     ((1, 32, 20, 21), 16, (3, 3), (1, 1), (1, 1, 1, 1)),  # K 288 on 20 x 21
     ((1, 64, 14, 14), 20, (3, 3), (1, 1), (1, 1, 1, 1)),  # K 576 on 14 x 14
