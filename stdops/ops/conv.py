@@ -34,6 +34,7 @@ from ..errors import KernelError
 from ..limits import check_elements
 from ..limits import get as limits_in_force
 from . import _fast, _fast_conv, _fast_pointwise, _fast_stem, _fast_windows
+from . import _fast_winoblock as _winoblock  # the blocked F(4,3) for few channels (hook in _conv_forward)
 from ._blas import matmul
 from ._registry import op
 from ._window import (
@@ -373,6 +374,8 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
 
     if Cg == 1 and g > 1:  # depthwise (and depthwise with a channel multiplier): taps
         return depthwise(xc, cw, geo, strides, dilations, b, clip), "bias+clip"  # B in the GEMM, clip in the crop
+    elif _winoblock.takes(cw, n, out, strides, dilations):  # few channels: blocked F(4,3), in cache
+        return _winoblock.conv(xc, cw, bias_array(b, dt), geo.begin, out, clip), "bias+clip"
     elif _fast_stem.takes(
         cw, n, out, strides, dilations
     ):  # short sums (stems): compiled, in registers (ops/_fast_stem.py)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stdops.ops import _fast
+from stdops.ops import _fast, _fast_winoblock
 from stdops.ops.conv import conv_forward, prepare_conv_weight
 
 pytestmark = pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed")
@@ -186,6 +186,7 @@ def test_winograd_compiled_matches_numpy(xs, M, pads, clip, dtype, bias, tile, c
 
     monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: tile)
     monkeypatch.setattr(_fast_stem, "USE", False)
+    monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
     monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)
     calls = []
     for mod, name in ((_fast, "winograd"), (_fast_conv, "winograd2")):
@@ -225,6 +226,7 @@ def test_winograd_row_parts_give_the_same_bits_at_1_and_2_threads(xs, M, pads, d
 
     monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: tile)
     monkeypatch.setattr(_fast_stem, "USE", False)  # shallow layers: Winograd, not the stem kernel
+    monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
     monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)  # small maps: Winograd, not the direct kernel
     monkeypatch.setattr(_fast, "_ROW_SPLIT_FLOPS", 0)  # parts even for the small layers
     parts = []
@@ -263,6 +265,7 @@ def test_im2col_compiled_matches_numpy(xs, M, k, s, d, pads, blocks, compiled, m
     monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)  # small maps take the direct kernel (tested below)
     monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT_S2", 0)  # ... and stride-2 windows on mid-sized ones
     monkeypatch.setattr(_fast_stem, "USE", False)  # the stem kernel takes these (tests/ops/test_fast_stem.py)
+    monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
 
     if blocks:  # blocks of a few output rows, the blocks as parts
         monkeypatch.setattr(_fast_windows, "_ONE_BLOCK", 0)
@@ -313,6 +316,7 @@ def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled,
     from stdops.ops import _fast_conv, _fast_stem
 
     monkeypatch.setattr(_fast_stem, "USE", False)  # the stem kernel takes these (tests/ops/test_fast_stem.py)
+    monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
 
     if not _fast_conv.PACKED_OK:
         pytest.skip("the packed kernel needs AVX-512")
