@@ -11,9 +11,13 @@ gathers). The blocks are 16 consecutive tiles q (one vector of lanes; junk tiles
 
 The products: register tiles of 16 output channels x 16 tiles (16 accumulators, one vector of V and 16 broadcast
 weights per input channel), summed over c in order from zero: each output the same sum whichever block holds its
-tile and at any thread count. Reference: winograd.Tile.conv (NumPy) and ops/_fast.py's ``winograd`` (the same
-transforms' coefficients and order of terms; the products summed in a different order than OpenBLAS's, so the bits
-differ from those paths within the F(4,3) error).
+tile and at any thread count. The transforms: 16-lane LLVM code with winograd.TILES[4]'s B^T and A^T as constants
+(numba's own loops over 3-D buffers ran scalar: 16@56's input transform 170 us, output 310, against 21 and 48 now).
+Reference: winograd.Tile.conv (NumPy; the same matrices, the sums in another order: the bits differ within the
+F(4,3) error, tests/ops/test_fast_winoblock.py).
+
+Where the time goes (one core, warm, the stages cut off one by one): 16 -> 16 @56, 0.135 ms: phase copy 29 us, input
+transform 21, products 37, output transform 48; 64 -> 64 @56, 1.10 ms: 107, 145, 587 (near the FMA peak), 258.
 """
 
 from __future__ import annotations
@@ -229,10 +233,14 @@ def winoblock(x: np.ndarray, up: np.ndarray, M: int, b, begin, out, clip=None) -
 
 #: the shapes this path takes: C, M <= MAX_CH and output maps of MIN_TILES .. MAX_TILES tiles of 4 x 4. Measured in the
 #: ncnn resnet_small at 224 x 224 (1 thread, one core, each convolution timed inside the network, the path on and off
-#: alternating, medians of 300 runs): 32 -> 32 @28 (49 tiles) 0.159 ms against 0.187 (ops/_fast_stem.py's DEEP
-#: path); 16 -> 16 @56 (196 tiles) 0.199 against 0.191 (the phase copy S, 1.3x the input, and Y push the block's
-#: working set out of L2 there; alone, warm, 0.14 against 0.17), so not taken
-MAX_CH = 64
+#: alternating, medians of 300 runs, 4 runs): 32 -> 32 @28 (49 tiles) 0.158-0.184 ms against 0.186-0.196 (the path
+#: it replaces: ops/_fast_stem.py's DEEP); 16 -> 16 @56 (196 tiles) 0.196-0.223 against 0.185-0.200 (the phase copy
+#: S and Y push the block's working set out of L2 there; alone, warm, 0.14-0.15 against 0.17-0.18), so not taken; in
+#: ResNet-18 (ONNX) 64 -> 64 @56 and 128 -> 128 @28 no gain either (1.46-1.58 against 1.47-1.52, 1.18-1.25 against
+#: 1.17-1.22). Alone (warm / caches flushed, ms): 16@28 0.058/0.116 against 0.059/0.162, 32@32 0.177/0.284 against
+#: 0.222/0.563; 64@28 0.331/0.467 against 0.334/0.664 and 48@40 0.454/0.538 against 0.391/0.868 (a tie or worse
+#: warm: above 32 channels not taken)
+MAX_CH = 32
 MIN_TILES, MAX_TILES = 49, 195
 #: the path on (tests turn it off to reach the paths it replaces)
 USE = True

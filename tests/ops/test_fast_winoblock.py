@@ -89,7 +89,11 @@ def test_winoblock_nan_inf_propagate():
 
 @pytest.mark.parametrize(
     "xs,M,pads,clip",
-    [((1, 32, 28, 28), 32, (1, 1, 1, 1), (0.0, None)), ((2, 24, 30, 29), 20, (1, 0, 1, 2), None)],
+    [
+        ((1, 32, 28, 28), 32, (1, 1, 1, 1), (0.0, None)),
+        ((2, 24, 30, 29), 20, (1, 0, 1, 2), None),
+        ((1, 16, 27, 26), 32, (1, 1, 1, 1), (0.0, 6.0)),
+    ],
 )
 def test_conv_hook_matches_plan_without_it(xs, M, pads, clip, monkeypatch):
     """conv.py's dispatch takes the path for its shapes, and it agrees with the paths it replaces."""
