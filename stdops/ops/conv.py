@@ -504,14 +504,15 @@ class ConvRoutes:
         self._routes: dict = {}
 
     def __call__(self, x, b, defer_bias: bool = False):
-        key = (x.shape, defer_bias, _fast.enabled(), limits_in_force())
+        key = (x.shape, defer_bias, _fast.enabled())
         r = self._routes.get(key)
-        if r is None:
-            r = self._route(x.shape, b, defer_bias)
+        limits = limits_in_force()
+        if r is None or r[2] is not limits:  # the limits object compared, not hashed (~0.5 us a call)
+            r = self._route(x.shape, b, defer_bias) + (limits,)
             if len(self._routes) > 64:
                 self._routes.clear()
             self._routes[key] = r
-        fn, b0 = r
+        fn, b0, _ = r
         if fn is not None and b is b0 and x.dtype == self.cw.dtype:
             return fn(x)
         return _conv_forward(x, self.cw, b, *self.geo, self.clip, defer_bias)
@@ -530,13 +531,26 @@ class ConvRoutes:
         if _fast_stem.takes(cw, n, out, strides, dilations):
             stem = _fast_stem.stem_call(x_shape, cw.stem_packed(), M, kernel, strides, geo.begin, out, b, clip)
             return (lambda x: (stem(x), done)), b
-        packed = _fast_conv.conv2d_packed
         in_place = pointwise_in_place(cw, n, x_shape, geo, strides)
         if not in_place and pointwise_compiled(cw, n, prod(out)):
-            return None, b
+            N, C, P = x_shape[0], x_shape[1], prod(out)
+            pw = _fast_pointwise.pointwise_call((N, C, P), cw.pw_packed(), M, b, _fast._clip_args(clip, dt))
+            padded = any(geo.begin) or any(geo.end)
+            taps = tap_slices((0,) * n, dilations, strides, out) if any(s != 1 for s in strides) else None
+            ymshape = (N, M) + out
+
+            def pointwise(x):
+                xs = pad_input(x, geo.begin, geo.end) if padded else x
+                if taps is not None:
+                    xs = xs[taps]
+                if not xs.flags.c_contiguous:
+                    xs = np.ascontiguousarray(xs)
+                return pw(xs.reshape(N, C, P)).reshape(ymshape), done
+
+            return pointwise, b
         if in_place or direct_packed(cw, n, out, strides, dilations):
-            wq = cw.packed()
-            return (lambda x: (packed(x, wq, M, kernel, strides, dilations, geo.begin, out, b, clip), done)), b
+            call = _fast_conv.packed_call(x_shape, cw.packed(), M, kernel, strides, dilations, geo.begin, out, b, clip)
+            return (lambda x: (call(x), done)), b
         wt = cw.winograd_tile(strides, dilations, out) if n == 2 else 0
         if wt == 4 and _fast.enabled():
             up = cw.wino_packed(4) if dt == np.float32 and cw.Cg >= _F4_PACKED_MIN_C and _fast_conv.PACKED_OK else None
