@@ -177,6 +177,8 @@ class Plan:
         self._input_slots = [(n, slot[n]) for n in [*self.input_names, *self.outer_names]]
         self._schedules: dict[tuple[str, ...], list[_Step]] = {}
         self._needed_inputs: dict[tuple[str, ...], list[tuple[str, int]]] = {}
+        #: per schedule, its steps as plain tuples for runs without a hook or a timer (see _run_bare)
+        self._bare: dict[tuple[str, ...], list[tuple]] = {}
         #: the optimized twin (stdops/optimize), run instead of this plan when no hook is attached
         self.fused: Plan | None = None
         #: feed signatures (names, shapes, dtypes) the twin refused (PlanFallback): runs of them skip it
@@ -250,6 +252,9 @@ class Plan:
             )
         used = {i for st in steps for i in st.ins} | {self._slot[n] for n in want}
         self._needed_inputs[want] = [(n, s) for n, s in self._input_slots if s in used]
+        self._bare[want] = [
+            (st.fn, st.ins, len(st.ins), st.outs[0] if len(st.outs) == 1 else None, st.release, st) for st in steps
+        ]
         self._schedules[want] = steps
         return steps
 
@@ -295,11 +300,15 @@ class Plan:
         timer: StepTimer | None = None,
     ) -> dict[str, Any]:
         vals = list(self._template)
-        for name, s in self._needed_inputs[tuple(want)]:
+        key = tuple(want)
+        for name, s in self._needed_inputs[key]:
             if name in feeds:
                 vals[s] = feeds[name]
             elif s not in self._const_slots:
                 raise InputError(f"{self.path or 'model'}: missing input {name!r}")
+        if hook is None and timer is None:
+            self._run_bare(self._bare[key], vals)
+            return {name: vals[self._slot[name]] for name in want}
         for step in steps:
             try:
                 if timer is None:
@@ -343,6 +352,48 @@ class Plan:
             for s in step.release:
                 vals[s] = None
         return {name: vals[self._slot[name]] for name in want}
+
+    def _run_bare(self, bare: list[tuple], vals: list) -> None:
+        """The steps of a run without a hook or a timer: what _run's loop does, from plain tuples, a step of one or
+        two inputs called without building an argument list (a 16-step plan: ~1 us a step less, measured with
+        its kernels stubbed out)."""
+        for fn, ins, n_in, out, release, step in bare:
+            try:
+                if n_in == 1:
+                    res = fn(vals[ins[0]])
+                elif n_in == 2:
+                    res = fn(vals[ins[0]], vals[ins[1]])
+                else:
+                    res = fn(*[vals[i] for i in ins])
+            except (ResourceLimitError, ModelFormatError) as e:
+                err = self._located(e, step.node)
+                if err is e:
+                    raise
+                raise err from e
+            except StdopsError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a kernel's complaint becomes the node's error
+                raise OpError(step.node.name, step.node.op, e, self.path) from e
+            if out is not None and type(res) is not tuple:  # one output (-1: dropped)
+                if out >= 0:
+                    vals[out] = res
+            elif type(res) is tuple:
+                outs = step.outs
+                if len(res) < len(outs):
+                    raise OpError(
+                        step.node.name,
+                        step.node.op,
+                        f"kernel returned {len(res)} outputs, node has {len(outs)}",
+                        self.path,
+                    )
+                for s, v in zip(outs, res):
+                    if s >= 0:
+                        vals[s] = v
+            elif step.outs:
+                if step.outs[0] >= 0:
+                    vals[step.outs[0]] = res
+            for s in release:
+                vals[s] = None
 
     def _located(self, e: StdopsError, node: Node) -> StdopsError:
         """A limit or format error a kernel raised at run time (a Loop's iteration cap, a subgraph's

@@ -208,25 +208,42 @@ def _conv_node(head: Node, where: str, f: ConvForm, attrs: dict, inputs: list[st
     """One ``conv_act`` step on ncnn blobs: x (C, H, W) [and the residual, of the output's shape]; any other
     blobs through the layers as written."""
     w, b = f.w, f.b
-    step = bind(fused.conv_act, attrs, (None, w, b))
+    step = bind(fused.conv_act, attrs, (None, w, b)).fn  # the bound step itself (Bound.__call__: a frame more)
     M, C = w.shape[0], w.shape[1] * int(attrs["group"])
     (kh, kw), (sh, sw), (dh, dw) = w.shape[2:], attrs["strides"], attrs["dilations"]
     pt, pl, pb, pr = attrs["pads"]
-
-    def taken(x) -> bool:
-        return isinstance(x, np.ndarray) and x.ndim == 3 and x.shape[0] == C and x.dtype == np.float32
+    f32 = np.dtype(np.float32)
+    #: input shape -> the output's (the residual must have it), computed once per shape
+    out_shapes: dict = {}
 
     if len(inputs) == 1:
 
         def conv_act_blob(x):
-            return step(x[None], w, b)[0] if taken(x) else written(x)
+            if type(x) is np.ndarray and x.ndim == 3 and x.shape[0] == C and x.dtype == f32:
+                return step(x[None], w, b)[0]
+            return written(x)
 
         fn: Callable = conv_act_blob
     else:
 
         def conv_act_residual_blob(x, r):
-            if taken(x) and isinstance(r, np.ndarray) and r.dtype == np.float32:
-                shape = (M, _out_size(x.shape[1], kh, sh, dh, pt + pb), _out_size(x.shape[2], kw, sw, dw, pl + pr))
+            if (
+                type(x) is np.ndarray
+                and x.ndim == 3
+                and x.shape[0] == C
+                and x.dtype == f32
+                and type(r) is np.ndarray
+                and r.dtype == f32
+            ):
+                shape = out_shapes.get(x.shape)
+                if shape is None:
+                    if len(out_shapes) > 64:
+                        out_shapes.clear()
+                    shape = out_shapes[x.shape] = (
+                        M,
+                        _out_size(x.shape[1], kh, sh, dh, pt + pb),
+                        _out_size(x.shape[2], kw, sw, dw, pl + pr),
+                    )
                 if r.shape == shape:  # else ncnn's BinaryOp broadcasts by its own rules: the layers decide
                     return step(x[None], w, b, r[None])[0]
             return written(x, r)

@@ -36,6 +36,7 @@ order, as ops/_fast.py.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -537,53 +538,74 @@ def conv2d_packed(x, wp, M, kernel, strides, dilations, begin, out, b=None, clip
     from the padded input with rows outermost (one copy, a table of tap offsets; 1 x 1 stride 2: from x itself),
     else gathered into tiles first (K contiguous). For small maps (the weights outweigh the columns). Reference: the
     im2col GEMM of conv.py."""
-    N, C, H, W = x.shape
+    return packed_call(x.shape, wp, M, kernel, strides, dilations, begin, out, b, clip)(x)
+
+
+def packed_call(shape, wp, M, kernel, strides, dilations, begin, out, b=None, clip=None) -> Callable:
+    """:func:`conv2d_packed` for inputs of ``shape``, its path, layouts, bias and clip arguments computed now:
+    ``fn(x) -> y`` (a layer run again and again pays only for its copies and its kernel: ~3 us a call less)."""
+    N, C, H, W = shape
     kernel, strides, begin, out = tuple(kernel), tuple(strides), tuple(begin), tuple(out)
-    path, Hp, Wp, hh, ww = _plan(x.shape, kernel, strides, tuple(dilations), begin, out, _IN_PLACE)
+    path, Hp, Wp, hh, ww = _plan(tuple(shape), kernel, strides, tuple(dilations), begin, out, _IN_PLACE)
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
     oh, ow = out
-    y = np.empty((N, M, oh, ow), np.float32)
+    yshape, y2d = (N, M, oh, ow), (M, oh * ow)
     bb = _NO_BIAS if b is None else b
     on, lo, hi = _clip_args(clip, _F32)
     if path == "plane":
         offs, tbase = _plane_layout(C, H, W, sh, oh, ow)  # the input itself: no copy
-        xc = np.ascontiguousarray(x, np.float32)
-        for n in range(N):
-            args = (xc[n].reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi)
-            # the inputs prefetched _PFX_AHEAD terms ahead: x's planes lie too far apart for the hardware's stride
-            # prefetcher (alternating, 1 thread, in cache / caches flushed, against none: 128@28 -> 256 0.142 ->
-            # 0.122 / 0.31 -> 0.25 ms, 64@56 -> 128 0.145 -> 0.139 / 0.37 -> 0.31, 256@14 -> 512 0.157 -> 0.145 /
-            # 0.265 -> 0.256; 8 or 32 ahead the same; the next pair's inputs instead: less; the 3x3 layers read
-            # the rows-outermost copy just written, no gain, so they do not)
-            _gemm_parts(_gemm_taps, wp, args, y[n].reshape(M, oh * ow), (True,))
-        return y
+
+        def plane(x: np.ndarray) -> np.ndarray:
+            y = np.empty(yshape, np.float32)
+            xc = np.ascontiguousarray(x, np.float32)
+            for n in range(N):
+                args = (xc[n].reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi)
+                # the inputs prefetched _PFX_AHEAD terms ahead: x's planes lie too far apart for the hardware's
+                # stride prefetcher (alternating, 1 thread, in cache / caches flushed, against none: 128@28 -> 256
+                # 0.142 -> 0.122 / 0.31 -> 0.25 ms, 64@56 -> 128 0.145 -> 0.139 / 0.37 -> 0.31, 256@14 -> 512 0.157 ->
+                # 0.145 / 0.265 -> 0.256; 8 or 32 ahead the same; the next pair's inputs instead: less; the 3x3
+                # layers read the rows-outermost copy just written, no gain, so they do not)
+                _gemm_parts(_gemm_taps, wp, args, y[n].reshape(y2d), (True,))
+            return y
+
+        return plane
     if path == "rows":
         offs, tbase = _taps_layout(C, kh, kw, sh, oh, ow, Wp)
-        # rows outermost: a row of tiles reads kh contiguous runs; only the padding zeroed (alternating, 1 thread,
-        # against np.zeros and the copy: 64@56 0.105 -> 0.066 ms, 128@28 0.054 -> 0.033)
-        xr = np.empty((Hp, C, Wp), np.float32)
         pt, pl = begin
-        xr[:pt], xr[pt + hh :], xr[pt : pt + hh, :, :pl], xr[pt : pt + hh, :, pl + ww :] = 0, 0, 0, 0
-        inner = xr[pt : pt + hh, :, pl : pl + ww]
-        for n in range(N):
-            np.copyto(inner, x[n, :, :hh, :ww].transpose(1, 0, 2))
-            args = (xr.reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi)
-            _gemm_parts(_gemm_taps, wp, args, y[n].reshape(M, oh * ow))
-        return y
+
+        def rows(x: np.ndarray) -> np.ndarray:
+            y = np.empty(yshape, np.float32)
+            # rows outermost: a row of tiles reads kh contiguous runs; only the padding zeroed (alternating, 1
+            # thread, against np.zeros and the copy: 64@56 0.105 -> 0.066 ms, 128@28 0.054 -> 0.033)
+            xr = np.empty((Hp, C, Wp), np.float32)
+            xr[:pt], xr[pt + hh :], xr[pt : pt + hh, :, :pl], xr[pt : pt + hh, :, pl + ww :] = 0, 0, 0, 0
+            inner = xr[pt : pt + hh, :, pl : pl + ww]
+            for n in range(N):
+                np.copyto(inner, x[n, :, :hh, :ww].transpose(1, 0, 2))
+                args = (xr.reshape(-1), offs, tbase, sh, _K_CHUNK, _NO_MAP, bb, on, lo, hi)
+                _gemm_parts(_gemm_taps, wp, args, y[n].reshape(y2d))
+            return y
+
+        return rows
     flat = path == "flat"
     K = C * kh * kw
     NB = -(-(oh * ow) // _TILE_P)
-    # room for _pack_cols's 8th value at strides 1 and 2
-    xpad = None if flat else np.zeros((C, Hp, Wp + 2), np.float32)
-    xp = np.empty((NB, K, _XS), np.float32)
-    for n in range(N):
-        if flat:  # no padding, no gather: the input's own layout (measured: 1024@14 0.06 ms against 0.23)
-            _pack_flat(np.ascontiguousarray(x[n], np.float32).reshape(C, H * W), xp)
-        elif xpad is not None:
-            xpad[:, begin[0] : begin[0] + H, begin[1] : begin[1] + W] = x[n, :, : Hp - begin[0], : Wp - begin[1]]
-            _pack_cols(xpad, kh, kw, sh, sw, dh, dw, oh, ow, xp)
-        _gemm_parts(_gemm_packed, wp, (xp, bb, on, lo, hi), y[n].reshape(M, oh * ow))
-    return y
+
+    def packed(x: np.ndarray) -> np.ndarray:
+        y = np.empty(yshape, np.float32)
+        # room for _pack_cols's 8th value at strides 1 and 2
+        xpad = None if flat else np.zeros((C, Hp, Wp + 2), np.float32)
+        xp = np.empty((NB, K, _XS), np.float32)
+        for n in range(N):
+            if flat:  # no padding, no gather: the input's own layout (measured: 1024@14 0.06 ms against 0.23)
+                _pack_flat(np.ascontiguousarray(x[n], np.float32).reshape(C, H * W), xp)
+            elif xpad is not None:
+                xpad[:, begin[0] : begin[0] + H, begin[1] : begin[1] + W] = x[n, :, : Hp - begin[0], : Wp - begin[1]]
+                _pack_cols(xpad, kh, kw, sh, sw, dh, dw, oh, ow, xp)
+            _gemm_parts(_gemm_packed, wp, (xp, bb, on, lo, hi), y[n].reshape(y2d))
+        return y
+
+    return packed
 
 
 def pack_winograd(U: np.ndarray) -> np.ndarray:

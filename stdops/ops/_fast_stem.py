@@ -26,6 +26,7 @@ the im2col path. Reference: the NumPy im2col GEMM of conv.py.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -264,29 +265,44 @@ def conv2d_stem(x, wp, M, kernel, strides, begin, out, b=None, clip=None) -> np.
     may be None): the padded input split into column phases per sample, then register tiles straight into Y.
     Layers of at least _SPLIT_FLOPS run in 2 parts over output rows (ops/_blas.py's helpers; each output the same
     sum either way)."""
-    N, C, H, W = x.shape
+    return stem_call(x.shape, wp, M, kernel, strides, begin, out, b, clip)(x)
+
+
+def stem_call(shape, wp, M, kernel, strides, begin, out, b=None, clip=None) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`conv2d_stem` for inputs of ``shape``, everything but the input computed now: ``fn(x) -> y`` (a
+    convolution that runs again and again pays only for its copies and its kernel; the per-call layout look-up,
+    clip and split arithmetic cost ~2 us)."""
+    N, C, H, W = shape
     oh, ow = out
     Hp, Wq, offs, size = _layout(C, H, W, tuple(kernel), tuple(strides), tuple(begin), tuple(out))
     sh, sw = strides
-    xp = (np.zeros if sw == 1 else np.empty)(size, np.float32)  # _phases1 writes the input only, _phases2 every value
-    y = np.empty((N, M, oh, ow), np.float32)
+    pt, pl = begin
+    zeros = np.zeros if sw == 1 else np.empty  # _phases1 writes the input only, _phases2 every value
     bb = _NO_BIAS if b is None else np.ascontiguousarray(b, dtype=np.float32)
     _, lo, hi = _clip_args(clip, _F32)
-    if not (x.dtype == _F32 and x.flags.c_contiguous):
-        x = np.ascontiguousarray(x, dtype=np.float32)
     parts = 2 if oh >= 2 and 2 * M * offs.shape[0] * oh * ow >= _SPLIT_FLOPS else 1
-    for n in range(N):
-        (_phases1 if sw == 1 else _phases2)(x[n], begin[0], begin[1], Hp, Wq, xp)
-        yf = y[n].reshape(-1)
-        if parts == 1:
-            _stem_rows(xp, offs, wp, bb, lo, hi, M, oh, ow, sh * Wq, yf, 0, oh)
-            continue
-        run_parts(
-            [
-                functools.partial(
-                    _stem_rows, xp, offs, wp, bb, lo, hi, M, oh, ow, sh * Wq, yf, oh * i // 2, oh * (i + 1) // 2
-                )
-                for i in range(2)
-            ]
-        )
-    return y
+    wrow = sh * Wq
+    yshape = (N, M, oh, ow)
+
+    def stem(x: np.ndarray) -> np.ndarray:
+        xp = zeros(size, np.float32)
+        y = np.empty(yshape, np.float32)
+        if not (x.dtype == _F32 and x.flags.c_contiguous):
+            x = np.ascontiguousarray(x, dtype=np.float32)
+        for n in range(N):
+            (_phases1 if sw == 1 else _phases2)(x[n], pt, pl, Hp, Wq, xp)
+            yf = y[n].reshape(-1)
+            if parts == 1:
+                _stem_rows(xp, offs, wp, bb, lo, hi, M, oh, ow, wrow, yf, 0, oh)
+                continue
+            run_parts(
+                [
+                    functools.partial(
+                        _stem_rows, xp, offs, wp, bb, lo, hi, M, oh, ow, wrow, yf, oh * i // 2, oh * (i + 1) // 2
+                    )
+                    for i in range(2)
+                ]
+            )
+        return y
+
+    return stem

@@ -480,6 +480,101 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
     return y, "bias"
 
 
+class ConvRoutes:
+    """A prepared convolution's path per input shape, its arguments bound: a model runs the same shapes again and
+    again, and picking the path (the checks, the geometry, five rules on the shape) cost ~3 us a call, more than some
+    layers' kernels (ResNet-style ncnn fixture at 224 x 224, its kernels stubbed out: see the commit). ``geo``: the
+    fixed attributes (onnx:Conv's, without group), ``clip`` the fused clip. A call ``(x, b, defer_bias)`` with x of
+    cw's dtype returns ``(y, done)`` as :func:`_conv_forward_parts`; a bias other than the one a route was made for
+    (or a path without a bound form) goes the general way, with the same bits."""
+
+    __slots__ = ("cw", "geo", "clip", "_routes")
+
+    def __init__(self, cw: ConvWeight, geo: dict, clip=None):
+        self.cw = cw
+        self.geo = (
+            _tup(geo.get("kernel_shape", ())),
+            _tup(geo.get("strides", ())),
+            _tup(geo.get("dilations", ())),
+            _tup(geo.get("pads", ())),
+            geo.get("auto_pad", "NOTSET"),
+        )
+        if clip is not None:
+            clip = tuple(None if v is None else cw.dtype.type(v) for v in clip)
+            if clip == (None, None):
+                clip = None
+        self.clip = clip
+        self._routes: dict = {}
+
+    def __call__(self, x, b, defer_bias: bool = False):
+        key = (x.shape, defer_bias, _fast.enabled())
+        r = self._routes.get(key)
+        limits = limits_in_force()
+        if r is None or r[2] is not limits:  # the limits object compared, not hashed (~0.5 us a call)
+            r = self._route(x.shape, b, defer_bias) + (limits,)
+            if len(self._routes) > 64:
+                self._routes.clear()
+            self._routes[key] = r
+        fn, b0, _ = r
+        if fn is not None and b is b0 and x.dtype == self.cw.dtype:
+            return fn(x)
+        return _conv_forward(x, self.cw, b, *self.geo, self.clip, defer_bias)
+
+    def _route(self, x_shape, b, defer_bias: bool):
+        """(fn(x) -> (y, done), the bias it was bound with), fn None for the general way."""
+        cw, clip = self.cw, self.clip
+        n, strides, dilations, geo = _conv_checks(_Shaped(x_shape), cw, *self.geo)
+        if b is not None and (not isinstance(b, np.ndarray) or b.shape != (cw.M,)):
+            return None, b  # the general way reports it
+        M, kernel, out = cw.M, cw.kernel, geo.out
+        dt = cw.dtype
+        done = "bias+clip"
+        if cw.Cg == 1 and cw.group > 1:
+            return (lambda x: (depthwise(x, cw, geo, strides, dilations, b, clip), done)), b
+        if _fast_stem.takes(cw, n, out, strides, dilations):
+            stem = _fast_stem.stem_call(x_shape, cw.stem_packed(), M, kernel, strides, geo.begin, out, b, clip)
+            return (lambda x: (stem(x), done)), b
+        in_place = pointwise_in_place(cw, n, x_shape, geo, strides)
+        if not in_place and pointwise_compiled(cw, n, prod(out)):
+            N, C, P = x_shape[0], x_shape[1], prod(out)
+            pw = _fast_pointwise.pointwise_call((N, C, P), cw.pw_packed(), M, b, _fast._clip_args(clip, dt))
+            padded = any(geo.begin) or any(geo.end)
+            taps = tap_slices((0,) * n, dilations, strides, out) if any(s != 1 for s in strides) else None
+            ymshape = (N, M) + out
+
+            def pointwise(x):
+                xs = pad_input(x, geo.begin, geo.end) if padded else x
+                if taps is not None:
+                    xs = xs[taps]
+                if not xs.flags.c_contiguous:
+                    xs = np.ascontiguousarray(xs)
+                return pw(xs.reshape(N, C, P)).reshape(ymshape), done
+
+            return pointwise, b
+        if in_place or direct_packed(cw, n, out, strides, dilations):
+            call = _fast_conv.packed_call(x_shape, cw.packed(), M, kernel, strides, dilations, geo.begin, out, b, clip)
+            return (lambda x: (call(x), done)), b
+        wt = cw.winograd_tile(strides, dilations, out) if n == 2 else 0
+        if wt == 4 and _fast.enabled():
+            up = cw.wino_packed(4) if dt == np.float32 and cw.Cg >= _F4_PACKED_MIN_C and _fast_conv.PACKED_OK else None
+            u, bb, tile4 = cw.wino(4), bias_array(b, dt), TILES[4]
+            return (lambda x: (_fast.winograd(tile4, x, u, bb, geo.begin, out, clip, up), done)), b
+        if wt == 2 and _fast.enabled():
+            up = cw.wino_packed(2) if dt == np.float32 and _WINO_PACKED and _fast_conv.PACKED_OK else None
+            u, bb, tile2 = cw.wino(2), bias_array(b, dt), TILES[2]
+            return (lambda x: (_fast_conv.winograd2(tile2, x, u, bb, geo.begin, out, clip, up), done)), b
+        return None, b
+
+
+class _Shaped:
+    """A stand-in with only a shape, for checking a call's geometry before an input of that shape exists."""
+
+    __slots__ = ("shape", "ndim")
+
+    def __init__(self, shape):
+        self.shape, self.ndim = shape, len(shape)
+
+
 def prepare_conv(constants: tuple, attrs: dict):
     """Load time, when W is a constant float tensor: its GEMM-ready layout, computed once, and a constant
     B of W's dtype folded into the GEMM. Returns the step ``(x, w, b=None) -> y``, or None (W not known,
@@ -497,11 +592,12 @@ def prepare_conv(constants: tuple, attrs: dict):
     if isinstance(b0, np.ndarray) and b0.dtype == w.dtype:
         cw.fold_bias(b0)  # a constant bias rides in the GEMM (conv_forward checks it is this array)
     wdt = w.dtype
+    routes = ConvRoutes(cw, geo)
 
     def conv_prepared(x, w_, b=None):
         if x.dtype != wdt:  # a dtype mismatch: the plain kernel decides
             return conv(x, w_, b, **attrs)
-        y = conv_forward(x, cw, b, **geo)
+        y = routes(x, b)[0]
         return y if y.dtype == wdt else y.astype(wdt)
 
     return conv_prepared

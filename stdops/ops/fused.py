@@ -38,7 +38,7 @@ from . import _blas, _fast, _fast_epilogue
 from ._blas import matmul
 from ._registry import op
 from .activation import hard_sigmoid, leaky_relu, relu, sigmoid, softmax
-from .conv import _conv_forward_parts, conv, prepare_conv_weight
+from .conv import ConvRoutes, conv, prepare_conv_weight
 from .elementwise import add, clip, div, erf, mul
 from .linalg import mat_mul
 from .norm import layer_normalization
@@ -209,17 +209,22 @@ def prepare_conv_act(constants: tuple, attrs: dict) -> Callable | None:
         cw.fold_bias(b0)
     wdt = w.dtype
     inline_clip = act.clip_bounds() if act is not None else None
+    routes = ConvRoutes(cw, geo, inline_clip)  # the path per input shape, its arguments bound
+    act_code, post_code = _code(act), _code(post)  # looked up once (hashing an Activation: ~0.5 us)
 
     def conv_act_prepared(x, w_, b=None, residual=None):
         if x.dtype != wdt or wdt != np.float32:
             return conv_act(x, w_, b, residual, **attrs)
         # the epilogue takes the bias when it runs anyway and the path would add it in a pass of its own
         defer = _fast.enabled() and (act is not None or residual is not None or post is not None)
-        y, done = _conv_forward_parts(x, cw, b, geo, inline_clip, defer_bias=defer)
+        y, done = routes(x, b, defer)
         rest_act = None if inline_clip is not None and done == "bias+clip" else act
         bias = None if done or b is None else np.asarray(b, wdt)
         if bias is None and rest_act is None and residual is None and post is None:
             return y
+        if _compiled_ok(y, residual):
+            r = None if residual is None else np.ascontiguousarray(residual)
+            return _fast_epilogue.epilogue(y, bias, act_code if rest_act is not None else _NONE, r, post_code, 1)
         return _epilogue(y, bias, rest_act, residual, post, 1)
 
     return conv_act_prepared

@@ -310,7 +310,17 @@ def _build_conv(p, w, nd: int, depthwise: bool, type_name: str, int8_build=None,
     after = None if step_act is not None else act
     inner = flat_inner_product(wf, bias) if flat_inner_product is not None and kp == 1 else None
 
+    # pads known at load (explicit or none, padded by the kernel): the binding looked up once; a float32 blob of
+    # the layer's rank and channels goes straight to it (the general way below: ~1.5 us a call more)
+    fixed = None
+    if mode in ("explicit", "none") and pad_value == 0.0:
+        fixed = conv_for(list(begin) + list(end) if mode == "explicit" else []).fn
+    f32, rank = np.dtype(np.float32), nd + 1
+
     def run(x):
+        if fixed is not None and type(x) is np.ndarray and x.ndim == rank and x.dtype == f32 and x.shape[0] == Cg * g:
+            y = fixed(x[None], wf, bias)[0]
+            return after(y) if after is not None else y
         if x.ndim == 1 and inner is not None and x.size == wf[0].size:
             y = inner(x)
             return act(y) if act is not None else y

@@ -13,6 +13,7 @@ pooling uses the windows [floor(i * n / o), ceil((i + 1) * n / o)).
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -84,15 +85,24 @@ def _max_pool_flt_max_pads(x: np.ndarray, begin, end, kernel, strides) -> np.nda
     reaches the padding is raised to -FLT_MAX, the one value the two paddings can tell apart (real taps all -inf,
     or none)."""
     y = pooling.max_pool_values(x[None], kernel_shape=kernel, strides=strides, pads=[*begin, *end])[0]
+    for edge in _edges(x.shape, y.shape, tuple(begin), tuple(kernel), tuple(strides)):
+        np.maximum(y[edge], -_FLT_MAX, out=y[edge])  # NaN stays NaN
+    return y
+
+
+@functools.lru_cache(maxsize=256)
+def _edges(shape, out_shape, begin, kernel, strides) -> tuple:
+    """The index tuples of the windows that reach the padding, per axis, for an input and output shape (kept per
+    shape: recomputing them cost ~2 us a call)."""
+    edges = []
     for ax in range(len(kernel)):
-        n, o, k, s = x.shape[1 + ax], y.shape[1 + ax], kernel[ax], strides[ax]
+        n, o, k, s = shape[1 + ax], out_shape[1 + ax], kernel[ax], strides[ax]
         first = min(o, -(-begin[ax] // s))  # windows 0 .. first - 1 start in the leading padding
         last = max(first, min(o, (n + begin[ax] - k) // s + 1))  # windows from last on end in the trailing padding
         for lo, hi in ((0, first), (last, o)):
             if lo < hi:
-                edge = y[(slice(None),) * (1 + ax) + (slice(lo, hi),)]
-                np.maximum(edge, -_FLT_MAX, out=edge)  # NaN stays NaN
-    return y
+                edges.append((slice(None),) * (1 + ax) + (slice(lo, hi),))
+    return tuple(edges)
 
 
 def _adaptive(x: np.ndarray, out: tuple[int, ...], is_max: bool) -> np.ndarray:
@@ -201,11 +211,12 @@ def _build_pool(p, nd: int, type_name: str):
         with np.errstate(divide="ignore", invalid="ignore"):  # a window with no counted tap is 0/0, as in ncnn
             return avg_kernel(*args, **kw)
 
-    def run(x):
-        x = check(x)
-        sp = x.shape[1:]
+    #: modes 0 and 1: spatial shape -> its checked pads (the same every call of the shape)
+    known: dict = {}
+
+    def given_pads(sp):
+        b, e = list(pb), list(pe)
         if mode == 0:
-            b, e = list(pb), list(pe)
             for ax in range(nd):
                 span = sp[ax] + b[ax] + e[ax] - kernel[ax]
                 if span < 0:
@@ -215,8 +226,26 @@ def _build_pool(p, nd: int, type_name: str):
                 tail = span % strides[ax]
                 if tail:
                     e[ax] += strides[ax] - tail
-        elif mode == 1:
-            b, e = list(pb), list(pe)
+        for ax in range(nd):
+            if sp[ax] + b[ax] + e[ax] < kernel[ax]:
+                raise KernelError(
+                    f"{type_name}: kernel {kernel[ax]} is larger than the padded input {sp[ax] + b[ax] + e[ax]}"
+                )
+        if len(known) > 64:
+            known.clear()
+        known[sp] = b, e, any(b) or any(e)
+        return known[sp]
+
+    def run(x):
+        x = check(x)
+        sp = x.shape[1:]
+        if mode in (0, 1):
+            b, e, padded = known.get(sp) or given_pads(sp)
+            if is_max:
+                if padded and x.dtype == np.float32:
+                    return _max_pool_flt_max_pads(x, b, e, kernel, strides)
+                xp = _pad(x, b, e, _pad_value_for(x, True))
+                return pooling.max_pool_values(xp[None], kernel_shape=kernel, strides=strides)[0]
         else:
             totals = [k + (n - 1) // s * s - n for n, k, s in zip(sp, kernel, strides)]
             be = same_pads(totals, "upper" if mode == 2 else "lower", depth_upper=nd == 3)
