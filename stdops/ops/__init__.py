@@ -10,7 +10,8 @@ from . import (  # noqa: F401  (importing a module registers its kernels)
     attention,  # Attention, RotaryEmbedding, LinearAttention
     cast,  # Cast, CastLike, BitCast
     cognitive,  # MDF: ACT-R, drift diffusion
-    conv,  # Conv, CausalConvWithState
+    conv,  # Conv
+    conv_causal,  # CausalConvWithState
     conv_transpose,  # ConvTranspose, Col2Im, DeformConv
     detection,  # NonMaxSuppression
     elementwise,  # arithmetic and unary math

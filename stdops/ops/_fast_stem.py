@@ -44,8 +44,9 @@ STEM_MAX_K = 160
 #: ... and deeper sums where the alternatives do worse: (strides, at most this many outputs (None: any), at most
 #: this K). Measured (3x3, 1 thread): stride 1 @28 K 288 0.7x, 432 0.9x, 576 1.2x; @14 K 576 0.75x, 1152 0.95x;
 #: stride 2 K 288-576 0.8-0.86x (outputs 14 x 14 to 28 x 28, against im2col), 1152 0.93-1.17x; above 196 outputs
-#: the packed direct kernel takes them (conv.py _PACKED_MAX_OUT_S2: ResNet-18 0.5% faster). In the ResNet-style ncnn
-#: fixture (its 32@28 and 64@14 3x3 layers, 32->64 /2): the model 0.91x its time with STEM_MAX_K only; ResNet-18 0.99x
+#: the packed direct kernel takes them (conv_paths.py _PACKED_MAX_OUT_S2: ResNet-18 0.5% faster). In the ResNet-style
+#: ncnn fixture (its 32@28 and 64@14 3x3 layers, 32->64 /2): the model 0.91x its time with STEM_MAX_K only;
+#: ResNet-18 0.99x
 DEEP = (((1, 1), 196, 576), ((1, 1), 784, 432), ((2, 2), 196, 576))
 #: the path on (the tests and benchmarks/bench_conv.py --old-stem turn it off to reach the paths it replaces)
 USE = True

@@ -33,8 +33,8 @@ import numpy as np
 from ..errors import KernelError
 from ..limits import check_elements
 from ..limits import get as limits_in_force
-from . import _fast, _fast_conv, _fast_pointwise, _fast_stem, _fast_windows
-from . import _fast_winoblock as _winoblock  # the blocked F(4,3) for few channels (hook in _conv_forward)
+from . import _fast, _fast_conv, _fast_pointwise, _fast_stem, _fast_windows, _fast_wino2
+from . import _fast_winoblock as _winoblock  # the blocked F(4,3) for few channels (_conv_forward, ConvRoutes)
 from ._blas import matmul
 from ._registry import op
 from ._window import (
@@ -48,9 +48,9 @@ from ._window import (
     tap_slices,
     windows,
 )
-from .activation import swish
+from .conv_paths import direct_packed, pointwise_compiled, pointwise_in_place
 from .depthwise import bias_array, depthwise
-from .dtypes import compute_dtype, float_input
+from .dtypes import compute_dtype
 from .winograd import TILES, choose_tile
 
 
@@ -191,70 +191,6 @@ class ConvWeight:
             if m:
                 self.wino(m)
         return self
-
-
-#: the compiled direct convolution takes maps of at most this many outputs per channel (measured on one AVX-512
-#: core, 1 thread, in ResNet-18, against im2col + OpenBLAS: 512@7 3x3 1.85 ms against 2.9, the whole network 23.8 ms
-#: against 27.7; up to 784 or every size: no gain, 25.3 and 27.4 against 24.7); 3 x 3 stride-1 layers that Winograd
-#: takes keep it above _PACKED_WINOGRAD_OUT (14 x 14: F(2,3) 23.0 ms against 24.6)
-_PACKED_MAX_OUT = 196
-#: ... and stride-2 windows (not 1 x 1) on maps of up to this many outputs, deeper than the stem kernel's short sums
-#: (measured, 1 thread, alternating whole-model runs, the same bits: ResNet-18's 64 -> 128 3x3/2 @56 against
-#: ops/_fast_stem.py's DEEP path, the network 23.59 -> 23.35 ms median)
-_PACKED_MAX_OUT_S2 = 784
-_PACKED_WINOGRAD_OUT = 49
-_PACKED_MIN_K = 64  # a GEMM depth (C kh kw) below this leaves the tile's loop too short
-
-
-def direct_packed(cw: ConvWeight, n: int, out, strides, dilations) -> bool:
-    """Whether a convolution (spatial rank n, output map ``out``) takes the compiled direct path."""
-    if not (n == 2 and cw.group == 1 and cw.dtype == np.float32 and _fast.enabled() and _fast_conv.PACKED_OK):
-        return False
-    P = prod(out)
-    strided = tuple(strides) == (2, 2) and cw.kernel != (1, 1)
-    if P > (_PACKED_MAX_OUT_S2 if strided else _PACKED_MAX_OUT) or cw.Cg * prod(cw.kernel) < _PACKED_MIN_K:
-        return False
-    return P <= _PACKED_WINOGRAD_OUT or not cw.winograd_tile(strides, dilations, out)
-
-
-#: 1 x 1 stride-2 layers read in place by the packed kernel (ops/_fast_conv.py pointwise_in_place) from this many
-#: input channels on, ahead of the compiled pointwise kernel (which copies the strided input first). Alternating,
-#: 1 thread, against it: 64@56 -> 128 0.145 ms against 0.204 (caches flushed first: 0.337 against 0.380), 96@28 ->
-#: 192 0.093 against 0.141 (cold: the same), 128@28 -> 256 0.114 against 0.140, 256@14 -> 512 0.105 against 0.156;
-#: below 64 the tile's loop over K is too short (_PACKED_MIN_K)
-_PACKED_PW_S2_MIN_C = 64
-#: ... and inputs of at most this many values (1 MiB: every channel block reads the input again, strided, and it
-#: then stays in L2): ResNet-50's 256@56 -> 512 2.47 ms against 1.91, 512@28 -> 1024 2.04 against 1.66, 1024@14 ->
-#: 2048 (2^17.6 values) the same, 1.57 against 1.55
-_PACKED_PW_S2_MAX_IN = 1 << 18
-
-
-def pointwise_in_place(cw: ConvWeight, n: int, x_shape, geo, strides) -> bool:
-    """Whether a 1 x 1 stride-2 convolution takes the packed kernel reading its input in place."""
-    return (
-        n == 2
-        and cw.kernel == (1, 1)  # the cheap tests first: every convolution of a plan asks
-        and strides == (2, 2)
-        and cw.group == 1
-        and cw.dtype == np.float32
-        and cw.Cg >= _PACKED_PW_S2_MIN_C
-        and prod(x_shape[1:]) <= _PACKED_PW_S2_MAX_IN
-        and prod(geo.out) <= _PACKED_MAX_OUT_S2
-        and _fast.enabled()
-        and _fast_conv.PACKED_OK
-        and _fast_conv.pointwise_in_place(cw.kernel, geo.begin, x_shape[2:], strides, geo.out)
-    )
-
-
-def pointwise_compiled(cw: ConvWeight, n: int, P: int) -> bool:
-    """Whether a 1 x 1 convolution of P outputs per channel takes the compiled pointwise kernel."""
-    return (
-        all(k == 1 for k in cw.kernel)
-        and cw.group == 1
-        and cw.dtype == np.float32
-        and _fast.enabled()
-        and _fast_pointwise.applies(cw.M, cw.Cg, P)
-    )
 
 
 def prepare_conv_weight(
@@ -402,7 +338,7 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
             return y, "bias+clip"
         if wt == 2 and _fast.enabled():  # the same for F(2x2, 3x3) (ops/_fast_conv.py)
             up = cw.wino_packed(2) if dt == np.float32 and _WINO_PACKED and _fast_conv.PACKED_OK else None
-            y = _fast_conv.winograd2(TILES[2], xc, cw.wino(2), bias_array(b, dt), geo.begin, out, clip, up)
+            y = _fast_wino2.winograd2(TILES[2], xc, cw.wino(2), bias_array(b, dt), geo.begin, out, clip, up)
             return y, "bias+clip"
         y = TILES[wt].conv(xc, cw.wino(wt), geo.begin, out)
     elif all(k == 1 for k in kernel):  # 1x1: a plain GEMM on the (strided) input
@@ -531,6 +467,9 @@ class ConvRoutes:
         done = "bias+clip"
         if cw.Cg == 1 and cw.group > 1:
             return (lambda x: (depthwise(x, cw, geo, strides, dilations, b, clip), done)), b
+        if _winoblock.takes(cw, n, out, strides, dilations):  # _conv_forward's order of the paths
+            bb = bias_array(b, dt)
+            return (lambda x: (_winoblock.conv(x, cw, bb, geo.begin, out, clip), done)), b
         if _fast_stem.takes(cw, n, out, strides, dilations):
             stem = _fast_stem.stem_call(x_shape, cw.stem_packed(), M, kernel, strides, geo.begin, out, b, clip)
             return (lambda x: (stem(x), done)), b
@@ -562,7 +501,7 @@ class ConvRoutes:
         if wt == 2 and _fast.enabled():
             up = cw.wino_packed(2) if dt == np.float32 and _WINO_PACKED and _fast_conv.PACKED_OK else None
             u, bb, tile2 = cw.wino(2), bias_array(b, dt), TILES[2]
-            return (lambda x: (_fast_conv.winograd2(tile2, x, u, bb, geo.begin, out, clip, up), done)), b
+            return (lambda x: (_fast_wino2.winograd2(tile2, x, u, bb, geo.begin, out, clip, up), done)), b
         return None, b
 
 
@@ -626,50 +565,3 @@ def conv(x, w, b=None, /, *, auto_pad="NOTSET", dilations=(), group=1, kernel_sh
         auto_pad=auto_pad,
     )
     return y if y.dtype == x.dtype else y.astype(x.dtype)
-
-
-# --------------------------------------------------------------------------- CausalConvWithState
-
-
-@op("onnx:CausalConvWithState-27")
-def causal_conv_with_state(input, weight, bias=None, past_state=None, /, *, activation="none"):  # noqa: A002
-    """Y[b, c, t] = act(bias[c] + sum_j W[c, 0, j] * P[b, c, t + j]), P = concat(past_state or
-    zeros (B, C, k-1), input) along the last axis; present_state = the last k-1 positions of P.
-
-    input (B, C, L), weight (C, 1, k), bias (C,), past_state (B, C, k-1); act is identity
-    ("none") or SiLU ("silu" / "swish"). Outputs: Y (B, C, L) and present_state (B, C, k-1),
-    the dtype of input.
-    """
-    x = float_input(input, "CausalConvWithState", "input")
-    w = float_input(weight, "CausalConvWithState", "weight")
-    if x.ndim != 3:
-        raise KernelError(f"CausalConvWithState: input must have shape (B, C, L), got {x.shape}")
-    B, C, L = x.shape
-    if w.ndim != 3 or w.shape[0] != C or w.shape[1] != 1 or w.shape[2] < 1:
-        raise KernelError(f"CausalConvWithState: weight must have shape ({C}, 1, k), got {w.shape}")
-    k = int(w.shape[2])
-    act = str(activation).lower()
-    if act not in ("none", "silu", "swish"):
-        raise KernelError(f"CausalConvWithState: activation must be 'none', 'silu' or 'swish', got {activation!r}")
-    wt = compute_dtype(x.dtype)
-    if past_state is None:
-        past = np.zeros((B, C, k - 1), wt)
-    else:
-        past = np.asarray(past_state)
-        if past.shape != (B, C, k - 1):
-            raise KernelError(f"CausalConvWithState: past_state must have shape {(B, C, k - 1)}, got {past.shape}")
-        past = past.astype(wt, copy=False)
-    padded = np.concatenate([past, x.astype(wt, copy=False)], axis=2)
-    b = None
-    if bias is not None:
-        b = np.asarray(bias)
-        if b.shape != (C,):
-            raise KernelError(f"CausalConvWithState: bias must have shape ({C},), got {b.shape}")
-    if L == 0:
-        y = np.zeros((B, C, 0), wt)
-    else:
-        y = conv_forward(padded, ConvWeight(w, C, wt), b)  # depthwise, no padding: length L
-    if act != "none":
-        y = swish(y)
-    present = padded[:, :, padded.shape[2] - (k - 1) :]
-    return y.astype(x.dtype, copy=False), np.ascontiguousarray(present).astype(x.dtype, copy=False)

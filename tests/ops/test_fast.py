@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stdops.ops import _fast, _fast_winoblock
+from stdops.ops import _fast, _fast_winoblock, conv_paths
 from stdops.ops.conv import conv_forward, prepare_conv_weight
 
 pytestmark = pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed")
@@ -178,18 +178,18 @@ WINOGRAD = [
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("tile", [4, 2])
 def test_winograd_compiled_matches_numpy(xs, M, pads, clip, dtype, bias, tile, compiled, monkeypatch):
-    """F(4x4, 3x3) (ops/_fast.py) and F(2x2, 3x3) (ops/_fast_conv.py) with the compiled transforms against
+    """F(4x4, 3x3) (ops/_fast.py) and F(2x2, 3x3) (ops/_fast_wino2.py) with the compiled transforms against
     winograd.Tile.conv (NumPy), both forced (the stem and direct kernels, which take small maps and few channels
     first, turned off)."""
     import stdops.ops.conv as conv_mod
-    from stdops.ops import _fast_conv, _fast_stem
+    from stdops.ops import _fast_stem, _fast_wino2
 
     monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: tile)
     monkeypatch.setattr(_fast_stem, "USE", False)
     monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
-    monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)
+    monkeypatch.setattr(conv_paths, "_PACKED_MAX_OUT", 0)
     calls = []
-    for mod, name in ((_fast, "winograd"), (_fast_conv, "winograd2")):
+    for mod, name in ((_fast, "winograd"), (_fast_wino2, "winograd2")):
         monkeypatch.setattr(mod, name, lambda *a, f=getattr(mod, name), **k: calls.append(f) or f(*a, **k))
     x = RNG.standard_normal(xs).astype(dtype)
     w = RNG.standard_normal((M, xs[1], 3, 3)).astype(dtype)
@@ -227,7 +227,7 @@ def test_winograd_row_parts_give_the_same_bits_at_1_and_2_threads(xs, M, pads, d
     monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: tile)
     monkeypatch.setattr(_fast_stem, "USE", False)  # shallow layers: Winograd, not the stem kernel
     monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
-    monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)  # small maps: Winograd, not the direct kernel
+    monkeypatch.setattr(conv_paths, "_PACKED_MAX_OUT", 0)  # small maps: Winograd, not the direct kernel
     monkeypatch.setattr(_fast, "_ROW_SPLIT_FLOPS", 0)  # parts even for the small layers
     parts = []
     monkeypatch.setattr(_fast, "run_parts", lambda ps, f=_fast.run_parts: parts.append(len(ps)) or f(ps))
@@ -259,11 +259,10 @@ IM2COL = [
 @pytest.mark.parametrize("xs,M,k,s,d,pads", IM2COL)
 @pytest.mark.parametrize("blocks", [False, True])
 def test_im2col_compiled_matches_numpy(xs, M, k, s, d, pads, blocks, compiled, monkeypatch):
-    import stdops.ops.conv as conv_mod
     from stdops.ops import _fast_stem, _fast_windows
 
-    monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT", 0)  # small maps take the direct kernel (tested below)
-    monkeypatch.setattr(conv_mod, "_PACKED_MAX_OUT_S2", 0)  # ... and stride-2 windows on mid-sized ones
+    monkeypatch.setattr(conv_paths, "_PACKED_MAX_OUT", 0)  # small maps take the direct kernel (tested below)
+    monkeypatch.setattr(conv_paths, "_PACKED_MAX_OUT_S2", 0)  # ... and stride-2 windows on mid-sized ones
     monkeypatch.setattr(_fast_stem, "USE", False)  # the stem kernel takes these (tests/ops/test_fast_stem.py)
     monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
 

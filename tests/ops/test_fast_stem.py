@@ -147,7 +147,7 @@ def test_stem_declines_what_it_does_not_take(w_shape, strides, dilations, group,
         (65, (14, 14), (1, 1), False),
         (64, (14, 14), (2, 2), True),  # stride 2: K 576 on 196
         (65, (14, 14), (2, 2), False),
-        (64, (28, 28), (2, 2), False),  # more outputs: the packed direct kernel (conv.py _PACKED_MAX_OUT_S2)
+        (64, (28, 28), (2, 2), False),  # more outputs: the packed direct kernel (conv_paths.py _PACKED_MAX_OUT_S2)
         (40, (28, 28), (2, 1), False),  # mixed strides: STEM_MAX_K only
     ],
 )

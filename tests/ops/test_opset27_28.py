@@ -10,7 +10,7 @@ import pytest
 from stdops.errors import KernelError
 from stdops.ops.activation import swi_glu
 from stdops.ops.attention import linear_attention
-from stdops.ops.conv import causal_conv_with_state
+from stdops.ops.conv_causal import causal_conv_with_state
 
 RNG = np.random.default_rng(7)
 BF16 = np.dtype(ml_dtypes.bfloat16)

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ...ncnn.layers.conv import crop_negative, same_pads
+from ...ncnn.layers.conv_geometry import crop_negative, same_pads
 from ...ncnn.layers.quant import dequant_scales, quantize_rows
 from ..onnx_build import Attrs
 from .base import F32, LayerCtx, emits, float2int8, fused_activation, gather_elements, index_map

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ncnn.layers.conv import same_pads
+from ...ncnn.layers.conv_geometry import same_pads
 from ..onnx_build import Attrs
 from .base import F32, FLT_MAX, LayerCtx, emits
 from .conv import _crop_box

@@ -23,7 +23,7 @@ from ...limits import check_elements
 from ...ops import elementwise, reduce, shape_pad
 from ...ops import pool as pooling
 from ..spec import P, Ref, W, layer
-from .conv import crop_negative, same_pads
+from .conv_geometry import crop_negative, same_pads
 
 _FLT_MAX = float(np.finfo(np.float32).max)
 

@@ -23,7 +23,7 @@ from ...ops import grid_sample as sampling
 from ...ops import shape as shapes
 from .. import expr as _expr
 from ..spec import P, Ref, layer
-from .conv import crop_negative, same_pads
+from .conv_geometry import crop_negative, same_pads
 
 _grid_sample = sampling.grid_sample
 _col2im = conv_transpose.col2im
