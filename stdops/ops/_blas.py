@@ -51,6 +51,13 @@ import numpy as np
 
 _SPLIT_FLOPS = 1 << 25  # 33.5 MFLOP (~0.25 ms on one core): a hand-off (tens of us) is paid back above
 _SPLIT4_FLOPS = 1 << 28  # 268 MFLOP: four parts (each still >= 67 MFLOP)
+#: the compiled convolution kernels' parts (ops/_fast_stem.py, _fast_pointwise.py, _fast_conv.py's direct kernel and
+#: Winograd products) from twice as much: on a 2-vCPU AMD Zen 4 guest a hand-off measured 24 us median (6 min, 39 p90;
+#: two empty parts, 200 us of work between calls), and a part on the other core reads what this one wrote from
+#: outside its L2; measured, 2 threads against 1, alternating whole-model runs (medians): ShuffleNetV2 1.08/1.09 ->
+#: 1.01/1.01, MobileNetV2 1.07/1.04 -> 1.01/0.99, ResNet-18 0.86/0.92 -> 0.91/0.75 (its Winograd rows and GEMMs
+#: keep _SPLIT_FLOPS)
+_KERNEL_SPLIT_FLOPS = 1 << 26
 # A part re-packs the operand the split does not cut (along N: A's rows, along M: all of B), so a split costs
 # time even on one thread, the more the narrower its parts (measured alternating on one core, 2 parts: 128 rows
 # x 1024 x 256 cut along M +10%, 197 x 1536 x 384 cut into 192-column parts +7%, 128 x 256 x 1024 into

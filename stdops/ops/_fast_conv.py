@@ -32,7 +32,8 @@ from collections.abc import Callable
 import numpy as np
 
 from . import _blas
-from ._blas import _SPLIT_FLOPS, run_parts
+from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
+from ._blas import run_parts
 from ._fast import _clip_args, numba
 from ._fast_convtile import _K_CHUNK, _PFX_AHEAD, _TILE_M, _TILE_P, _XS
 

@@ -21,7 +21,8 @@ from typing import cast
 
 import numpy as np
 
-from ._blas import _SPLIT_FLOPS, run_parts
+from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
+from ._blas import run_parts
 from ._fast import numba
 from ._fast_conv import PACKED_OK
 from ._fast_epilogue import ACT_NONE

@@ -30,7 +30,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._blas import _SPLIT_FLOPS, run_parts
+from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
+from ._blas import run_parts
 from ._fast import _clip_args, enabled, numba
 from ._fast_conv import PACKED_OK
 

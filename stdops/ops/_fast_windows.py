@@ -309,8 +309,10 @@ def conv2d_blocked(x: np.ndarray, wmat: np.ndarray, kernel, strides, dilations, 
 
 #: max pooling of at least this many input values (all planes) runs in 2 parts over output rows at 2 threads: after
 #: a step split over output rows (ops/_fast_stem.py), each part then reads the rows its core wrote; the caller takes
-#: the top half (measured, ResNet-18's 64 x 112 x 112 after its stem: 0.196 ms at 1 thread, 0.395 unsplit at 2)
-_POOL_SPLIT_VALUES = 1 << 18
+#: the top half (measured, ResNet-18's 64 x 112 x 112 after its stem: 0.196 ms at 1 thread, 0.395 unsplit at 2);
+#: from 2^19, not 2^18: ShuffleNetV2's 24 x 112 x 112 (0.09 ms at 1 thread) measured 0.25 ms split at 2 on a Zen 4
+#: guest, where a hand-off costs ~24 us (ops/_blas.py _KERNEL_SPLIT_FLOPS)
+_POOL_SPLIT_VALUES = 1 << 19
 
 
 def max_pool2d(x: np.ndarray, kernel, strides, dilations, begin, out) -> np.ndarray:
