@@ -229,6 +229,20 @@ def test_ncnn_convolution_with_huge_pad_is_refused_before_allocating(tmp_path):
     _behaves_then(case, tmp_path, ResourceLimitError, r"node 'L' \(Convolution\).*padded input")
 
 
+@pytest.mark.parametrize(
+    "params",
+    ["0=0 1=3 2=2 13=2147483647", "0=0 1=3 2=2 3=1 5=1 14=2147483647", "0=1 1=3 2=2 3=100000000 5=1"],
+    ids=["max pad_top", "max pad_right, full padding mode", "average pad"],
+)
+def test_ncnn_pooling_with_huge_pads_is_refused_before_allocating(params, tmp_path):
+    """Found by `make fuzz` (seed 20261202, resnet_small's max pool with pad_top 2^31 - 1): Pooling padded its map
+    to terabytes before any check (a MemoryError, not the limit)."""
+    from stdops.errors import ResourceLimitError
+
+    case = _net_case("pool pad", _one_layer(f"Pooling L 1 1 data y {params}"), np.ones((2, 6, 6), np.float32))
+    _behaves_then(case, tmp_path, ResourceLimitError, r"node 'L' \(Pooling\).*padded input")
+
+
 def test_ncnn_diag_with_int_min_offset_does_not_crash(tmp_path):
     """Bug: numpy's diagonal segfaults on offset -2**31; Diag now clamps the offset (empty diagonal)."""
     case = _net_case("diag", _one_layer("Diag L 1 1 data y 0=-2147483648"), np.ones((2, 4), np.float32))

@@ -211,10 +211,11 @@ def _build_pool(p, nd: int, type_name: str):
         with np.errstate(divide="ignore", invalid="ignore"):  # a window with no counted tap is 0/0, as in ncnn
             return avg_kernel(*args, **kw)
 
-    #: modes 0 and 1: spatial shape -> its checked pads (the same every call of the shape)
+    #: modes 0 and 1: input shape -> its checked pads (the same every call of the shape)
     known: dict = {}
 
-    def given_pads(sp):
+    def given_pads(shape):
+        channels, sp = shape[0], shape[1:]
         b, e = list(pb), list(pe)
         if mode == 0:
             for ax in range(nd):
@@ -231,16 +232,18 @@ def _build_pool(p, nd: int, type_name: str):
                 raise KernelError(
                     f"{type_name}: kernel {kernel[ax]} is larger than the padded input {sp[ax] + b[ax] + e[ax]}"
                 )
+        # pads are int32 params: a hostile 2^31 - 1 would pad the map to terabytes (make fuzz, seed 20261202)
+        check_elements((channels,) + tuple(n + lo + hi for n, lo, hi in zip(sp, b, e)), f"{type_name} padded input", 4)
         if len(known) > 64:
             known.clear()
-        known[sp] = b, e, any(b) or any(e)
-        return known[sp]
+        known[shape] = b, e, any(b) or any(e)
+        return known[shape]
 
     def run(x):
         x = check(x)
         sp = x.shape[1:]
         if mode in (0, 1):
-            b, e, padded = known.get(sp) or given_pads(sp)
+            b, e, padded = known.get(x.shape) or given_pads(x.shape)
             if is_max:
                 if padded and x.dtype == np.float32:
                     return _max_pool_flt_max_pads(x, b, e, kernel, strides)
