@@ -318,35 +318,17 @@ class Plan:
                     args = [vals[i] for i in step.ins]
                     res = step.fn(*args)
                     end = time.perf_counter()
-            except (ResourceLimitError, ModelFormatError) as e:
-                err = self._located(e, step.node)
+            except Exception as e:  # noqa: BLE001 - a kernel's complaint becomes the node's error
+                err = self._step_error(e, step.node)
                 if err is e:
                     raise
                 raise err from e
-            except StdopsError:
-                raise
-            except Exception as e:  # noqa: BLE001 - a kernel's complaint becomes the node's error
-                raise OpError(step.node.name, step.node.op, e, self.path) from e
             if timer is not None:
                 timer(step.node, start, end, args, res)
                 del args  # the inputs' slots may be released below
-            outs = step.outs
-            if type(res) is tuple:
-                if len(res) < len(outs):
-                    raise OpError(
-                        step.node.name,
-                        step.node.op,
-                        f"kernel returned {len(res)} outputs, node has {len(outs)}",
-                        self.path,
-                    )
-                for s, v in zip(outs, res):
-                    if s >= 0:
-                        vals[s] = v
-            elif outs:
-                if outs[0] >= 0:
-                    vals[outs[0]] = res
+            self._store(step, res, vals)
             if hook is not None:
-                for name, s in zip(step.node.outputs, outs):
+                for name, s in zip(step.node.outputs, step.outs):
                     if s >= 0:
                         hook(step.node.name, name, vals[s])
             for s in step.release:
@@ -365,35 +347,42 @@ class Plan:
                     res = fn(vals[ins[0]], vals[ins[1]])
                 else:
                     res = fn(*[vals[i] for i in ins])
-            except (ResourceLimitError, ModelFormatError) as e:
-                err = self._located(e, step.node)
+            except Exception as e:  # noqa: BLE001 - a kernel's complaint becomes the node's error
+                err = self._step_error(e, step.node)
                 if err is e:
                     raise
                 raise err from e
-            except StdopsError:
-                raise
-            except Exception as e:  # noqa: BLE001 - a kernel's complaint becomes the node's error
-                raise OpError(step.node.name, step.node.op, e, self.path) from e
             if out is not None and type(res) is not tuple:  # one output (-1: dropped)
                 if out >= 0:
                     vals[out] = res
-            elif type(res) is tuple:
-                outs = step.outs
-                if len(res) < len(outs):
-                    raise OpError(
-                        step.node.name,
-                        step.node.op,
-                        f"kernel returned {len(res)} outputs, node has {len(outs)}",
-                        self.path,
-                    )
-                for s, v in zip(outs, res):
-                    if s >= 0:
-                        vals[s] = v
-            elif step.outs:
-                if step.outs[0] >= 0:
-                    vals[step.outs[0]] = res
+            else:
+                self._store(step, res, vals)
             for s in release:
                 vals[s] = None
+
+    def _store(self, step, res, vals: list) -> None:
+        """A step's result into its output slots (-1: an output nothing reads): a tuple one per output, else the
+        first output."""
+        outs = step.outs
+        if type(res) is tuple:
+            if len(res) < len(outs):
+                raise OpError(
+                    step.node.name, step.node.op, f"kernel returned {len(res)} outputs, node has {len(outs)}", self.path
+                )
+            for s, v in zip(outs, res):
+                if s >= 0:
+                    vals[s] = v
+        elif outs and outs[0] >= 0:
+            vals[outs[0]] = res
+
+    def _step_error(self, e: Exception, node: Node) -> Exception:
+        """The error a step's exception becomes: a limit or format error located at the file and node, another
+        StdopsError as it is, anything else an OpError naming the node."""
+        if isinstance(e, (ResourceLimitError, ModelFormatError)):
+            return self._located(e, node)
+        if isinstance(e, StdopsError):
+            return e
+        return OpError(node.name, node.op, e, self.path)
 
     def _located(self, e: StdopsError, node: Node) -> StdopsError:
         """A limit or format error a kernel raised at run time (a Loop's iteration cap, a subgraph's
