@@ -13,11 +13,15 @@ and its hand-off costs a scheduler time slice when the other core is busy (measu
   along N (columns), else M (rows), else the batch axis, by a rule on the shape alone
   (:func:`split_plan`). Each part is an ordinary one-thread GEMM written into its slice of the result,
   so the result's bits depend on the shape only: the same with 1 or 2 threads, from run to run and from
-  any number of Python threads at once. With one thread the GEMM runs whole: OpenBLAS computes every output
-  of a column, row or batch part with the same kernel and the same order over K as in the whole product (its
-  K blocking depends on K alone, the cuts fall on multiples of 16), so the whole call gives the parts' bits,
-  8-12% sooner than the parts one after another (the repeated packing of the uncut operand);
-  tests/ops/test_blas.py checks those bits over a grid of shapes for the OpenBLAS that constraints.txt pins;
+  any number of Python threads at once. With one thread the GEMM runs whole where OpenBLAS's kernel is one of
+  :data:`_WHOLE_SAME_BITS`: its SkylakeX kernel computes every output of a column, row or batch part with the
+  same code and the same order over K as in the whole product (its K blocking depends on K alone, the cuts fall
+  on multiples of 16), so the whole call gives the parts' bits, 8-12% sooner than the parts one after another
+  (the repeated packing of the uncut operand); tests/ops/test_blas.py checks those bits over a grid of shapes.
+  Its Haswell kernel (the one it picks on AVX2 machines, AMD Zen 3 among them) does not: the outputs of a tail
+  block are summed in another order, so a part's edge moves bits (64 x 147 x 12544 cut at column 6272: 17676
+  outputs differ in the last bit, measured with the OpenBLAS constraints.txt pins); there, and on any kernel not
+  checked, one thread runs the parts one after another;
 - :func:`run_parts` runs the parts: the caller takes the first, helpers (the caller's thread count minus
   one, started on first use) the others, and the caller runs itself any part no helper has started yet
   when it is done with its own. On a busy machine a second thread therefore costs at most a hand-off, never
@@ -68,17 +72,22 @@ _ALIGN = 16  # part boundaries on multiples of 16 (one AVX-512 register of float
 
 _SET_NAMES = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads")
 _GET_NAMES = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads")
+_CORE_NAMES = ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename")
+
+
+def _openblas_libs():
+    """The OpenBLAS libraries numpy may have loaded (numpy.libs or the system's), opened."""
+    roots = [os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs"), os.path.dirname(np.__file__)]
+    for path in (p for r in roots for p in glob.glob(os.path.join(r, "**", "*openblas*.so*"), recursive=True)):
+        try:
+            yield ctypes.CDLL(path)
+        except OSError:
+            continue
 
 
 def _find_openblas():
-    """(get, set) of the OpenBLAS numpy loaded (numpy.libs or the system's), or None."""
-    roots = [os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs"), os.path.dirname(np.__file__)]
-    candidates = [p for r in roots for p in glob.glob(os.path.join(r, "**", "*openblas*.so*"), recursive=True)]
-    for path in candidates:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
+    """(get, set) of the OpenBLAS numpy loaded, or None."""
+    for lib in _openblas_libs():
         for gname, sname in zip(_GET_NAMES, _SET_NAMES):
             get, put = getattr(lib, gname, None), getattr(lib, sname, None)
             if get is not None and put is not None:
@@ -98,6 +107,29 @@ def _api():
     if _API is None:
         _API = _find_openblas() or False
     return _API
+
+
+#: the OpenBLAS kernels (``openblas_get_corename``) whose whole GEMM has the bits of its parts: checked by
+#: tests/ops/test_blas.py on an Intel Skylake-X and an AMD Zen 4, both on this kernel (see the module doc)
+_WHOLE_SAME_BITS = frozenset({"SkylakeX"})
+
+
+@functools.cache
+def core_name() -> str:
+    """The loaded OpenBLAS's kernel name ("Haswell", "SkylakeX", ...), or "" where it cannot be read."""
+    for lib in _openblas_libs():
+        for name in _CORE_NAMES:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                return (fn() or b"").decode("ascii", "replace").strip()
+    return ""
+
+
+@functools.cache
+def whole_keeps_bits() -> bool:
+    """Whether one GEMM call gives the bits of :func:`split_plan`'s parts with this OpenBLAS (see the module doc)."""
+    return core_name() in _WHOLE_SAME_BITS
 
 
 def threads() -> int:
@@ -249,7 +281,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out=None) -> np.ndarray:
     if a.ndim == 2 and b.ndim == 2 and 2.0 * a.shape[0] * a.shape[1] * b.shape[1] < _SPLIT_FLOPS:
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)  # what split_plan says, sooner
     plan = split_plan(a.shape, b.shape) if a.dtype.kind == "f" and b.dtype == a.dtype else None
-    if plan is None or threads() == 1:  # one thread: the parts' bits in one call (see the module doc), 8-12% sooner
+    if plan is None or (threads() == 1 and whole_keeps_bits()):  # the parts' bits in one call, 8-12% sooner
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     axis, cuts = plan
     if out is None:

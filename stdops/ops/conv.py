@@ -346,8 +346,9 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
         if any(s != 1 for s in strides):
             xs = xs[tap_slices((0,) * n, dilations, strides, out)]
         # a constant bias rides in the GEMM as a column of W times a row of ones appended to X when
-        # copying X costs less than a pass over Y (more outputs than inputs) or X is copied anyway
-        if not defer_bias and b is not None and g == 1 and b is cw.bias_src and (M > C or not xs.flags.c_contiguous):
+        # copying X costs less than a pass over Y (more outputs than inputs) or X is copied anyway; also when the
+        # caller would add it (defer_bias): a fused step then has the bits of the convolution alone
+        if b is not None and g == 1 and b is cw.bias_src and (M > C or not xs.flags.c_contiguous):
             xb = np.empty((N, C + 1, P), dt)
             np.copyto(xb[:, :C].reshape(xs.shape), xs)
             xb[:, C] = 1
@@ -376,7 +377,7 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
             )
             if prod(tail) <= 1.08 * prod(out[1:]):
                 ft = FlatTaps(xc, geo, kernel, strides, dilations)
-        fold = not defer_bias and b is not None and g == 1 and b is cw.bias_src  # bias: a row of ones x a column
+        fold = b is not None and g == 1 and b is cw.bias_src  # bias: a row of ones x a column (deferred too: above)
         K = C * kp
         if ft is not None:
             L = ft.L

@@ -192,8 +192,10 @@ def _split_shapes():
 
 @pytest.mark.parametrize("m,k,n,layout", _split_shapes())
 def test_a_whole_gemm_has_the_bits_of_its_parts(monkeypatch, m, k, n, layout):
-    """One thread runs a split GEMM whole (ops/_blas.py): with OpenBLAS on one thread, the whole product and the
-    parts two threads compute are the same bits (the property the one-thread shortcut rests on)."""
+    """One thread runs a split GEMM whole where the OpenBLAS kernel is one of _WHOLE_SAME_BITS (ops/_blas.py): with
+    OpenBLAS on one thread, the whole product and the parts two threads compute are then the same bits (the
+    property the one-thread shortcut rests on). On any other kernel one thread runs the parts: the same bits
+    again, by construction (checked here too)."""
     rng = np.random.default_rng(m * 7 + n)
     a = rng.standard_normal((k, m) if layout == "aT" else (m, k), dtype=np.float32)
     b = rng.standard_normal((n, k) if layout == "bT" else (k, n + 5 if layout == "strided" else n), dtype=np.float32)
@@ -201,10 +203,30 @@ def test_a_whole_gemm_has_the_bits_of_its_parts(monkeypatch, m, k, n, layout):
     b = b.T if layout == "bT" else (b[:, :n] if layout == "strided" else b)
     assert blas.split_plan(a.shape, b.shape) is not None
     with blas.serial():  # the real OpenBLAS, set to one thread
-        whole = np.matmul(a, b)
+        whole = np.matmul(a, b) if blas.whole_keeps_bits() else blas.matmul(a, b)
         monkeypatch.setattr(blas, "threads", lambda: 2)
         parts = blas.matmul(a, b)
     assert np.array_equal(whole, parts)
+
+
+def test_the_one_thread_shortcut_follows_the_kernel(monkeypatch):
+    """The whole call only on a kernel whose bits were checked: on another (the Haswell kernel's tail blocks sum
+    in another order) one thread runs the parts, so 1 and 2 threads agree there too."""
+    calls = []
+    real = np.matmul
+    monkeypatch.setattr(blas.np, "matmul", lambda *a, **k: calls.append(a[1].shape) or real(*a, **k))
+    a = np.ones((64, 147), np.float32)
+    b = np.ones((147, 12544), np.float32)
+    for core, whole in (("SkylakeX", True), ("Haswell", False), ("", False)):
+        monkeypatch.setattr(blas, "whole_keeps_bits", lambda core=core: core in blas._WHOLE_SAME_BITS)
+        monkeypatch.setattr(blas, "threads", lambda: 1)
+        calls.clear()
+        blas.matmul(a, b)
+        assert (calls == [b.shape]) == whole and len(calls) == (1 if whole else 2), core
+
+
+def test_the_kernel_name_is_read():
+    assert isinstance(blas.core_name(), str)  # "" only where the loaded BLAS is no OpenBLAS
 
 
 def test_a_batched_split_has_the_bits_of_the_whole(monkeypatch):
