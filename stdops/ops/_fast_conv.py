@@ -54,18 +54,25 @@ if numba is not None:
     )
 
 
-def _has_avx512() -> bool:
+def _has(*features: str) -> bool:
     try:
         from llvmlite import binding
 
-        return bool(binding.get_host_cpu_features().get("avx512f"))
+        found = binding.get_host_cpu_features()
+        return all(bool(found.get(f)) for f in features)
     except Exception:  # noqa: BLE001 - no feature map: take the portable paths
         return False
 
 
-#: the packed kernel's tile holds 14 vectors of 16 floats in registers: AVX-512 (32 of them) only; elsewhere
-#: (AVX2: 16 registers of 8 floats) the tile would spill, and the callers keep OpenBLAS
-PACKED_OK = numba is not None and _has_avx512()
+#: the compiled kernels' LLVM tiles are written in 16-lane float32 vectors (ops/_llvm_lanes.py); on AVX-512 one
+#: vector is one zmm register (32 of them), on AVX2 + FMA two ymm halves (16 registers: 8 vectors' worth), so a
+#: module takes AVX2 only with tile shapes of its own for that budget (a tile sized for AVX-512 spills there:
+#: forced on an AMD Zen 3, MobileNetV2 3.2x onnxruntime's time against 1.8x by the portable paths)
+AVX512 = numba is not None and _has("avx512f")
+AVX2 = numba is not None and not AVX512 and _has("avx2", "fma")
+#: the AVX-512 tiles: the packed kernel's tile holds 14 vectors of 16 floats in registers
+PACKED_OK = AVX512
+
 
 # --------------------------------------------------------------------------- direct convolution, weights streamed
 
