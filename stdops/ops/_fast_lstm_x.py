@@ -25,8 +25,8 @@ were taken on, the GEMV ran 7.5 us a step, the FMA units busier, so the overlap 
 stays the GEMM before the loop. On AVX2 (AMD Zen 3, no AVX-512) the tile's 16 accumulators are 32 ymm halves, the
 GEMV's group another 8, of 16 registers: it runs (the tests take it there) but spills, and the GEMM before the
 loop wins. Measured there (H = 256, 64 steps, one core, one BLAS thread, both paths alternating through the
-prepared step, 100 rounds): I = 256 fused 3735 us (median) / 2704 (min) against 3076 / 2218; I = 128 2935 / 2392
-against 2421 / 1906. So :data:`FUSED_OK` stays AVX-512 only (a tile shaped for AVX2 would need fewer rows a
+prepared step, 100 rounds): I = 256 fused 3114 us (median) / 2488 (min) against 2549 / 2126; I = 128 1921 / 1619
+against 1630 / 1350. So :data:`FUSED_OK` stays AVX-512 only (a tile shaped for AVX2 would need fewer rows a
 block, and more tiles than groups a step: not tried).
 """
 
