@@ -1,6 +1,6 @@
 """The compiled LSTM loops (ops/_fast_rnn.py) against the NumPy loop of ops/rnn.py (the reference, on the shared
-cells): the packed AVX-512 GEMV (through the kernel and through its load-time prepare) and the BLAS-GEMV loop that
-machines without AVX-512 take. Hidden sizes around the packed groups of 32 units, batches, directions, states,
+cells): the packed GEMV, AVX-512 or AVX2 (through the kernel and through its load-time prepare) and the BLAS-GEMV loop
+that other machines take. Hidden sizes around the packed groups of 32 (16) units, batches, directions, states,
 sequence lengths, peepholes, layouts."""
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def test_no_prepare_for_what_the_compiled_loop_does_not_compute():
     "T,B,I,H,direction,states", [(7, 1, 5, 4, "forward", False), (6, 3, 4, 40, "bidirectional", True)]
 )
 def test_blas_loop_matches_numpy(T, B, I, H, direction, states, monkeypatch):
-    """The loop machines without AVX-512 take (the GEMV by BLAS through numba), forced here."""
+    """The loop machines without AVX-512 or AVX2 take (the GEMV by BLAS through numba), forced here."""
     monkeypatch.setattr(_fast_rnn, "TILES_OK", False)
     inputs, attrs = _case(11, T, B, I, H, direction, states, None, False)
     assert not bind(lstm, attrs, (None, *inputs[1:4])).prepared
