@@ -33,10 +33,13 @@ cell update the reference's products and sums in its order.
 - AVX2 + FMA (no AVX-512, :data:`TILES_OK`): the same loops on groups of 16 units (``_UNITS`` 1: 4 gate vectors,
   8 ymm accumulators; the AVX-512 group's 8 vectors would be 16 ymm and spill), each row of a batch alone (no
   _lstm_group2). The sums are the same, in the same order (each output its H products by FMAs in the order of k):
-  the same bits as the AVX-512 groups. Measured on an AMD Zen 3 (H = 256, 64 steps, batch 1, one core,
-  alternating with the BLAS loop below): 31.2 against 35.9 us a step (median), 21.7 against 23.3 (min): a step
-  is bound by streaming R (1 MB) from L3 there; the zoo's LSTMs with the gate open: built:lstm_2layer 1.34x ->
-  1.02x onnxruntime's time, lstm_text 1.31x -> 1.06x, ncnn lstm_text 1.08x -> 0.75x the ncnn wheel's.
+  the same bits as the AVX-512 groups. Measured on an AMD Zen 3 (64 steps, batch 1, one core, one BLAS thread,
+  alternating with the BLAS loop below, 120 rounds): H = 256 31.8 against 36.3 us a step (median), 25.8 against
+  23.3 (min): a step is bound by streaming R (1 MB; L2 512 kB) from L3 there, either way; H = 128 (R in L2) 6.2
+  against 8.7 (median). The zoo's LSTMs with the gate open (bench_zoo --threads 1, the gate off / on in
+  alternate runs, a loaded machine): built:lstm_2layer 1.28-1.51x -> 0.93-1.09x onnxruntime's time, lstm_text
+  1.45-1.55x -> 1.01-1.19x, ncnn lstm_text 1.05-1.15x -> 0.78-0.80x the ncnn wheel's (the prepared packing, no
+  per-call setup, the gates in registers).
 - :func:`lstm_loop` (elsewhere, neither AVX-512 nor AVX2): the same loop with the GEMV by BLAS (numba's np.dot),
   every sequence of full length, no peepholes.
 """
