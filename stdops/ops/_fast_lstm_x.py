@@ -1,5 +1,5 @@
 """An LSTM's input projection computed inside its recurrence (one direction, a batch of 1, full-length sequence, no
-peepholes; AVX-512; ops/rnn.py runs a reverse direction on the steps reversed, two directions one by one): the
+peepholes; FUSED_OK; ops/rnn.py runs a reverse direction on the steps reversed, two directions one by one): the
 packed recurrent GEMV of ops/_fast_rnn.py streams R from L2/L3 and leaves the FMA units about half idle (H = 256 on
 an AMD Zen 4: ~10.6 us a step for 16384 vector FMAs, ~100 GB/s), while the input projection x W^T of the same layer,
 one GEMM before the loop, is FMA-bound (64 x 256 x 1024: ~0.37 ms, 5.7 us a step). Here the projection of the next
@@ -22,7 +22,12 @@ z = (x W^T + b) + h R^T as in ops/_fast_rnn.py.
 Where: :data:`FUSED_OK`, a rule on the CPU: AMD's cores run 512-bit vectors as two 256-bit halves and the GEMV's
 loop there is bound by its loads (the measurement above); on the Intel Skylake-X cores the previous measurements
 were taken on, the GEMV ran 7.5 us a step, the FMA units busier, so the overlap is unmeasured there and that path
-stays the GEMM before the loop.
+stays the GEMM before the loop. On AVX2 (AMD Zen 3, no AVX-512) the tile's 16 accumulators are 32 ymm halves, the
+GEMV's group another 8, of 16 registers: it runs (the tests take it there) but spills, and the GEMM before the
+loop wins. Measured there (H = 256, 64 steps, one core, one BLAS thread, both paths alternating through the
+prepared step, 100 rounds): I = 256 fused 3114 us (median) / 2488 (min) against 2549 / 2126; I = 128 1921 / 1619
+against 1630 / 1350. So :data:`FUSED_OK` stays AVX-512 only (a tile shaped for AVX2 would need fewer rows a
+block, and more tiles than groups a step: not tried).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._fast import numba
-from ._fast_conv import PACKED_OK
+from ._fast_conv import AVX512
 from ._fast_rnn import _UNITS, _VL, aligned_empty
 
 ROWS = 16  # steps of a block: the tile's rows (16 accumulators, with the GEMV's 8 and 2 more: 26 of 32 registers)
@@ -44,7 +49,7 @@ def _amd() -> bool:
         return False
 
 
-FUSED_OK = PACKED_OK and _amd()
+FUSED_OK = AVX512 and _amd()  # per ISA: off on AVX2 (the module doc's measurement)
 
 __all__ = ["FUSED_OK", "ROWS", "lstm_x", "pack_input", "usable", "x_blocks"]
 

@@ -3,7 +3,7 @@ input projections of every step computed before (one GEMM). Reference: ops/rnn.p
 cells (rnn_cell.LSTMCell); the sigmoid is the epilogue's polynomial one (~4 ulp), tanh ops/_fast_epilogue's, the
 cell update the reference's products and sums in its order.
 
-- :func:`lstm_packed` (AVX-512): the recurrent product of a step by a GEMV compiled here on R packed once
+- :func:`lstm_packed` (AVX-512; AVX2 below): the recurrent product of a step by a GEMV compiled here on R packed once
   (:func:`pack_recurrent`): for each group of 32 hidden units, the rows of its 4 gates interleaved and transposed,
   so that the loop over the H inputs streams 128 contiguous floats per input (8 vectors of 16) into 8 AVX-512
   accumulators (an LLVM intrinsic, as ops/_fast_conv.py's tile: numba's own loops emit 256-bit vectors), h[k]
@@ -26,11 +26,22 @@ cell update the reference's products and sums in its order.
   page boundary for the prefetchers to stop at. Measured (the same Zen 4, a whole LSTM layer H = 256, 64 steps,
   both placements alternating in one process): 1132 -> 1118 us (min), 1408 -> 1393 and 1495 -> 1459 (medians);
   at H = 128 (256 kB) no difference.
-- :func:`gru_packed` (AVX-512): a GRU with linear_before_reset (the form PyTorch and ncnn export) on the same
+- :func:`gru_packed` (AVX-512 or AVX2): a GRU with linear_before_reset (the form PyTorch and ncnn export) on the same
   packed GEMV with 3 gates, its gates in numba's loops (reference: rnn_cell.GRUCell). H = 256, 64 steps:
-  0.65 ms a call against 1.66 by the NumPy loop.
-- :func:`lstm_loop` (elsewhere, no AVX-512: the packed tile would spill AVX2's 16 registers): the same loop with
-  the GEMV by BLAS (numba's np.dot), every sequence of full length, no peepholes.
+  0.65 ms a call against 1.66 by the NumPy loop; on the AVX2 Zen 3 (prepared, one BLAS thread, alternating, 40
+  rounds) 1.86 ms against 4.40 (medians).
+- AVX2 + FMA (no AVX-512, :data:`TILES_OK`): the same loops on groups of 16 units (``_UNITS`` 1: 4 gate vectors,
+  8 ymm accumulators; the AVX-512 group's 8 vectors would be 16 ymm and spill), each row of a batch alone (no
+  _lstm_group2). The sums are the same, in the same order (each output its H products by FMAs in the order of k):
+  the same bits as the AVX-512 groups. Measured on an AMD Zen 3 (64 steps, batch 1, one core, one BLAS thread,
+  alternating with the BLAS loop below, 120 rounds): H = 256 31.8 against 36.3 us a step (median), 25.8 against
+  23.3 (min): a step is bound by streaming R (1 MB; L2 512 kB) from L3 there, either way; H = 128 (R in L2) 6.2
+  against 8.7 (median). The zoo's LSTMs with the gate open (bench_zoo --threads 1, the gate off / on in
+  alternate runs, a loaded machine): built:lstm_2layer 1.28-1.51x -> 0.93-1.09x onnxruntime's time, lstm_text
+  1.45-1.55x -> 1.01-1.19x, ncnn lstm_text 1.05-1.15x -> 0.78-0.80x the ncnn wheel's (the prepared packing, no
+  per-call setup, the gates in registers).
+- :func:`lstm_loop` (elsewhere, neither AVX-512 nor AVX2): the same loop with the GEMV by BLAS (numba's np.dot),
+  every sequence of full length, no peepholes.
 """
 
 from __future__ import annotations
@@ -40,16 +51,26 @@ import mmap
 import numpy as np
 
 from ._fast import numba
-from ._fast_conv import PACKED_OK
+from ._fast_conv import AVX2, AVX512, PACKED_OK
 from ._fast_epilogue import ACT_SIGMOID
 
-_VL = 16  # float32 lanes of an AVX-512 register
-_UNITS = 2  # vectors of hidden units per gate per group: a group of 32 units, 4 gates = 8 accumulators
+#: Where the packed loops run (ops/rnn.py's gate): AVX-512 with the shapes below, AVX2 + FMA with its own.
+TILES_OK = AVX512 or AVX2
+_VL = 16  # float32 lanes of an AVX-512 register (two ymm halves on AVX2)
+# vectors of hidden units per gate per group. AVX-512: a group of 32 units, 4 gates = 8 accumulators (of 32 zmm).
+# AVX2: a group of 16 units, 4 gates = 4 vectors = 8 ymm accumulators (of 16: the loop is 8 FMAs with memory
+# operands and one broadcast a k, no spill; 32 units would be 16 ymm of accumulators alone and spill). At H = 256
+# the step is bound by streaming R from L3 either way (Zen 3, 64 steps, one core, alternating, 60 rounds: batch 1
+# 26.6 us a step with 16 units against 27.9 with 32, medians; H = 128, R in L2: 5.1 against 7.0 by BLAS's GEMV)
+_UNITS = 2 if AVX512 else 1
+# two rows of a batch share each pass over R (_lstm_group2): 16 accumulators, AVX-512 only (32 ymm on AVX2; the
+# same measurement, batch 2: 62.1 us a step a row at a time, 67.4 paired)
+_PAIR = AVX512
 _ALIGN = 64  # bytes: one cache line, one vector
 _HUGE = 2 << 20  # bytes: an x86-64 huge page
 _HUGE_MIN = 512 << 10  # bytes: smaller packed R stay on 4 kB pages (measured no gain at 256 kB; a huge page is 2 MB)
 
-__all__ = ["PACKED_OK", "gru_packed", "lstm_loop", "lstm_packed", "pack_recurrent"]
+__all__ = ["PACKED_OK", "TILES_OK", "gru_packed", "lstm_loop", "lstm_packed", "pack_recurrent"]
 
 
 def aligned_empty(n: int) -> np.ndarray:
@@ -79,9 +100,9 @@ def huge_empty(n: int) -> np.ndarray:
 
 
 def pack_recurrent(R: np.ndarray, gates: int) -> np.ndarray:
-    """R (D, gates*H, H) as the packed GEMV reads it: flat, 64-byte aligned, per direction NG = ceil(H / 32)
-    groups, each (H, gates, 2, 16): element [d, grp, k, g, p, l] = R[d, g H + 32 grp + 16 p + l, k] (zero for the
-    units past H)."""
+    """R (D, gates*H, H) as the packed GEMV reads it: flat, 64-byte aligned, per direction NG = ceil(H / W)
+    groups of W = 16 U units (U = ``_UNITS``: 2 on AVX-512, 1 on AVX2), each (H, gates, U, 16): element
+    [d, grp, k, g, p, l] = R[d, g H + W grp + 16 p + l, k] (zero for the units past H)."""
     D, GH, H = R.shape
     NG = -(-H // (_VL * _UNITS))
     out = huge_empty(D * NG * H * gates * _UNITS * _VL)
@@ -303,7 +324,8 @@ if numba is not None:
                             continue
                         if pending < 0:
                             pending = b
-                            continue
+                            if _PAIR:
+                                continue
                     elif pending < 0:
                         break
                     b1 = pending
@@ -311,7 +333,7 @@ if numba is not None:
                     r1 = d * B + b1
                     ti1 = L1 - 1 - t if rev[d] else t
                     g1 = (ti1 * B + b1) * D * G + d * G
-                    if b == B:  # the last active row alone
+                    if b == B or not _PAIR:  # the last active row alone (without _PAIR every row)
                         flip = passes[d] % 2
                         passes[d] += 1
                         for gi in range(NG):
@@ -321,7 +343,8 @@ if numba is not None:
                                 Rp, d * dsize + grp * gsize, hf, H, gxf, bf, d * G + u0, cf, yf, min(W, H - u0),
                                 src + r1 * H, g1 + u0, r1 * H + u0, dst + r1 * H + u0, (ti1 * DB + r1) * H + u0,
                             )  # fmt: skip
-                        break
+                        pending = -1
+                        continue
                     r2 = d * B + b
                     ti2 = L - 1 - t if rev[d] else t
                     g2 = (ti2 * B + b) * D * G + d * G
@@ -505,7 +528,7 @@ def lstm_loop(gx: np.ndarray, R: np.ndarray, h: np.ndarray, c: np.ndarray, Y: np
 
 
 def lstm_packed(gx, bias, Rp, lens, reverse, P, h, c, Y, B: int) -> None:
-    """Run the LSTM recurrence in place on the packed R (see the module doc; AVX-512 only, :data:`PACKED_OK`):
+    """Run the LSTM recurrence in place on the packed R (see the module doc; AVX-512 or AVX2, :data:`TILES_OK`):
     gx (T, B, D*4H) the input projections without bias, bias (D, 4H) = Wb + Rb, Rp from :func:`pack_recurrent`,
     lens (B,) int64 the sequence lengths (steps past one are skipped: Y stays as given, the states hold; the reverse
     direction runs from the sequence's own last step), reverse (D,) bool, P (D, 3H) the peepholes or None, h and c
@@ -522,7 +545,7 @@ def lstm_packed(gx, bias, Rp, lens, reverse, P, h, c, Y, B: int) -> None:
 
 def gru_packed(gx, wbias, rbias, Rp, lens, reverse, h, Y, B: int) -> None:
     """Run the GRU recurrence (linear_before_reset) in place on the packed R (:func:`pack_recurrent` with 3 gates;
-    AVX-512 only): gx (T, B, D*3H) the input projections without bias, wbias and rbias (D, 3H) = Wb and Rb, lens and
+    :data:`TILES_OK`): gx (T, B, D*3H) the input projections without bias, wbias and rbias (D, 3H) = Wb and Rb, lens and
     reverse as :func:`lstm_packed`, h (D*B, H) the state, Y (T, D*B, H); all float32 C-contiguous."""
     NG = -(-h.shape[1] // (_VL * _UNITS))
     _gru_packed(gx, wbias, rbias, Rp, NG, lens, reverse, h, Y, B)

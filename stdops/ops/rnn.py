@@ -24,8 +24,8 @@ inputs; float16/bfloat16 compute in float32); outputs have X's dtype.
 
 With the compiled path (ops/_fast_rnn.py) an LSTM with the default activations and no clip or input_forget, and a
 GRU with linear_before_reset, computing in float32, run instead a compiled loop over every step on R packed once
-(the kernels' ``prepare``, at load time: a direct call packs per call); machines without AVX-512 keep the NumPy
-loops (LSTM: a compiled loop with BLAS's GEMV). On AMD cores an LSTM without peepholes on a batch of 1 and a
+(the kernels' ``prepare``, at load time: a direct call packs per call); machines with neither AVX-512 nor AVX2 keep the
+NumPy loops (LSTM: a compiled loop with BLAS's GEMV). On AMD cores an LSTM without peepholes on a batch of 1 and a
 full-length sequence computes its input projection inside that loop instead of one GEMM before it, one direction
 after the other (ops/_fast_lstm_x.py: the recurrence is bound by its loads there, the projection's FMAs overlap it;
 a reverse direction runs on the steps reversed). The NumPy
@@ -67,9 +67,9 @@ def _lstm_compiled(s: Setup, input_forget) -> bool:
 
 
 class _Packed:
-    """A recurrent op's weights laid out for the compiled loops (ops/_fast_rnn.py, AVX-512): W^T of every direction
-    side by side [I, D*G*H] (the input projection of every step and direction is one GEMM), the biases, R packed for
-    the compiled GEMV. Built once by the kernel's ``prepare`` (or per call by the kernel itself)."""
+    """A recurrent op's weights laid out for the compiled loops (ops/_fast_rnn.py, AVX-512 or AVX2): W^T of every
+    direction side by side [I, D*G*H] (the input projection of every step and direction is one GEMM), the biases, R
+    packed for the compiled GEMV. Built once by the kernel's ``prepare`` (or per call by the kernel itself)."""
 
     def __init__(self, opname: str, gates: int, W, R, B, direction: str, hidden_size):
         f32 = np.float32
@@ -189,9 +189,9 @@ class _PackedGRU(_Packed):
 
 
 def _packs(opname: str, defaults: tuple[str, ...], activations, alpha, beta, clip, D: int) -> bool:
-    """Whether the packed compiled loops compute this op: AVX-512 and the compiled path on, the default activations,
-    no clip (the caller checks the rest; float32 compute is checked per call)."""
-    if not (_fast.enabled() and _fast_rnn.PACKED_OK) or clip is not None:
+    """Whether the packed compiled loops compute this op: AVX-512 or AVX2 and the compiled path on, the default
+    activations, no clip (the caller checks the rest; float32 compute is checked per call)."""
+    if not (_fast.enabled() and _fast_rnn.TILES_OK) or clip is not None:
         return False
     try:
         acts = parse_activations(opname, activations, alpha, beta, defaults, D)
@@ -539,7 +539,7 @@ def lstm(
     h = state_rows(s, s.h0)
     c = state_rows(s, c)
     masked = s.mask is not None
-    if not masked and not peep and _lstm_compiled(s, input_forget):  # no AVX-512: the BLAS GEMV compiled loop
+    if not masked and not peep and _lstm_compiled(s, input_forget):  # neither AVX-512 nor AVX2: the BLAS GEMV loop
         _fast_rnn.lstm_loop(gxs, s.RT.transpose(0, 2, 1), h, c, Y2, Bn)
         return finish(s, direction, Y, h.copy().reshape(D, Bn, H), c.reshape(D, Bn, H))
     if masked:

@@ -1,6 +1,6 @@
 """The compiled LSTM loops (ops/_fast_rnn.py) against the NumPy loop of ops/rnn.py (the reference, on the shared
-cells): the packed AVX-512 GEMV (through the kernel and through its load-time prepare) and the BLAS-GEMV loop that
-machines without AVX-512 take. Hidden sizes around the packed groups of 32 units, batches, directions, states,
+cells): the packed GEMV, AVX-512 or AVX2 (through the kernel and through its load-time prepare) and the BLAS-GEMV loop
+that other machines take. Hidden sizes around the packed groups of 32 (16) units, batches, directions, states,
 sequence lengths, peepholes, layouts."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from stdops.ops.bind import bind
 from stdops.ops.rnn import lstm
 
 pytestmark = pytest.mark.skipif(not _fast.enabled(), reason="the compiled path is off (no numba, or STDOPS_NO_FAST)")
-packed_only = pytest.mark.skipif(not _fast_rnn.PACKED_OK, reason="the packed GEMV needs AVX-512 (this CPU lacks it)")
+packed_only = pytest.mark.skipif(not _fast_rnn.TILES_OK, reason="the packed GEMV needs AVX-512 or AVX2 (no such CPU)")
 
 _DIRS = {"forward": 1, "reverse": 1, "bidirectional": 2}
 
@@ -120,8 +120,8 @@ def test_no_prepare_for_what_the_compiled_loop_does_not_compute():
     "T,B,I,H,direction,states", [(7, 1, 5, 4, "forward", False), (6, 3, 4, 40, "bidirectional", True)]
 )
 def test_blas_loop_matches_numpy(T, B, I, H, direction, states, monkeypatch):
-    """The loop machines without AVX-512 take (the GEMV by BLAS through numba), forced here."""
-    monkeypatch.setattr(_fast_rnn, "PACKED_OK", False)
+    """The loop machines without AVX-512 or AVX2 take (the GEMV by BLAS through numba), forced here."""
+    monkeypatch.setattr(_fast_rnn, "TILES_OK", False)
     inputs, attrs = _case(11, T, B, I, H, direction, states, None, False)
     assert not bind(lstm, attrs, (None, *inputs[1:4])).prepared
     _close(lstm(*inputs, **attrs), _reference(inputs, attrs))
@@ -135,10 +135,11 @@ def test_packed_layout():
     R = rng.standard_normal((D, G * H, H)).astype(np.float32)
     Rp = _fast_rnn.pack_recurrent(R, G)
     assert Rp.ctypes.data % 64 == 0
-    NG = -(-H // 32)
-    v = Rp.reshape(D, NG, H, G, 2, 16)
+    U = _fast_rnn._UNITS  # vectors of 16 units a group: 2 on AVX-512, 1 on AVX2
+    NG = -(-H // (16 * U))
+    v = Rp.reshape(D, NG, H, G, U, 16)
     d, grp, k, g, p, lane = np.meshgrid(*(np.arange(n) for n in v.shape), indexing="ij")
-    unit = 32 * grp + 16 * p + lane
+    unit = 16 * U * grp + 16 * p + lane
     inside = unit < H
     np.testing.assert_array_equal(v[inside], R[d[inside], g[inside] * H + unit[inside], k[inside]])
     assert not v[~inside].any()
@@ -271,5 +272,7 @@ def test_huge_empty_layout():
         assert (a == 1.5).all()
     R = np.random.default_rng(2).standard_normal((1, 4 * 256, 256)).astype(np.float32)
     Rp = _fast_rnn.pack_recurrent(R, 4)  # 1 MB
-    block = Rp.reshape(1, 8, 256, 4, 2, 16)[0, 1, 3, 2, 1]  # group 1, input 3, gate 2, second vector
-    np.testing.assert_array_equal(block, R[0, 2 * 256 + 32 + 16 : 2 * 256 + 64, 3])
+    U = _fast_rnn._UNITS
+    block = Rp.reshape(1, 256 // (16 * U), 256, 4, U, 16)[0, 1, 3, 2, U - 1]  # group 1, input 3, gate 2, last vector
+    u0 = 16 * U + 16 * (U - 1)
+    np.testing.assert_array_equal(block, R[0, 2 * 256 + u0 : 2 * 256 + u0 + 16, 3])
