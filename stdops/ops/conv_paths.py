@@ -23,6 +23,8 @@ _PACKED_MAX_OUT = 196
 #: (measured, 1 thread, alternating whole-model runs, the same bits: ResNet-18's 64 -> 128 3x3/2 @56 against
 #: ops/_fast_stem.py's DEEP path, the network 23.59 -> 23.35 ms median)
 _PACKED_MAX_OUT_S2 = 784
+#: (AVX2, Zen 3, alternating, 1 thread: the same values; the direct kernel instead of Winograd's packed products:
+#: F(2,3) 256@14 1.5x the time, F(4,3) 128@28 1.35x, 64@56 2.0x)
 _PACKED_WINOGRAD_OUT = 49
 _PACKED_MIN_K = 64  # a GEMM depth (C kh kw) below this leaves the tile's loop too short
 
