@@ -19,6 +19,11 @@ ops/_fast_wino2.py, its products by :func:`winograd_products` here).
   (ops/_fast_convtile.py; against a scalar pass over the accumulators: 3x3/2 64@56 0.85 -> 0.79 ms, 512@7
   1.45 -> 1.37, F(2,3) 256@14 1.18 -> 1.12).
   Reference: conv.py's im2col GEMM.
+- AVX2 + FMA (no AVX-512: 16 ymm registers, a 16-lane vector two of them): tiles of 7 positions x 16 channels, one
+  segment (ops/_fast_convtile.py _TILE_M, _SEGS; the AVX-512 shapes above unchanged), behind :data:`TILES_OK`.
+  Alternating, 1 thread, AMD Zen 3, against the portable paths (OpenBLAS im2col, NumPy Winograd GEMMs): 0.69-0.89x
+  their time a layer in ResNet-18; the whole network 75.9 -> 63.8 ms (0.84x; onnxruntime 54.1 under the same load).
+  conv_paths.py's and conv.py's thresholds measured there keep their values (each alternative slower).
 
 Strict IEEE arithmetic except fused multiply-add (numba's ``contract``), each output summing its terms in a fixed
 order, as ops/_fast.py.
@@ -35,7 +40,7 @@ from . import _blas
 from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
 from ._blas import run_parts
 from ._fast import _clip_args, numba
-from ._fast_convtile import _K_CHUNK, _PFX_AHEAD, _TILE_M, _TILE_P, _XS
+from ._fast_convtile import _K_CHUNK, _PFX_AHEAD, _SEGS, _TILE_M, _TILE_P, _WIDE, _XS
 
 if numba is not None:
     from ._fast_convtile import (
@@ -47,8 +52,10 @@ if numba is not None:
         _taps2n,
         _taps2np,
         _taps2npx,
+        _taps2nx,
         _taps2p,
         _taps2px,
+        _taps2x,
         _tile,
         _tile_pair,
     )
@@ -72,6 +79,10 @@ AVX512 = numba is not None and _has("avx512f")
 AVX2 = numba is not None and not AVX512 and _has("avx2", "fma")
 #: the AVX-512 tiles: the packed kernel's tile holds 14 vectors of 16 floats in registers
 PACKED_OK = AVX512
+#: this module's kernels (the direct packed convolution, Winograd's products): on AVX-512 its tiles as PACKED_OK, on
+#: AVX2 + FMA tiles of 16 channels x 7 positions, one segment (ops/_fast_convtile.py)
+TILES_OK = AVX512 or AVX2
+assert not TILES_OK or _WIDE == AVX512  # the tile shapes chosen for this ISA
 
 
 # --------------------------------------------------------------------------- direct convolution, weights streamed
@@ -190,9 +201,9 @@ if numba is not None:
             for k0 in range(0, K, _K_CHUNK):
                 kn = min(_K_CHUNK, K - k0)
                 wo = (mb * K + k0) * R
-                for pb in range(0, NB, 2):
+                for pb in range(0, NB, _SEGS):
                     xo = (pb * K + k0) * _XS
-                    if pb + 1 < NB:
+                    if _SEGS == 2 and pb + 1 < NB:
                         _tile_pair(wf, wo, xf, xo, xo + K * _XS, kn, acc, pb * T * R, k0 == 0)
                     else:
                         _tile(wf, wo, xf, xo, kn, acc, pb * T * R, k0 == 0)
@@ -220,11 +231,11 @@ if numba is not None:
                 kn = min(kc, K - k0)
                 wo = (mb * K + k0) * R
                 first, out = k0 == 0, k0 + kn >= K
-                for pb in range(0, NB, 2):
+                for pb in range(0, NB, _SEGS):
                     ao = pb * T * R
                     x0 = tbase[pb]
                     q0, n0 = (ybase[pb], T) if mapped else (pb * T, min(T, P - pb * T))
-                    if pb + 1 < NB:
+                    if _SEGS == 2 and pb + 1 < NB:
                         x1 = tbase[pb + 1]
                         q1, n1 = (ybase[pb + 1], T) if mapped else (q0 + T, min(T, P - q0 - T))
                     else:
@@ -232,8 +243,8 @@ if numba is not None:
                     a0 = (wf, wo, xf, x0, x1, offs, k0, kn, acc, ao, first, out, y, yoff, P, nm)
                     a1 = (q0, n0, q1, n1, b, boff, has_b, clip, lo32, hi32)
                     # the first tile prefetches the next weights (alternating: 2-3% faster); the pair, or the odd
-                    # last segment alone
-                    if pb + 1 < NB:
+                    # last segment alone (AVX2: every segment alone)
+                    if _SEGS == 2 and pb + 1 < NB:
                         if pb == 0:
                             if step == 1:
                                 _taps1p(*a0, *a1)
@@ -250,10 +261,14 @@ if numba is not None:
                     elif pb == 0:
                         if step == 1:
                             _taps1(*a0, *a1)
+                        elif pfx and _SEGS == 1:
+                            _taps2x(*a0, *a1)
                         else:
                             _taps2(*a0, *a1)
                     elif step == 1:
                         _taps1n(*a0, *a1)
+                    elif pfx and _SEGS == 1:
+                        _taps2nx(*a0, *a1)
                     else:
                         _taps2n(*a0, *a1)
 
@@ -282,8 +297,8 @@ def _gemm_parts(gemm, wp, args, y2d, extra=()) -> None:
 
 
 def pack_weight(wmat: np.ndarray) -> np.ndarray:
-    """wmat (M, K) float32 as conv2d_packed takes it: (ceil(M / 32), K, 32), channel blocks of 32 innermost (the
-    channels past M zero)."""
+    """wmat (M, K) float32 as conv2d_packed takes it: (ceil(M / _TILE_M), K, _TILE_M), channel blocks of _TILE_M
+    (32 on AVX-512, 16 on AVX2) innermost (the channels past M zero)."""
     M, K = wmat.shape
     MB = -(-M // _TILE_M)
     wp = np.zeros((MB * _TILE_M, K), np.float32)
@@ -443,7 +458,8 @@ def packed_call(shape, wp, M, kernel, strides, dilations, begin, out, b=None, cl
 
 
 def pack_winograd(U: np.ndarray) -> np.ndarray:
-    """U (n^2, M, C) float32, each position's (M, C) packed as :func:`pack_weight` packs: (n^2, M / 32, C, 32)."""
+    """U (n^2, M, C) float32, each position's (M, C) packed as :func:`pack_weight` packs: (n^2, M / _TILE_M, C,
+    _TILE_M)."""
     return np.stack([pack_weight(u) for u in U])
 
 

@@ -1,20 +1,39 @@
 """The register tiles of ops/_fast_conv.py's packed convolution kernel, as LLVM code (numba ``@intrinsic``, the pieces
 of ops/_llvm_lanes.py): a tile is one or two segments of _TILE_P output positions x _TILE_M output channels, every
-product summed in AVX-512 registers over a chunk of K in the order of k, the accumulators started from zero or
-from a buffer and left in it, or (the in-place tiles' last chunk) + bias, clipped and stored transposed into Y.
-Why LLVM and what each choice measured: ops/_fast_conv.py's module doc. Imported by it alone. numba's on-disk cache of
-ops/_fast_conv.py's compiled drivers does not notice edits here: delete stdops/ops/__pycache__/_fast_conv.* after
-editing this file.
+product summed in registers (AVX-512's zmm, or AVX2's ymm: tile shapes of their own) over a chunk of K in the order
+of k, the accumulators started from zero or from a buffer and left in it, or (the in-place tiles' last chunk) + bias,
+clipped and stored transposed into Y. Why LLVM and what each choice measured: ops/_fast_conv.py's module doc.
+Imported by it alone. numba's on-disk cache of ops/_fast_conv.py's compiled drivers does not notice edits here:
+delete stdops/ops/__pycache__/_fast_conv.* after editing this file.
 """
 
 from __future__ import annotations
 
 from ._fast import numba
 
-#: a segment of the register tile: _TILE_P output positions x _TILE_M output channels (two 16-float vectors), 14
-#: vector accumulators (28 for a pair of segments); the weights packed (M / _TILE_M, K, _TILE_M), the columns
-#: (P / _TILE_P, K, _XS), so that both stream contiguously through the tile's loop over K
-_TILE_P, _TILE_M, _VL = 7, 32, 16
+
+def _host_avx512() -> bool:
+    """Whether the host has AVX-512 (the probe of ops/_fast_conv.py's AVX512, which imports this module first)."""
+    try:
+        from llvmlite import binding
+
+        return bool(binding.get_host_cpu_features().get("avx512f"))
+    except Exception:  # noqa: BLE001 - no feature map: the AVX-512 shapes (the gate is closed there anyway)
+        return True
+
+
+#: the AVX-512 tile shapes (32 zmm registers) where the host has AVX-512, else AVX2's (16 ymm registers)
+_WIDE = numba is None or _host_avx512()
+#: a segment of the register tile: _TILE_P output positions x _TILE_M output channels, the weights packed
+#: (M / _TILE_M, K, _TILE_M), the columns (P / _TILE_P, K, _XS), so that both stream contiguously through the
+#: tile's loop over K. AVX-512: 32 channels (two 16-float vectors), 14 vector accumulators, segments in pairs
+#: (_SEGS: 28 accumulators). AVX2: 16 channels (one vector: two ymm halves), 7 positions, one segment: 14 ymm
+#: accumulators, a broadcast, the weights read as the multiply-adds' memory operands (see _SEGS)
+_TILE_P, _VL = 7, 16
+_TILE_M = 32 if _WIDE else 16
+#: segments a tile runs at once (the drivers' step over position tiles): a pair on AVX-512, one on AVX2 (two
+#: would need 28 ymm accumulators of 16)
+_SEGS = 2 if _WIDE else 1
 #: the columns' stride per K step: a tile's 7 inputs padded to 8 (one 32-byte run, copied as one vector)
 _XS = 8
 #: the K loop in chunks of _K_CHUNK (32 KiB of packed weights: in L1 for the _TILE_P-position tiles that share them)
@@ -35,6 +54,29 @@ if numba is not None:
 
     from ._llvm_lanes import Lanes, data
 
+    class _VolatileLoad(ir.instructions.LoadInstr):
+        """A volatile load: LLVM neither merges two of them nor keeps one in a register for several uses, so each
+        folds into its one multiply-add as a memory operand (AVX2's tile: the registers go to the accumulators)."""
+
+        def descr(self, buf):
+            text: list[str] = []
+            super().descr(text)
+            buf.append("".join(text).replace("load ", "load volatile ", 1))
+
+    def _volatile_load(builder, ptr):
+        ld = _VolatileLoad(builder.block, ptr)
+        ld.align = 4
+        builder._insert(ld)
+        return ld
+
+    # AVX2 (16 ymm registers): a single segment's 7 x 16 tile holds 14 ymm accumulators; with the step's weights (two
+    # ymm) and a broadcast that is 17 and LLVM spilled accumulators every step (two steps unrolled: 13 spill stores a
+    # step). So only the weights' low half stays in a register and the high half is read again by each of its 7
+    # multiply-adds (a volatile load: LLVM neither merges them nor hoists one into a register; each folds into its
+    # vfmadd231ps as a memory operand): 16 registers, no spill, 8 vector loads and 7 broadcasts a step for 14 FMAs.
+    # Alternating, 1 thread, Zen 3, x the portable paths' time (OpenBLAS im2col; NumPy Winograd): 3x3 512@7 1.13
+    # (spilling) -> 0.93 (all 14 weight reads as memory operands: 21 loads a step, over two 256-bit loads a cycle) ->
+    # 0.69 (this); 3x3/2 128@28 -> 256 1.19 -> 1.20 -> 0.77; F(2,3) 256@14 0.96 -> 0.86 -> 0.77
     def _mask_bits(builder, lanes, n, shift: int, on):
         """The lane mask of lanes shift .. shift + n - 1 (n an i64 value, 0..8) where ``on`` (an i1), else none."""
         i64 = lanes.i64
@@ -150,10 +192,14 @@ if numba is not None:
                     pf = builder.bitcast(builder.gep(wk, [ir.Constant(k.type, _PREFETCH * _TILE_M + h * _VL)]), i8p)
                     # read, locality 2 (L2), data
                     builder.call(prefetch, [pf, ir.Constant(i32, 0), ir.Constant(i32, 2), ir.Constant(i32, 1)])
-                ws = [
-                    builder.load(builder.bitcast(builder.gep(wk, [ir.Constant(k.type, h * _VL)]), vptr), align=4)
-                    for h in range(nv)
-                ]
+                wptrs = [builder.bitcast(builder.gep(wk, [ir.Constant(k.type, h * _VL)]), vptr) for h in range(nv)]
+                # AVX-512: the weights loaded once a step, in registers; AVX2 (one vector: two ymm halves): the low
+                # half in a register, the high half read again by every multiply-add (see _half_weights)
+                ws = [builder.load(p, align=4) for p in wptrs] if _WIDE else None
+                if not _WIDE:
+                    h8 = ir.VectorType(lanes.f32, _VL // 2)
+                    w_lo = builder.load(builder.bitcast(wk, h8.as_pointer()), align=4)
+                    hi_ptr = builder.bitcast(builder.gep(wk, [ir.Constant(k.type, _VL // 2)]), h8.as_pointer())
                 if taps:
                     ko = builder.load(builder.gep(obase, [k]))
                 else:
@@ -171,7 +217,11 @@ if numba is not None:
                         bc = lanes.splat(s)
                         for h in range(nv):
                             slot = slots[g * _TILE_P + i][h]
-                            builder.store(builder.call(fma, [bc, ws[h], builder.load(slot)]), slot)
+                            if ws is not None:
+                                wv = ws[h]
+                            else:
+                                wv = _shuffle(builder, w_lo, _volatile_load(builder, hi_ptr), range(_VL))
+                            builder.store(builder.call(fma, [bc, wv, builder.load(slot)]), slot)
             if taps:
                 with builder.if_else(builder.icmp_unsigned("!=", out_, ir.Constant(out_.type, 0))) as (to_y, to_acc):
                     with to_y:
@@ -287,3 +337,5 @@ if numba is not None:
     _taps1p, _taps1np, _taps2p, _taps2np = (_taps_intrinsic(s, a, 2) for s in (1, 2) for a in (True, False))
     # stride 2 with the inputs prefetched _PFX_AHEAD terms ahead (1 x 1 stride 2 from x's planes)
     _taps2px, _taps2npx = (_taps_intrinsic(2, a, 2, True) for a in (True, False))
+    # ... and of one segment (AVX2's tiles: _SEGS 1)
+    _taps2x, _taps2nx = (_taps_intrinsic(2, a, 1, True) for a in (True, False))

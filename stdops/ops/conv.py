@@ -204,7 +204,8 @@ _FLAT_IM2COL = True
 _WINO_PACKED = True  # F(2,3)'s products by the packed kernel (ops/_fast_conv.py)
 #: F(4,3)'s products by the packed kernel from this many input channels (alternating, 1 thread, against OpenBLAS:
 #: 256@28 2.6 ms against 3.6; 128@28 a tie with warm caches, 4-8% faster with the caches flushed before each call
-#: (as inside a network), ResNet-18 1-5% faster; 64@56 1.22 against 1.00, cold 1.46 against 1.19)
+#: (as inside a network), ResNet-18 1-5% faster; 64@56 1.22 against 1.00, cold 1.46 against 1.19). The same on AVX2
+#: (Zen 3, its 16-channel tiles): 128@28 0.78x OpenBLAS's time, 64@56 1.24x
 _F4_PACKED_MIN_C = 128
 
 
@@ -333,11 +334,11 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
         return y, "bias+clip"
     elif n == 2 and (wt := cw.winograd_tile(strides, dilations, out)):
         if wt == 4 and _fast.enabled():  # compiled transforms (ops/_fast.py), B and the clip in the output one
-            up = cw.wino_packed(4) if dt == np.float32 and Cg >= _F4_PACKED_MIN_C and _fast_conv.PACKED_OK else None
+            up = cw.wino_packed(4) if dt == np.float32 and Cg >= _F4_PACKED_MIN_C and _fast_conv.TILES_OK else None
             y = _fast.winograd(TILES[wt], xc, cw.wino(wt), bias_array(b, dt), geo.begin, out, clip, up)
             return y, "bias+clip"
         if wt == 2 and _fast.enabled():  # the same for F(2x2, 3x3) (ops/_fast_conv.py)
-            up = cw.wino_packed(2) if dt == np.float32 and _WINO_PACKED and _fast_conv.PACKED_OK else None
+            up = cw.wino_packed(2) if dt == np.float32 and _WINO_PACKED and _fast_conv.TILES_OK else None
             y = _fast_wino2.winograd2(TILES[2], xc, cw.wino(2), bias_array(b, dt), geo.begin, out, clip, up)
             return y, "bias+clip"
         y = TILES[wt].conv(xc, cw.wino(wt), geo.begin, out)
@@ -496,11 +497,11 @@ class ConvRoutes:
             return (lambda x: (call(x), done)), b
         wt = cw.winograd_tile(strides, dilations, out) if n == 2 else 0
         if wt == 4 and _fast.enabled():
-            up = cw.wino_packed(4) if dt == np.float32 and cw.Cg >= _F4_PACKED_MIN_C and _fast_conv.PACKED_OK else None
+            up = cw.wino_packed(4) if dt == np.float32 and cw.Cg >= _F4_PACKED_MIN_C and _fast_conv.TILES_OK else None
             u, bb, tile4 = cw.wino(4), bias_array(b, dt), TILES[4]
             return (lambda x: (_fast.winograd(tile4, x, u, bb, geo.begin, out, clip, up), done)), b
         if wt == 2 and _fast.enabled():
-            up = cw.wino_packed(2) if dt == np.float32 and _WINO_PACKED and _fast_conv.PACKED_OK else None
+            up = cw.wino_packed(2) if dt == np.float32 and _WINO_PACKED and _fast_conv.TILES_OK else None
             u, bb, tile2 = cw.wino(2), bias_array(b, dt), TILES[2]
             return (lambda x: (_fast_wino2.winograd2(tile2, x, u, bb, geo.begin, out, clip, up), done)), b
         return None, b

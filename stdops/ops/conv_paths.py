@@ -23,13 +23,15 @@ _PACKED_MAX_OUT = 196
 #: (measured, 1 thread, alternating whole-model runs, the same bits: ResNet-18's 64 -> 128 3x3/2 @56 against
 #: ops/_fast_stem.py's DEEP path, the network 23.59 -> 23.35 ms median)
 _PACKED_MAX_OUT_S2 = 784
+#: (AVX2, Zen 3, alternating, 1 thread: the same values; the direct kernel instead of Winograd's packed products:
+#: F(2,3) 256@14 1.5x the time, F(4,3) 128@28 1.35x, 64@56 2.0x)
 _PACKED_WINOGRAD_OUT = 49
 _PACKED_MIN_K = 64  # a GEMM depth (C kh kw) below this leaves the tile's loop too short
 
 
 def direct_packed(cw: ConvWeight, n: int, out, strides, dilations) -> bool:
     """Whether a convolution (spatial rank n, output map ``out``) takes the compiled direct path."""
-    if not (n == 2 and cw.group == 1 and cw.dtype == np.float32 and _fast.enabled() and _fast_conv.PACKED_OK):
+    if not (n == 2 and cw.group == 1 and cw.dtype == np.float32 and _fast.enabled() and _fast_conv.TILES_OK):
         return False
     P = prod(out)
     strided = tuple(strides) == (2, 2) and cw.kernel != (1, 1)
@@ -62,7 +64,7 @@ def pointwise_in_place(cw: ConvWeight, n: int, x_shape, geo, strides) -> bool:
         and prod(x_shape[1:]) <= _PACKED_PW_S2_MAX_IN
         and prod(geo.out) <= _PACKED_MAX_OUT_S2
         and _fast.enabled()
-        and _fast_conv.PACKED_OK
+        and _fast_conv.TILES_OK
         and _fast_conv.pointwise_in_place(cw.kernel, geo.begin, x_shape[2:], strides, geo.out)
     )
 

@@ -317,8 +317,8 @@ def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled,
     monkeypatch.setattr(_fast_stem, "USE", False)  # the stem kernel takes these (tests/ops/test_fast_stem.py)
     monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
 
-    if not _fast_conv.PACKED_OK:
-        pytest.skip("the packed kernel needs AVX-512")
+    if not _fast_conv.TILES_OK:
+        pytest.skip("the packed kernel needs AVX-512 or AVX2 + FMA")
 
     x = RNG.standard_normal(xs).astype(np.float32)
     w = RNG.standard_normal((M, xs[1]) + k).astype(np.float32)
@@ -344,8 +344,8 @@ def test_packed_paths_give_the_same_bits_at_1_and_2_threads(xs, M, pads, compile
     way."""
     from stdops.ops import _blas, _fast_conv
 
-    if not _fast_conv.PACKED_OK:
-        pytest.skip("the packed kernel needs AVX-512")
+    if not _fast_conv.TILES_OK:
+        pytest.skip("the packed kernel needs AVX-512 or AVX2 + FMA")
     monkeypatch.setattr(_fast_conv, "_SPLIT_FLOPS", 0)  # parts even for these small layers
     x = RNG.standard_normal(xs).astype(np.float32)
     w = RNG.standard_normal((M, xs[1], 3, 3)).astype(np.float32)
@@ -365,8 +365,8 @@ def test_direct_packed_in_place_reads_give_the_gathered_bits(xs, M, k, s, pads, 
     the same products in the same order, so the same bits; a shape with ow a multiple of 7 takes the first."""
     from stdops.ops import _fast_conv
 
-    if not _fast_conv.PACKED_OK:
-        pytest.skip("the packed kernel needs AVX-512")
+    if not _fast_conv.TILES_OK:
+        pytest.skip("the packed kernel needs AVX-512 or AVX2 + FMA")
     x = RNG.standard_normal(xs).astype(np.float32)
     w = RNG.standard_normal((M, xs[1]) + k).astype(np.float32).reshape(M, -1)
     b = RNG.standard_normal(M).astype(np.float32)
