@@ -11,10 +11,12 @@ from stdops.ops.conv import conv_forward, prepare_conv_weight
 
 pytestmark = [
     pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed"),
-    pytest.mark.skipif(not _fast_conv.PACKED_OK, reason="the stem kernel's register tiles need AVX-512"),
+    pytest.mark.skipif(not _fast_stem.TILES_OK, reason="the stem kernel's register tiles need AVX-512 or AVX2"),
 ]
 
 RNG = np.random.default_rng(31)
+
+_AVX512_ONLY = pytest.mark.skipif(not _fast_conv.AVX512, reason="the AVX-512 limits (AVX2 has its own)")
 
 # x shape, M, kernel, strides, pads (top, left, bottom, right)
 STEMS = [
@@ -34,7 +36,9 @@ STEMS = [
     ((2, 5, 13, 20), 9, (3, 3), (1, 1), (2, 1, 0, 2)),  # batch 2 at column stride 1 (the padding zeroed once)
     ((3, 3, 15, 18), 7, (5, 3), (2, 1), (1, 2, 2, 0)),  # ... row stride 2, batch 3
     # deeper sums (DEEP): stride 1 on at most 784 / 196 outputs, stride 2
-    ((1, 32, 20, 21), 16, (3, 3), (1, 1), (1, 1, 1, 1)),  # K 288 on 20 x 21
+    pytest.param(  # K 288 on 20 x 21 (AVX-512's DEEP only: on AVX2 K > STEM_MAX_K at stride 1 on <= 196 outputs)
+        (1, 32, 20, 21), 16, (3, 3), (1, 1), (1, 1, 1, 1), marks=_AVX512_ONLY
+    ),
     ((1, 64, 14, 14), 20, (3, 3), (1, 1), (1, 1, 1, 1)),  # K 576 on 14 x 14
     ((2, 40, 27, 27), 24, (3, 3), (2, 2), (1, 0, 1, 1)),  # K 360 at stride 2 (14 x 13 outputs)
 ]
@@ -118,11 +122,15 @@ def test_stem_propagates_nan_through_clip_and_keeps_inputs(compiled):
     [
         ((8, 3, 3, 3), (3, 3), (1, 1), 1, np.float32),  # stride 3
         ((8, 3, 3, 3), (1, 1), (2, 2), 1, np.float32),  # dilated
-        ((8, 20, 3, 3), (1, 1), (1, 1), 1, np.float32),  # K = 180 > STEM_MAX_K, rows of 10
+        pytest.param(  # K = 180 > STEM_MAX_K, rows of 10 (AVX2: DEEP's 196 outputs at any width)
+            (8, 20, 3, 3), (1, 1), (1, 1), 1, np.float32, marks=_AVX512_ONLY
+        ),
         ((8, 3, 3, 3), (2, 2), (1, 1), 1, np.float64),  # float64
         ((8, 3, 3, 3), (2, 2), (1, 1), 2, np.float32),  # grouped (3 channels per group)
         ((8, 3, 1, 1), (1, 1), (1, 1), 1, np.float32),  # 1 x 1
-        ((8, 8, 3, 3), (1, 1), (1, 1), 1, np.float32),  # K = 72 on rows of 10: the packed kernel's
+        pytest.param(  # K = 72 on rows of 10: the packed kernel's (AVX-512; AVX2 has no packed kernel: any width)
+            (8, 8, 3, 3), (1, 1), (1, 1), 1, np.float32, marks=_AVX512_ONLY
+        ),
     ],
 )
 def test_stem_declines_what_it_does_not_take(w_shape, strides, dilations, group, dtype, compiled):
@@ -141,7 +149,7 @@ def test_stem_declines_what_it_does_not_take(w_shape, strides, dilations, group,
     [
         (17, (56, 56), (1, 1), True),  # K 153 <= STEM_MAX_K: any map
         (18, (56, 56), (1, 1), False),  # K 162 on more than 784 outputs
-        (48, (28, 28), (1, 1), True),  # K 432 on 784
+        (48, (28, 28), (1, 1), _fast_conv.AVX512),  # K 432 on 784 (AVX-512's DEEP only: slower there on AVX2)
         (49, (28, 28), (1, 1), False),
         (64, (14, 14), (1, 1), True),  # K 576 on 196
         (65, (14, 14), (1, 1), False),
