@@ -64,7 +64,12 @@ DEEP = (((1, 1), 196, 576), ((1, 1), 784, 432), ((2, 2), 196, 576))
 if not AVX512:
     # AVX2 (the AVX2 tile; no packed kernel there): @28 stride 1 K 288 1.11-1.13x, K 432 1.05-1.29x the time of the
     # path conv.py takes otherwise; @14 K 576 0.62-0.68x, stride 2 @28 K 288 0.67-0.72x, K 576 0.70-0.76x
-    DEEP = (((1, 1), 196, 576), ((2, 2), 196, 576))
+    # (conv_forward, alternating, 1 thread, CPU time, medians): stride 2 K 288 -> 28 x 28 0.87-0.91x, K 432 0.91x,
+    # K 576 0.84x, K 1152 -> 14 x 14 0.86-0.92x; stride 1 K 1152 @14 1.07x
+    DEEP = (((1, 1), 196, 576), ((2, 2), 784, 1152))
+    # any map up to K 288 (no packed Winograd on AVX2): @56 K 180 0.72-0.76x, K 216 0.44-0.47x, K 288 0.62-0.64x;
+    # @28 K 216 0.75x, K 288 1.00-1.01x; 5 x 5 K 200 @28 0.44-0.57x; K 360 @56 1.20x, K 576 @56 1.34-1.44x
+    STEM_MAX_K = 288
 #: the path on (the tests and benchmarks/bench_conv.py --old-stem turn it off to reach the paths it replaces)
 USE = True
 #: rows narrower than this fill less than 3/4 of their one vector: from the packed kernel's depth on (conv.py's
