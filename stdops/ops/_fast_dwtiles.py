@@ -12,9 +12,9 @@ Every output sums its taps in the order of (ky, kx), as the planar kernels. Meas
 them (kernel alone): 960@7 0.080 -> 0.035 ms, 576@14 0.097 -> 0.044, 192@28 stride 2 0.114 -> 0.026, 144@56 0.24 ->
 0.15, 96@112 stride 2 0.33 -> 0.22, 5 x 5 672@14 0.29 -> 0.10.
 
-On AVX2 + FMA (16 ymm registers) the same code builds tiles of 4 rows x 8 columns (``_VL``, ``_ROWS_S1/S2``),
-stores whole tiles with plain stores, and takes 3 x 3 at both strides and 5 x 5 at stride 2 (``_AVX2_TAKES``): the
-same sums in the same order, so the same bits as the planar kernels' order.
+On AVX2 + FMA (16 ymm registers) the same code builds tiles of 8 (stride 2: 4) rows x 8 columns (``_VL``,
+``_ROWS_S1/S2``), stores whole tiles with plain stores (the others lane by lane), and takes 3 x 3 at both strides
+and 5 x 5 at stride 2 (``_AVX2_TAKES``): every output the same sum in the same order (ky, kx) as on AVX-512.
 """
 
 from __future__ import annotations
@@ -34,25 +34,29 @@ _VL = 16 if AVX512 else 8
 #: 8 rows 94 cycles a tile, 4 rows 54 (of half the work); stride 2: 4 rows as fast as 8 at half the registers)
 _ROWS_S1, _ROWS_S2 = 8, 4
 if not AVX512:
-    # AVX2 (AMD Zen 3, 16 ymm registers): 4 rows x 8 columns, 4 accumulators beside the 9 weights of a 3 x 3.
-    # Measured through conv_forward against the planar kernels (alternating, 1 thread, CPU time, medians of 40
-    # rounds; two runs, the machine shared): 3 x 3 stride 2 192@28 0.53-0.58x their time, 144@56 0.68-0.69x,
-    # 576@14 0.68-0.74x, 96@112 0.87-0.92x; stride 1 576@14 0.74-0.99x, 192@28 0.78-1.03x, 144@56 0.85-0.97x,
-    # 960@7 0.93-1.10x; 5 x 5 stride 2 288@14 0.82-0.87x. 8 rows: the same at stride 2, 96@112 1.36x; 16 lanes
-    # (two ymm a vector) x 4 rows: 1.0-1.7x; 2 rows: 1.0-1.9x
-    _ROWS_S1, _ROWS_S2 = 4, 4
+    # AVX2 (AMD Zen 3, 16 ymm registers): 8 (stride 2: 4) rows x 8 columns, 8 accumulators beside the 9 weights of
+    # a 3 x 3 (LLVM spills the weights it has no room for as the FMAs' memory operands; more independent sums hide
+    # the FMA's latency: every output's 9 taps are one dependent chain). Measured through conv_forward against the
+    # planar kernels (alternating, 1 thread, CPU time, medians of 40 rounds, the machine shared): stride 1 960@7
+    # 0.55x their time, 576@14 0.73x, 192@28 0.79x, 58@28 0.85x, 232@7 0.87x, 144@56 0.94x; stride 2 192@28
+    # 0.53-0.55x, 576@14 0.59-0.65x, 144@56 0.67-0.74x, but 96@112 1.25x (0.87-0.98x with 4 rows and masked
+    # stores); 5 x 5 stride 2 288@14 0.76-0.78x, 96@28 0.89-0.96x. The kernel alone at 4 -> 8 rows (stride 1, min
+    # of 200 calls): 576@14 0.160 -> 0.146 ms, 960@7 0.095 -> 0.079. 16 lanes (two ymm a vector) x 4 rows: 1.0-1.7x
+    # the planar kernels' time; 8 lanes x 2 rows 1.0-1.9x
+    _ROWS_S1, _ROWS_S2 = 8, 4
 #: (k, stride) the tiles take on AVX2: not 5 x 5 at stride 1, whose 25 weights do not fit beside the accumulators
-#: (1.1-1.4x the planar kernels' time, 672@14, 240@14, 576@7, at 4 to 8 rows)
+#: (0.96-1.06x the planar kernels' time at 8 rows, 672@14, 240@14, 576@7; 1.1-1.4x at 4)
 _AVX2_TAKES = ((3, 1), (3, 2), (5, 2))
-#: AVX2: whole tiles store by plain stores (a masked store costs many on AMD Zen 3), in one branch after every
-#: row is summed (a branch per row let LLVM sink each row's sums into it: one dependent chain at a time)
+#: AVX2: whole tiles store by plain stores, in one branch after every row is summed (a branch per row let LLVM sink
+#: each row's sums into it: one dependent chain at a time), the others lane by lane (a masked store costs many on
+#: AMD Zen 3; the kernel alone, 4 rows: 960@7 0.169 -> 0.096 ms, 576@14 0.202 -> 0.160)
 _PLAIN_STORES = not AVX512
 #: a following activation (ops/_fast_epilogue.py's) runs over spans of this many outputs (planes just computed)
 _ACT_SPAN = 2048
 
 if numba is not None and TILES_OK:
     from llvmlite import ir
-    from numba.core import types
+    from numba.core import cgutils, types
     from numba.extending import intrinsic
 
     from ._fast_epilogue import _act_chunk
@@ -145,6 +149,8 @@ if numba is not None and TILES_OK:
                 lm = as_mask(builder.sub(builder.shl(one, lanes_), one))
                 ybase = builder.gep(ydata, [yoff_])
                 if _PLAIN_STORES:
+                    scratch = cgutils.alloca_once(builder, lanes.vec)
+                    fptr = lanes.f32.as_pointer()
                     outs = []
                     for i in range(R):
                         t = acc[i]
@@ -159,10 +165,14 @@ if numba is not None and TILES_OK:
                         with then:  # every row whole: plain stores
                             for t, p in zip(outs, ptrs):
                                 builder.store(t, p, align=4)
-                        with otherwise:
+                        with otherwise:  # the rows in the plane, lane by lane through a scratch vector
                             for i, (t, p) in enumerate(zip(outs, ptrs)):
-                                m = builder.select(builder.icmp_signed(">", rows_, c64(i)), lm, none)
-                                builder.call(mstore, [t, p, align, m])
+                                with builder.if_then(builder.icmp_signed(">", rows_, c64(i))):
+                                    builder.store(t, scratch)
+                                    src, dst = builder.bitcast(scratch, fptr), builder.bitcast(p, fptr)
+                                    with cgutils.for_range(builder, lanes_) as loop:
+                                        j = loop.index
+                                        builder.store(builder.load(builder.gep(src, [j])), builder.gep(dst, [j]))
                     return context.get_dummy_value()
                 for i in range(R):
                     t = acc[i]
