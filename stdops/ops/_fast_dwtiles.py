@@ -1,6 +1,6 @@
-"""Compiled depthwise register tiles (numba, the optional ``fast`` extra; AVX-512): one channel per group, float32,
-3 x 3 and 5 x 5 kernels at strides 1 and 2, undilated (MobileNetV2/V3's and EfficientNet's depthwise layers), with
-the bias, a following clip and optionally an activation. Reference: the NumPy path of ops/depthwise.py
+"""Compiled depthwise register tiles (numba, the optional ``fast`` extra; AVX-512 or AVX2): one channel per group,
+float32, 3 x 3 and 5 x 5 kernels at strides 1 and 2, undilated (MobileNetV2/V3's and EfficientNet's depthwise
+layers), with the bias, a following clip and optionally an activation. Reference: the NumPy path of ops/depthwise.py
 (tests/ops/test_fast.py); the planar kernels of ops/_fast_depthwise.py take every other layer.
 
 A tile (an LLVM intrinsic, :func:`_make_tile`, as ops/_fast_conv.py's: numba's own loops keep such accumulators in
@@ -11,6 +11,10 @@ padding's zeros), the rows outside the plane from a row of zeros; tiles wholly i
 Every output sums its taps in the order of (ky, kx), as the planar kernels. Measured on one AVX-512 core against
 them (kernel alone): 960@7 0.080 -> 0.035 ms, 576@14 0.097 -> 0.044, 192@28 stride 2 0.114 -> 0.026, 144@56 0.24 ->
 0.15, 96@112 stride 2 0.33 -> 0.22, 5 x 5 672@14 0.29 -> 0.10.
+
+On AVX2 + FMA (16 ymm registers) the same code builds tiles of 8 (stride 2: 4) rows x 8 columns (``_VL``,
+``_ROWS_S1/S2``), stores whole tiles with plain stores (the others lane by lane), and takes 3 x 3 at both strides
+and 5 x 5 at stride 2 (``_AVX2_TAKES``): every output the same sum in the same order (ky, kx) as on AVX-512.
 """
 
 from __future__ import annotations
@@ -18,23 +22,48 @@ from __future__ import annotations
 import numpy as np
 
 from ._fast import numba
-from ._fast_conv import PACKED_OK
+from ._fast_conv import AVX2, AVX512
 
-_VL = 16  # float32 lanes of an AVX-512 vector
+#: the tiles' gate: AVX-512, or AVX2 + FMA with the AVX2 shapes below
+TILES_OK = AVX512 or AVX2
+#: float32 lanes of a tile's vectors: one AVX-512 zmm register, or on AVX2 one ymm register (ops/_llvm_lanes8.py:
+#: 16-lane vectors there take two registers each, and the 14 and 7 wide maps of MobileNets fill 8 lanes better)
+_VL = 16 if AVX512 else 8
 
 #: output rows per register tile of :func:`depthwise_tiles` (measured on one AVX-512 core, 3 x 3 stride 1 14 x 14:
 #: 8 rows 94 cycles a tile, 4 rows 54 (of half the work); stride 2: 4 rows as fast as 8 at half the registers)
 _ROWS_S1, _ROWS_S2 = 8, 4
+if not AVX512:
+    # AVX2 (AMD Zen 3, 16 ymm registers): 8 (stride 2: 4) rows x 8 columns, 8 accumulators beside the 9 weights of
+    # a 3 x 3 (LLVM spills the weights it has no room for as the FMAs' memory operands; more independent sums hide
+    # the FMA's latency: every output's 9 taps are one dependent chain). Measured through conv_forward against the
+    # planar kernels (alternating, 1 thread, CPU time, medians of 40 rounds, the machine shared): stride 1 960@7
+    # 0.55x their time, 576@14 0.73x, 192@28 0.79x, 58@28 0.85x, 232@7 0.87x, 144@56 0.94x; stride 2 192@28
+    # 0.53-0.55x, 576@14 0.59-0.65x, 144@56 0.67-0.74x, but 96@112 1.25x (0.87-0.98x with 4 rows and masked
+    # stores); 5 x 5 stride 2 288@14 0.76-0.78x, 96@28 0.89-0.96x. The kernel alone at 4 -> 8 rows (stride 1, min
+    # of 200 calls): 576@14 0.160 -> 0.146 ms, 960@7 0.095 -> 0.079. 16 lanes (two ymm a vector) x 4 rows: 1.0-1.7x
+    # the planar kernels' time; 8 lanes x 2 rows 1.0-1.9x
+    _ROWS_S1, _ROWS_S2 = 8, 4
+#: (k, stride) the tiles take on AVX2: not 5 x 5 at stride 1, whose 25 weights do not fit beside the accumulators
+#: (0.96-1.06x the planar kernels' time at 8 rows, 672@14, 240@14, 576@7; 1.1-1.4x at 4)
+_AVX2_TAKES = ((3, 1), (3, 2), (5, 2))
+#: AVX2: whole tiles store by plain stores, in one branch after every row is summed (a branch per row let LLVM sink
+#: each row's sums into it: one dependent chain at a time), the others lane by lane (a masked store costs many on
+#: AMD Zen 3; the kernel alone, 4 rows: 960@7 0.169 -> 0.096 ms, 576@14 0.202 -> 0.160)
+_PLAIN_STORES = not AVX512
 #: a following activation (ops/_fast_epilogue.py's) runs over spans of this many outputs (planes just computed)
 _ACT_SPAN = 2048
 
-if numba is not None and PACKED_OK:
+if numba is not None and TILES_OK:
     from llvmlite import ir
-    from numba.core import types
+    from numba.core import cgutils, types
     from numba.extending import intrinsic
 
     from ._fast_epilogue import _act_chunk
     from ._llvm_lanes import Lanes, data
+    from ._llvm_lanes8 import Lanes8
+
+    _LANES = Lanes if _VL == 16 else Lanes8
 
     def _make_tile(k: int, s: int, R: int, rowcheck: bool, colmask: bool):
         """The intrinsic of one register tile: R output rows x 16 output columns of a k x k depthwise convolution
@@ -55,7 +84,7 @@ if numba is not None and PACKED_OK:
             def codegen(context, builder, signature, args):
                 (x_, xoff_, W_, iy0_, H_, zr_, zoff_, cm_, w_, woff_, bias_, clip_, lo_, hi_, y_, yoff_, ldy_,
                  rows_, lanes_) = args  # fmt: skip
-                lanes = Lanes(builder)
+                lanes = _LANES(builder)
                 i32, i64, vptr, mvec = lanes.i32, lanes.i64, lanes.vptr, lanes.mvec
                 fma, mload, mstore, zero, align, splat = (
                     lanes.fma, lanes.mload, lanes.mstore, lanes.zero, lanes.align, lanes.splat
@@ -119,6 +148,32 @@ if numba is not None and PACKED_OK:
                 one = c64(1)
                 lm = as_mask(builder.sub(builder.shl(one, lanes_), one))
                 ybase = builder.gep(ydata, [yoff_])
+                if _PLAIN_STORES:
+                    scratch = cgutils.alloca_once(builder, lanes.vec)
+                    fptr = lanes.f32.as_pointer()
+                    outs = []
+                    for i in range(R):
+                        t = acc[i]
+                        u = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)  # NaN stays NaN
+                        u = builder.select(builder.fcmp_ordered(">", u, hiv), hiv, u)
+                        outs.append(builder.select(on, u, t))
+                    ptrs = [builder.bitcast(builder.gep(ybase, [builder.mul(c64(i), ldy_)]), vptr) for i in range(R)]
+                    whole = builder.and_(
+                        builder.icmp_signed("==", rows_, c64(R)), builder.icmp_signed("==", lanes_, c64(_VL))
+                    )
+                    with builder.if_else(whole, likely=True) as (then, otherwise):
+                        with then:  # every row whole: plain stores
+                            for t, p in zip(outs, ptrs):
+                                builder.store(t, p, align=4)
+                        with otherwise:  # the rows in the plane, lane by lane through a scratch vector
+                            for i, (t, p) in enumerate(zip(outs, ptrs)):
+                                with builder.if_then(builder.icmp_signed(">", rows_, c64(i))):
+                                    builder.store(t, scratch)
+                                    src, dst = builder.bitcast(scratch, fptr), builder.bitcast(p, fptr)
+                                    with cgutils.for_range(builder, lanes_) as loop:
+                                        j = loop.index
+                                        builder.store(builder.load(builder.gep(src, [j])), builder.gep(dst, [j]))
+                    return context.get_dummy_value()
                 for i in range(R):
                     t = acc[i]
                     u = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)  # NaN stays NaN
@@ -248,14 +303,16 @@ if numba is not None and PACKED_OK:
 
 
 def tiles_apply(dtype, mult: int, kernel, strides, dilations) -> bool:
-    """Whether :func:`depthwise_tiles` computes this depthwise layer (float32, AVX-512)."""
+    """Whether :func:`depthwise_tiles` computes this depthwise layer (float32, AVX-512; on AVX2 the shapes of
+    ``_AVX2_TAKES``)."""
     return (
-        PACKED_OK
+        TILES_OK
         and dtype == np.float32
         and mult == 1
         and tuple(kernel) in ((3, 3), (5, 5))
         and tuple(strides) in ((1, 1), (2, 2))
         and tuple(dilations) == (1, 1)
+        and (AVX512 or (kernel[0], strides[0]) in _AVX2_TAKES)
     )
 
 

@@ -19,8 +19,9 @@ GEMM ~195 on this core) and 150-160 on 3 x 3 ones (its epilogue weighs on 27 ter
 
 Each output sums its C kh kw products in the order of (c, ky, kx), one fused multiply-add each, then adds the bias
 and clips (NaN stays NaN). Tiles past the last output channel or vector re-compute the last one (the same sum,
-written twice), so that every tile is whole. AVX-512 only (``_fast_conv.PACKED_OK``); elsewhere the callers keep
-the im2col path. Reference: the NumPy im2col GEMM of conv.py.
+written twice), so that every tile is whole. AVX-512, or AVX2 + FMA with a tile of its own (4 channels x 3
+vectors of 8 lanes: 16 ymm registers; ``TILES_OK``); elsewhere the callers keep the im2col path. The tile's shape
+changes which outputs a tile holds, never an output's sum. Reference: the NumPy im2col GEMM of conv.py.
 """
 
 from __future__ import annotations
@@ -33,11 +34,22 @@ import numpy as np
 from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
 from ._blas import run_parts
 from ._fast import _clip_args, enabled, numba
-from ._fast_conv import PACKED_OK
+from ._fast_conv import AVX2, AVX512
 
 #: the register tile: _MB output channels x _NV vectors of _VL output columns (measured on 7x7/2 3->64 and 3x3/2
 #: 3->16/32 @224 against 6x4, 4x6, 8x2, 12x2, 16x1: 8 x 3 first or within 5% on each)
 _MB, _NV, _VL = 8, 3, 16
+if not AVX512:
+    # AVX2 + FMA (AMD Zen 3, 16 ymm registers): 4 channels x 3 vectors of 8 columns, 12 accumulators beside 3 input
+    # vectors and a broadcast. Measured through conv_forward against the path it replaces (alternating, 1 thread,
+    # CPU time, medians of 40 rounds): 7x7/2 3->64 @224 0.68x its time, 3->16 0.50x; 3x3/2 3->32 @224 0.51x, 3->16
+    # 0.47x, 3->24 0.52x; 3x3 K 144 @56 0.79x. 6 x 2 of 8 lanes: within 5% of it (M 16 and 32 off its blocks);
+    # 6 x 1 of 16 lanes (two ymm a vector) 0.47-0.69x; 4 x 1 0.52-0.76x; 7 x 2 spills: 0.65-1.26x
+    _MB, _NV, _VL = 4, 3, 8
+#: the path's gate: AVX-512, or AVX2 + FMA with the tile above
+TILES_OK = AVX512 or AVX2
+#: AVX2: tiles of whole vectors store by plain stores (a masked store costs many on AMD Zen 3)
+_PLAIN_STORES = not AVX512
 #: the largest sum per output (C kh kw) this path takes on any map (measured against the path conv.py takes
 #: otherwise, one thread: 3x3 stride 1 K 144-180 @56 0.9x, K 216-576 @56 1.1-1.6x Winograd's time; 5x5 K 200 0.4x
 #: im2col + GEMM's)
@@ -49,12 +61,25 @@ STEM_MAX_K = 160
 #: ncnn fixture (its 32@28 and 64@14 3x3 layers, 32->64 /2): the model 0.91x its time with STEM_MAX_K only;
 #: ResNet-18 0.99x
 DEEP = (((1, 1), 196, 576), ((1, 1), 784, 432), ((2, 2), 196, 576))
+if not AVX512:
+    # AVX2 (the AVX2 tile; no packed kernel there): @28 stride 1 K 288 1.11-1.13x, K 432 1.05-1.29x the time of the
+    # path conv.py takes otherwise; @14 K 576 0.62-0.68x, stride 2 @28 K 288 0.67-0.72x, K 576 0.70-0.76x
+    # (conv_forward, alternating, 1 thread, CPU time, medians): stride 2 K 288 -> 28 x 28 0.87-0.91x, K 432 0.91x,
+    # K 576 0.84x, K 1152 -> 14 x 14 0.86-0.92x; stride 1 K 1152 @14 1.07x
+    DEEP = (((1, 1), 196, 576), ((2, 2), 784, 1152))
+    # any map up to K 288 (no packed Winograd on AVX2): @56 K 180 0.72-0.76x, K 216 0.44-0.47x, K 288 0.62-0.64x;
+    # @28 K 216 0.75x, K 288 1.00-1.01x; 5 x 5 K 200 @28 0.44-0.57x; K 360 @56 1.20x, K 576 @56 1.34-1.44x
+    STEM_MAX_K = 288
 #: the path on (the tests and benchmarks/bench_conv.py --old-stem turn it off to reach the paths it replaces)
 USE = True
 #: rows narrower than this fill less than 3/4 of their one vector: from the packed kernel's depth on (conv.py's
 #: _PACKED_MIN_K) it takes such small maps faster (measured: 7 x 7 outputs, K 144 and 147, 1.2x slower here; 10 x 10
 #: 1.1x; 14 x 14 0.8x)
 _MIN_WIDTH, _PACKED_DEPTH = 12, 64
+if not AVX512:
+    # AVX2: no packed kernel, and 8-lane vectors (7 x 7 outputs fill 7/8 of theirs): any width. Measured against
+    # the path conv.py takes otherwise (as above): 3x3 K 576 @7 0.56x, K 144 @7 0.43x, K 27 @7 0.40x, K 72 @10 0.48x
+    _MIN_WIDTH = 1
 
 if numba is not None:
     from llvmlite import ir
@@ -62,6 +87,9 @@ if numba is not None:
     from numba.extending import intrinsic
 
     from ._llvm_lanes import Lanes, data
+    from ._llvm_lanes8 import Lanes8
+
+    _LANES = Lanes if _VL == 16 else Lanes8
 
     @intrinsic
     def _tile(typingctx, xf, xb, offs, kn, wp, woff, yf, yb, nl, yo, bb, has_b, lo, hi):  # pragma: no cover
@@ -72,7 +100,7 @@ if numba is not None:
 
         def codegen(context, builder, signature, args):
             xf_, xb_, offs_, kn_, wp_, woff_, yf_, yb_, nl_, yo_, bb_, hasb_, lo_, hi_ = args
-            lanes = Lanes(builder)
+            lanes = _LANES(builder)
             i32, i64, vec, vptr, fma, store = lanes.i32, lanes.i64, lanes.vec, lanes.vptr, lanes.fma, lanes.mstore
             lvec = ir.VectorType(i64, _VL)
 
@@ -108,6 +136,28 @@ if numba is not None:
             masks = [builder.icmp_signed("<", lane, splat_i64(item(nld, v))) for v in range(_NV)]
             ybs = [item(ybd, v) for v in range(_NV)]
             hasb = builder.icmp_unsigned("!=", hasb_, ir.Constant(hasb_.type, 0))
+            if _PLAIN_STORES:  # AVX2: a masked store costs many plain ones (AMD Zen 3), whole vectors take those
+                outs = []
+                for i in range(_MB):
+                    bias = lanes.splat(item(bd, i))
+                    ybase = builder.gep(yd, [item(yod, i)])
+                    for v in range(_NV):
+                        val = builder.load(slots[i][v])
+                        val = builder.select(hasb, builder.fadd(val, bias), val)
+                        val = builder.select(builder.fcmp_ordered("<", val, lov), lov, val)
+                        val = builder.select(builder.fcmp_ordered(">", val, hiv), hiv, val)
+                        outs.append((val, builder.bitcast(builder.gep(ybase, [ybs[v]]), vptr), v))
+                whole = builder.icmp_signed("==", item(nld, 0), ir.Constant(i64, _VL))
+                for v in range(1, _NV):
+                    whole = builder.and_(whole, builder.icmp_signed("==", item(nld, v), ir.Constant(i64, _VL)))
+                with builder.if_else(whole, likely=True) as (then, otherwise):
+                    with then:
+                        for val, ptr, _ in outs:
+                            builder.store(val, ptr, align=4)
+                    with otherwise:
+                        for val, ptr, v in outs:
+                            builder.call(store, [val, ptr, lanes.align, masks[v]])
+                return context.get_dummy_value()
             for i in range(_MB):
                 bias = lanes.splat(item(bd, i))
                 ybase = builder.gep(yd, [item(yod, i)])
@@ -215,9 +265,9 @@ if numba is not None:
 def takes(cw, n: int, out, strides, dilations) -> bool:
     """Whether a convolution (ops/conv.py's ConvWeight ``cw``, spatial rank n, output map ``out``) takes this path:
     group 1, float32, 2-D, not 1 x 1, C kh kw <= STEM_MAX_K (or within DEEP's limits), strides 1 or 2, undilated,
-    on an AVX-512 machine with the compiled extra on; rows narrower than _MIN_WIDTH only below the packed kernel's
-    depth (_PACKED_DEPTH)."""
-    if not (USE and n == 2 and PACKED_OK and cw.group == 1 and cw.dtype == np.float32 and enabled()):
+    on an AVX-512 or AVX2 machine with the compiled extra on; rows narrower than _MIN_WIDTH only below the packed
+    kernel's depth (_PACKED_DEPTH)."""
+    if not (USE and n == 2 and TILES_OK and cw.group == 1 and cw.dtype == np.float32 and enabled()):
         return False
     K = cw.Cg * cw.kernel[0] * cw.kernel[1]
     strides = tuple(strides)

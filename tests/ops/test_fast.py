@@ -88,8 +88,8 @@ def test_depthwise_compiled_matches_numpy(xs, g, mult, k, s, d, pads, clip, dtyp
     from stdops.ops import _fast_dwtiles
 
     if not tiles:
-        monkeypatch.setattr(_fast_dwtiles, "PACKED_OK", False)
-    elif dtype == np.float32 and not _fast_dwtiles.PACKED_OK:
+        monkeypatch.setattr(_fast_dwtiles, "TILES_OK", False)
+    elif dtype == np.float32 and not _fast_dwtiles.TILES_OK:
         pytest.skip("the register tiles need AVX-512")
     x = RNG.standard_normal(xs).astype(dtype)
     w = RNG.standard_normal((g * mult, 1) + k).astype(dtype)
@@ -129,10 +129,10 @@ def test_depthwise_taps_non_finite(k, s, tiles, compiled, monkeypatch):
     padding."""
     from stdops.ops import _fast_dwtiles
 
-    if tiles and not _fast_dwtiles.PACKED_OK:
+    if tiles and not _fast_dwtiles.TILES_OK:
         pytest.skip("the register tiles need AVX-512")
     if not tiles:
-        monkeypatch.setattr(_fast_dwtiles, "PACKED_OK", False)
+        monkeypatch.setattr(_fast_dwtiles, "TILES_OK", False)
     x = RNG.standard_normal((1, 3, 36, 34)).astype(np.float32)
     x[0, 0, 2, 3], x[0, 1, 0, 0], x[0, 2, 35, 33] = np.inf, np.nan, -np.inf
     w = RNG.standard_normal((3, 1) + k).astype(np.float32)

@@ -11,10 +11,13 @@ from stdops.ops.conv import conv_forward, prepare_conv_weight
 
 pytestmark = [
     pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed"),
-    pytest.mark.skipif(not _fast_conv.PACKED_OK, reason="the stem kernel's register tiles need AVX-512"),
+    pytest.mark.skipif(not _fast_stem.TILES_OK, reason="the stem kernel's register tiles need AVX-512 or AVX2"),
 ]
 
 RNG = np.random.default_rng(31)
+
+_AVX512_ONLY = pytest.mark.skipif(not _fast_conv.AVX512, reason="the AVX-512 limits (AVX2 has its own)")
+_AVX2_ONLY = pytest.mark.skipif(_fast_conv.AVX512, reason="the AVX2 limits (AVX-512 has its own)")
 
 # x shape, M, kernel, strides, pads (top, left, bottom, right)
 STEMS = [
@@ -34,7 +37,10 @@ STEMS = [
     ((2, 5, 13, 20), 9, (3, 3), (1, 1), (2, 1, 0, 2)),  # batch 2 at column stride 1 (the padding zeroed once)
     ((3, 3, 15, 18), 7, (5, 3), (2, 1), (1, 2, 2, 0)),  # ... row stride 2, batch 3
     # deeper sums (DEEP): stride 1 on at most 784 / 196 outputs, stride 2
-    ((1, 32, 20, 21), 16, (3, 3), (1, 1), (1, 1, 1, 1)),  # K 288 on 20 x 21
+    ((1, 32, 20, 21), 16, (3, 3), (1, 1), (1, 1, 1, 1)),  # K 288 on 20 x 21 (AVX2: STEM_MAX_K)
+    pytest.param(  # K 900 at stride 2 on 15 x 15 outputs (AVX2's DEEP only)
+        (1, 100, 29, 30), 12, (3, 3), (2, 2), (1, 1, 1, 1), marks=_AVX2_ONLY
+    ),
     ((1, 64, 14, 14), 20, (3, 3), (1, 1), (1, 1, 1, 1)),  # K 576 on 14 x 14
     ((2, 40, 27, 27), 24, (3, 3), (2, 2), (1, 0, 1, 1)),  # K 360 at stride 2 (14 x 13 outputs)
 ]
@@ -108,7 +114,10 @@ def test_stem_propagates_nan_through_clip_and_keeps_inputs(compiled):
     with np.errstate(invalid="ignore"):
         ref = _reference(x, w, None, dict(pads=(1, 1, 1, 1), clip=(0.0, 1.0)))
     np.testing.assert_array_equal(np.isnan(y), np.isnan(ref))
-    np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-6)
+    with np.errstate(invalid="ignore"):
+        bound = _reference(np.abs(x), np.abs(w), None, dict(pads=(1, 1, 1, 1)))
+    num = ~np.isnan(ref)  # the same products summed in another order: within the sum of their magnitudes
+    assert np.all(np.abs(y - ref)[num] <= 1e-6 * bound[num] + 1e-30)
     np.testing.assert_array_equal(x, xc)
     np.testing.assert_array_equal(w, wc)
 
@@ -118,11 +127,15 @@ def test_stem_propagates_nan_through_clip_and_keeps_inputs(compiled):
     [
         ((8, 3, 3, 3), (3, 3), (1, 1), 1, np.float32),  # stride 3
         ((8, 3, 3, 3), (1, 1), (2, 2), 1, np.float32),  # dilated
-        ((8, 20, 3, 3), (1, 1), (1, 1), 1, np.float32),  # K = 180 > STEM_MAX_K, rows of 10
+        pytest.param(  # K = 180 > STEM_MAX_K, rows of 10 (AVX2: DEEP's 196 outputs at any width)
+            (8, 20, 3, 3), (1, 1), (1, 1), 1, np.float32, marks=_AVX512_ONLY
+        ),
         ((8, 3, 3, 3), (2, 2), (1, 1), 1, np.float64),  # float64
         ((8, 3, 3, 3), (2, 2), (1, 1), 2, np.float32),  # grouped (3 channels per group)
         ((8, 3, 1, 1), (1, 1), (1, 1), 1, np.float32),  # 1 x 1
-        ((8, 8, 3, 3), (1, 1), (1, 1), 1, np.float32),  # K = 72 on rows of 10: the packed kernel's
+        pytest.param(  # K = 72 on rows of 10: the packed kernel's (AVX-512; AVX2 has no packed kernel: any width)
+            (8, 8, 3, 3), (1, 1), (1, 1), 1, np.float32, marks=_AVX512_ONLY
+        ),
     ],
 )
 def test_stem_declines_what_it_does_not_take(w_shape, strides, dilations, group, dtype, compiled):
@@ -137,23 +150,28 @@ def test_stem_declines_what_it_does_not_take(w_shape, strides, dilations, group,
 
 
 @pytest.mark.parametrize(
-    "C,out,strides,takes",
+    "C,out,strides,on_avx512,on_avx2",
     [
-        (17, (56, 56), (1, 1), True),  # K 153 <= STEM_MAX_K: any map
-        (18, (56, 56), (1, 1), False),  # K 162 on more than 784 outputs
-        (48, (28, 28), (1, 1), True),  # K 432 on 784
-        (49, (28, 28), (1, 1), False),
-        (64, (14, 14), (1, 1), True),  # K 576 on 196
-        (65, (14, 14), (1, 1), False),
-        (64, (14, 14), (2, 2), True),  # stride 2: K 576 on 196
-        (65, (14, 14), (2, 2), False),
-        (64, (28, 28), (2, 2), False),  # more outputs: the packed direct kernel (conv_paths.py _PACKED_MAX_OUT_S2)
-        (40, (28, 28), (2, 1), False),  # mixed strides: STEM_MAX_K only
+        (17, (56, 56), (1, 1), True, True),  # K 153 <= STEM_MAX_K: any map
+        (18, (56, 56), (1, 1), False, True),  # K 162 on more than 784 outputs (AVX2: STEM_MAX_K 288)
+        (32, (56, 56), (1, 1), False, True),  # K 288
+        (33, (56, 56), (1, 1), False, False),
+        (48, (28, 28), (1, 1), True, False),  # K 432 on 784 (AVX-512's DEEP only)
+        (49, (28, 28), (1, 1), False, False),
+        (64, (14, 14), (1, 1), True, True),  # K 576 on 196
+        (65, (14, 14), (1, 1), False, False),
+        (64, (14, 14), (2, 2), True, True),  # stride 2: K 576 on 196
+        (65, (14, 14), (2, 2), False, True),  # (AVX2: K 1152 on 784)
+        (128, (14, 14), (2, 2), False, True),
+        (129, (14, 14), (2, 2), False, False),
+        (64, (28, 28), (2, 2), False, True),  # AVX-512: the packed direct kernel (conv_paths.py _PACKED_MAX_OUT_S2)
+        (64, (28, 29), (2, 2), False, False),
+        (40, (28, 28), (2, 1), False, False),  # mixed strides: STEM_MAX_K only
     ],
 )
-def test_stem_depth_limits(C, out, strides, takes, compiled):
+def test_stem_depth_limits(C, out, strides, on_avx512, on_avx2, compiled):
     cw = prepare_conv_weight(np.ones((8, C, 3, 3), np.float32))
-    assert _fast_stem.takes(cw, 2, out, strides, (1, 1)) is takes
+    assert _fast_stem.takes(cw, 2, out, strides, (1, 1)) is (on_avx512 if _fast_conv.AVX512 else on_avx2)
 
 
 def test_stem_off_with_the_compiled_path():
