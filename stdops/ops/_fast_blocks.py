@@ -15,11 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._fast import numba
-from ._fast_conv import PACKED_OK
 from ._fast_epilogue import _NONE_F32, ACT_NONE
-from ._fast_pointwise import _ACT_BLOCKS, _COLS, _MR, PointwiseDepthwise
+from ._fast_pointwise import _ACT_BLOCKS, _COLS, _MR, TILES_OK, PointwiseDepthwise
 
-if numba is not None and PACKED_OK:
+if numba is not None and TILES_OK:
     from ._fast_epilogue import _epi
     from ._fast_pointwise import _pointwise_cols
 

@@ -24,14 +24,27 @@ import numpy as np
 from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
 from ._blas import run_parts
 from ._fast import numba
-from ._fast_conv import PACKED_OK
+from ._fast_conv import AVX2, AVX512
+from ._fast_dwtiles import PACKED_OK as _DW_OK
 from ._fast_epilogue import ACT_NONE
 
-#: the tile: _MR output channels x _NV vectors of _VL float32 positions (24 of AVX-512's 32 registers)
-_MR, _NV, _VL = 6, 4, 16
+#: this module's kernels run: AVX-512 with its tile, or AVX2 + FMA with the smaller one below
+TILES_OK = AVX512 or AVX2
+if AVX512 or not AVX2:
+    #: the tile: _MR output channels x _NV vectors of _VL float32 positions (24 of AVX-512's 32 registers)
+    _MR, _NV, _VL = 6, 4, 16
+    #: a following activation (ops/_fast_epilogue.py's) runs on every row of this many column blocks at a time
+    _ACT_BLOCKS = 4
+else:
+    # AVX2: a 16-lane vector is two ymm halves (16 registers): 6 x 1 vectors = 12 accumulators + X's vector (2) +
+    # the broadcast weight (1)
+    _MR, _NV, _VL = 6, 4, 16
+    _ACT_BLOCKS = 4
+#: AVX2: the tile covers _TV of a column block's _NV vectors, called _NV / _TV times per channel block (the column
+#: block stays 64 positions wide: each row of Y and X is then written and read in whole 256-byte runs); 0: the tile
+#: covers the whole column block (AVX-512)
+_TV = 0 if AVX512 or not AVX2 else 1
 _COLS = _NV * _VL
-#: a following activation (ops/_fast_epilogue.py's) runs on every row of this many column blocks at a time
-_ACT_BLOCKS = 4
 
 #: the compiled kernel takes 1 x 1 layers of at least MIN_P positions per sample and at most MAX_K input channels,
 #: MAX_K_SMALL on maps of at most SMALL_P positions (measured on one AVX-512 core against the current path, 1 thread:
@@ -51,10 +64,11 @@ if numba is not None:
     from ._fast_epilogue import _act_chunk
     from ._llvm_lanes import Lanes, data
 
-    def _make_tile(nv: int, bias_last: bool = False):
+    def _make_tile(nv: int, bias_last: bool = False, masked: bool = True):
         """The intrinsic of a tile of _MR channels x ``nv`` vectors of positions (``nv`` fixed at compile time);
         ``bias_last``: the sum started from zero and the bias added to it after the last term (ops/_fast_conv.py's
-        direct kernel's order, which the fused block reproduces on the small maps that kernel takes)."""
+        direct kernel's order, which the fused block reproduces on the small maps that kernel takes); ``masked``
+        False: every vector whole (``lanes`` ignored: on AVX2 the masks would take two of the 16 registers)."""
 
         @intrinsic
         def tile(typingctx, wp, woff, x, xoff, ldx, kn, bp, boff, y, yoff, ldy, rows, lanes, clip, lo, hi):
@@ -95,7 +109,7 @@ if numba is not None:
                     xs = []
                     for v in range(nv):
                         p = builder.bitcast(builder.gep(xk, [ir.Constant(i64, v * _VL)]), vptr)
-                        if v == nv - 1:
+                        if masked and v == nv - 1:
                             xs.append(builder.call(mload, [p, align, mask, zero]))
                         else:
                             xs.append(builder.load(p, align=4))
@@ -124,7 +138,7 @@ if numba is not None:
                         for v in range(nv):
                             p = builder.bitcast(builder.gep(yrow, [ir.Constant(i64, v * _VL)]), vptr)
                             val = builder.load(slots[i][v])
-                            if v == nv - 1:
+                            if masked and v == nv - 1:
                                 builder.call(mstore, [val, p, align, mask])
                             else:
                                 builder.store(val, p, align=4)
@@ -136,7 +150,10 @@ if numba is not None:
 
     _tile1, _tile2, _tile3, _tile4 = (_make_tile(v) for v in range(1, 5))
     _late1, _late2, _late3, _late4 = (_make_tile(v, True) for v in range(1, 5))
-    assert _NV == 4
+    assert _NV == 4 and _TV in (0, 1, 2)
+    # AVX2's tiles of _TV vectors: whole ones (no mask) beside the masked _tile / _late ones
+    _whole1, _whole2 = (_make_tile(v, False, False) for v in (1, 2))
+    _wholelate1, _wholelate2 = (_make_tile(v, True, False) for v in (1, 2))
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _pointwise(wp, x, bp, clip, lo, hi, act, ap, aq, y, c0, c1):  # pragma: no cover - compiled
@@ -166,7 +183,30 @@ if numba is not None:
                     m0 = mb * _MR
                     rows = min(_MR, M - m0)
                     wo, yo = mb * K * _MR, (n * M + m0) * P + p0
-                    if late:
+                    if _TV:  # AVX2: the column block in tiles of _TV vectors, the last one masked if partial
+                        for v0 in range(0, nv, _TV):
+                            tv = min(_TV, nv - v0)
+                            xv, yv = xo + v0 * _VL, yo + v0 * _VL
+                            if v0 + tv < nv or lanes == _VL:
+                                if late:
+                                    if tv == 2:
+                                        _wholelate2(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, _VL, clip, lo, hi)
+                                    else:
+                                        _wholelate1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, _VL, clip, lo, hi)
+                                elif tv == 2:
+                                    _whole2(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, _VL, clip, lo, hi)
+                                else:
+                                    _whole1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, _VL, clip, lo, hi)
+                            elif late:
+                                if tv == 2:
+                                    _late2(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                                else:
+                                    _late1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                            elif tv == 2:
+                                _tile2(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                            else:
+                                _tile1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                    elif late:
                         if nv == 4:
                             _late4(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
                         elif nv == 3:
@@ -192,7 +232,7 @@ if numba is not None:
 
 def applies(M: int, K: int, P: int) -> bool:
     """Whether :func:`pointwise` computes a float32 1 x 1 layer of M outputs, K inputs and P positions."""
-    return PACKED_OK and P >= MIN_P and (K <= MAX_K or (P <= SMALL_P and K <= MAX_K_SMALL))
+    return TILES_OK and P >= MIN_P and (K <= MAX_K or (P <= SMALL_P and K <= MAX_K_SMALL))
 
 
 def pack_weight(wmat: np.ndarray) -> np.ndarray:
@@ -263,7 +303,7 @@ def round_channels(M: int, P: int, parts: int = 1) -> int:
     return max(_MR, min(whole, ROUND_FLOATS // max(P, 1) // _MR * _MR))
 
 
-if numba is not None and PACKED_OK:
+if numba is not None and TILES_OK and _DW_OK:  # the depthwise tiles: AVX-512 only (ops/_fast_dwtiles.py)
     from ._fast_dwtiles import _ACT_SPAN, _dw_masks, _dw_planes
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")

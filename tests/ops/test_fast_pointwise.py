@@ -6,13 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stdops.ops import _fast, _fast_pointwise
+from stdops.ops import _fast, _fast_dwtiles, _fast_pointwise
 from stdops.ops.conv import conv_forward, pointwise_compiled, prepare_conv_weight
 
 pytestmark = [
     pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed"),
-    pytest.mark.skipif(not _fast_pointwise.PACKED_OK, reason="the pointwise kernel needs AVX-512"),
+    pytest.mark.skipif(not _fast_pointwise.TILES_OK, reason="the pointwise kernel needs AVX-512 or AVX2 + FMA"),
 ]
+#: the fused expansion + depthwise block also needs the depthwise tiles (ops/_fast_dwtiles.py: AVX-512 so far)
+needs_block = pytest.mark.skipif(
+    not (_fast_pointwise.TILES_OK and _fast_dwtiles.PACKED_OK), reason="the fused block needs the depthwise tiles"
+)
 
 RNG = np.random.default_rng(31)
 
@@ -147,6 +151,7 @@ def _defaults(fused_blocks):
     return {n: p.default for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
 
 
+@needs_block
 @pytest.mark.parametrize("xs,M,k,s,pads,act1,act2", EXPAND_DEPTHWISE)
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("round_floats", [None, 1], ids=["rounds-by-map", "rounds-of-6"])
@@ -179,6 +184,7 @@ def test_expand_depthwise_is_its_two_steps_bit_for_bit(xs, M, k, s, pads, act1, 
     np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * float(np.abs(ref).max()))
 
 
+@needs_block
 @pytest.mark.parametrize("round_floats", [None, 4000])
 def test_expand_depthwise_same_bits_at_1_and_2_threads(round_floats, monkeypatch):
     """Split in 2 parts of rounds (each part one round of 48 channels, or 4000 floats: rounds of 6 of 400 values)."""
@@ -225,6 +231,8 @@ def test_activation_in_the_kernels_is_the_epilogue_bit_for_bit(act, layer, monke
     function of each value, over spans that cross column blocks, planes and the 2 parts of a split."""
     from stdops.ops import _fast_dwtiles, _fast_epilogue, fused
 
+    if layer == "depthwise" and not _fast_dwtiles.PACKED_OK:
+        pytest.skip("the depthwise tiles need AVX-512")
     code = fused.activation_of(*act).code()
     none = (False, 0.0, 0.0)
     monkeypatch.setattr(_fast_pointwise, "_SPLIT_FLOPS", 0)  # 2 parts (the second from a column block inside)
