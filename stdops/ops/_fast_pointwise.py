@@ -55,6 +55,15 @@ _COLS = _NV * _VL
 MIN_P = 100
 MAX_K = 256
 SMALL_P, MAX_K_SMALL = 256, 1024
+#: ... and MAX_K_SMALL only on maps of at least DEEP_MIN_P positions
+DEEP_MIN_P = MIN_P
+if TILES_OK and not AVX512:
+    # AVX2 (AMD Zen 3, 1 thread, against OpenBLAS's GEMM: the direct kernel is AVX-512 only; conv_forward
+    # alternating 101 rounds, thread_time medians, a loaded machine): 7 x 7 maps win up to K = 256 (160 -> 960
+    # 336 against 349 us, 240 -> 240 132 against 139, 96 -> 576 138 against 145) and lose from K = 320 (320 -> 1280
+    # 1.07x, 440 -> 440 1.10x, 960 -> 160 1.14x); 14 x 14 up to K = 672 (384 -> 64 199 against 218, 576 -> 96 355
+    # against 363, 672 -> 112 469 against 474), not past it (768 -> 128 1.03x, 1024 -> 256 1.22x)
+    MIN_P, DEEP_MIN_P, MAX_K_SMALL = 49, 100, 672
 
 if numba is not None:
     from llvmlite import ir
@@ -232,7 +241,7 @@ if numba is not None:
 
 def applies(M: int, K: int, P: int) -> bool:
     """Whether :func:`pointwise` computes a float32 1 x 1 layer of M outputs, K inputs and P positions."""
-    return TILES_OK and P >= MIN_P and (K <= MAX_K or (P <= SMALL_P and K <= MAX_K_SMALL))
+    return TILES_OK and P >= MIN_P and (K <= MAX_K or (DEEP_MIN_P <= P <= SMALL_P and K <= MAX_K_SMALL))
 
 
 def pack_weight(wmat: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stdops.ops import _fast, _fast_dwtiles, _fast_pointwise
+from stdops.ops import _fast, _fast_conv, _fast_dwtiles, _fast_pointwise
 from stdops.ops.conv import conv_forward, pointwise_compiled, prepare_conv_weight
 
 pytestmark = [
@@ -112,7 +112,7 @@ EXPAND_DEPTHWISE = [
     ((2, 5, 11, 13), 30, 3, 1, (1, 1, 1, 1), ("relu", ()), ("", ())),  # a partial round, batch 2, odd sizes
     ((1, 8, 15, 14), 20, 5, 2, (2, 2, 2, 2), ("", ()), ("relu", ())),  # 5 x 5 stride 2, one partial round
     ((1, 7, 12, 12), 49, 5, 1, (2, 1, 2, 3), ("clip", (-1.0, 1.0)), ("clip", (float("nan"), 0.5))),  # asymmetric
-    ((2, 6, 9, 9), 12, 3, 1, (1, 1, 1, 1), ("clip", (0.0, 6.0)), ("relu", ())),  # 81 positions: the chain runs
+    ((2, 6, 9, 9), 12, 3, 1, (1, 1, 1, 1), ("clip", (0.0, 6.0)), ("relu", ())),  # 81 positions: AVX-512 runs the chain
     ((1, 16, 16, 16), 48, 3, 2, (1, 1, 1, 1), ("silu", ()), ("silu", ())),  # EfficientNet's activations
     ((1, 8, 14, 14), 30, 5, 1, (2, 2, 2, 2), ("hard_swish", (1 / 6, 0.5)), ("sigmoid", ())),  # MobileNetV3's
     # small maps with deep inputs: the expansion summed as ops/_fast_conv.py's direct kernel does (bias last)
@@ -169,7 +169,8 @@ def test_expand_depthwise_is_its_two_steps_bit_for_bit(xs, M, k, s, pads, act1, 
     monkeypatch.setattr(_fast_pointwise.PointwiseDepthwise, "__call__", lambda *a: calls.append(1) or real(*a))
     got = step(*args)
     # the block where the pointwise kernel applies, or on small maps where the direct one does (deep sums)
-    assert bool(calls) == (xs[2] * xs[3] >= _fast_pointwise.MIN_P or xs[1] >= 64)
+    P = xs[2] * xs[3]
+    assert bool(calls) == (_fast_pointwise.applies(M, xs[1], P) or (xs[1] >= 64 and _fast_conv.PACKED_OK))
     from stdops.ops import fused
 
     x, w1, w2, b1, b2 = args
