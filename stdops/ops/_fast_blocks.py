@@ -1,6 +1,7 @@
-"""Compiled inverted-residual block (numba, the optional ``fast`` extra; AVX-512): the 1 x 1 expansion and the
-depthwise convolution of ops/_fast_pointwise.py's ``PointwiseDepthwise``, then the 1 x 1 projection of their result
-(with its activation, the residual added and the post-activation), as one compiled call per block of MobileNetV2.
+"""Compiled inverted-residual block (numba, the optional ``fast`` extra; where ops/_fast_pointwise.py's tiles and
+ops/_fast_dwtiles.py's run: ops/fused_blocks.py's gate): the 1 x 1 expansion and the depthwise convolution of
+ops/_fast_pointwise.py's ``PointwiseDepthwise``, then the 1 x 1 projection of their result (with its activation,
+the residual added and the post-activation), as one compiled call per block of MobileNetV2.
 
 The projection sums each output as the kernel conv.py picks for that layer alone does (ops/_fast_pointwise.py's
 tile from the bias, or on small maps, bias last, ops/_fast_conv.py's direct kernel's order), and the residual and

@@ -11,6 +11,13 @@ partial channel block). The column block of X (K x 16 _NV values) stays in L1 wh
 X is read from memory once and Y written once. Every output sums its terms in the same order whichever block,
 thread or lane computes it. Measured: see :data:`MAX_K` and benchmarks/bench_conv.py. Reference: conv.py's 1 x 1
 GEMM with the compiled path off (tests/ops/test_fast_pointwise.py).
+
+On AVX2 + FMA (:data:`TILES_OK`; 16 ymm registers) the same column blocks run through a tile of one vector
+(:data:`_VECTOR_TILES`), with thresholds of their own. Whole networks there (AMD Zen 3, 1 thread, two plans of each
+alternating in one process, the tiles on against off (OpenBLAS's GEMM), thread_time medians, a loaded machine):
+ONNX MobileNetV2 29.95 -> 26.43 ms, ShuffleNetV2 19.68 -> 16.23, RegNetY-400MF 46.77 -> 44.27; ncnn MobileNetV2
+27.66 -> 25.19, ShuffleNetV2 21.08 -> 17.35. The fused expansion + depthwise block also needs ops/_fast_dwtiles.py's
+tiles (AVX-512 only so far).
 """
 
 from __future__ import annotations
@@ -28,23 +35,21 @@ from ._fast_conv import AVX2, AVX512
 from ._fast_dwtiles import PACKED_OK as _DW_OK
 from ._fast_epilogue import ACT_NONE
 
-#: this module's kernels run: AVX-512 with its tile, or AVX2 + FMA with the smaller one below
+#: this module's kernels run: AVX-512, or AVX2 + FMA with the tile of _VECTOR_TILES
 TILES_OK = AVX512 or AVX2
-if AVX512 or not AVX2:
-    #: the tile: _MR output channels x _NV vectors of _VL float32 positions (24 of AVX-512's 32 registers)
-    _MR, _NV, _VL = 6, 4, 16
-    #: a following activation (ops/_fast_epilogue.py's) runs on every row of this many column blocks at a time
-    _ACT_BLOCKS = 4
-else:
-    # AVX2: a 16-lane vector is two ymm halves (16 registers): 6 x 1 vectors = 12 accumulators + X's vector (2) +
-    # the broadcast weight (1)
-    _MR, _NV, _VL = 6, 4, 16
-    _ACT_BLOCKS = 4
-#: AVX2: the tile covers _TV of a column block's _NV vectors, called _NV / _TV times per channel block (the column
-#: block stays 64 positions wide: each row of Y and X is then written and read in whole 256-byte runs); 0: the tile
-#: covers the whole column block (AVX-512)
-_TV = 0 if AVX512 or not AVX2 else 1
+#: the tile: _MR output channels x _NV vectors of _VL float32 positions (24 of AVX-512's 32 registers)
+_MR, _NV, _VL = 6, 4, 16
 _COLS = _NV * _VL
+#: a following activation (ops/_fast_epilogue.py's) runs on every row of this many column blocks at a time
+_ACT_BLOCKS = 4
+#: AVX2 (a 16-lane vector is two of the 16 ymm registers): the tile is _MR channels x ONE vector (12 ymm accumulators
+#: + X's vector + the broadcast weight), called for each of a column block's _NV vectors, the whole ones without a
+#: mask (a masked tile's two lane masks spill its loop). The column block stays 64 positions wide (every row of X
+#: and Y read and written in 256-byte runs: with one vector per column block, 16 -> 96 @ 112 ran 9 GFLOPS against
+#: 33). Measured on an AMD Zen 3 (1 thread, alternating against OpenBLAS's GEMM): 5 or 4 channels x 1 vector about
+#: as fast or slower, 3 x 2 vectors (17 ymm: spills) 1.0-1.5x OpenBLAS's time. False: the tile covers the whole
+#: column block (AVX-512)
+_VECTOR_TILES = AVX2 and not AVX512
 
 #: the compiled kernel takes 1 x 1 layers of at least MIN_P positions per sample and at most MAX_K input channels,
 #: MAX_K_SMALL on maps of at most SMALL_P positions (measured on one AVX-512 core against the current path, 1 thread:
@@ -159,10 +164,9 @@ if numba is not None:
 
     _tile1, _tile2, _tile3, _tile4 = (_make_tile(v) for v in range(1, 5))
     _late1, _late2, _late3, _late4 = (_make_tile(v, True) for v in range(1, 5))
-    assert _NV == 4 and _TV in (0, 1, 2)
-    # AVX2's tiles of _TV vectors: whole ones (no mask) beside the masked _tile / _late ones
-    _whole1, _whole2 = (_make_tile(v, False, False) for v in (1, 2))
-    _wholelate1, _wholelate2 = (_make_tile(v, True, False) for v in (1, 2))
+    assert _NV == 4
+    # AVX2's tile of one whole vector (no mask) beside the masked _tile1 / _late1
+    _whole1, _wholelate1 = _make_tile(1, False, False), _make_tile(1, True, False)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _pointwise(wp, x, bp, clip, lo, hi, act, ap, aq, y, c0, c1):  # pragma: no cover - compiled
@@ -192,27 +196,16 @@ if numba is not None:
                     m0 = mb * _MR
                     rows = min(_MR, M - m0)
                     wo, yo = mb * K * _MR, (n * M + m0) * P + p0
-                    if _TV:  # AVX2: the column block in tiles of _TV vectors, the last one masked if partial
-                        for v0 in range(0, nv, _TV):
-                            tv = min(_TV, nv - v0)
-                            xv, yv = xo + v0 * _VL, yo + v0 * _VL
-                            if v0 + tv < nv or lanes == _VL:
+                    if _VECTOR_TILES:  # AVX2: the block a vector at a time, the whole ones without a mask
+                        for v in range(nv):
+                            xv, yv = xo + v * _VL, yo + v * _VL
+                            if v < nv - 1 or lanes == _VL:
                                 if late:
-                                    if tv == 2:
-                                        _wholelate2(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, _VL, clip, lo, hi)
-                                    else:
-                                        _wholelate1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, _VL, clip, lo, hi)
-                                elif tv == 2:
-                                    _whole2(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, _VL, clip, lo, hi)
+                                    _wholelate1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, _VL, clip, lo, hi)
                                 else:
                                     _whole1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, _VL, clip, lo, hi)
                             elif late:
-                                if tv == 2:
-                                    _late2(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
-                                else:
-                                    _late1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
-                            elif tv == 2:
-                                _tile2(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                                _late1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
                             else:
                                 _tile1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
                     elif late:

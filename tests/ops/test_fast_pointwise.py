@@ -69,6 +69,45 @@ def test_pointwise_layer_thresholds():
     assert not _fast_pointwise.applies(1280, 320, 7 * 7)  # ops/_fast_conv.py's direct kernel
 
 
+@pytest.mark.parametrize("late", [False, True], ids=["bias-first", "bias-last"])
+def test_pointwise_whole_and_masked_vectors_same_bits(late):
+    """A position's sum is the same whether a whole vector or a masked last one computes it (AVX2 runs whole
+    vectors through a tile without masks): 63 and 77 positions against the same columns inside 80."""
+    x = RNG.standard_normal((1, 20, 80)).astype(np.float32)
+    w = RNG.standard_normal((15, 20)).astype(np.float32)
+    bp = np.zeros(18, np.float32)
+    bp[:15] = RNG.standard_normal(15)
+    wp = _fast_pointwise.pack_weight(w)
+
+    def run(xs):
+        y = np.empty((1, 15, xs.shape[2]), np.float32)
+        span = _fast_pointwise._ACT_BLOCKS * _fast_pointwise._COLS
+        e, kb = np.empty(span, np.float32), np.empty(span, np.int32)
+        f = np.float32
+        _fast_pointwise._pointwise_cols(wp, xs, bp, True, f(-1), f(1), 0, f(0), f(0), y, 0, xs.shape[2], e, e, kb, late)
+        return y
+
+    whole = run(x)
+    for p in (63, 77):
+        np.testing.assert_array_equal(run(np.ascontiguousarray(x[:, :, :p])), whole[:, :, :p])
+
+
+def test_pointwise_7x7_where_taken(monkeypatch):
+    """Maps of 49 positions (AVX2 takes them up to K = 256): the compiled kernel against the GEMM."""
+    monkeypatch.setattr(_fast, "_enabled", True)
+    x = RNG.standard_normal((1, 40, 7, 7)).astype(np.float32)
+    w = RNG.standard_normal((30, 40, 1, 1)).astype(np.float32)
+    b = RNG.standard_normal(30).astype(np.float32)
+    cw = prepare_conv_weight(w)
+    if not pointwise_compiled(cw, 2, 49):
+        pytest.skip("this ISA's thresholds leave 7 x 7 maps to other kernels")
+    y_fast = conv_forward(x, cw, b, clip=(0.0, 6.0))
+    monkeypatch.setattr(_fast, "_enabled", False)
+    y_ref = conv_forward(x, prepare_conv_weight(w), b, clip=(0.0, 6.0))
+    kw = dict(strides=(1, 1), pads=(0, 0, 0, 0), clip=None)
+    assert np.all(np.abs(y_fast - y_ref) <= 1e-6 * _bound(x, w, b, kw) + 1e-30)
+
+
 def test_pointwise_same_bits_at_1_and_2_threads(monkeypatch):
     """Split in 2 parts over the positions (every output the same sum whichever thread computes it)."""
     from stdops.ops import _blas
