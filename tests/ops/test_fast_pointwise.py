@@ -66,13 +66,17 @@ def test_pointwise_layer_thresholds():
     assert _fast_pointwise.applies(96, 16, 112 * 112)
     assert _fast_pointwise.applies(96, 576, 14 * 14)
     assert not _fast_pointwise.applies(128, 512, 28 * 28)  # OpenBLAS's rate
-    assert not _fast_pointwise.applies(1280, 320, 7 * 7)  # ops/_fast_conv.py's direct kernel
+    if _fast_conv.AVX512:
+        assert not _fast_pointwise.applies(1280, 320, 7 * 7)  # ops/_fast_conv.py's direct kernel
+    else:  # AVX2: 7 x 7 maps up to K = 672 (the direct kernel is AVX-512 only)
+        assert _fast_pointwise.applies(1280, 320, 7 * 7) and not _fast_pointwise.applies(160, 960, 7 * 7)
 
 
 @pytest.mark.parametrize("late", [False, True], ids=["bias-first", "bias-last"])
 def test_pointwise_whole_and_masked_vectors_same_bits(late):
     """A position's sum is the same whether a whole vector or a masked last one computes it (AVX2 runs whole
-    vectors through a tile without masks): 63 and 77 positions against the same columns inside 80."""
+    vectors through a tile without masks, a last one of at most 8 lanes through a 12-channel tile): 49 to 77
+    positions against the same columns inside 80."""
     x = RNG.standard_normal((1, 20, 80)).astype(np.float32)
     w = RNG.standard_normal((15, 20)).astype(np.float32)
     bp = np.zeros(18, np.float32)
@@ -88,12 +92,12 @@ def test_pointwise_whole_and_masked_vectors_same_bits(late):
         return y
 
     whole = run(x)
-    for p in (63, 77):
+    for p in (49, 63, 66, 70, 77):
         np.testing.assert_array_equal(run(np.ascontiguousarray(x[:, :, :p])), whole[:, :, :p])
 
 
 def test_pointwise_7x7_where_taken(monkeypatch):
-    """Maps of 49 positions (AVX2 takes them up to K = 256): the compiled kernel against the GEMM."""
+    """Maps of 49 positions (AVX2 takes them up to K = 672): the compiled kernel against the GEMM."""
     monkeypatch.setattr(_fast, "_enabled", True)
     x = RNG.standard_normal((1, 40, 7, 7)).astype(np.float32)
     w = RNG.standard_normal((30, 40, 1, 1)).astype(np.float32)
