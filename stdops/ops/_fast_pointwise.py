@@ -14,10 +14,10 @@ GEMM with the compiled path off (tests/ops/test_fast_pointwise.py).
 
 On AVX2 + FMA (:data:`TILES_OK`; 16 ymm registers) the same column blocks run through a tile of one vector
 (:data:`_VECTOR_TILES`), with thresholds of their own. Whole networks there (AMD Zen 3, 1 thread, two plans of each
-alternating in one process, the tiles on against off (OpenBLAS's GEMM), thread_time medians, a loaded machine):
-ONNX MobileNetV2 29.95 -> 26.43 ms, ShuffleNetV2 19.68 -> 16.23, RegNetY-400MF 46.77 -> 44.27; ncnn MobileNetV2
-27.66 -> 25.19, ShuffleNetV2 21.08 -> 17.35. The fused expansion + depthwise block also needs ops/_fast_dwtiles.py's
-tiles (AVX-512 only so far).
+alternating in one process, the tiles on against off (OpenBLAS's GEMM), 50 rounds, thread_time medians, a loaded
+machine): ONNX MobileNetV2 28.60 -> 23.90 ms, ShuffleNetV2 19.09 -> 15.09, RegNetY-400MF 49.48 -> 46.12; ncnn
+MobileNetV2 27.23 -> 23.93, ShuffleNetV2 22.69 -> 17.53, RegNetY-400MF 48.92 -> 45.48. The fused expansion +
+depthwise block also needs ops/_fast_dwtiles.py's tiles (AVX-512 only so far).
 """
 
 from __future__ import annotations
