@@ -1,6 +1,7 @@
-"""Compiled inverted-residual block (numba, the optional ``fast`` extra; AVX-512): the 1 x 1 expansion and the
-depthwise convolution of ops/_fast_pointwise.py's ``PointwiseDepthwise``, then the 1 x 1 projection of their result
-(with its activation, the residual added and the post-activation), as one compiled call per block of MobileNetV2.
+"""Compiled inverted-residual block (numba, the optional ``fast`` extra; where ops/_fast_pointwise.py's tiles and
+ops/_fast_dwtiles.py's run: ops/fused_blocks.py's gate): the 1 x 1 expansion and the depthwise convolution of
+ops/_fast_pointwise.py's ``PointwiseDepthwise``, then the 1 x 1 projection of their result (with its activation,
+the residual added and the post-activation), as one compiled call per block of MobileNetV2.
 
 The projection sums each output as the kernel conv.py picks for that layer alone does (ops/_fast_pointwise.py's
 tile from the bias, or on small maps, bias last, ops/_fast_conv.py's direct kernel's order), and the residual and
@@ -15,11 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._fast import numba
-from ._fast_conv import PACKED_OK
 from ._fast_epilogue import _NONE_F32, ACT_NONE
-from ._fast_pointwise import _ACT_BLOCKS, _COLS, _MR, PointwiseDepthwise
+from ._fast_pointwise import _ACT_BLOCKS, _COLS, _MR, TILES_OK, PointwiseDepthwise
 
-if numba is not None and PACKED_OK:
+if numba is not None and TILES_OK:
     from ._fast_epilogue import _epi
     from ._fast_pointwise import _pointwise_cols
 

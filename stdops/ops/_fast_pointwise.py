@@ -11,6 +11,13 @@ partial channel block). The column block of X (K x 16 _NV values) stays in L1 wh
 X is read from memory once and Y written once. Every output sums its terms in the same order whichever block,
 thread or lane computes it. Measured: see :data:`MAX_K` and benchmarks/bench_conv.py. Reference: conv.py's 1 x 1
 GEMM with the compiled path off (tests/ops/test_fast_pointwise.py).
+
+On AVX2 + FMA (:data:`TILES_OK`; 16 ymm registers) the same column blocks run through a tile of one vector
+(:data:`_VECTOR_TILES`), with thresholds of their own. Whole networks there (AMD Zen 3, 1 thread, two plans of each
+alternating in one process, the tiles on against off (OpenBLAS's GEMM), 50 rounds, thread_time medians, a loaded
+machine): ONNX MobileNetV2 28.60 -> 23.90 ms, ShuffleNetV2 19.09 -> 15.09, RegNetY-400MF 49.48 -> 46.12; ncnn
+MobileNetV2 27.23 -> 23.93, ShuffleNetV2 22.69 -> 17.53, RegNetY-400MF 48.92 -> 45.48. The fused expansion +
+depthwise block also needs ops/_fast_dwtiles.py's tiles (AVX-512 only so far).
 """
 
 from __future__ import annotations
@@ -24,14 +31,28 @@ import numpy as np
 from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
 from ._blas import run_parts
 from ._fast import numba
-from ._fast_conv import PACKED_OK
+from ._fast_conv import AVX2, AVX512
+from ._fast_dwtiles import PACKED_OK as _DW_OK
 from ._fast_epilogue import ACT_NONE
 
+#: this module's kernels run: AVX-512, or AVX2 + FMA with the tile of _VECTOR_TILES
+TILES_OK = AVX512 or AVX2
 #: the tile: _MR output channels x _NV vectors of _VL float32 positions (24 of AVX-512's 32 registers)
 _MR, _NV, _VL = 6, 4, 16
 _COLS = _NV * _VL
 #: a following activation (ops/_fast_epilogue.py's) runs on every row of this many column blocks at a time
 _ACT_BLOCKS = 4
+#: AVX2 (a 16-lane vector is two of the 16 ymm registers): the tile is _MR channels x ONE vector (12 ymm accumulators
+#: + X's vector + the broadcast weight), called for each of a column block's _NV vectors, the whole ones without a
+#: mask (a masked tile's two lane masks spill its loop). The column block stays 64 positions wide (every row of X
+#: and Y read and written in 256-byte runs: with one vector per column block, 16 -> 96 @ 112 ran 9 GFLOPS against
+#: 33). Measured on an AMD Zen 3 (1 thread, alternating against OpenBLAS's GEMM): 5 or 4 channels x 1 vector about
+#: as fast or slower, 3 x 2 vectors (17 ymm: spills) 1.0-1.5x OpenBLAS's time. False: the tile covers the whole
+#: column block (AVX-512)
+_VECTOR_TILES = AVX2 and not AVX512
+#: AVX2: a column block's last vector of at most this many lanes runs through a tile of 12 channels x 8 (or 4)
+#: lanes instead (7 x 7 maps: 49 = 3 x 16 + 1)
+_NARROW_MAX = 8
 
 #: the compiled kernel takes 1 x 1 layers of at least MIN_P positions per sample and at most MAX_K input channels,
 #: MAX_K_SMALL on maps of at most SMALL_P positions (measured on one AVX-512 core against the current path, 1 thread:
@@ -42,6 +63,13 @@ _ACT_BLOCKS = 4
 MIN_P = 100
 MAX_K = 256
 SMALL_P, MAX_K_SMALL = 256, 1024
+if TILES_OK and not AVX512:
+    # AVX2 (AMD Zen 3, 1 thread, conv_forward against OpenBLAS's GEMM: the direct kernel is AVX-512 only;
+    # alternating 61-101 rounds, thread_time medians, a loaded machine): 7 x 7 maps (with the narrow tail tile) win
+    # up to K = 672 (160 -> 960 304 against 366 us, 320 -> 1280 1221 / 1382, 440 -> 440 501 / 586, 576 -> 96 171 /
+    # 195, 672 -> 112 235 / 240) but not at 960 (960 -> 160 1.01x, 960 -> 320 1.12x); 14 x 14 up to 672 as well
+    # (576 -> 96 419 / 483, 672 -> 112 670 / 738; 768 -> 128 1.02x, 1024 -> 256 1.27x)
+    MIN_P, MAX_K_SMALL = 49, 672
 
 if numba is not None:
     from llvmlite import ir
@@ -51,10 +79,11 @@ if numba is not None:
     from ._fast_epilogue import _act_chunk
     from ._llvm_lanes import Lanes, data
 
-    def _make_tile(nv: int, bias_last: bool = False):
+    def _make_tile(nv: int, bias_last: bool = False, masked: bool = True):
         """The intrinsic of a tile of _MR channels x ``nv`` vectors of positions (``nv`` fixed at compile time);
         ``bias_last``: the sum started from zero and the bias added to it after the last term (ops/_fast_conv.py's
-        direct kernel's order, which the fused block reproduces on the small maps that kernel takes)."""
+        direct kernel's order, which the fused block reproduces on the small maps that kernel takes); ``masked``
+        False: every vector whole (``lanes`` ignored: on AVX2 the masks would take two of the 16 registers)."""
 
         @intrinsic
         def tile(typingctx, wp, woff, x, xoff, ldx, kn, bp, boff, y, yoff, ldy, rows, lanes, clip, lo, hi):
@@ -95,7 +124,7 @@ if numba is not None:
                     xs = []
                     for v in range(nv):
                         p = builder.bitcast(builder.gep(xk, [ir.Constant(i64, v * _VL)]), vptr)
-                        if v == nv - 1:
+                        if masked and v == nv - 1:
                             xs.append(builder.call(mload, [p, align, mask, zero]))
                         else:
                             xs.append(builder.load(p, align=4))
@@ -124,7 +153,7 @@ if numba is not None:
                         for v in range(nv):
                             p = builder.bitcast(builder.gep(yrow, [ir.Constant(i64, v * _VL)]), vptr)
                             val = builder.load(slots[i][v])
-                            if v == nv - 1:
+                            if masked and v == nv - 1:
                                 builder.call(mstore, [val, p, align, mask])
                             else:
                                 builder.store(val, p, align=4)
@@ -137,6 +166,90 @@ if numba is not None:
     _tile1, _tile2, _tile3, _tile4 = (_make_tile(v) for v in range(1, 5))
     _late1, _late2, _late3, _late4 = (_make_tile(v, True) for v in range(1, 5))
     assert _NV == 4
+    # AVX2's tile of one whole vector (no mask) beside the masked _tile1 / _late1
+    _whole1, _wholelate1 = _make_tile(1, False, False), _make_tile(1, True, False)
+
+    def _make_narrow_tile(width: int, bias_last: bool):
+        """AVX2's tile for a column block's last few positions: 2 _MR channels (two packed channel blocks, the
+        second ``wstep`` floats after the first) x one vector of ``width`` (8 or 4) lanes, the first ``lanes``
+        live: 12 accumulators in 12 ymm (xmm) registers, where a 16-lane tile would compute 16 lanes for them.
+        The same sums in the same order as :func:`_make_tile`'s."""
+
+        @intrinsic
+        def tile(typingctx, wp, woff, wstep, x, xoff, ldx, kn, bp, boff, y, yoff, ldy, rows, lanes, clip, lo, hi):
+            sig = types.void(
+                wp, types.intp, types.intp, x, types.intp, types.intp, types.intp, bp, types.intp, y, types.intp,
+                types.intp, types.intp, types.intp, types.boolean, types.float32, types.float32,
+            )  # fmt: skip
+
+            def codegen(context, builder, signature, args):
+                _, woff_, wstep_, _, xoff_, ldx_, kn_, _, boff_, _, yoff_, ldy_, rows_, lanes_, clip_, lo_, hi_ = args
+                f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+                vec = ir.VectorType(f32, width)
+                vptr, mvec = vec.as_pointer(), ir.VectorType(ir.IntType(1), width)
+                mod = builder.module
+                fma = cgutils.get_or_insert_function(mod, ir.FunctionType(vec, [vec] * 3), f"llvm.fma.v{width}f32")
+                mload = cgutils.get_or_insert_function(
+                    mod, ir.FunctionType(vec, [vptr, i32, mvec, vec]), f"llvm.masked.load.v{width}f32.p0v{width}f32"
+                )
+                mstore = cgutils.get_or_insert_function(
+                    mod,
+                    ir.FunctionType(ir.VoidType(), [vec, vptr, i32, mvec]),
+                    f"llvm.masked.store.v{width}f32.p0v{width}f32",
+                )
+                undef, zero, align = ir.Constant(vec, ir.Undefined), ir.Constant(vec, None), ir.Constant(i32, 4)
+                lane0 = ir.Constant(ir.VectorType(i32, width), [0] * width)
+
+                def splat(v):
+                    return builder.shuffle_vector(builder.insert_element(undef, v, ir.Constant(i32, 0)), undef, lane0)
+
+                bits = builder.sub(builder.shl(ir.Constant(i64, 1), lanes_), ir.Constant(i64, 1))
+                mask = builder.bitcast(builder.trunc(bits, ir.IntType(width)), mvec)
+                wdata, xdata, bdata, ydata = (data(context, builder, signature, args, i) for i in (0, 3, 7, 9))
+                R = 2 * _MR
+                slots = [cgutils.alloca_once(builder, vec) for _ in range(R)]
+                # the second block's bias (one block left, wstep 0: the first's again, as its weights)
+                lone = builder.icmp_signed("==", wstep_, ir.Constant(i64, 0))
+                boffs = [boff_, builder.select(lone, boff_, builder.add(boff_, ir.Constant(i64, _MR)))]
+                bvs = [
+                    splat(builder.load(builder.gep(bdata, [builder.add(boffs[i // _MR], ir.Constant(i64, i % _MR))])))
+                    for i in range(R)
+                ]
+                for i in range(R):
+                    builder.store(zero if bias_last else bvs[i], slots[i])
+                wbases = [builder.gep(wdata, [woff_]), builder.gep(wdata, [builder.add(woff_, wstep_)])]
+                xbase = builder.gep(xdata, [xoff_])
+                with cgutils.for_range(builder, kn_) as loop:
+                    k = loop.index
+                    p = builder.bitcast(builder.gep(xbase, [builder.mul(k, ldx_)]), vptr)
+                    xv = builder.call(mload, [p, align, mask, zero])
+                    for i in range(R):
+                        wk = builder.gep(wbases[i // _MR], [builder.mul(k, ir.Constant(i64, _MR))])
+                        wb = splat(builder.load(builder.gep(wk, [ir.Constant(i64, i % _MR)])))
+                        builder.store(builder.call(fma, [wb, xv, builder.load(slots[i])]), slots[i])
+                if bias_last:
+                    for i in range(R):
+                        builder.store(builder.fadd(builder.load(slots[i]), bvs[i]), slots[i])
+                with builder.if_then(builder.icmp_unsigned("!=", clip_, ir.Constant(clip_.type, 0))):
+                    lov, hiv = splat(lo_), splat(hi_)
+                    for s in slots:
+                        t = builder.load(s)
+                        t = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)
+                        t = builder.select(builder.fcmp_ordered(">", t, hiv), hiv, t)
+                        builder.store(t, s)
+                ybase = builder.gep(ydata, [yoff_])
+                for i in range(R):
+                    with builder.if_then(builder.icmp_signed(">", rows_, ir.Constant(i64, i)), likely=True):
+                        yrow = builder.gep(ybase, [builder.mul(ir.Constant(i64, i), ldy_)])
+                        builder.call(mstore, [builder.load(slots[i]), builder.bitcast(yrow, vptr), align, mask])
+                return context.get_dummy_value()
+
+            return sig, codegen
+
+        return tile
+
+    _narrow8, _narrow4 = _make_narrow_tile(8, False), _make_narrow_tile(4, False)
+    _narrowlate8, _narrowlate4 = _make_narrow_tile(8, True), _make_narrow_tile(4, True)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _pointwise(wp, x, bp, clip, lo, hi, act, ap, aq, y, c0, c1):  # pragma: no cover - compiled
@@ -166,7 +279,20 @@ if numba is not None:
                     m0 = mb * _MR
                     rows = min(_MR, M - m0)
                     wo, yo = mb * K * _MR, (n * M + m0) * P + p0
-                    if late:
+                    if _VECTOR_TILES:  # AVX2: the block a vector at a time, the whole ones without a mask
+                        for v in range(nv if lanes == _VL else nv - 1):
+                            xv, yv = xo + v * _VL, yo + v * _VL
+                            if late:
+                                _wholelate1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, _VL, clip, lo, hi)
+                            else:
+                                _whole1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, _VL, clip, lo, hi)
+                        if _NARROW_MAX < lanes < _VL:  # a last vector of more than 8 lanes: masked
+                            xv, yv = xo + (nv - 1) * _VL, yo + (nv - 1) * _VL
+                            if late:
+                                _late1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                            else:
+                                _tile1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                    elif late:
                         if nv == 4:
                             _late4(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
                         elif nv == 3:
@@ -183,6 +309,22 @@ if numba is not None:
                         _tile2(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
                     else:
                         _tile1(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
+                if _VECTOR_TILES and lanes <= _NARROW_MAX:  # the last few positions, two channel blocks a tile
+                    xv = xo + (nv - 1) * _VL
+                    for mb in range(0, MB, 2):
+                        m0 = mb * _MR
+                        rows = min(2 * _MR, M - m0)
+                        wo, yv = mb * K * _MR, (n * M + m0) * P + p0 + (nv - 1) * _VL
+                        ws = K * _MR if mb + 1 < MB else 0  # (one block left: its weights twice, rows masked)
+                        if lanes <= 4:
+                            if late:
+                                _narrowlate4(wf, wo, ws, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                            else:
+                                _narrow4(wf, wo, ws, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                        elif late:
+                            _narrowlate8(wf, wo, ws, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                        else:
+                            _narrow8(wf, wo, ws, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
                 if act != 0 and (p0 + _COLS >= c1 or (p0 - c0) // _COLS % _ACT_BLOCKS == _ACT_BLOCKS - 1):
                     g0 = c0 + (p0 - c0) // (_ACT_BLOCKS * _COLS) * (_ACT_BLOCKS * _COLS)
                     for m in range(M):  # the last column blocks of every row, while they are in cache
@@ -192,7 +334,7 @@ if numba is not None:
 
 def applies(M: int, K: int, P: int) -> bool:
     """Whether :func:`pointwise` computes a float32 1 x 1 layer of M outputs, K inputs and P positions."""
-    return PACKED_OK and P >= MIN_P and (K <= MAX_K or (P <= SMALL_P and K <= MAX_K_SMALL))
+    return TILES_OK and P >= MIN_P and (K <= MAX_K or (P <= SMALL_P and K <= MAX_K_SMALL))
 
 
 def pack_weight(wmat: np.ndarray) -> np.ndarray:
@@ -263,7 +405,7 @@ def round_channels(M: int, P: int, parts: int = 1) -> int:
     return max(_MR, min(whole, ROUND_FLOATS // max(P, 1) // _MR * _MR))
 
 
-if numba is not None and PACKED_OK:
+if numba is not None and TILES_OK and _DW_OK:  # the depthwise tiles: AVX-512 only (ops/_fast_dwtiles.py)
     from ._fast_dwtiles import _ACT_SPAN, _dw_masks, _dw_planes
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")

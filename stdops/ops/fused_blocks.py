@@ -77,7 +77,8 @@ def prepare_expand_depthwise(constants: tuple, attrs: dict) -> Callable | None:
         return dw(expand(x, w1_, b1_), w2_, b2_)
 
     compiled = (
-        _fast_pointwise.PACKED_OK
+        _fast_pointwise.TILES_OK
+        and _fast_dwtiles.PACKED_OK  # the depthwise tiles (AVX-512 only so far)
         and isinstance(w1, np.ndarray)
         and w1.dtype == np.float32
         and w1.ndim == 4

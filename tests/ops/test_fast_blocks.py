@@ -9,9 +9,12 @@ import inspect
 import numpy as np
 import pytest
 
-from stdops.ops import _fast, _fast_blocks, _fast_pointwise, fused, fused_blocks
+from stdops.ops import _fast, _fast_blocks, _fast_dwtiles, _fast_pointwise, fused, fused_blocks
 
-pytestmark = pytest.mark.skipif(not _fast_pointwise.PACKED_OK, reason="the compiled block needs AVX-512 and numba")
+pytestmark = pytest.mark.skipif(
+    not (_fast_pointwise.TILES_OK and _fast_dwtiles.PACKED_OK),
+    reason="the compiled block needs numba, the pointwise tiles (AVX-512 or AVX2) and the depthwise ones (AVX-512)",
+)
 
 RNG = np.random.default_rng(2026)
 

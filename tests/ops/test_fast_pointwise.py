@@ -6,13 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stdops.ops import _fast, _fast_pointwise
+from stdops.ops import _fast, _fast_conv, _fast_dwtiles, _fast_pointwise
 from stdops.ops.conv import conv_forward, pointwise_compiled, prepare_conv_weight
 
 pytestmark = [
     pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed"),
-    pytest.mark.skipif(not _fast_pointwise.PACKED_OK, reason="the pointwise kernel needs AVX-512"),
+    pytest.mark.skipif(not _fast_pointwise.TILES_OK, reason="the pointwise kernel needs AVX-512 or AVX2 + FMA"),
 ]
+#: the fused expansion + depthwise block also needs the depthwise tiles (ops/_fast_dwtiles.py: AVX-512 so far)
+needs_block = pytest.mark.skipif(
+    not (_fast_pointwise.TILES_OK and _fast_dwtiles.PACKED_OK), reason="the fused block needs the depthwise tiles"
+)
 
 RNG = np.random.default_rng(31)
 
@@ -62,7 +66,50 @@ def test_pointwise_layer_thresholds():
     assert _fast_pointwise.applies(96, 16, 112 * 112)
     assert _fast_pointwise.applies(96, 576, 14 * 14)
     assert not _fast_pointwise.applies(128, 512, 28 * 28)  # OpenBLAS's rate
-    assert not _fast_pointwise.applies(1280, 320, 7 * 7)  # ops/_fast_conv.py's direct kernel
+    if _fast_conv.AVX512:
+        assert not _fast_pointwise.applies(1280, 320, 7 * 7)  # ops/_fast_conv.py's direct kernel
+    else:  # AVX2: 7 x 7 maps up to K = 672 (the direct kernel is AVX-512 only)
+        assert _fast_pointwise.applies(1280, 320, 7 * 7) and not _fast_pointwise.applies(160, 960, 7 * 7)
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["bias-first", "bias-last"])
+def test_pointwise_whole_and_masked_vectors_same_bits(late):
+    """A position's sum is the same whether a whole vector or a masked last one computes it (AVX2 runs whole
+    vectors through a tile without masks, a last one of at most 8 lanes through a 12-channel tile): 49 to 77
+    positions against the same columns inside 80."""
+    x = RNG.standard_normal((1, 20, 80)).astype(np.float32)
+    w = RNG.standard_normal((15, 20)).astype(np.float32)
+    bp = np.zeros(18, np.float32)
+    bp[:15] = RNG.standard_normal(15)
+    wp = _fast_pointwise.pack_weight(w)
+
+    def run(xs):
+        y = np.empty((1, 15, xs.shape[2]), np.float32)
+        span = _fast_pointwise._ACT_BLOCKS * _fast_pointwise._COLS
+        e, kb = np.empty(span, np.float32), np.empty(span, np.int32)
+        f = np.float32
+        _fast_pointwise._pointwise_cols(wp, xs, bp, True, f(-1), f(1), 0, f(0), f(0), y, 0, xs.shape[2], e, e, kb, late)
+        return y
+
+    whole = run(x)
+    for p in (49, 63, 66, 70, 77):
+        np.testing.assert_array_equal(run(np.ascontiguousarray(x[:, :, :p])), whole[:, :, :p])
+
+
+def test_pointwise_7x7_where_taken(monkeypatch):
+    """Maps of 49 positions (AVX2 takes them up to K = 672): the compiled kernel against the GEMM."""
+    monkeypatch.setattr(_fast, "_enabled", True)
+    x = RNG.standard_normal((1, 40, 7, 7)).astype(np.float32)
+    w = RNG.standard_normal((30, 40, 1, 1)).astype(np.float32)
+    b = RNG.standard_normal(30).astype(np.float32)
+    cw = prepare_conv_weight(w)
+    if not pointwise_compiled(cw, 2, 49):
+        pytest.skip("this ISA's thresholds leave 7 x 7 maps to other kernels")
+    y_fast = conv_forward(x, cw, b, clip=(0.0, 6.0))
+    monkeypatch.setattr(_fast, "_enabled", False)
+    y_ref = conv_forward(x, prepare_conv_weight(w), b, clip=(0.0, 6.0))
+    kw = dict(strides=(1, 1), pads=(0, 0, 0, 0), clip=None)
+    assert np.all(np.abs(y_fast - y_ref) <= 1e-6 * _bound(x, w, b, kw) + 1e-30)
 
 
 def test_pointwise_same_bits_at_1_and_2_threads(monkeypatch):
@@ -108,7 +155,7 @@ EXPAND_DEPTHWISE = [
     ((2, 5, 11, 13), 30, 3, 1, (1, 1, 1, 1), ("relu", ()), ("", ())),  # a partial round, batch 2, odd sizes
     ((1, 8, 15, 14), 20, 5, 2, (2, 2, 2, 2), ("", ()), ("relu", ())),  # 5 x 5 stride 2, one partial round
     ((1, 7, 12, 12), 49, 5, 1, (2, 1, 2, 3), ("clip", (-1.0, 1.0)), ("clip", (float("nan"), 0.5))),  # asymmetric
-    ((2, 6, 9, 9), 12, 3, 1, (1, 1, 1, 1), ("clip", (0.0, 6.0)), ("relu", ())),  # 81 positions: the chain runs
+    ((2, 6, 9, 9), 12, 3, 1, (1, 1, 1, 1), ("clip", (0.0, 6.0)), ("relu", ())),  # 81 positions: AVX-512 runs the chain
     ((1, 16, 16, 16), 48, 3, 2, (1, 1, 1, 1), ("silu", ()), ("silu", ())),  # EfficientNet's activations
     ((1, 8, 14, 14), 30, 5, 1, (2, 2, 2, 2), ("hard_swish", (1 / 6, 0.5)), ("sigmoid", ())),  # MobileNetV3's
     # small maps with deep inputs: the expansion summed as ops/_fast_conv.py's direct kernel does (bias last)
@@ -147,6 +194,7 @@ def _defaults(fused_blocks):
     return {n: p.default for n, p in sig.parameters.items() if p.kind is p.KEYWORD_ONLY}
 
 
+@needs_block
 @pytest.mark.parametrize("xs,M,k,s,pads,act1,act2", EXPAND_DEPTHWISE)
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("round_floats", [None, 1], ids=["rounds-by-map", "rounds-of-6"])
@@ -164,7 +212,8 @@ def test_expand_depthwise_is_its_two_steps_bit_for_bit(xs, M, k, s, pads, act1, 
     monkeypatch.setattr(_fast_pointwise.PointwiseDepthwise, "__call__", lambda *a: calls.append(1) or real(*a))
     got = step(*args)
     # the block where the pointwise kernel applies, or on small maps where the direct one does (deep sums)
-    assert bool(calls) == (xs[2] * xs[3] >= _fast_pointwise.MIN_P or xs[1] >= 64)
+    P = xs[2] * xs[3]
+    assert bool(calls) == (_fast_pointwise.applies(M, xs[1], P) or (xs[1] >= 64 and _fast_conv.PACKED_OK))
     from stdops.ops import fused
 
     x, w1, w2, b1, b2 = args
@@ -179,6 +228,7 @@ def test_expand_depthwise_is_its_two_steps_bit_for_bit(xs, M, k, s, pads, act1, 
     np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * float(np.abs(ref).max()))
 
 
+@needs_block
 @pytest.mark.parametrize("round_floats", [None, 4000])
 def test_expand_depthwise_same_bits_at_1_and_2_threads(round_floats, monkeypatch):
     """Split in 2 parts of rounds (each part one round of 48 channels, or 4000 floats: rounds of 6 of 400 values)."""
@@ -225,6 +275,8 @@ def test_activation_in_the_kernels_is_the_epilogue_bit_for_bit(act, layer, monke
     function of each value, over spans that cross column blocks, planes and the 2 parts of a split."""
     from stdops.ops import _fast_dwtiles, _fast_epilogue, fused
 
+    if layer == "depthwise" and not _fast_dwtiles.PACKED_OK:
+        pytest.skip("the depthwise tiles need AVX-512")
     code = fused.activation_of(*act).code()
     none = (False, 0.0, 0.0)
     monkeypatch.setattr(_fast_pointwise, "_SPLIT_FLOPS", 0)  # 2 parts (the second from a column block inside)
