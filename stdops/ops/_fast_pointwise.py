@@ -32,7 +32,7 @@ from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's pa
 from ._blas import run_parts
 from ._fast import numba
 from ._fast_conv import AVX2, AVX512
-from ._fast_dwtiles import PACKED_OK as _DW_OK
+from ._fast_dwtiles import TILES_OK as _DW_OK
 from ._fast_epilogue import ACT_NONE
 
 #: this module's kernels run: AVX-512, or AVX2 + FMA with the tile of _VECTOR_TILES
@@ -405,7 +405,7 @@ def round_channels(M: int, P: int, parts: int = 1) -> int:
     return max(_MR, min(whole, ROUND_FLOATS // max(P, 1) // _MR * _MR))
 
 
-if numba is not None and TILES_OK and _DW_OK:  # the depthwise tiles: AVX-512 only (ops/_fast_dwtiles.py)
+if numba is not None and TILES_OK and _DW_OK:  # the depthwise tiles of ops/_fast_dwtiles.py (AVX-512 or AVX2)
     from ._fast_dwtiles import _ACT_SPAN, _dw_masks, _dw_planes
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -78,7 +78,7 @@ def prepare_expand_depthwise(constants: tuple, attrs: dict) -> Callable | None:
 
     compiled = (
         _fast_pointwise.TILES_OK
-        and _fast_dwtiles.PACKED_OK  # the depthwise tiles (AVX-512 only so far)
+        and _fast_dwtiles.TILES_OK  # the depthwise tiles (AVX-512 or AVX2)
         and isinstance(w1, np.ndarray)
         and w1.dtype == np.float32
         and w1.ndim == 4

@@ -15,7 +15,7 @@ pytestmark = [
 ]
 #: the fused expansion + depthwise block also needs the depthwise tiles (ops/_fast_dwtiles.py: AVX-512 so far)
 needs_block = pytest.mark.skipif(
-    not (_fast_pointwise.TILES_OK and _fast_dwtiles.PACKED_OK), reason="the fused block needs the depthwise tiles"
+    not (_fast_pointwise.TILES_OK and _fast_dwtiles.TILES_OK), reason="the fused block needs the depthwise tiles"
 )
 
 RNG = np.random.default_rng(31)
@@ -211,9 +211,11 @@ def test_expand_depthwise_is_its_two_steps_bit_for_bit(xs, M, k, s, pads, act1, 
     real = _fast_pointwise.PointwiseDepthwise.__call__
     monkeypatch.setattr(_fast_pointwise.PointwiseDepthwise, "__call__", lambda *a: calls.append(1) or real(*a))
     got = step(*args)
-    # the block where the pointwise kernel applies, or on small maps where the direct one does (deep sums)
+    # the block where the pointwise kernel applies, or on small maps where the direct one does (deep sums), and the
+    # depthwise tiles take the depthwise layer (on AVX2 not 5 x 5 at stride 1: ops/_fast_dwtiles.py _AVX2_TAKES)
     P = xs[2] * xs[3]
-    assert bool(calls) == (_fast_pointwise.applies(M, xs[1], P) or (xs[1] >= 64 and _fast_conv.PACKED_OK))
+    tiles = _fast_dwtiles.tiles_apply(np.dtype(np.float32), 1, (k, k), (s, s), (1, 1))
+    assert bool(calls) == (tiles and (_fast_pointwise.applies(M, xs[1], P) or (xs[1] >= 64 and _fast_conv.TILES_OK)))
     from stdops.ops import fused
 
     x, w1, w2, b1, b2 = args
@@ -275,7 +277,7 @@ def test_activation_in_the_kernels_is_the_epilogue_bit_for_bit(act, layer, monke
     function of each value, over spans that cross column blocks, planes and the 2 parts of a split."""
     from stdops.ops import _fast_dwtiles, _fast_epilogue, fused
 
-    if layer == "depthwise" and not _fast_dwtiles.PACKED_OK:
+    if layer == "depthwise" and not _fast_dwtiles.TILES_OK:
         pytest.skip("the depthwise tiles need AVX-512")
     code = fused.activation_of(*act).code()
     none = (False, 0.0, 0.0)
