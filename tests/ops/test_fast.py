@@ -312,10 +312,12 @@ PACKED = [
 @pytest.mark.parametrize("bias", [False, True])
 def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled, monkeypatch):
     import stdops.ops.conv as conv_mod
-    from stdops.ops import _fast_conv, _fast_stem
+    from stdops.ops import _fast_conv, _fast_pointwise, _fast_stem
 
     monkeypatch.setattr(_fast_stem, "USE", False)  # the stem kernel takes these (tests/ops/test_fast_stem.py)
     monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
+    # the 1 x 1 kernel takes 7 x 7 maps on AVX2 (its MIN_P 49: tests/ops/test_fast_pointwise.py)
+    monkeypatch.setattr(_fast_pointwise, "TILES_OK", False)
 
     if not _fast_conv.TILES_OK:
         pytest.skip("the packed kernel needs AVX-512 or AVX2 + FMA")
