@@ -36,6 +36,18 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
 _enabled = numba is not None and os.environ.get("STDOPS_NO_FAST", "") in ("", "0")
 
 
+def cpu_has(*features: str) -> bool:
+    """Whether the host CPU has every one of these LLVM feature names ("avx512f", "avx2", "fma"): the compiled
+    kernels' tile shapes and gates (ops/_fast_conv.py AVX512 / AVX2); False without numba's llvmlite."""
+    try:
+        from llvmlite import binding
+
+        found = binding.get_host_cpu_features()
+        return all(bool(found.get(f)) for f in features)
+    except Exception:  # noqa: BLE001 - no feature map: take the portable paths
+        return False
+
+
 def enabled() -> bool:
     """Whether the compiled kernels are in use (numba importable, not turned off)."""
     return _enabled

@@ -39,7 +39,7 @@ import numpy as np
 from . import _blas
 from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
 from ._blas import run_parts
-from ._fast import _clip_args, numba
+from ._fast import _clip_args, cpu_has, numba
 from ._fast_convtile import _K_CHUNK, _PFX_AHEAD, _SEGS, _TILE_M, _TILE_P, _WIDE, _XS
 
 if numba is not None:
@@ -61,22 +61,12 @@ if numba is not None:
     )
 
 
-def _has(*features: str) -> bool:
-    try:
-        from llvmlite import binding
-
-        found = binding.get_host_cpu_features()
-        return all(bool(found.get(f)) for f in features)
-    except Exception:  # noqa: BLE001 - no feature map: take the portable paths
-        return False
-
-
 #: the compiled kernels' LLVM tiles are written in 16-lane float32 vectors (ops/_llvm_lanes.py); on AVX-512 one
 #: vector is one zmm register (32 of them), on AVX2 + FMA two ymm halves (16 registers: 8 vectors' worth), so a
 #: module takes AVX2 only with tile shapes of its own for that budget (a tile sized for AVX-512 spills there:
 #: forced on an AMD Zen 3, MobileNetV2 3.2x onnxruntime's time against 1.8x by the portable paths)
-AVX512 = numba is not None and _has("avx512f")
-AVX2 = numba is not None and not AVX512 and _has("avx2", "fma")
+AVX512 = numba is not None and cpu_has("avx512f")
+AVX2 = numba is not None and not AVX512 and cpu_has("avx2", "fma")
 #: the AVX-512 tiles: the packed kernel's tile holds 14 vectors of 16 floats in registers
 PACKED_OK = AVX512
 #: this module's kernels (the direct packed convolution, Winograd's products): on AVX-512 its tiles as PACKED_OK, on

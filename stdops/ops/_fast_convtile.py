@@ -9,21 +9,10 @@ delete stdops/ops/__pycache__/_fast_conv.* after editing this file.
 
 from __future__ import annotations
 
-from ._fast import numba
-
-
-def _host_avx512() -> bool:
-    """Whether the host has AVX-512 (the probe of ops/_fast_conv.py's AVX512, which imports this module first)."""
-    try:
-        from llvmlite import binding
-
-        return bool(binding.get_host_cpu_features().get("avx512f"))
-    except Exception:  # noqa: BLE001 - no feature map: the AVX-512 shapes (the gate is closed there anyway)
-        return True
-
+from ._fast import cpu_has, numba
 
 #: the AVX-512 tile shapes (32 zmm registers) where the host has AVX-512, else AVX2's (16 ymm registers)
-_WIDE = numba is None or _host_avx512()
+_WIDE = numba is None or cpu_has("avx512f")  # as ops/_fast_conv.py AVX512 (which imports this module)
 #: a segment of the register tile: _TILE_P output positions x _TILE_M output channels, the weights packed
 #: (M / _TILE_M, K, _TILE_M), the columns (P / _TILE_P, K, _XS), so that both stream contiguously through the
 #: tile's loop over K. AVX-512: 32 channels (two 16-float vectors), 14 vector accumulators, segments in pairs

@@ -19,6 +19,8 @@ and 5 x 5 at stride 2 (``_AVX2_TAKES``): every output the same sum in the same o
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ._fast import numba
@@ -26,8 +28,9 @@ from ._fast_conv import AVX2, AVX512
 
 #: the tiles' gate: AVX-512, or AVX2 + FMA with the AVX2 shapes below
 TILES_OK = AVX512 or AVX2
-#: float32 lanes of a tile's vectors: one AVX-512 zmm register, or on AVX2 one ymm register (ops/_llvm_lanes8.py:
-#: 16-lane vectors there take two registers each, and the 14 and 7 wide maps of MobileNets fill 8 lanes better)
+#: float32 lanes of a tile's vectors: one AVX-512 zmm register, or on AVX2 one ymm register (ops/_llvm_lanes.py's
+#: Lanes of width 8: 16-lane vectors there take two registers each, and MobileNets' 14 and 7 wide maps fill 8 lanes
+#: better)
 _VL = 16 if AVX512 else 8
 
 #: output rows per register tile of :func:`depthwise_tiles` (measured on one AVX-512 core, 3 x 3 stride 1 14 x 14:
@@ -61,9 +64,8 @@ if numba is not None and TILES_OK:
 
     from ._fast_epilogue import _act_chunk
     from ._llvm_lanes import Lanes, data
-    from ._llvm_lanes8 import Lanes8
 
-    _LANES = Lanes if _VL == 16 else Lanes8
+    _LANES = functools.partial(Lanes, width=_VL)
 
     def _make_tile(k: int, s: int, R: int, rowcheck: bool, colmask: bool):
         """The intrinsic of one register tile: R output rows x 16 output columns of a k x k depthwise convolution

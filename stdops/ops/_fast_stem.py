@@ -87,9 +87,8 @@ if numba is not None:
     from numba.extending import intrinsic
 
     from ._llvm_lanes import Lanes, data
-    from ._llvm_lanes8 import Lanes8
 
-    _LANES = Lanes if _VL == 16 else Lanes8
+    _LANES = functools.partial(Lanes, width=_VL)
 
     @intrinsic
     def _tile(typingctx, xf, xb, offs, kn, wp, woff, yf, yb, nl, yo, bb, has_b, lo, hi):  # pragma: no cover
