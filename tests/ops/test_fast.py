@@ -133,9 +133,10 @@ def test_depthwise_taps_non_finite(k, s, tiles, compiled, monkeypatch):
         pytest.skip("the register tiles need AVX-512")
     if not tiles:
         monkeypatch.setattr(_fast_dwtiles, "TILES_OK", False)
-    x = RNG.standard_normal((1, 3, 36, 34)).astype(np.float32)
+    rng = np.random.default_rng(k[0] * 10 + s[0])  # its own: the module's RNG state depends on the tests run before
+    x = rng.standard_normal((1, 3, 36, 34)).astype(np.float32)
     x[0, 0, 2, 3], x[0, 1, 0, 0], x[0, 2, 35, 33] = np.inf, np.nan, -np.inf
-    w = RNG.standard_normal((3, 1) + k).astype(np.float32)
+    w = rng.standard_normal((3, 1) + k).astype(np.float32)
     w[2, 0, 0, 0] = np.inf
     p = k[0] // 2
     kw = dict(strides=s, pads=(p, p, p, p), clip=(0.0, 6.0))
@@ -144,7 +145,13 @@ def test_depthwise_taps_non_finite(k, s, tiles, compiled, monkeypatch):
     with np.errstate(invalid="ignore"):
         y_ref = conv_forward(x, prepare_conv_weight(w, 3, s), None, **kw)
     np.testing.assert_array_equal(np.isnan(y_fast), np.isnan(y_ref))
-    np.testing.assert_allclose(y_fast, y_ref, rtol=1e-6, atol=1e-6)
+    # the same products in another order: within the rounding of the sum of their magnitudes (25 products of
+    # N(0, 1) values reach ~2.6e-6 apart on some seeds: a fixed 1e-6 passed or failed by the tests run before)
+    finite = np.isfinite(y_ref)
+    xb, wb = (np.where(np.isfinite(a), np.abs(a), 0).astype(np.float32) for a in (x, w))
+    bound = conv_forward(xb, prepare_conv_weight(wb, 3, s), None, **kw | {"clip": None})
+    assert np.all(np.abs(y_fast - y_ref)[finite] <= 1e-6 * bound[finite] + 1e-30)
+    np.testing.assert_array_equal(y_fast[~finite], y_ref[~finite])
 
 
 def test_depthwise_compiled_does_not_modify_inputs(compiled):
