@@ -135,16 +135,20 @@ if numba is not None:
             masks = [builder.icmp_signed("<", lane, splat_i64(item(nld, v))) for v in range(_NV)]
             ybs = [item(ybd, v) for v in range(_NV)]
             hasb = builder.icmp_unsigned("!=", hasb_, ir.Constant(hasb_.type, 0))
+
+            def finished(slot, bias):  # + bias (where given), clipped
+                val = builder.load(slot)
+                val = builder.select(hasb, builder.fadd(val, bias), val)
+                val = builder.select(builder.fcmp_ordered("<", val, lov), lov, val)
+                return builder.select(builder.fcmp_ordered(">", val, hiv), hiv, val)
+
             if _PLAIN_STORES:  # AVX2: a masked store costs many plain ones (AMD Zen 3), whole vectors take those
                 outs = []
                 for i in range(_MB):
                     bias = lanes.splat(item(bd, i))
                     ybase = builder.gep(yd, [item(yod, i)])
                     for v in range(_NV):
-                        val = builder.load(slots[i][v])
-                        val = builder.select(hasb, builder.fadd(val, bias), val)
-                        val = builder.select(builder.fcmp_ordered("<", val, lov), lov, val)
-                        val = builder.select(builder.fcmp_ordered(">", val, hiv), hiv, val)
+                        val = finished(slots[i][v], bias)
                         outs.append((val, builder.bitcast(builder.gep(ybase, [ybs[v]]), vptr), v))
                 whole = builder.icmp_signed("==", item(nld, 0), ir.Constant(i64, _VL))
                 for v in range(1, _NV):
@@ -161,10 +165,7 @@ if numba is not None:
                 bias = lanes.splat(item(bd, i))
                 ybase = builder.gep(yd, [item(yod, i)])
                 for v in range(_NV):
-                    val = builder.load(slots[i][v])
-                    val = builder.select(hasb, builder.fadd(val, bias), val)
-                    val = builder.select(builder.fcmp_ordered("<", val, lov), lov, val)
-                    val = builder.select(builder.fcmp_ordered(">", val, hiv), hiv, val)
+                    val = finished(slots[i][v], bias)
                     ptr = builder.bitcast(builder.gep(ybase, [ybs[v]]), vptr)
                     builder.call(store, [val, ptr, lanes.align, masks[v]])
             return context.get_dummy_value()
