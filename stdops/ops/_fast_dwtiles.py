@@ -52,7 +52,13 @@ if not AVX512:
 _AVX2_TAKES = ((3, 1), (3, 2), (5, 2))
 #: AVX2: whole tiles store by plain stores, in one branch after every row is summed (a branch per row let LLVM sink
 #: each row's sums into it: one dependent chain at a time), the others lane by lane (a masked store costs many on
-#: AMD Zen 3; the kernel alone, 4 rows: 960@7 0.169 -> 0.096 ms, 576@14 0.202 -> 0.160)
+#: AMD Zen 3; the kernel alone, 4 rows: 960@7 0.169 -> 0.096 ms, 576@14 0.202 -> 0.160). A part tile's rows store
+#: by plain stores too wherever the 8 lanes end inside the plane: the lanes past the row's last output land on the
+#: next rows' first outputs, which the driver stores later (it runs a row of tiles from its last column tile to its
+#: first, the rows in order), so only a plane's last rows go lane by lane and no store crosses into another plane
+#: (the other channels may be another thread's). AMD Zen 2, the kernel alone with a clip (medians of 100 calls,
+#: lane by lane -> plain): stride 1 960@7 78.8 -> 68.1 us, 576@14 150.9 -> 126.7, 384@14 102.1 -> 86.3, 192@28
+#: 160.5 -> 141.0, 144@56 the same; stride 2 576@14 77.6 -> 72.4, 192@28 82.6 -> 78.5
 _PLAIN_STORES = not AVX512
 #: a following activation (ops/_fast_epilogue.py's) runs over spans of this many outputs (planes just computed)
 _ACT_SPAN = 2048
@@ -72,7 +78,9 @@ if numba is not None and TILES_OK:
         at stride s, read straight from the (unpadded) input plane."""
 
         @intrinsic
-        def tile(typingctx, x, xoff, W, iy0, H, zr, zoff, cm, w, woff, bias, clip, lo, hi, y, yoff, ldy, rows, lanes):
+        def tile(
+            typingctx, x, xoff, W, iy0, H, zr, zoff, cm, w, woff, bias, clip, lo, hi, y, yoff, ldy, rows, lanes, yend
+        ):
             """y[yoff + i ldy + l] = clip(bias + sum_{ky, kx} w[woff + k ky + kx] X(iy0 + i s + ky, c(l, kx))) for
             i < rows, l < lanes, in the order of (ky, kx): X(r, c) = x[xoff + r W + c] inside the plane (rows 0 <=
             r < H, checked when ``rowcheck``; the columns by the lane masks cm when ``colmask``), zero outside it.
@@ -81,11 +89,12 @@ if numba is not None and TILES_OK:
             sig = types.void(
                 x, types.intp, types.intp, types.intp, types.intp, zr, types.intp, cm, w, types.intp, types.float32,
                 types.boolean, types.float32, types.float32, y, types.intp, types.intp, types.intp, types.intp,
+                types.intp,
             )  # fmt: skip
 
             def codegen(context, builder, signature, args):
                 (x_, xoff_, W_, iy0_, H_, zr_, zoff_, cm_, w_, woff_, bias_, clip_, lo_, hi_, y_, yoff_, ldy_,
-                 rows_, lanes_) = args  # fmt: skip
+                 rows_, lanes_, yend_) = args  # fmt: skip
                 lanes = _LANES(builder)
                 i32, i64, vptr, mvec = lanes.i32, lanes.i64, lanes.vptr, lanes.mvec
                 fma, mload, mstore, zero, align, splat = (
@@ -167,14 +176,23 @@ if numba is not None and TILES_OK:
                         with then:  # every row whole: plain stores
                             for t, p in zip(outs, ptrs):
                                 builder.store(t, p, align=4)
-                        with otherwise:  # the rows in the plane, lane by lane through a scratch vector
+                        with otherwise:  # the rows in the plane: plain stores where the vector ends in the plane
+                            # (its lanes past ``lanes`` then land on outputs stored later: see _dw_planes), else lane
+                            # by lane through a scratch vector
                             for i, (t, p) in enumerate(zip(outs, ptrs)):
                                 with builder.if_then(builder.icmp_signed(">", rows_, c64(i))):
-                                    builder.store(t, scratch)
-                                    src, dst = builder.bitcast(scratch, fptr), builder.bitcast(p, fptr)
-                                    with cgutils.for_range(builder, lanes_) as loop:
-                                        j = loop.index
-                                        builder.store(builder.load(builder.gep(src, [j])), builder.gep(dst, [j]))
+                                    at = builder.add(builder.add(yoff_, builder.mul(c64(i), ldy_)), c64(_VL))
+                                    inside = builder.icmp_signed("<=", at, yend_)
+                                    with builder.if_else(inside) as (plain, tail):
+                                        with plain:
+                                            builder.store(t, p, align=4)
+                                        with tail:
+                                            builder.store(t, scratch)
+                                            src, dst = builder.bitcast(scratch, fptr), builder.bitcast(p, fptr)
+                                            with cgutils.for_range(builder, lanes_) as loop:
+                                                j = loop.index
+                                                v = builder.load(builder.gep(src, [j]))
+                                                builder.store(v, builder.gep(dst, [j]))
                     return context.get_dummy_value()
                 for i in range(R):
                     t = acc[i]
@@ -240,62 +258,52 @@ if numba is not None and TILES_OK:
         has_b = b.shape[0] == C
         xf, wf, yf = x.reshape(-1), w.reshape(-1), y.reshape(-1)
         nq = (ow + _VL - 1) // _VL
+        back = ow % _VL != 0
         pend = 0  # the outputs from here on wait for the activation
         for n in range(N):
             for c in range(C):
                 bias = b[c] if has_b else np.float32(0)
                 xo, yo, wo = (n * C + c) * H * W, (n * C + c) * oh * ow, c * k * k
+                yend = yo + oh * ow  # the plane's end: no store past it
                 for oy0 in range(0, oh, R):
                     rows = min(R, oh - oy0)
                     iy0 = oy0 * s - pt
                     rows_in = iy0 >= 0 and iy0 + (R - 1) * s + k <= H
-                    for qi in range(nq):
+                    # where the last column tile is a part one, the tiles last to first: its plain stores (AVX2,
+                    # _PLAIN_STORES) write past the row, on the next rows' first outputs, which the tiles after it
+                    # then store (else first to last: reversed, 96@112 stride 2 ran 15% slower)
+                    for t in range(nq):
+                        qi = nq - 1 - t if back else t
                         q0 = qi * _VL
                         lanes = min(_VL, ow - q0)
                         xq, zq, yq = xo + q0 * s - pl, 2 * _VL + q0 * s - pl, yo + oy0 * ow + q0
-                        cm = cms[qi]
+                        a = (xf, xq, W, iy0, H, zr, zq, cms[qi], wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes)
                         if rows_in and not inner[qi]:
                             if k == 3 and s == 1:
-                                _T3S1_COL(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
+                                _T3S1_COL(*a, yend)
                             elif k == 3:
-                                _T3S2_COL(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
+                                _T3S2_COL(*a, yend)
                             elif s == 1:
-                                _T5S1_COL(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
+                                _T5S1_COL(*a, yend)
                             else:
-                                _T5S2_COL(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
+                                _T5S2_COL(*a, yend)
                         elif rows_in:
                             if k == 3 and s == 1:
-                                _T3S1_IN(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
+                                _T3S1_IN(*a, yend)
                             elif k == 3:
-                                _T3S2_IN(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
+                                _T3S2_IN(*a, yend)
                             elif s == 1:
-                                _T5S1_IN(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
+                                _T5S1_IN(*a, yend)
                             else:
-                                _T5S2_IN(
-                                    xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes
-                                )
+                                _T5S2_IN(*a, yend)
                         elif k == 3 and s == 1:
-                            _T3S1(xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes)
+                            _T3S1(*a, yend)
                         elif k == 3:
-                            _T3S2(xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes)
+                            _T3S2(*a, yend)
                         elif s == 1:
-                            _T5S1(xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes)
+                            _T5S1(*a, yend)
                         else:
-                            _T5S2(xf, xq, W, iy0, H, zr, zq, cm, wf, wo, bias, clip, lo, hi, yf, yq, ow, rows, lanes)
+                            _T5S2(*a, yend)
                 if act != 0:  # the activation over the last planes while they are in cache, _ACT_SPAN values a call
                     end = yo + oh * ow
                     if end - pend >= _ACT_SPAN or (n == N - 1 and c == C - 1):

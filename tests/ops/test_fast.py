@@ -72,6 +72,12 @@ DEPTHWISE_TILES = [
     ((1, 2, 9, 19), 2, 1, (5, 5), (2, 2), (1, 1), (0, 3, 4, 1), (None, 0.5)),  # asymmetric pads
     ((1, 2, 18, 33), 2, 1, (3, 3), (1, 1), (1, 1), (0, 0, 0, 0), None),  # no padding: a 31-wide output
     ((3, 5, 14, 14), 5, 1, (5, 5), (2, 2), (1, 1), (1, 1, 2, 2), (0.0, 6.0)),  # batch 3
+    # AVX2's plain stores of a part tile's rows write past the row onto outputs stored later (never past the plane):
+    # 3-wide rows (a store covers the next two rows too), 7 x 7 and 14 x 14 planes (MobileNetV2's) in a batch
+    ((2, 4, 6, 3), 4, 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (0.0, 6.0)),
+    ((1, 3, 11, 6), 3, 1, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), None),
+    ((2, 6, 14, 14), 6, 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), (0.0, 6.0)),
+    ((1, 5, 14, 14), 5, 1, (5, 5), (2, 2), (1, 1), (2, 2, 2, 2), None),
 ]
 
 
