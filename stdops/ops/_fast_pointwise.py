@@ -53,6 +53,10 @@ _VECTOR_TILES = AVX2 and not AVX512
 #: AVX2: a column block's last vector of at most this many lanes runs through a tile of 12 channels x 8 (or 4)
 #: lanes instead (7 x 7 maps: 49 = 3 x 16 + 1)
 _NARROW_MAX = 8
+#: ... and a last vector of at most this many (1 or 2) lanes through a tile with the channels in the lanes
+_LANES_TILE_MAX = 2
+#: channel blocks per such tile, by its positions (1: 8 accumulators, 2: 12)
+_LANES_GROUP = (0, 8, 6)
 
 #: the compiled kernel takes 1 x 1 layers of at least MIN_P positions per sample and at most MAX_K input channels,
 #: MAX_K_SMALL on maps of at most SMALL_P positions (measured on one AVX-512 core against the current path, 1 thread:
@@ -248,6 +252,89 @@ if numba is not None:
 
         return tile
 
+    def _make_lanes_tile(npos: int, bias_last: bool):
+        """AVX2's tile for a column block's last ``npos`` (1 or 2) positions, the channels in the lanes instead:
+        _LANES_GROUP[npos] packed channel blocks of _MR channels (block g ``wstep`` g floats after the first; the
+        ``nblk`` first live, the others repeat the last), each one 8-lane vector (the first _MR lanes live) per
+        position, a step the blocks' weights for one k and a broadcast of each position's input. That many blocks
+        at once: each accumulator is one dependent chain of fused multiply-adds over K, and two (one position, two
+        blocks) left the tile waiting on the FMA's latency. :func:`_make_narrow_tile` would compute 4 lanes for
+        them, a broadcast weight per channel and step. The same sums in the same order (fma(w, x, acc) over k
+        from the bias, or bias last)."""
+        width, G = 8, _LANES_GROUP[npos]
+
+        @intrinsic
+        def tile(typingctx, wp, woff, wstep, nblk, x, xoff, ldx, kn, bp, boff, y, yoff, ldy, rows, clip, lo, hi):
+            sig = types.void(
+                wp, types.intp, types.intp, types.intp, x, types.intp, types.intp, types.intp, bp, types.intp, y,
+                types.intp, types.intp, types.intp, types.boolean, types.float32, types.float32,
+            )  # fmt: skip
+
+            def codegen(context, builder, signature, args):
+                _, woff_, wstep_, nblk_, _, xoff_, ldx_, kn_, _, boff_, _, yoff_, ldy_, rows_, clip_, lo_, hi_ = args
+                lanes = Lanes(builder, width)
+                i64, vptr, fma, mload, splat = lanes.i64, lanes.vptr, lanes.fma, lanes.mload, lanes.splat
+                live = lanes.mask(ir.Constant(i64, _MR))
+                wdata, xdata, bdata, ydata = (data(context, builder, signature, args, i) for i in (0, 4, 8, 10))
+                last = builder.sub(nblk_, ir.Constant(i64, 1))
+                gs = [builder.select(builder.icmp_signed("<", ir.Constant(i64, g), nblk_), ir.Constant(i64, g), last)
+                      for g in range(G)]  # fmt: skip
+                boffs = [builder.add(boff_, builder.mul(g, ir.Constant(i64, _MR))) for g in gs]
+                bias = [
+                    builder.call(
+                        mload, [builder.bitcast(builder.gep(bdata, [bo]), vptr), lanes.align, live, lanes.zero]
+                    )
+                    for bo in boffs
+                ]
+                slots = [[cgutils.alloca_once(builder, lanes.vec) for _ in range(npos)] for _ in range(G)]
+                for g in range(G):
+                    for sl in slots[g]:
+                        builder.store(lanes.zero if bias_last else bias[g], sl)
+                wbases = [builder.gep(wdata, [builder.add(woff_, builder.mul(g, wstep_))]) for g in gs]
+                xbase = builder.gep(xdata, [xoff_])
+                with cgutils.for_range(builder, kn_) as loop:
+                    k = loop.index
+                    ko = builder.mul(k, ir.Constant(i64, _MR))
+                    wv = [
+                        builder.call(
+                            mload,
+                            [builder.bitcast(builder.gep(wb, [ko]), vptr), lanes.align, live, lanes.zero],
+                        )
+                        for wb in wbases
+                    ]
+                    xk = builder.gep(xbase, [builder.mul(k, ldx_)])
+                    for i in range(npos):
+                        xb = splat(builder.load(builder.gep(xk, [ir.Constant(i64, i)])))
+                        for g in range(G):
+                            sl = slots[g][i]
+                            builder.store(builder.call(fma, [wv[g], xb, builder.load(sl)]), sl)
+                on = builder.icmp_unsigned("!=", clip_, ir.Constant(clip_.type, 0))
+                lov, hiv = splat(lo_), splat(hi_)
+                ybase = builder.gep(ydata, [yoff_])
+                for g in range(G):
+                    for i in range(npos):
+                        t = builder.load(slots[g][i])
+                        if bias_last:
+                            t = builder.fadd(t, bias[g])
+                        u = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)  # NaN stays NaN
+                        u = builder.select(builder.fcmp_ordered(">", u, hiv), hiv, u)
+                        t = builder.select(on, u, t)
+                        for j in range(_MR):
+                            ch = g * _MR + j
+                            with builder.if_then(builder.icmp_signed(">", rows_, ir.Constant(i64, ch)), likely=True):
+                                at = builder.add(builder.mul(ir.Constant(i64, ch), ldy_), ir.Constant(i64, i))
+                                builder.store(
+                                    builder.extract_element(t, ir.Constant(lanes.i32, j)), builder.gep(ybase, [at])
+                                )
+                return context.get_dummy_value()
+
+            return sig, codegen
+
+        return tile
+
+    _lanes1, _lanes2 = _make_lanes_tile(1, False), _make_lanes_tile(2, False)
+    _laneslate1, _laneslate2 = _make_lanes_tile(1, True), _make_lanes_tile(2, True)
+
     _narrow8, _narrow4 = _make_narrow_tile(8, False), _make_narrow_tile(4, False)
     _narrowlate8, _narrowlate4 = _make_narrow_tile(8, True), _make_narrow_tile(4, True)
 
@@ -309,22 +396,40 @@ if numba is not None:
                         _tile2(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
                     else:
                         _tile1(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
-                if _VECTOR_TILES and lanes <= _NARROW_MAX:  # the last few positions, two channel blocks a tile
-                    xv = xo + (nv - 1) * _VL
-                    for mb in range(0, MB, 2):
-                        m0 = mb * _MR
-                        rows = min(2 * _MR, M - m0)
-                        wo, yv = mb * K * _MR, (n * M + m0) * P + p0 + (nv - 1) * _VL
-                        ws = K * _MR if mb + 1 < MB else 0  # (one block left: its weights twice, rows masked)
+                    if _VECTOR_TILES and lanes <= _LANES_TILE_MAX:
+                        G = _LANES_GROUP[lanes]
+                        if mb % G == G - 1 or mb == MB - 1:  # the last positions of these G channel blocks
+                            mg = mb - mb % G
+                            mt = mg * _MR
+                            a = (wf, mg * K * _MR, K * _MR, mb - mg + 1, xf, xo + (nv - 1) * _VL, P, K, bf, mt, yf)
+                            b = ((n * M + mt) * P + p0 + (nv - 1) * _VL, P, min(G * _MR, M - mt), clip, lo, hi)
+                            if lanes == 1:
+                                if late:
+                                    _laneslate1(*a, *b)
+                                else:
+                                    _lanes1(*a, *b)
+                            elif late:
+                                _laneslate2(*a, *b)
+                            else:
+                                _lanes2(*a, *b)
+                    elif _VECTOR_TILES and lanes <= _NARROW_MAX and (mb % 2 == 1 or mb == MB - 1):
+                        # the last few positions of this pair of channel blocks, two blocks a tile, while the pair's
+                        # weights are in cache (after every block, they streamed from L3 again: 160 -> 960 @ 7 x 7
+                        # 150 us at 48 positions, 190 at 49)
+                        mt = (mb - mb % 2) * _MR
+                        rt = min(2 * _MR, M - mt)
+                        wt, yt = (mb - mb % 2) * K * _MR, (n * M + mt) * P + p0 + (nv - 1) * _VL
+                        ws = K * _MR if mb % 2 == 1 else 0  # (one block left: its weights twice, rows masked)
+                        xv = xo + (nv - 1) * _VL
                         if lanes <= 4:
                             if late:
-                                _narrowlate4(wf, wo, ws, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                                _narrowlate4(wf, wt, ws, xf, xv, P, K, bf, mt, yf, yt, P, rt, lanes, clip, lo, hi)
                             else:
-                                _narrow4(wf, wo, ws, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                                _narrow4(wf, wt, ws, xf, xv, P, K, bf, mt, yf, yt, P, rt, lanes, clip, lo, hi)
                         elif late:
-                            _narrowlate8(wf, wo, ws, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                            _narrowlate8(wf, wt, ws, xf, xv, P, K, bf, mt, yf, yt, P, rt, lanes, clip, lo, hi)
                         else:
-                            _narrow8(wf, wo, ws, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
+                            _narrow8(wf, wt, ws, xf, xv, P, K, bf, mt, yf, yt, P, rt, lanes, clip, lo, hi)
                 if act != 0 and (p0 + _COLS >= c1 or (p0 - c0) // _COLS % _ACT_BLOCKS == _ACT_BLOCKS - 1):
                     g0 = c0 + (p0 - c0) // (_ACT_BLOCKS * _COLS) * (_ACT_BLOCKS * _COLS)
                     for m in range(M):  # the last column blocks of every row, while they are in cache

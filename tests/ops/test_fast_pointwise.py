@@ -31,6 +31,10 @@ POINTWISE = [
     ((1, 300, 14, 14), 20, (1, 1), (0, 0, 0, 0), (0.0, 6.0)),  # K past MAX_K on a small map
     ((1, 160, 17, 18), 33, (1, 1), (0, 0, 0, 0), None),  # K = 160, 306 positions
     ((1, 5, 10, 10), 6, (1, 1), (0, 0, 0, 0), None),  # exactly MIN_P positions, one channel block
+    # AVX2: a last vector of 1 or 2 lanes takes the tile with the channels in the lanes; 13 and 7 channels: a pair
+    # of channel blocks and a lone one, rows masked
+    ((1, 20, 7, 7), 13, (1, 1), (0, 0, 0, 0), (0.0, 6.0)),
+    ((2, 24, 5, 10), 7, (1, 1), (0, 0, 0, 0), None),
 ]
 
 
