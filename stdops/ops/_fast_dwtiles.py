@@ -58,14 +58,16 @@ _AVX2_TAKES = ((3, 1), (3, 2), (5, 2))
 #: first, the rows in order), so only a plane's last rows go lane by lane and no store crosses into another plane
 #: (the other channels may be another thread's). AMD Zen 2, the kernel alone with a clip (medians of 100 calls,
 #: lane by lane -> plain): stride 1 960@7 78.8 -> 68.1 us, 576@14 150.9 -> 126.7, 384@14 102.1 -> 86.3, 192@28
-#: 160.5 -> 141.0, 144@56 the same; stride 2 576@14 77.6 -> 72.4, 192@28 82.6 -> 78.5
+#: 160.5 -> 141.0, 144@56 the same; stride 2 576@14 77.6 -> 72.4, 192@28 82.6 -> 78.5. The lanes of a last row each
+#: extracted and stored (a ladder of constant lanes) instead of copied through a vector on the stack: stride 2 576@14
+#: 72.4 -> 68-70 us, 192@28 78.5 -> 74-76, stride 1 960@7 68 -> 65-67
 _PLAIN_STORES = not AVX512
 #: a following activation (ops/_fast_epilogue.py's) runs over spans of this many outputs (planes just computed)
 _ACT_SPAN = 2048
 
 if numba is not None and TILES_OK:
     from llvmlite import ir
-    from numba.core import cgutils, types
+    from numba.core import types
     from numba.extending import intrinsic
 
     from ._fast_epilogue import _act_chunk
@@ -160,7 +162,6 @@ if numba is not None and TILES_OK:
                 lm = as_mask(builder.sub(builder.shl(one, lanes_), one))
                 ybase = builder.gep(ydata, [yoff_])
                 if _PLAIN_STORES:
-                    scratch = cgutils.alloca_once(builder, lanes.vec)
                     fptr = lanes.f32.as_pointer()
                     outs = []
                     for i in range(R):
@@ -178,7 +179,7 @@ if numba is not None and TILES_OK:
                                 builder.store(t, p, align=4)
                         with otherwise:  # the rows in the plane: plain stores where the vector ends in the plane
                             # (its lanes past ``lanes`` then land on outputs stored later: see _dw_planes), else lane
-                            # by lane through a scratch vector
+                            # by lane
                             for i, (t, p) in enumerate(zip(outs, ptrs)):
                                 with builder.if_then(builder.icmp_signed(">", rows_, c64(i))):
                                     at = builder.add(builder.add(yoff_, builder.mul(c64(i), ldy_)), c64(_VL))
@@ -186,13 +187,13 @@ if numba is not None and TILES_OK:
                                     with builder.if_else(inside) as (plain, tail):
                                         with plain:
                                             builder.store(t, p, align=4)
-                                        with tail:
-                                            builder.store(t, scratch)
-                                            src, dst = builder.bitcast(scratch, fptr), builder.bitcast(p, fptr)
-                                            with cgutils.for_range(builder, lanes_) as loop:
-                                                j = loop.index
-                                                v = builder.load(builder.gep(src, [j]))
-                                                builder.store(v, builder.gep(dst, [j]))
+                                        with tail:  # each live lane extracted and stored (constant lanes)
+                                            dst = builder.bitcast(p, fptr)
+                                            for j in range(_VL):
+                                                live = builder.icmp_signed(">", lanes_, c64(j))
+                                                with builder.if_then(live, likely=True):
+                                                    v = builder.extract_element(t, ir.Constant(i32, j))
+                                                    builder.store(v, builder.gep(dst, [c64(j)]))
                     return context.get_dummy_value()
                 for i in range(R):
                     t = acc[i]
