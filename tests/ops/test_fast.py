@@ -3,6 +3,8 @@ the same kernel entry points with the compiled path turned off."""
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -204,9 +206,11 @@ def test_winograd_compiled_matches_numpy(xs, M, pads, clip, dtype, bias, tile, c
     calls = []
     for mod, name in ((_fast, "winograd"), (_fast_wino2, "winograd2")):
         monkeypatch.setattr(mod, name, lambda *a, f=getattr(mod, name), **k: calls.append(f) or f(*a, **k))
-    x = RNG.standard_normal(xs).astype(dtype)
-    w = RNG.standard_normal((M, xs[1], 3, 3)).astype(dtype)
-    b = RNG.standard_normal(M).astype(dtype) if bias else None
+    # an RNG of its own (the module's one gave each case the data of whatever ran before it on its xdist worker)
+    rng = np.random.default_rng(zlib.crc32(repr((xs, M, pads, clip, bias, tile)).encode()))
+    x = rng.standard_normal(xs).astype(dtype)
+    w = rng.standard_normal((M, xs[1], 3, 3)).astype(dtype)
+    b = rng.standard_normal(M).astype(dtype) if bias else None
     kw = dict(pads=pads, clip=clip)
     y_fast = conv_forward(x, prepare_conv_weight(w), b, **kw)
     assert len(calls) == 1  # the compiled transforms ran
@@ -215,7 +219,9 @@ def test_winograd_compiled_matches_numpy(xs, M, pads, clip, dtype, bias, tile, c
     assert y_fast.dtype == y_ref.dtype and y_fast.shape == y_ref.shape
     absb = None if b is None else np.abs(b)
     bound = conv_forward(np.abs(x), prepare_conv_weight(np.abs(w)), absb, pads=pads)
-    tol = 1e-5 if dtype == np.float32 else 1e-13  # the transforms' sums in another order
+    # the transforms' sums in another order; F(4,3)'s transforms amplify rounding on short sums (3 channels, partial
+    # tiles: up to 1.15e-5 of the magnitude bound over 150 seeds of these cases, F(2,3) and deep sums below 2.5e-6)
+    tol = 3e-5 if dtype == np.float32 else 1e-13
     assert np.all(np.abs(y_fast - y_ref) <= tol * bound + 1e-30)
 
 
