@@ -55,8 +55,6 @@ _VECTOR_TILES = AVX2 and not AVX512
 _NARROW_MAX = 8
 #: ... and a last vector of at most this many (1 or 2) lanes through a tile with the channels in the lanes
 _LANES_TILE_MAX = 2
-#: channel blocks per such tile, by its positions (1: 8 accumulators, 2: 12)
-_LANES_GROUP = (0, 8, 6)
 
 #: the compiled kernel takes 1 x 1 layers of at least MIN_P positions per sample and at most MAX_K input channels,
 #: MAX_K_SMALL on maps of at most SMALL_P positions (measured on one AVX-512 core against the current path, 1 thread:
@@ -173,170 +171,12 @@ if numba is not None:
     # AVX2's tile of one whole vector (no mask) beside the masked _tile1 / _late1
     _whole1, _wholelate1 = _make_tile(1, False, False), _make_tile(1, True, False)
 
-    def _make_narrow_tile(width: int, bias_last: bool):
-        """AVX2's tile for a column block's last few positions: 2 _MR channels (two packed channel blocks, the
-        second ``wstep`` floats after the first) x one vector of ``width`` (8 or 4) lanes, the first ``lanes``
-        live: 12 accumulators in 12 ymm (xmm) registers, where a 16-lane tile would compute 16 lanes for them.
-        The same sums in the same order as :func:`_make_tile`'s."""
+    from ._fast_pwtail import LANES_GROUP, make_lanes_tile, make_narrow_tile
 
-        @intrinsic
-        def tile(typingctx, wp, woff, wstep, x, xoff, ldx, kn, bp, boff, y, yoff, ldy, rows, lanes, clip, lo, hi):
-            sig = types.void(
-                wp, types.intp, types.intp, x, types.intp, types.intp, types.intp, bp, types.intp, y, types.intp,
-                types.intp, types.intp, types.intp, types.boolean, types.float32, types.float32,
-            )  # fmt: skip
-
-            def codegen(context, builder, signature, args):
-                _, woff_, wstep_, _, xoff_, ldx_, kn_, _, boff_, _, yoff_, ldy_, rows_, lanes_, clip_, lo_, hi_ = args
-                f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
-                vec = ir.VectorType(f32, width)
-                vptr, mvec = vec.as_pointer(), ir.VectorType(ir.IntType(1), width)
-                mod = builder.module
-                fma = cgutils.get_or_insert_function(mod, ir.FunctionType(vec, [vec] * 3), f"llvm.fma.v{width}f32")
-                mload = cgutils.get_or_insert_function(
-                    mod, ir.FunctionType(vec, [vptr, i32, mvec, vec]), f"llvm.masked.load.v{width}f32.p0v{width}f32"
-                )
-                mstore = cgutils.get_or_insert_function(
-                    mod,
-                    ir.FunctionType(ir.VoidType(), [vec, vptr, i32, mvec]),
-                    f"llvm.masked.store.v{width}f32.p0v{width}f32",
-                )
-                undef, zero, align = ir.Constant(vec, ir.Undefined), ir.Constant(vec, None), ir.Constant(i32, 4)
-                lane0 = ir.Constant(ir.VectorType(i32, width), [0] * width)
-
-                def splat(v):
-                    return builder.shuffle_vector(builder.insert_element(undef, v, ir.Constant(i32, 0)), undef, lane0)
-
-                bits = builder.sub(builder.shl(ir.Constant(i64, 1), lanes_), ir.Constant(i64, 1))
-                mask = builder.bitcast(builder.trunc(bits, ir.IntType(width)), mvec)
-                wdata, xdata, bdata, ydata = (data(context, builder, signature, args, i) for i in (0, 3, 7, 9))
-                R = 2 * _MR
-                slots = [cgutils.alloca_once(builder, vec) for _ in range(R)]
-                # the second block's bias (one block left, wstep 0: the first's again, as its weights)
-                lone = builder.icmp_signed("==", wstep_, ir.Constant(i64, 0))
-                boffs = [boff_, builder.select(lone, boff_, builder.add(boff_, ir.Constant(i64, _MR)))]
-                bvs = [
-                    splat(builder.load(builder.gep(bdata, [builder.add(boffs[i // _MR], ir.Constant(i64, i % _MR))])))
-                    for i in range(R)
-                ]
-                for i in range(R):
-                    builder.store(zero if bias_last else bvs[i], slots[i])
-                wbases = [builder.gep(wdata, [woff_]), builder.gep(wdata, [builder.add(woff_, wstep_)])]
-                xbase = builder.gep(xdata, [xoff_])
-                with cgutils.for_range(builder, kn_) as loop:
-                    k = loop.index
-                    p = builder.bitcast(builder.gep(xbase, [builder.mul(k, ldx_)]), vptr)
-                    xv = builder.call(mload, [p, align, mask, zero])
-                    for i in range(R):
-                        wk = builder.gep(wbases[i // _MR], [builder.mul(k, ir.Constant(i64, _MR))])
-                        wb = splat(builder.load(builder.gep(wk, [ir.Constant(i64, i % _MR)])))
-                        builder.store(builder.call(fma, [wb, xv, builder.load(slots[i])]), slots[i])
-                if bias_last:
-                    for i in range(R):
-                        builder.store(builder.fadd(builder.load(slots[i]), bvs[i]), slots[i])
-                with builder.if_then(builder.icmp_unsigned("!=", clip_, ir.Constant(clip_.type, 0))):
-                    lov, hiv = splat(lo_), splat(hi_)
-                    for s in slots:
-                        t = builder.load(s)
-                        t = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)
-                        t = builder.select(builder.fcmp_ordered(">", t, hiv), hiv, t)
-                        builder.store(t, s)
-                ybase = builder.gep(ydata, [yoff_])
-                for i in range(R):
-                    with builder.if_then(builder.icmp_signed(">", rows_, ir.Constant(i64, i)), likely=True):
-                        yrow = builder.gep(ybase, [builder.mul(ir.Constant(i64, i), ldy_)])
-                        builder.call(mstore, [builder.load(slots[i]), builder.bitcast(yrow, vptr), align, mask])
-                return context.get_dummy_value()
-
-            return sig, codegen
-
-        return tile
-
-    def _make_lanes_tile(npos: int, bias_last: bool):
-        """AVX2's tile for a column block's last ``npos`` (1 or 2) positions, the channels in the lanes instead:
-        _LANES_GROUP[npos] packed channel blocks of _MR channels (block g ``wstep`` g floats after the first; the
-        ``nblk`` first live, the others repeat the last), each one 8-lane vector (the first _MR lanes live) per
-        position, a step the blocks' weights for one k and a broadcast of each position's input. That many blocks
-        at once: each accumulator is one dependent chain of fused multiply-adds over K, and two (one position, two
-        blocks) left the tile waiting on the FMA's latency. :func:`_make_narrow_tile` would compute 4 lanes for
-        them, a broadcast weight per channel and step. The same sums in the same order (fma(w, x, acc) over k
-        from the bias, or bias last)."""
-        width, G = 8, _LANES_GROUP[npos]
-
-        @intrinsic
-        def tile(typingctx, wp, woff, wstep, nblk, x, xoff, ldx, kn, bp, boff, y, yoff, ldy, rows, clip, lo, hi):
-            sig = types.void(
-                wp, types.intp, types.intp, types.intp, x, types.intp, types.intp, types.intp, bp, types.intp, y,
-                types.intp, types.intp, types.intp, types.boolean, types.float32, types.float32,
-            )  # fmt: skip
-
-            def codegen(context, builder, signature, args):
-                _, woff_, wstep_, nblk_, _, xoff_, ldx_, kn_, _, boff_, _, yoff_, ldy_, rows_, clip_, lo_, hi_ = args
-                lanes = Lanes(builder, width)
-                i64, vptr, fma, mload, splat = lanes.i64, lanes.vptr, lanes.fma, lanes.mload, lanes.splat
-                live = lanes.mask(ir.Constant(i64, _MR))
-                wdata, xdata, bdata, ydata = (data(context, builder, signature, args, i) for i in (0, 4, 8, 10))
-                last = builder.sub(nblk_, ir.Constant(i64, 1))
-                gs = [builder.select(builder.icmp_signed("<", ir.Constant(i64, g), nblk_), ir.Constant(i64, g), last)
-                      for g in range(G)]  # fmt: skip
-                boffs = [builder.add(boff_, builder.mul(g, ir.Constant(i64, _MR))) for g in gs]
-                bias = [
-                    builder.call(
-                        mload, [builder.bitcast(builder.gep(bdata, [bo]), vptr), lanes.align, live, lanes.zero]
-                    )
-                    for bo in boffs
-                ]
-                slots = [[cgutils.alloca_once(builder, lanes.vec) for _ in range(npos)] for _ in range(G)]
-                for g in range(G):
-                    for sl in slots[g]:
-                        builder.store(lanes.zero if bias_last else bias[g], sl)
-                wbases = [builder.gep(wdata, [builder.add(woff_, builder.mul(g, wstep_))]) for g in gs]
-                xbase = builder.gep(xdata, [xoff_])
-                with cgutils.for_range(builder, kn_) as loop:
-                    k = loop.index
-                    ko = builder.mul(k, ir.Constant(i64, _MR))
-                    wv = [
-                        builder.call(
-                            mload,
-                            [builder.bitcast(builder.gep(wb, [ko]), vptr), lanes.align, live, lanes.zero],
-                        )
-                        for wb in wbases
-                    ]
-                    xk = builder.gep(xbase, [builder.mul(k, ldx_)])
-                    for i in range(npos):
-                        xb = splat(builder.load(builder.gep(xk, [ir.Constant(i64, i)])))
-                        for g in range(G):
-                            sl = slots[g][i]
-                            builder.store(builder.call(fma, [wv[g], xb, builder.load(sl)]), sl)
-                on = builder.icmp_unsigned("!=", clip_, ir.Constant(clip_.type, 0))
-                lov, hiv = splat(lo_), splat(hi_)
-                ybase = builder.gep(ydata, [yoff_])
-                for g in range(G):
-                    for i in range(npos):
-                        t = builder.load(slots[g][i])
-                        if bias_last:
-                            t = builder.fadd(t, bias[g])
-                        u = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)  # NaN stays NaN
-                        u = builder.select(builder.fcmp_ordered(">", u, hiv), hiv, u)
-                        t = builder.select(on, u, t)
-                        for j in range(_MR):
-                            ch = g * _MR + j
-                            with builder.if_then(builder.icmp_signed(">", rows_, ir.Constant(i64, ch)), likely=True):
-                                at = builder.add(builder.mul(ir.Constant(i64, ch), ldy_), ir.Constant(i64, i))
-                                builder.store(
-                                    builder.extract_element(t, ir.Constant(lanes.i32, j)), builder.gep(ybase, [at])
-                                )
-                return context.get_dummy_value()
-
-            return sig, codegen
-
-        return tile
-
-    _lanes1, _lanes2 = _make_lanes_tile(1, False), _make_lanes_tile(2, False)
-    _laneslate1, _laneslate2 = _make_lanes_tile(1, True), _make_lanes_tile(2, True)
-
-    _narrow8, _narrow4 = _make_narrow_tile(8, False), _make_narrow_tile(4, False)
-    _narrowlate8, _narrowlate4 = _make_narrow_tile(8, True), _make_narrow_tile(4, True)
+    _lanes1, _lanes2 = make_lanes_tile(1, False, _MR), make_lanes_tile(2, False, _MR)
+    _laneslate1, _laneslate2 = make_lanes_tile(1, True, _MR), make_lanes_tile(2, True, _MR)
+    _narrow8, _narrow4 = make_narrow_tile(8, False, _MR), make_narrow_tile(4, False, _MR)
+    _narrowlate8, _narrowlate4 = make_narrow_tile(8, True, _MR), make_narrow_tile(4, True, _MR)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _pointwise(wp, x, bp, clip, lo, hi, act, ap, aq, y, c0, c1):  # pragma: no cover - compiled
@@ -397,7 +237,7 @@ if numba is not None:
                     else:
                         _tile1(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
                     if _VECTOR_TILES and lanes <= _LANES_TILE_MAX:
-                        G = _LANES_GROUP[lanes]
+                        G = LANES_GROUP[lanes]
                         if mb % G == G - 1 or mb == MB - 1:  # the last positions of these G channel blocks
                             mg = mb - mb % G
                             mt = mg * _MR
