@@ -60,7 +60,9 @@ _AVX2_TAKES = ((3, 1), (3, 2), (5, 2))
 #: lane by lane -> plain): stride 1 960@7 78.8 -> 68.1 us, 576@14 150.9 -> 126.7, 384@14 102.1 -> 86.3, 192@28
 #: 160.5 -> 141.0, 144@56 the same; stride 2 576@14 77.6 -> 72.4, 192@28 82.6 -> 78.5. The lanes of a last row each
 #: extracted and stored (a ladder of constant lanes) instead of copied through a vector on the stack: stride 2 576@14
-#: 72.4 -> 68-70 us, 192@28 78.5 -> 74-76, stride 1 960@7 68 -> 65-67
+#: 72.4 -> 68-70 us, 192@28 78.5 -> 74-76, stride 1 960@7 68 -> 65-67. Without a clip the bounds are -inf and inf
+#: (the same selects, no branch per row: see the tile): 960@7 65 -> 57 us, 576@14 127 -> 109, 384@14 86 -> 74,
+#: 192@28 141 -> 120, 144@56 290 -> 247, 32@112 235 -> 201, stride 2 144@56 165 -> 152 (with a clip or without)
 _PLAIN_STORES = not AVX512
 #: a following activation (ops/_fast_epilogue.py's) runs over spans of this many outputs (planes just computed)
 _ACT_SPAN = 2048
@@ -163,12 +165,17 @@ if numba is not None and TILES_OK:
                 ybase = builder.gep(ydata, [yoff_])
                 if _PLAIN_STORES:
                     fptr = lanes.f32.as_pointer()
+                    # no clip: bounds of -inf and inf, so that every row takes the same branch-free selects (a select
+                    # on ``on`` per row became a branch per row, and LLVM then summed one row's 9 taps at a time:
+                    # one dependent chain of fused multiply-adds)
+                    inf = ir.Constant(lanes.f32, float("inf"))
+                    lov = builder.select(on, lov, splat(ir.Constant(lanes.f32, float("-inf"))))
+                    hiv = builder.select(on, hiv, splat(inf))
                     outs = []
                     for i in range(R):
                         t = acc[i]
                         u = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)  # NaN stays NaN
-                        u = builder.select(builder.fcmp_ordered(">", u, hiv), hiv, u)
-                        outs.append(builder.select(on, u, t))
+                        outs.append(builder.select(builder.fcmp_ordered(">", u, hiv), hiv, u))
                     ptrs = [builder.bitcast(builder.gep(ybase, [builder.mul(c64(i), ldy_)]), vptr) for i in range(R)]
                     whole = builder.and_(
                         builder.icmp_signed("==", rows_, c64(R)), builder.icmp_signed("==", lanes_, c64(_VL))
