@@ -12,9 +12,9 @@ Every output sums its taps in the order of (ky, kx), as the planar kernels. Meas
 them (kernel alone): 960@7 0.080 -> 0.035 ms, 576@14 0.097 -> 0.044, 192@28 stride 2 0.114 -> 0.026, 144@56 0.24 ->
 0.15, 96@112 stride 2 0.33 -> 0.22, 5 x 5 672@14 0.29 -> 0.10.
 
-On AVX2 + FMA (16 ymm registers) the same code builds tiles of 8 (stride 2: 4) rows x 8 columns (``_VL``,
-``_ROWS_S1/S2``), stores whole tiles with plain stores (the others lane by lane), and takes 3 x 3 at both strides
-and 5 x 5 at stride 2 (``_AVX2_TAKES``): every output the same sum in the same order (ky, kx) as on AVX-512.
+On AVX2 + FMA (16 ymm registers) the same code builds tiles of 8 rows x 8 columns (``_VL``, ``_ROWS_S1/S2``) and
+stores with plain stores wherever they stay in the plane (``_PLAIN_STORES``): every output the same sum in the same
+order (ky, kx) as on AVX-512.
 """
 
 from __future__ import annotations
@@ -37,19 +37,20 @@ _VL = 16 if AVX512 else 8
 #: 8 rows 94 cycles a tile, 4 rows 54 (of half the work); stride 2: 4 rows as fast as 8 at half the registers)
 _ROWS_S1, _ROWS_S2 = 8, 4
 if not AVX512:
-    # AVX2 (AMD Zen 3, 16 ymm registers): 8 (stride 2: 4) rows x 8 columns, 8 accumulators beside the 9 weights of
-    # a 3 x 3 (LLVM spills the weights it has no room for as the FMAs' memory operands; more independent sums hide
-    # the FMA's latency: every output's 9 taps are one dependent chain). Measured through conv_forward against the
-    # planar kernels (alternating, 1 thread, CPU time, medians of 40 rounds, the machine shared): stride 1 960@7
-    # 0.55x their time, 576@14 0.73x, 192@28 0.79x, 58@28 0.85x, 232@7 0.87x, 144@56 0.94x; stride 2 192@28
-    # 0.53-0.55x, 576@14 0.59-0.65x, 144@56 0.67-0.74x, but 96@112 1.25x (0.87-0.98x with 4 rows and masked
-    # stores); 5 x 5 stride 2 288@14 0.76-0.78x, 96@28 0.89-0.96x. The kernel alone at 4 -> 8 rows (stride 1, min
-    # of 200 calls): 576@14 0.160 -> 0.146 ms, 960@7 0.095 -> 0.079. 16 lanes (two ymm a vector) x 4 rows: 1.0-1.7x
-    # the planar kernels' time; 8 lanes x 2 rows 1.0-1.9x
-    _ROWS_S1, _ROWS_S2 = 8, 4
-#: (k, stride) the tiles take on AVX2: not 5 x 5 at stride 1, whose 25 weights do not fit beside the accumulators
-#: (0.96-1.06x the planar kernels' time at 8 rows, 672@14, 240@14, 576@7; 1.1-1.4x at 4)
-_AVX2_TAKES = ((3, 1), (3, 2), (5, 2))
+    # AVX2 (AMD Zen 3, 16 ymm registers): 8 rows x 8 columns (stride 2 at first 4: see below), 8 accumulators beside the
+    # 9 weights of a 3 x 3 (LLVM spills the weights it has no room for as the FMAs' memory operands; more independent
+    # sums hide the FMA's latency: every output's 9 taps are one dependent chain). Measured through conv_forward against
+    # the planar kernels (alternating, 1 thread, CPU time, medians of 40 rounds, the machine shared): stride 1 960@7
+    # 0.55x their time, 576@14 0.73x, 192@28 0.79x, 58@28 0.85x, 232@7 0.87x, 144@56 0.94x; stride 2 192@28 0.53-0.55x,
+    # 576@14 0.59-0.65x, 144@56 0.67-0.74x, but 96@112 1.25x (0.87-0.98x with 4 rows and masked stores); 5 x 5 stride 2
+    # 288@14 0.76-0.78x, 96@28 0.89-0.96x. The kernel alone at 4 -> 8 rows (stride 1, min of 200 calls): 576@14 0.160 ->
+    # 0.146 ms, 960@7 0.095 -> 0.079. 16 lanes (two ymm a vector) x 4 rows: 1.0-1.7x the planar kernels' time; 8 lanes x
+    # 2 rows 1.0-1.9x
+    # Since the clip went branch-free (_PLAIN_STORES), AMD Zen 2, the kernel alone: stride 2 at 8 rows instead of 4,
+    # 576@14 69 -> 57 us, 192@28 75 -> 62, 96@112 328 -> 300, 144@56 the same, 5 x 5 288@14 59 -> 51, 672@14 130 -> 113,
+    # 240@28 164 -> 147; and 5 x 5 at stride 1 (once 0.96-1.06x the planar kernels' time, so not taken) through
+    # conv_forward against the planar kernels: 672@14 0.70x, 240@14 0.73x, 576@7 0.66x
+    _ROWS_S1, _ROWS_S2 = 8, 8
 #: AVX2: whole tiles store by plain stores, in one branch after every row is summed (a branch per row let LLVM sink
 #: each row's sums into it: one dependent chain at a time), the others lane by lane (a masked store costs many on
 #: AMD Zen 3; the kernel alone, 4 rows: 960@7 0.169 -> 0.096 ms, 576@14 0.202 -> 0.160). A part tile's rows store
@@ -321,8 +322,7 @@ if numba is not None and TILES_OK:
 
 
 def tiles_apply(dtype, mult: int, kernel, strides, dilations) -> bool:
-    """Whether :func:`depthwise_tiles` computes this depthwise layer (float32, AVX-512; on AVX2 the shapes of
-    ``_AVX2_TAKES``)."""
+    """Whether :func:`depthwise_tiles` computes this depthwise layer (float32, AVX-512 or AVX2)."""
     return (
         TILES_OK
         and dtype == np.float32
@@ -330,7 +330,6 @@ def tiles_apply(dtype, mult: int, kernel, strides, dilations) -> bool:
         and tuple(kernel) in ((3, 3), (5, 5))
         and tuple(strides) in ((1, 1), (2, 2))
         and tuple(dilations) == (1, 1)
-        and (AVX512 or (kernel[0], strides[0]) in _AVX2_TAKES)
     )
 
 

@@ -216,7 +216,7 @@ def test_expand_depthwise_is_its_two_steps_bit_for_bit(xs, M, k, s, pads, act1, 
     monkeypatch.setattr(_fast_pointwise.PointwiseDepthwise, "__call__", lambda *a: calls.append(1) or real(*a))
     got = step(*args)
     # the block where the pointwise kernel applies, or on small maps where the direct one does (deep sums), and the
-    # depthwise tiles take the depthwise layer (on AVX2 not 5 x 5 at stride 1: ops/_fast_dwtiles.py _AVX2_TAKES)
+    # depthwise tiles take the depthwise layer (ops/_fast_dwtiles.py tiles_apply)
     P = xs[2] * xs[3]
     tiles = _fast_dwtiles.tiles_apply(np.dtype(np.float32), 1, (k, k), (s, s), (1, 1))
     assert bool(calls) == (tiles and (_fast_pointwise.applies(M, xs[1], P) or (xs[1] >= 64 and _fast_conv.TILES_OK)))
