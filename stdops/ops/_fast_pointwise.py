@@ -341,6 +341,13 @@ def pointwise_call(shape, wp: np.ndarray, M: int, b=None, clip_args=(False, 0.0,
 #: 1 thread): within noise (an alternating order that favoured the second of two identical runs by 4% first showed
 #: 8.24 ms against 8.51; balanced, A B peer B A, 1.04 with the same code measuring 1.02)
 ROUND_FLOATS = 160 * 1024
+#: :class:`PointwiseDepthwise` runs in 2 parts (over its rounds) from this many FLOPs of its expansion, below
+#: _SPLIT_FLOPS: AMD Zen 2, 2 threads against 1, whole networks (ncnn, min of 6 rounds of 60 runs, alternating the
+#: thread count; the default 2^26 first): MobileNetV2 1.02 / 0.99 -> 0.96 / 0.96, EfficientNet-B0 0.98 -> 0.86,
+#: ShuffleNetV2 1.02 / 0.99 -> 1.02 / 1.01, the others unaffected (no block that large); 2^23 more for MobileNetV2
+#: (0.90) and EfficientNet (0.77) but ShuffleNetV2 1.06 / 1.07 (its 8.7 MFLOP block at 56 x 56, stride 2). Not
+#: measured on AVX-512 machines (session 8's note)
+_BLOCK_SPLIT_FLOPS = 1 << 24
 
 
 def round_channels(M: int, P: int, parts: int = 1) -> int:
@@ -410,7 +417,7 @@ class PointwiseDepthwise:
     def _plan(self, shape: tuple, begin: tuple, out: tuple) -> tuple:
         N, K, H, W = shape
         M = self.M
-        n = 2 if 2 * N * M * K * H * W >= _SPLIT_FLOPS and M > _MR else 1
+        n = 2 if 2 * N * M * K * H * W >= _BLOCK_SPLIT_FLOPS and M > _MR else 1
         rb = round_channels(M, H * W, n)
         rounds = -(-M // rb)
         cuts = [rounds * i // n for i in range(n + 1)]

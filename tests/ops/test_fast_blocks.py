@@ -112,6 +112,7 @@ def test_block_same_bits_at_1_and_2_threads(monkeypatch):
 
     monkeypatch.setattr(_fast, "_enabled", True)
     monkeypatch.setattr(_fast_pointwise, "_SPLIT_FLOPS", 0)
+    monkeypatch.setattr(_fast_pointwise, "_BLOCK_SPLIT_FLOPS", 0)  # the block in 2 parts too
     args, attrs = _case(*BLOCKS[0], True)
     x, w1, w2, w3, b1, b2, b3, r = args
     step = fused_blocks.prepare_expand_depthwise_project((None, w1, w2, w3, b1, b2, b3), _defaults() | attrs)

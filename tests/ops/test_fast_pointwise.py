@@ -242,6 +242,7 @@ def test_expand_depthwise_same_bits_at_1_and_2_threads(round_floats, monkeypatch
 
     monkeypatch.setattr(_fast, "_enabled", True)
     monkeypatch.setattr(_fast_pointwise, "_SPLIT_FLOPS", 0)
+    monkeypatch.setattr(_fast_pointwise, "_BLOCK_SPLIT_FLOPS", 0)  # the block in 2 parts too
     if round_floats is not None:
         monkeypatch.setattr(_fast_pointwise, "ROUND_FLOATS", round_floats)
     assert _fast_pointwise.round_channels(96, 400, 2) == (48 if round_floats is None else 6)
