@@ -175,8 +175,7 @@ if numba is not None and TILES_OK:
                     outs = []
                     for i in range(R):
                         t = acc[i]
-                        u = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)  # NaN stays NaN
-                        outs.append(builder.select(builder.fcmp_ordered(">", u, hiv), hiv, u))
+                        outs.append(lanes.clamp(t, lov, hiv))
                     ptrs = [builder.bitcast(builder.gep(ybase, [builder.mul(c64(i), ldy_)]), vptr) for i in range(R)]
                     whole = builder.and_(
                         builder.icmp_signed("==", rows_, c64(R)), builder.icmp_signed("==", lanes_, c64(_VL))
@@ -205,9 +204,7 @@ if numba is not None and TILES_OK:
                     return context.get_dummy_value()
                 for i in range(R):
                     t = acc[i]
-                    u = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)  # NaN stays NaN
-                    u = builder.select(builder.fcmp_ordered(">", u, hiv), hiv, u)
-                    t = builder.select(on, u, t)
+                    t = builder.select(on, lanes.clamp(t, lov, hiv), t)
                     m = builder.select(builder.icmp_signed(">", rows_, c64(i)), lm, none)
                     p = builder.bitcast(builder.gep(ybase, [builder.mul(c64(i), ldy_)]), vptr)
                     builder.call(mstore, [t, p, align, m])

@@ -143,10 +143,7 @@ if numba is not None:
                     lov, hiv = splat(lo_), splat(hi_)
                     for row in slots:
                         for s in row:
-                            t = builder.load(s)
-                            t = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)
-                            t = builder.select(builder.fcmp_ordered(">", t, hiv), hiv, t)
-                            builder.store(t, s)
+                            builder.store(lanes.clamp(builder.load(s), lov, hiv), s)
                 ybase = builder.gep(ydata, [yoff_])
                 for i in range(_MR):
                     live = builder.icmp_signed(">", rows_, ir.Constant(i64, i))

@@ -33,27 +33,10 @@ def make_narrow_tile(width: int, bias_last: bool, mr: int):
 
         def codegen(context, builder, signature, args):
             _, woff_, wstep_, _, xoff_, ldx_, kn_, _, boff_, _, yoff_, ldy_, rows_, lanes_, clip_, lo_, hi_ = args
-            f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
-            vec = ir.VectorType(f32, width)
-            vptr, mvec = vec.as_pointer(), ir.VectorType(ir.IntType(1), width)
-            mod = builder.module
-            fma = cgutils.get_or_insert_function(mod, ir.FunctionType(vec, [vec] * 3), f"llvm.fma.v{width}f32")
-            mload = cgutils.get_or_insert_function(
-                mod, ir.FunctionType(vec, [vptr, i32, mvec, vec]), f"llvm.masked.load.v{width}f32.p0v{width}f32"
-            )
-            mstore = cgutils.get_or_insert_function(
-                mod,
-                ir.FunctionType(ir.VoidType(), [vec, vptr, i32, mvec]),
-                f"llvm.masked.store.v{width}f32.p0v{width}f32",
-            )
-            undef, zero, align = ir.Constant(vec, ir.Undefined), ir.Constant(vec, None), ir.Constant(i32, 4)
-            lane0 = ir.Constant(ir.VectorType(i32, width), [0] * width)
-
-            def splat(v):
-                return builder.shuffle_vector(builder.insert_element(undef, v, ir.Constant(i32, 0)), undef, lane0)
-
-            bits = builder.sub(builder.shl(ir.Constant(i64, 1), lanes_), ir.Constant(i64, 1))
-            mask = builder.bitcast(builder.trunc(bits, ir.IntType(width)), mvec)
+            lanes = Lanes(builder, width)
+            i64, vec, vptr, fma, mload, mstore = lanes.i64, lanes.vec, lanes.vptr, lanes.fma, lanes.mload, lanes.mstore
+            zero, align, splat = lanes.zero, lanes.align, lanes.splat
+            mask = lanes.mask(lanes_)
             wdata, xdata, bdata, ydata = (data(context, builder, signature, args, i) for i in (0, 3, 7, 9))
             R = 2 * mr
             slots = [cgutils.alloca_once(builder, vec) for _ in range(R)]
@@ -82,10 +65,7 @@ def make_narrow_tile(width: int, bias_last: bool, mr: int):
             with builder.if_then(builder.icmp_unsigned("!=", clip_, ir.Constant(clip_.type, 0))):
                 lov, hiv = splat(lo_), splat(hi_)
                 for s in slots:
-                    t = builder.load(s)
-                    t = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)
-                    t = builder.select(builder.fcmp_ordered(">", t, hiv), hiv, t)
-                    builder.store(t, s)
+                    builder.store(lanes.clamp(builder.load(s), lov, hiv), s)
             ybase = builder.gep(ydata, [yoff_])
             for i in range(R):
                 with builder.if_then(builder.icmp_signed(">", rows_, ir.Constant(i64, i)), likely=True):
@@ -160,9 +140,7 @@ def make_lanes_tile(npos: int, bias_last: bool, mr: int):
                     t = builder.load(slots[g][i])
                     if bias_last:
                         t = builder.fadd(t, bias[g])
-                    u = builder.select(builder.fcmp_ordered("<", t, lov), lov, t)  # NaN stays NaN
-                    u = builder.select(builder.fcmp_ordered(">", u, hiv), hiv, u)
-                    t = builder.select(on, u, t)
+                    t = builder.select(on, lanes.clamp(t, lov, hiv), t)
                     for j in range(mr):
                         ch = g * mr + j
                         with builder.if_then(builder.icmp_signed(">", rows_, ir.Constant(i64, ch)), likely=True):

@@ -46,6 +46,13 @@ class Lanes:
         b = self.builder
         return b.shuffle_vector(b.insert_element(self.undef, s, ir.Constant(self.i32, 0)), self.undef, self._lane0)
 
+    def clamp(self, t: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
+        """t below lo -> lo, then above hi -> hi, lane by lane (ordered compares: NaN stays NaN), the clip of every
+        tile."""
+        b = self.builder
+        t = b.select(b.fcmp_ordered("<", t, lo), lo, t)
+        return b.select(b.fcmp_ordered(">", t, hi), hi, t)
+
     def mask(self, lanes: ir.Value) -> ir.Value:
         """The mask of the first ``lanes`` (an i64 value, 0..width) lanes: bit j of (1 << lanes) - 1."""
         b = self.builder
