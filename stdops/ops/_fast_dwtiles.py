@@ -50,7 +50,7 @@ if not AVX512:
     # 576@14 69 -> 57 us, 192@28 75 -> 62, 96@112 328 -> 300, 144@56 the same, 5 x 5 288@14 59 -> 51, 672@14 130 -> 113,
     # 240@28 164 -> 147; and 5 x 5 at stride 1 (once 0.96-1.06x the planar kernels' time, so not taken) through
     # conv_forward against the planar kernels: 672@14 0.70x, 240@14 0.73x, 576@7 0.66x
-    _ROWS_S1, _ROWS_S2 = 8, 8
+    _ROWS_S2 = 8  # stride 1 keeps its 8 rows
 #: AVX2: whole tiles store by plain stores, in one branch after every row is summed (a branch per row let LLVM sink
 #: each row's sums into it: one dependent chain at a time), the others lane by lane (a masked store costs many on
 #: AMD Zen 3; the kernel alone, 4 rows: 960@7 0.169 -> 0.096 ms, 576@14 0.202 -> 0.160). A part tile's rows store
