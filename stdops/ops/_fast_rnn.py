@@ -3,20 +3,19 @@ input projections of every step computed before (one GEMM). Reference: ops/rnn.p
 cells (rnn_cell.LSTMCell); the sigmoid is the epilogue's polynomial one (~4 ulp), tanh ops/_fast_epilogue's, the
 cell update the reference's products and sums in its order.
 
-- :func:`lstm_packed` (AVX-512; AVX2 below): the recurrent product of a step by a GEMV compiled here on R packed once
-  (:func:`pack_recurrent`): for each group of 32 hidden units, the rows of its 4 gates interleaved and transposed,
-  so that the loop over the H inputs streams 128 contiguous floats per input (8 vectors of 16) into 8 AVX-512
-  accumulators (an LLVM intrinsic, as ops/_fast_conv.py's tile: numba's own loops emit 256-bit vectors), h[k]
-  broadcast; each output sums its H products in the order of k, by fused multiply-adds. Without peepholes the
-  group's gates, cell update and Ht follow from the registers (:func:`_lstm_group`: the exp stages of
-  ops/_fast_epilogue.py written as vector IR, operation for operation, so that the results are those of the
-  scalar loops bit for bit); a step is one pass over R from L2 (1 MB for H = 256) and nothing else. The packed R
-  is 64-byte aligned. Measured (H = 256, one core, alternating): a GEMV 6.3 us aligned against 9.6 misaligned
-  (every vector load then spans two cache lines) and 13.0 by OpenBLAS (np.dot on the ONNX layout); a whole step
-  7.5 us against 12.7 + 2.8 by the BLAS loop below (the gates in registers: 0.2-0.3 us of it). Two rows of a
-  batch (same direction, both running) share each pass over R (:func:`_lstm_group2`, 16 accumulators): batch 2
-  10.5 us a step against 17.3 a row at a time, batch 8 41 against 66. Sequence lengths, both directions and
-  peepholes are handled in the loop.
+- The LSTM (ops/_fast_lstm_loop.py's lstm_packed; AVX-512, AVX2 below): the recurrent product of a step by a GEMV
+  compiled here on R packed once (:func:`pack_recurrent`): for each group of 32 hidden units, the rows of its 4 gates
+  interleaved and transposed, so that the loop over the H inputs streams 128 contiguous floats per input (8 vectors of
+  16) into 8 AVX-512 accumulators (an LLVM intrinsic, as ops/_fast_conv.py's tile: numba's own loops emit 256-bit
+  vectors), h[k] broadcast; each output sums its H products in the order of k, by fused multiply-adds. Without peepholes
+  the group's gates, cell update and Ht follow from the registers (:func:`_lstm_group`: the exp stages of
+  ops/_fast_epilogue.py written as vector IR, operation for operation, so that the results are those of the scalar loops
+  bit for bit); a step is one pass over R from L2 (1 MB for H = 256) and nothing else. The packed R is 64-byte aligned.
+  Measured (H = 256, one core, alternating): a GEMV 6.3 us aligned against 9.6 misaligned (every vector load then spans
+  two cache lines) and 13.0 by OpenBLAS (np.dot on the ONNX layout); a whole step 7.5 us against 12.7 + 2.8 by the BLAS
+  loop below (the gates in registers: 0.2-0.3 us of it). Two rows of a batch (same direction, both running) share each
+  pass over R (:func:`_lstm_group2`, 16 accumulators): batch 2 10.5 us a step against 17.3 a row at a time, batch 8 41
+  against 66. Sequence lengths, both directions and peepholes are handled in the loop.
 - The groups of a pass over R (one step of one row, or of two rows) run first to last, and last to first on the
   next pass over the same direction's R: the blocks read last are the first read again, still in L2 (R of
   H = 256 is 1 MB: in one pass order the L2 of an AMD Zen 4 core, 1 MB, kept little of it for the next step).
@@ -70,7 +69,7 @@ _ALIGN = 64  # bytes: one cache line, one vector
 _HUGE = 2 << 20  # bytes: an x86-64 huge page
 _HUGE_MIN = 512 << 10  # bytes: smaller packed R stay on 4 kB pages (measured no gain at 256 kB; a huge page is 2 MB)
 
-__all__ = ["PACKED_OK", "TILES_OK", "gru_packed", "lstm_loop", "lstm_packed", "pack_recurrent"]
+__all__ = ["PACKED_OK", "TILES_OK", "gru_packed", "lstm_loop", "pack_recurrent"]
 
 
 def aligned_empty(n: int) -> np.ndarray:
@@ -296,72 +295,6 @@ if numba is not None:
 
         return sig, codegen
 
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def _lstm_fused(gx, bias, Rp, NG, lens, rev, h, c, Y, B):  # pragma: no cover - compiled
-        # as _lstm_packed without peepholes, each group of 32 units by _lstm_group; the state read at step t is
-        # hb[t % 2] (written at step t - 1: the groups of step t all read the previous state); a row stops at its
-        # length, its final state in hb[lens % 2], copied into h at the end. h, c (D*B, H) in place, Y (T, D*B, H).
-        T = gx.shape[0]
-        DB, H = h.shape
-        hb = np.empty((2, DB, H), np.float32)
-        hb[0] = h
-        G = 4 * H
-        W = _VL * _UNITS
-        gsize = 4 * W * H  # floats of one group's block
-        dsize = NG * gsize
-        gxf, bf, hf, cf, yf = gx.reshape(-1), bias.reshape(-1), hb.reshape(-1), c.reshape(-1), Y.reshape(-1)
-        D = DB // B
-        passes = np.zeros(D, np.int64)  # passes over each direction's R so far: odd ones run the groups backwards
-        for t in range(T):
-            src = (t % 2) * DB * H
-            dst = ((t + 1) % 2) * DB * H
-            for d in range(D):
-                pending = -1  # an active row of this direction waiting for a partner
-                for b in range(B + 1):
-                    if b < B:
-                        L = lens[b]
-                        if t >= L:
-                            continue
-                        if pending < 0:
-                            pending = b
-                            if _PAIR:
-                                continue
-                    elif pending < 0:
-                        break
-                    b1 = pending
-                    L1 = lens[b1]
-                    r1 = d * B + b1
-                    ti1 = L1 - 1 - t if rev[d] else t
-                    g1 = (ti1 * B + b1) * D * G + d * G
-                    if b == B or not _PAIR:  # the last active row alone (without _PAIR every row)
-                        flip = passes[d] % 2
-                        passes[d] += 1
-                        for gi in range(NG):
-                            grp = NG - 1 - gi if flip else gi
-                            u0 = grp * W
-                            _lstm_group(
-                                Rp, d * dsize + grp * gsize, hf, H, gxf, bf, d * G + u0, cf, yf, min(W, H - u0),
-                                src + r1 * H, g1 + u0, r1 * H + u0, dst + r1 * H + u0, (ti1 * DB + r1) * H + u0,
-                            )  # fmt: skip
-                        pending = -1
-                        continue
-                    r2 = d * B + b
-                    ti2 = L - 1 - t if rev[d] else t
-                    g2 = (ti2 * B + b) * D * G + d * G
-                    flip = passes[d] % 2
-                    passes[d] += 1
-                    for gi in range(NG):
-                        grp = NG - 1 - gi if flip else gi
-                        u0 = grp * W
-                        _lstm_group2(
-                            Rp, d * dsize + grp * gsize, hf, H, gxf, bf, d * G + u0, cf, yf, min(W, H - u0),
-                            src + r1 * H, g1 + u0, r1 * H + u0, dst + r1 * H + u0, (ti1 * DB + r1) * H + u0,
-                            src + r2 * H, g2 + u0, r2 * H + u0, dst + r2 * H + u0, (ti2 * DB + r2) * H + u0,
-                        )  # fmt: skip
-                    pending = -1
-        for r in range(DB):  # row d*B + b ran lens[b] steps: its last state is in hb[lens[b] % 2]
-            h[r] = hb[lens[r % B] % 2, r]
-
     _gemv3 = _make_gemv(3)
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -383,7 +316,7 @@ if numba is not None:
         hf = h.reshape(-1)
         zero = np.float32(0)
         one = np.float32(1)
-        passes = np.zeros(DB // B, np.int64)  # as _lstm_fused's
+        passes = np.zeros(DB // B, np.int64)  # as ops/_fast_lstm_loop.py's _step
         for t in range(T):
             for r in range(DB):
                 d = r // B
@@ -446,7 +379,7 @@ if numba is not None:
         pi, po, pf = pre[:H], pre[H : 2 * H], pre[2 * H : 3 * H]
         pc = pre[3 * H :]
         zero = np.float32(0)
-        passes = np.zeros(DB // B, np.int64)  # as _lstm_fused's
+        passes = np.zeros(DB // B, np.int64)  # as ops/_fast_lstm_loop.py's _step
         for t in range(T):
             for r in range(DB):
                 d = r // B
@@ -527,25 +460,9 @@ def lstm_loop(gx: np.ndarray, R: np.ndarray, h: np.ndarray, c: np.ndarray, Y: np
     _lstm(gx, np.ascontiguousarray(R), h, c, Y, B)
 
 
-def lstm_packed(gx, bias, Rp, lens, reverse, P, h, c, Y, B: int) -> None:
-    """Run the LSTM recurrence in place on the packed R (see the module doc; AVX-512 or AVX2, :data:`TILES_OK`):
-    gx (T, B, D*4H) the input projections without bias, bias (D, 4H) = Wb + Rb, Rp from :func:`pack_recurrent`,
-    lens (B,) int64 the sequence lengths (steps past one are skipped: Y stays as given, the states hold; the reverse
-    direction runs from the sequence's own last step), reverse (D,) bool, P (D, 3H) the peepholes or None, h and c
-    (D*B, H) the states, Y (T, D*B, H); all float32 C-contiguous."""
-    DB, H = h.shape
-    if DB == 0:  # an empty batch: nothing to run
-        return
-    NG = -(-H // (_VL * _UNITS))
-    if P is not None:
-        _lstm_packed(gx, bias, Rp, NG, lens, reverse, P, h, c, Y, B)
-        return
-    _lstm_fused(gx, bias, Rp, NG, lens, reverse, h, c, Y, B)
-
-
 def gru_packed(gx, wbias, rbias, Rp, lens, reverse, h, Y, B: int) -> None:
     """Run the GRU recurrence (linear_before_reset) in place on the packed R (:func:`pack_recurrent` with 3 gates;
     :data:`TILES_OK`): gx (T, B, D*3H) the input projections without bias, wbias and rbias (D, 3H) = Wb and Rb, lens and
-    reverse as :func:`lstm_packed`, h (D*B, H) the state, Y (T, D*B, H); all float32 C-contiguous."""
+    reverse as ops/_fast_lstm_loop.py's lstm_packed, h (D*B, H) the state, Y (T, D*B, H); all float32 C-contiguous."""
     NG = -(-h.shape[1] // (_VL * _UNITS))
     _gru_packed(gx, wbias, rbias, Rp, NG, lens, reverse, h, Y, B)

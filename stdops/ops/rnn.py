@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KernelError
-from . import _fast, _fast_lstm_x, _fast_rnn
+from . import _fast, _fast_lstm_loop, _fast_lstm_x, _fast_rnn
 from ._registry import op
 from ._rnn_setup import (
     DIRECTIONS,
@@ -165,7 +165,7 @@ class _PackedLSTM(_Packed):
         else:
             gx = self._project(x2, T, Bn)
             Yr = Y.reshape(T, D * Bn, H)
-            _fast_rnn.lstm_packed(gx, self.bias, self.Rp, lens, self.reverse, self.P, h, c, Yr, Bn)
+            _fast_lstm_loop.lstm_packed(gx, self.bias, self.Rp, lens, self.reverse, self.P, h, c, Yr, Bn)
         return self._end(X, Y, (h, c), sl, layout)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stdops.ops import _fast, _fast_rnn
+from stdops.ops import _blas, _fast, _fast_lstm_loop, _fast_rnn
 from stdops.ops.bind import bind
 from stdops.ops.rnn import lstm
 
@@ -162,10 +162,65 @@ def test_register_epilogue_rounds_as_the_scalar_loop(H):
     outs = []
     for P in (None, np.zeros((D, 3 * H), np.float32)):
         h, c, Y = h0.copy(), c0.copy(), np.zeros((T, D * B, H), np.float32)
-        _fast_rnn.lstm_packed(gx, bias, Rp, lens, rev, P, h, c, Y, B)
+        _fast_lstm_loop.lstm_packed(gx, bias, Rp, lens, rev, P, h, c, Y, B)
         outs.append((h, c, Y))
     for a, b in zip(*outs):
         np.testing.assert_array_equal(a, b)
+
+
+def _split_case(seed, T, B, H, D, lens):
+    rng = np.random.default_rng(seed)
+    gx = rng.standard_normal((T, B, D * 4 * H)).astype(np.float32) * 2
+    bias = rng.standard_normal((D, 4 * H)).astype(np.float32)
+    Rp = _fast_rnn.pack_recurrent((rng.standard_normal((D, 4 * H, H)) * 0.3).astype(np.float32), 4)
+    rev = np.array([False, True][:D])
+    h0 = rng.standard_normal((D * B, H)).astype(np.float32)
+    c0 = rng.standard_normal((D * B, H)).astype(np.float32)
+    return gx, bias, Rp, np.array(lens, np.int64), rev, h0, c0
+
+
+def _run_split(case, T, B, threads, monkeypatch):
+    gx, bias, Rp, lens, rev, h0, c0 = case
+    monkeypatch.setattr(_blas, "threads", lambda: threads)
+    h, c, Y = h0.copy(), c0.copy(), np.zeros((T, h0.shape[0], h0.shape[1]), np.float32)
+    _fast_lstm_loop.lstm_packed(gx, bias, Rp, lens, rev, None, h, c, Y, B)
+    return h, c, Y
+
+
+@packed_only
+@pytest.mark.parametrize(
+    "T,B,H,D,lens",
+    [
+        (9, 1, 64, 1, [9]),
+        (7, 3, 45, 2, [7, 2, 5]),
+        (6, 2, 100, 1, [6, 6]),
+        (5, 4, 33, 2, [5, 0, 3, 5]),
+        (3, 1, 256, 1, [3]),
+    ],
+)
+def test_two_thread_steps_give_the_bits_of_one(T, B, H, D, lens, monkeypatch):
+    """Each step's groups in two halves on two threads (ops/_fast_lstm_loop.py): the same bits as one thread, with
+    the helper running, and with one thread taking every half (the other then finds them all claimed, in either
+    order: a helper that starts late, or a caller descheduled before its first step)."""
+    monkeypatch.setattr(_fast_lstm_loop, "_SPLIT_STEP_FLOPS", 0)
+    case = _split_case(T * 10 + H, T, B, H, D, lens)
+    want = _run_split(case, T, B, 1, monkeypatch)
+    for _ in range(3):
+        for g, e in zip(_run_split(case, T, B, 2, monkeypatch), want):
+            np.testing.assert_array_equal(g, e)
+    gx, bias, Rp, lens_, rev, h0, c0 = case
+    NG = -(-H // (16 * _fast_rnn._UNITS))
+    for first in (0, 1):
+        hb = np.empty((2, D * B, H), np.float32)
+        hb[0] = h0
+        c, Y = c0.copy(), np.zeros((T, D * B, H), np.float32)
+        sync = np.zeros(T * _fast_lstm_loop._STRIDE, np.int64)
+        for role in (first, 1 - first):
+            _fast_lstm_loop._lstm_part(role, sync, gx, bias, Rp, NG, lens_, rev, hb, c, Y, B)
+        rows = np.arange(D * B)
+        np.testing.assert_array_equal(hb[lens_[rows % B] % 2, rows], want[0])
+        np.testing.assert_array_equal(c, want[1])
+        np.testing.assert_array_equal(Y, want[2])
 
 
 # --------------------------------------------------------------------------- GRU (linear_before_reset)
