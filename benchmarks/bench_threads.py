@@ -60,7 +60,7 @@ def main() -> None:
         feeds = {net.input_names[0]: x}
     else:
         net = stdops.ncnn.Net.load(args.model, os.path.join(folder, "model.bin"))
-        feeds = {"in0": x[0] if x.ndim == 4 else x}
+        feeds = {"in0": x[0]}  # ncnn blobs have no batch axis (as bench_zoo.py)
     ctl = ThreadpoolController().select(user_api="blas")
     latencies: list[float] = []
     queue = _TimedQueue(_blas._queue, latencies, threading.current_thread())
