@@ -53,7 +53,10 @@ _VECTOR_TILES = AVX2 and not AVX512
 #: AVX2: a column block's last vector of at most this many lanes runs through a tile of 12 channels x 8 (or 4)
 #: lanes instead (7 x 7 maps: 49 = 3 x 16 + 1)
 _NARROW_MAX = 8
-#: ... and a last vector of at most this many (1 or 2) lanes through a tile with the channels in the lanes
+#: ... and (AVX2 and AVX-512) a last vector of at most this many (1 or 2) lanes through a tile with the channels in
+#: the lanes (ops/_fast_pwtail.py), the block's whole vectors through the tile of one vector fewer. AVX-512, AMD Zen 4,
+#: 1 thread, the inverted-residual block alone (min / median us of 300 alternating rounds): 160 -> 960 @ 7 -> 160
+#: 388 / 436 -> 322 / 362, 96 -> 576 @ 14 / 2 -> 160 393 / 398 -> 336 / 402
 _LANES_TILE_MAX = 2
 
 #: the compiled kernel takes 1 x 1 layers of at least MIN_P positions per sample and at most MAX_K input channels,
@@ -64,6 +67,12 @@ _LANES_TILE_MAX = 2
 #: (a masked vector in every 4) 320 -> 1280 0.30 against 0.28 by the direct kernel)
 MIN_P = 100
 MAX_K = 256
+if AVX512:
+    # with a last vector of 1-2 lanes in the lanes tile (ops/_fast_pwtail.py), 7 x 7 maps too (AMD Zen 4, 1 thread,
+    # alternating against conv_forward's direct kernel, 300 rounds, min / median us): 320 -> 1280 368 / 393 against
+    # 420 / 490, 160 -> 960 138 / 147 against 170 / 197, 960 -> 320 273 / 284 against 305 / 340, 96 -> 576 52 / 52
+    # against 75 / 77
+    MIN_P = 49
 SMALL_P, MAX_K_SMALL = 256, 1024
 if TILES_OK and not AVX512:
     # AVX2 (AMD Zen 3, 1 thread, conv_forward against OpenBLAS's GEMM: the direct kernel is AVX-512 only;
@@ -216,24 +225,27 @@ if numba is not None:
                                 _late1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
                             else:
                                 _tile1(wf, wo, xf, xv, P, K, bf, m0, yf, yv, P, rows, lanes, clip, lo, hi)
-                    elif late:
-                        if nv == 4:
-                            _late4(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
-                        elif nv == 3:
-                            _late3(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
-                        elif nv == 2:
-                            _late2(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
-                        else:
-                            _late1(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
-                    elif nv == 4:
-                        _tile4(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
-                    elif nv == 3:
-                        _tile3(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
-                    elif nv == 2:
-                        _tile2(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
                     else:
-                        _tile1(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lanes, clip, lo, hi)
-                    if _VECTOR_TILES and lanes <= _LANES_TILE_MAX:
+                        # AVX-512: a last vector of 1 or 2 lanes goes to the lanes tile below, the whole ones here
+                        nt, lt = (nv - 1, _VL) if lanes <= _LANES_TILE_MAX else (nv, lanes)
+                        if late:
+                            if nt == 4:
+                                _late4(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lt, clip, lo, hi)
+                            elif nt == 3:
+                                _late3(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lt, clip, lo, hi)
+                            elif nt == 2:
+                                _late2(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lt, clip, lo, hi)
+                            elif nt == 1:
+                                _late1(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lt, clip, lo, hi)
+                        elif nt == 4:
+                            _tile4(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lt, clip, lo, hi)
+                        elif nt == 3:
+                            _tile3(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lt, clip, lo, hi)
+                        elif nt == 2:
+                            _tile2(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lt, clip, lo, hi)
+                        elif nt == 1:
+                            _tile1(wf, wo, xf, xo, P, K, bf, m0, yf, yo, P, rows, lt, clip, lo, hi)
+                    if lanes <= _LANES_TILE_MAX:
                         G = LANES_GROUP[lanes]
                         if mb % G == G - 1 or mb == MB - 1:  # the last positions of these G channel blocks
                             mg = mb - mb % G

@@ -1,9 +1,10 @@
-"""AVX2's tail tiles of ops/_fast_pointwise.py's 1 x 1 convolution (numba ``@intrinsic`` codegen, the pieces of
+"""The tail tiles of ops/_fast_pointwise.py's 1 x 1 convolution (numba ``@intrinsic`` codegen, the pieces of
 ops/_llvm_lanes.py): a column block's last positions, where its 16-lane tile would compute 16 lanes for a few.
 :func:`make_narrow_tile`: 2 channel blocks x one vector of 8 or 4 positions; :func:`make_lanes_tile`: 1 or 2
-positions with the channels in the lanes, several channel blocks at once. ``mr``: the channels of a packed block
-(ops/_fast_pointwise.py's). Imported by that module alone, where numba is installed; numba's on-disk cache of its
-compiled drivers does not notice edits here: delete stdops/ops/__pycache__/_fast_pointwise.* after editing this file.
+positions with the channels in the lanes, several channel blocks at once (AVX2 and AVX-512: 8-lane vectors). ``mr``:
+the channels of a packed block (ops/_fast_pointwise.py's). Imported by that module alone, where numba is installed;
+numba's on-disk cache of its compiled drivers does not notice edits here: delete
+stdops/ops/__pycache__/_fast_pointwise.* after editing this file.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def make_narrow_tile(width: int, bias_last: bool, mr: int):
 
 
 def make_lanes_tile(npos: int, bias_last: bool, mr: int):
-    """AVX2's tile for a column block's last ``npos`` (1 or 2) positions, the channels in the lanes instead:
+    """The tile for a column block's last ``npos`` (1 or 2) positions, the channels in the lanes instead:
     LANES_GROUP[npos] packed channel blocks of mr channels (block g ``wstep`` g floats after the first; the
     ``nblk`` first live, the others repeat the last), each one 8-lane vector (the first mr lanes live) per
     position, a step the blocks' weights for one k and a broadcast of each position's input. That many blocks

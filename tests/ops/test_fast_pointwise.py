@@ -19,10 +19,6 @@ needs_block = pytest.mark.skipif(
 )
 
 RNG = np.random.default_rng(31)
-#: maps under 100 positions: the kernel takes them on AVX2 only (its MIN_P 49; AVX-512's direct kernel is faster there)
-AVX2_TAILS = pytest.mark.skipif(
-    _fast_pointwise.MIN_P > 49, reason="49-50 positions: AVX2's tail tiles (on AVX-512 MIN_P is 100)"
-)
 
 # x shape, M, strides, pads, clip: M off the 6-channel blocks, positions off the 64-position blocks and the 16 lanes
 POINTWISE = [
@@ -35,10 +31,12 @@ POINTWISE = [
     ((1, 300, 14, 14), 20, (1, 1), (0, 0, 0, 0), (0.0, 6.0)),  # K past MAX_K on a small map
     ((1, 160, 17, 18), 33, (1, 1), (0, 0, 0, 0), None),  # K = 160, 306 positions
     ((1, 5, 10, 10), 6, (1, 1), (0, 0, 0, 0), None),  # exactly MIN_P positions, one channel block
-    # AVX2: a last vector of 1 or 2 lanes takes the tile with the channels in the lanes; 13 and 7 channels: a pair
-    # of channel blocks and a lone one, rows masked
-    pytest.param((1, 20, 7, 7), 13, (1, 1), (0, 0, 0, 0), (0.0, 6.0), marks=AVX2_TAILS),
-    pytest.param((2, 24, 5, 10), 7, (1, 1), (0, 0, 0, 0), None, marks=AVX2_TAILS),
+    # a last vector of 1 or 2 lanes takes the tile with the channels in the lanes; 13 and 7 channels: a pair of
+    # channel blocks and a lone one, rows masked
+    ((1, 20, 7, 7), 13, (1, 1), (0, 0, 0, 0), (0.0, 6.0)),
+    ((2, 24, 5, 10), 7, (1, 1), (0, 0, 0, 0), None),
+    ((1, 9, 9, 9), 20, (1, 1), (0, 0, 0, 0), None),  # 81 = 64 + 16 + 1: a whole vector before the lone lane
+    ((1, 12, 5, 13), 6, (1, 1), (0, 0, 0, 0), (0.0, 6.0)),  # 65 = 64 + 1: the lane alone in its column block
 ]
 
 
@@ -74,10 +72,12 @@ def test_pointwise_layer_thresholds():
     assert _fast_pointwise.applies(96, 16, 112 * 112)
     assert _fast_pointwise.applies(96, 576, 14 * 14)
     assert not _fast_pointwise.applies(128, 512, 28 * 28)  # OpenBLAS's rate
-    if _fast_conv.AVX512:
-        assert not _fast_pointwise.applies(1280, 320, 7 * 7)  # ops/_fast_conv.py's direct kernel
-    else:  # AVX2: 7 x 7 maps up to K = 672 (the direct kernel is AVX-512 only)
-        assert _fast_pointwise.applies(1280, 320, 7 * 7) and not _fast_pointwise.applies(160, 960, 7 * 7)
+    assert _fast_pointwise.applies(1280, 320, 7 * 7)  # 7 x 7 maps: the lanes tile for the 49th position
+    assert not _fast_pointwise.applies(1280, 320, 6 * 6)  # under MIN_P
+    if _fast_conv.AVX512:  # up to K = 1024 on small maps
+        assert _fast_pointwise.applies(320, 960, 7 * 7) and not _fast_pointwise.applies(320, 1280, 7 * 7)
+    else:  # AVX2: 7 x 7 maps up to K = 672
+        assert not _fast_pointwise.applies(160, 960, 7 * 7)
 
 
 @pytest.mark.parametrize("late", [False, True], ids=["bias-first", "bias-last"])
