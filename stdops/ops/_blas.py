@@ -212,10 +212,15 @@ def _ensure_helpers(n: int) -> None:
             t.start()
 
 
-def run_parts(parts: Sequence[Callable[[], object]]) -> None:
+def run_parts(parts: Sequence[Callable[[], object]], first_completes: bool = False) -> None:
     """Run every callable of ``parts`` (independent pieces of one result): the first here, the others on
     helper threads when the caller's thread count allows, any part not started by a helper when this
-    thread is done also here. Returns when all are done; raises the first part's error."""
+    thread is done also here. Returns when all are done; raises the first part's error.
+
+    ``first_completes``: the parts share one piece of work, claimed unit by unit in compiled code, and the first
+    returns True once every unit is done (whoever ran it): the others are then neither run here nor waited for
+    (a helper still in one only finds nothing left to claim). A wake-up through the parts' events costs ~30-70 us
+    on a 2-vCPU guest, more than a unit."""
     n = threads() - 1 if len(parts) > 1 else 0
     if n <= 0:
         for p in parts:
@@ -225,7 +230,10 @@ def run_parts(parts: Sequence[Callable[[], object]]) -> None:
     rest = [_Part(fn) for fn in parts[1:]]
     for part in rest:
         _queue.put(part)
-    parts[0]()
+    if parts[0]() is True and first_completes:
+        for part in rest:
+            part.claim()  # not started yet: it never will be
+        return
     for part in rest:
         if part.claim():
             part.run()

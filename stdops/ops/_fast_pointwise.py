@@ -28,6 +28,7 @@ from typing import cast
 
 import numpy as np
 
+from . import _blas
 from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
 from ._blas import run_parts
 from ._fast import numba
@@ -357,6 +358,10 @@ ROUND_FLOATS = 160 * 1024
 #: (0.90) and EfficientNet (0.77) but ShuffleNetV2 1.06 / 1.07 (its 8.7 MFLOP block at 56 x 56, stride 2). Not
 #: measured on AVX-512 machines (session 8's note)
 _BLOCK_SPLIT_FLOPS = 1 << 24
+#: ... its (sample, round) units then claimed one at a time by the two threads (a thread late or slowed by the host
+#: takes fewer; the caller never waits for more than the unit in progress), at least this many rounds a sample
+_SHARED_ROUNDS = 4
+_NO_SYNC = np.zeros(0, np.int64)
 
 
 def round_channels(M: int, P: int, parts: int = 1) -> int:
@@ -368,13 +373,47 @@ def round_channels(M: int, P: int, parts: int = 1) -> int:
 
 if numba is not None and TILES_OK and _DW_OK:  # the depthwise tiles of ops/_fast_dwtiles.py (AVX-512 or AVX2)
     from ._fast_dwtiles import _ACT_SPAN, _dw_masks, _dw_planes
+    from ._llvm_sync import _relax, fetch_add, load_acquire
+
+    #: rounds of the spin (pause, from ops/_llvm_sync.py's _SPINS on sched_yield) in which the lead thread waits for
+    #: the other thread's unit in progress before it leaves that wait to ops/_blas.run_parts (a unit is ~20-150 us)
+    _LEAD_SPINS = 100_000
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _pointwise_depthwise(
-        x, wp, bp, on1, lo1, hi1, a1, p1, q1, wd, bd, s, pt, pl, on2, lo2, hi2, a2, p2, q2, y, rb, late, first, last
+        x,
+        wp,
+        bp,
+        on1,
+        lo1,
+        hi1,
+        a1,
+        p1,
+        q1,
+        wd,
+        bd,
+        s,
+        pt,
+        pl,
+        on2,
+        lo2,
+        hi2,
+        a2,
+        p2,
+        q2,
+        y,
+        rb,
+        late,
+        first,
+        last,
+        sync,
+        lead,
     ):  # pragma: no cover
         # rounds first..last (of rb expanded channels, a multiple of _MR) of every sample: the round's 1 x 1 output
-        # into the scratch, then the depthwise tiles of the scratch into Y
+        # into the scratch, then the depthwise tiles of the scratch into Y. sync empty: every one of them here; sync
+        # (2,) int64: the (sample, round) units claimed one at a time from sync[0], each counted done in sync[1]
+        # (the threads of one call share them, see :class:`PointwiseDepthwise`), and the ``lead`` thread then waits
+        # for the others' units in progress: False where it gave up waiting (the caller then waits for their parts)
         # (1-D slices of the flat arrays: numba keeps them contiguous, which the kernels' reshapes need)
         N, K, H, W = x.shape
         M, oh, ow = y.shape[1], y.shape[2], y.shape[3]
@@ -387,20 +426,37 @@ if numba is not None and TILES_OK and _DW_OK:  # the depthwise tiles of ops/_fas
         cms, inner = _dw_masks(W, ow, k, s, pl)
         zr = np.zeros(W + 6 * _VL, np.float32)
         wpf, wdf, yf = wp.reshape(-1), wd.reshape(-1), y.reshape(-1)
-        for n in range(N):
+        shared = sync.shape[0] > 0
+        per = last - first
+        total = N * per
+        u = fetch_add(sync, 0, 1) if shared else 0
+        while u < total:
+            n, r = u // per, first + u % per
             xr = x[n].reshape(1, K, P)
-            for r in range(first, last):
-                m0, m1 = r * rb, min(M, (r + 1) * rb)
-                c = m1 - m0
-                b0, b1 = m0 // _MR, (m1 + _MR - 1) // _MR
-                wb = wpf[b0 * K * _MR : b1 * K * _MR].reshape(b1 - b0, K, _MR)
-                eb = e[: c * P].reshape(1, c, P)
-                _pointwise_cols(wb, xr, bp[m0:], on1, lo1, hi1, a1, p1, q1, eb, 0, P, ea, ea2, kb, late)
-                bb = bd[m0:m1] if bd.shape[0] else bd
-                wdb = wdf[m0 * k * k : m1 * k * k].reshape(c, k, k)
-                yb = yf[(n * M + m0) * Q : (n * M + m1) * Q].reshape(1, c, oh, ow)
-                eb4 = e[: c * P].reshape(1, c, H, W)
-                _dw_planes(eb4, wdb, bb, s, pt, pl, on2, lo2, hi2, a2, p2, q2, yb, cms, inner, zr, ea, ea2, kb)
+            m0, m1 = r * rb, min(M, (r + 1) * rb)
+            c = m1 - m0
+            b0, b1 = m0 // _MR, (m1 + _MR - 1) // _MR
+            wb = wpf[b0 * K * _MR : b1 * K * _MR].reshape(b1 - b0, K, _MR)
+            eb = e[: c * P].reshape(1, c, P)
+            _pointwise_cols(wb, xr, bp[m0:], on1, lo1, hi1, a1, p1, q1, eb, 0, P, ea, ea2, kb, late)
+            bb = bd[m0:m1] if bd.shape[0] else bd
+            wdb = wdf[m0 * k * k : m1 * k * k].reshape(c, k, k)
+            yb = yf[(n * M + m0) * Q : (n * M + m1) * Q].reshape(1, c, oh, ow)
+            eb4 = e[: c * P].reshape(1, c, H, W)
+            _dw_planes(eb4, wdb, bb, s, pt, pl, on2, lo2, hi2, a2, p2, q2, yb, cms, inner, zr, ea, ea2, kb)
+            if shared:
+                fetch_add(sync, 1, 1)
+                u = fetch_add(sync, 0, 1)
+            else:
+                u += 1
+        if shared and lead:
+            waited = 0
+            while load_acquire(sync, 1) < total:
+                _relax(waited)
+                waited += 1
+                if waited >= _LEAD_SPINS:
+                    return False
+        return True
 
 
 _Kernel = Callable[..., None]  # (built once: a subscripted Callable costs microseconds per call)
@@ -426,11 +482,9 @@ class PointwiseDepthwise:
     def _plan(self, shape: tuple, begin: tuple, out: tuple) -> tuple:
         N, K, H, W = shape
         M = self.M
-        n = 2 if 2 * N * M * K * H * W >= _BLOCK_SPLIT_FLOPS and M > _MR else 1
-        rb = round_channels(M, H * W, n)
-        rounds = -(-M // rb)
-        cuts = [rounds * i // n for i in range(n + 1)]
-        return (N, M) + tuple(out), rb, int(begin[0]), int(begin[1]), list(zip(cuts, cuts[1:]))
+        shared = 2 * N * M * K * H * W >= _BLOCK_SPLIT_FLOPS and M > _MR
+        rb = round_channels(M, H * W, _SHARED_ROUNDS if shared else 1)
+        return (N, M) + tuple(out), rb, int(begin[0]), int(begin[1]), -(-M // rb), shared
 
     def __call__(self, x: np.ndarray, begin: tuple, out: tuple, bias_last: bool = False) -> np.ndarray:
         """y (N, M, *out) of x (N, K, H, W) C-contiguous float32, the depthwise's padding starting at ``begin``;
@@ -442,14 +496,16 @@ class PointwiseDepthwise:
             if len(self._plans) > 16:
                 self._plans.clear()
             plan = self._plans[key] = self._plan(x.shape, begin, out)
-        yshape, rb, pt, pl, parts = plan
+        yshape, rb, pt, pl, rounds, shared = plan
         y = np.empty(yshape, np.float32)
-        args = (x, *self._pw, *self._dw, self.stride, pt, pl, *self._after, y, rb, bool(bias_last))
+        args = (x, *self._pw, *self._dw, self.stride, pt, pl, *self._after, y, rb, bool(bias_last), 0, rounds)
         kernel = cast(_Kernel, _pointwise_depthwise)  # a numba dispatcher
-        if len(parts) == 1:
-            kernel(*args, *parts[0])
+        if shared and _blas.threads() > 1:
+            sync = np.zeros(2, np.int64)
+            parts = [functools.partial(kernel, *args, sync, lead) for lead in (True, False)]
+            run_parts(parts, first_completes=True)
         else:
-            run_parts([functools.partial(kernel, *args, a, b) for a, b in parts])
+            kernel(*args, _NO_SYNC, False)
         return y
 
 
@@ -461,7 +517,7 @@ def pointwise_depthwise(
     float32 (:func:`pointwise`: the packed ``wp``, b1, clipped per ``clip1``; ``act1`` / ``act2``: the activations
     of either after its clip, as :func:`pointwise` takes them), computed a round of expanded channels
     (:func:`round_channels`) at a time: every value the two kernels give apart, bit for bit, without the expanded
-    tensor leaving the cache. In 2 parts over the rounds from _SPLIT_FLOPS. A step calling it again and again
-    prepares a :class:`PointwiseDepthwise` instead."""
+    tensor leaving the cache. On two threads from _BLOCK_SPLIT_FLOPS (the rounds shared, :data:`_SHARED_ROUNDS`). A
+    step calling it again and again prepares a :class:`PointwiseDepthwise` instead."""
     block = PointwiseDepthwise(wp, M, b1, clip1, wd, b2, strides, clip2, act1, act2)
     return block(x, tuple(begin), tuple(out))

@@ -5,6 +5,7 @@ Python threads run at once."""
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -124,6 +125,22 @@ def test_run_parts_runs_unstarted_parts_itself_and_raises_their_errors(fake):
 
     with blas.serial(), pytest.raises(ValueError, match="part failed"):
         blas.run_parts([lambda: None, bad])
+
+
+def test_run_parts_first_completes(fake):
+    """first_completes: a first part that returns True (every shared unit done) leaves the others unrun and unwaited
+    for; any other result waits for them (or runs them here) as without it."""
+    fake(2)
+    here = threading.current_thread()
+    seen: list = []
+    with blas.serial():
+        blas.run_parts([lambda: True] + [lambda: seen.append(threading.current_thread()) for _ in range(3)], True)
+    time.sleep(0.05)  # (a helper may have started one before the first part returned)
+    assert here not in seen
+    seen.clear()
+    with blas.serial():
+        blas.run_parts([lambda: False] + [lambda i=i: seen.append(i) for i in range(3)], first_completes=True)
+    assert sorted(seen) == [0, 1, 2]
 
 
 def test_without_a_run_matmul_is_the_product(fake):

@@ -258,6 +258,32 @@ def test_expand_depthwise_same_bits_at_1_and_2_threads(round_floats, monkeypatch
     assert np.array_equal(results[0], results[1])
 
 
+@needs_block
+@pytest.mark.parametrize("order", ["lead-first", "other-first"])
+def test_expand_depthwise_shared_rounds_same_bits(order, monkeypatch):
+    """The (sample, round) units claimed from a shared counter give the bits of the rounds run in order, whichever
+    call takes them: one call all of them and the other none (either being the lead, which then finds them done)."""
+    monkeypatch.setattr(_fast, "_enabled", True)
+    monkeypatch.setattr(_fast_pointwise, "ROUND_FLOATS", 4000)  # rounds of 6 channels of 400 values: 16 a sample
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 16, 20, 20)).astype(np.float32)
+    w1 = rng.standard_normal((96, 16)).astype(np.float32)
+    wd = rng.standard_normal((96, 3, 3)).astype(np.float32)
+    b1, b2 = rng.standard_normal(96).astype(np.float32), rng.standard_normal(96).astype(np.float32)
+    block = _fast_pointwise.PointwiseDepthwise(_fast_pointwise.pack_weight(w1), 96, b1, (True, 0.0, 6.0), wd, b2,
+                                               (2, 2), (True, 0.0, 6.0))  # fmt: skip
+    want = block(x, (1, 1), (10, 10))
+    _, rb, pt, pl, rounds, _ = block._plan(x.shape, (1, 1), (10, 10))
+    y = np.empty_like(want)
+    args = (x, *block._pw, *block._dw, block.stride, pt, pl, *block._after, y, rb, False, 0, rounds)
+    sync = np.zeros(2, np.int64)
+    kernel = _fast_pointwise._pointwise_depthwise
+    leads = (True, False) if order == "lead-first" else (False, True)
+    assert all(kernel(*args, sync, lead) for lead in leads)
+    assert list(sync) == [2 * rounds + 2, 2 * rounds]  # every unit once, each call one claim past the end
+    np.testing.assert_array_equal(y, want)
+
+
 def test_round_channels():
     """Rounds fill ROUND_FLOATS of scratch in whole tiles of channels, at least one tile, at most every channel
     (per part)."""
