@@ -155,7 +155,12 @@ def _activation(node: Node | None, cur: str) -> Act | None:
         return k, (float(a.get("alpha", 0.2)), float(a.get("beta", 0.5)))
     if k == "swish" and float(a.get("alpha", 1.0)) == 1.0:  # x * sigmoid(x): the Swish layer
         return "silu", ()
+    if k == "gelu" and a.get("approximate", "none") == "none":  # x (erf(x c) + 1) 0.5, c = 1 / sqrt 2 as the layer
+        return "gelu", (_RSQRT2, 0.0)
     return None
+
+
+_RSQRT2 = float(np.float32(1 / np.sqrt(2)))
 
 
 def _binary(node: Node | None, op: str) -> bool:
@@ -433,7 +438,7 @@ def _dense(g: _Graph, cur: str) -> tuple[list[int], str, np.ndarray, np.ndarray 
     k = g.only_reader(cur)
     node = g.nodes[k] if k is not None else None
     d = getattr(node.fn, "dense_form", None) if node is not None else None
-    if k is None or node is None or d is None or node.inputs != [cur] or len(node.outputs) != 1:
+    if k is None or node is None or d is None or not d.flat or node.inputs != [cur] or len(node.outputs) != 1:
         return None
     links, out, act = [k], node.outputs[0], d.activation
     if not act[0] and (a := _next_activation(g, out)) is not None:
@@ -550,7 +555,7 @@ def _fuse_dense_activation(g: _Graph, h: int) -> None:
         if isinstance(x, np.ndarray) and x.dtype == np.float32:
             if x.ndim == 2 and x.shape[1] == K:  # a batch of rows (the layer's rule), else the blob flattened
                 return step(x, wt, b)
-            if x.size == K:
+            if x.size == K and d.flat:
                 return step(x.reshape(1, K), wt, b)[0]
         return written(x)
 

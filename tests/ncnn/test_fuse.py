@@ -392,6 +392,35 @@ def test_inner_product_and_its_activation_are_one_step(kernels, act):
             _against_wheel(param, blob, {"in0": x}, got, f"InnerProduct + {act} vs the wheel")
 
 
+@pytest.mark.parametrize("transB", [0, 1])
+@pytest.mark.parametrize("bias", [True, False])
+def test_gemm_and_its_gelu_are_one_step(kernels, transB, bias):
+    """pnnx's nn.Linear (a Gemm of a constant B and per-column C) and the GELU layer after it (a transformer's
+    MLP): one matmul_act step for a 2-D blob of rows; the GEMM's other forms (1-D A: a (1, N) result; fast_gelu, the
+    tanh form) keep the layers."""
+    rng = np.random.default_rng(13)
+    K, N = 24, 40
+    B = rng.standard_normal((N, K) if transB else (K, N)) * (1.0 / np.sqrt(K))
+    C = rng.standard_normal(N) * 0.1
+    for fast_gelu in (0, 1):
+        b = _Builder(14)
+        c_term = "6=1 10=4" if bias else "6=0"
+        weights = (B, C) if bias else (B,)
+        b.add(f"Gemm fc 1 1 in0 h 3={transB} 5=1 {c_term} 8={N} 9={K}", *weights)
+        if bias:  # C_data is tagged too (every constant of the Gemm layer)
+            b.blob = TAG_F32 + B.astype(np.float32).tobytes() + TAG_F32 + C.astype(np.float32).tobytes()
+        b.add(f"GELU act 1 1 h out0 0={fast_gelu}")
+        param, blob = b.text(), b.blob
+        net = Net.from_bytes(param, blob)
+        fused_kernels = [k for k in _kernels(net) if k] if net.plan.fused is not None else []
+        assert (("matmul_act",) in fused_kernels) == (fast_gelu == 0)
+        for shape in [(7, K), (K,)]:
+            x = rng.standard_normal(shape).astype(np.float32)
+            got = _agree(net, {"in0": x}, exact=False)
+            assert got["out0"].shape == (shape[0] if len(shape) == 2 else 1, N)
+            _against_wheel(param, blob, {"in0": x}, got, f"Gemm + GELU {fast_gelu} vs the wheel")
+
+
 def test_a_squeeze_excite_block_of_convolutions_on_the_pooled_vector():
     """onnx2ncnn's form of the block: the global Pooling gives a 1-D blob, which the 1 x 1 Convolutions read as
     InnerProducts (ncnn's flat path). Each Convolution + activation is a fused step that takes 3-D blobs only: it

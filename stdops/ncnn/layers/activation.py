@@ -162,9 +162,7 @@ def _affine(scale: float, shift: float):
 @layer("GELU", params=[P(0, "fast_gelu", 0)], kernels=(activation.gelu,))
 def gelu(p, w):
     """y = 0.5 x (1 + erf(x / sqrt 2)); fast_gelu: the tanh approximation."""
-    fn = activation.gelu
-    mode = "tanh" if p.fast_gelu else "none"
-    return lambda x: fn(x, approximate=mode)
+    return bind(activation.gelu, {"approximate": "tanh" if p.fast_gelu else "none"})
 
 
 @layer("GLU", params=[P(0, "axis", 0)], kernels=(activation.sigmoid, elementwise.mul))

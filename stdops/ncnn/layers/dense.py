@@ -23,13 +23,15 @@ from .quant import dequant_scales, float2int8, int8_epilogue, int8_input, quanti
 
 
 class DenseForm:
-    """A float32 InnerProduct layer as a fused step takes it: W (num_output, num_input), B (num_output,) or None,
-    and its activation as (name, params) of stdops/ops/fused.py ("" for none)."""
+    """A float32 InnerProduct layer (or a Gemm of that form) as a fused step takes it: W (num_output, num_input),
+    B (num_output,) or None, and its activation as (name, params) of stdops/ops/fused.py ("" for none);
+    ``flat``: a blob of num_input values of another rank is read as one row (InnerProduct's rule; a Gemm's rows
+    are a 2-D blob's only)."""
 
-    __slots__ = ("w", "b", "activation")
+    __slots__ = ("w", "b", "activation", "flat")
 
-    def __init__(self, w: np.ndarray, b: np.ndarray | None, activation: tuple[str, tuple[float, ...]]):
-        self.w, self.b, self.activation = w, b, activation
+    def __init__(self, w: np.ndarray, b: np.ndarray | None, activation: tuple[str, tuple[float, ...]], flat=True):
+        self.w, self.b, self.activation, self.flat = w, b, activation, flat
 
 
 # ----------------------------------------------------------------------------- InnerProduct
@@ -331,6 +333,14 @@ def gemm(p, w):
         y = gemm_step(A, B, Cb)
         return shape_out(y)
 
+    # x W^T + b of one 2-D bottom (pnnx's nn.Linear): an InnerProduct's form for the ncnn plan's fusions
+    # (stdops/ncnn/fuse.py: the activation layer after it in the GEMM's epilogue)
+    plain = alpha == 1 and not (transA or cA or out_t or n1m) and p.n_bottoms == 1 and B_const is not None
+    c_row = C_const is None or (btype_c == 4 and beta == 1 and C_const.size >= N)  # no C, or one per column
+    if plain and c_row:
+        wk = np.ascontiguousarray(B_const if transB else B_const.T)  # (N, K)
+        bias = None if C_const is None else np.ascontiguousarray(C_const.reshape(-1)[:N])
+        run.dense_form = DenseForm(wk, bias, ("", ()), flat=False)
     return run
 
 
