@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import KernelError
-from . import _blas, _fast, _fast_epilogue
+from . import _blas, _fast, _fast_epilogue, _fast_pointwise
 from ._blas import matmul
 from ._registry import op
 from .activation import hard_sigmoid, leaky_relu, relu, sigmoid, softmax
@@ -465,6 +465,13 @@ def prepare_squeeze_excite_conv(constants: tuple, attrs: dict) -> Callable | Non
     except KernelError:
         return None
     w3m = np.ascontiguousarray(w3.reshape(M, C))
+    # where the 1 x 1 convolution's compiled kernel takes the map (ops/_fast_pointwise.py: few input channels, or
+    # small maps), W3 (X E) by that kernel, its bias and activation in the tile, as the unfused convolution computes
+    # it: faster than either product by OpenBLAS there (MobileNetV3-small, AMD Zen 4, 1 thread: 576 @ 7 x 7 -> 96
+    # 0.275 -> 0.204 ms a step; 288 -> 96 0.159 -> 0.109; `stdops profile` medians)
+    plain_1x1 = dict(auto_pad="NOTSET", dilations=(1, 1), group=1, kernel_shape=(1, 1), pads=(0,) * 4, strides=(1, 1))
+    conv_attrs = {k: attrs[k] for k in ("activation", "activation_params", "post_activation", "post_activation_params")}
+    conv_step = prepare_conv_act((None, w3, b3), plain_1x1 | conv_attrs)
 
     def squeeze_excite_conv_prepared(x, w1_, b1_=None, w2_=None, b2_=None, w3_=None, b3_=None, residual=None):
         if not _se_fits(x, C):
@@ -473,6 +480,8 @@ def prepare_squeeze_excite_conv(constants: tuple, attrs: dict) -> Callable | Non
         if residual is not None and np.shape(residual) != (N, M, H, W):
             return squeeze_excite_conv(x, w1_, b1_, w2_, b2_, w3_, b3_, residual, **attrs)
         e = gate(x)
+        if conv_step is not None and _fast.enabled() and _fast_pointwise.applies(M, C, H * W):
+            return conv_step(np.multiply(x, e.reshape(N, C, 1, 1)), w3, b3, residual)
         y = np.empty((N, M, H, W), np.float32)
         if M <= H * W:  # W3 E, the smaller product (the block's output is never written)
             for n in range(N):
