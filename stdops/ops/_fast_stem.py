@@ -262,12 +262,31 @@ if numba is not None:
                 _tile(xf, xb[j0:], offs, K, wp, mb * K * _MB, yf, yb[j0:], nl[j0:], ym, bm, has_b, lo, hi)
 
 
+if numba is not None:
+
+    @numba.njit(cache=True, nogil=True, error_model="numpy")
+    def _stem_groups(xf, offs, wp, b, lo, hi, M, oh, ow, wrow, yf, G, r0, r1):  # pragma: no cover - compiled
+        # a grouped convolution (G groups, RegNet's 8-channel ones): _stem_rows per group on the phases of every
+        # input channel, the group's taps a run of offs ((c, ky, kx) order, c outermost), its packed weights a run of
+        # wp, its outputs a run of yf's channels
+        K, Mg = offs.shape[0] // G, M // G
+        span = (Mg + _MB - 1) // _MB * K * _MB
+        has_b = b.shape[0] == M
+        plane = oh * ow
+        for g in range(G):
+            bg = b[g * Mg : (g + 1) * Mg] if has_b else b
+            og, wg = offs[g * K : (g + 1) * K], wp[g * span : (g + 1) * span]
+            _stem_rows(xf, og, wg, bg, lo, hi, Mg, oh, ow, wrow, yf[g * Mg * plane : (g + 1) * Mg * plane], r0, r1)
+
+
 def takes(cw, n: int, out, strides, dilations) -> bool:
     """Whether a convolution (ops/conv.py's ConvWeight ``cw``, spatial rank n, output map ``out``) takes this path:
-    group 1, float32, 2-D, not 1 x 1, C kh kw <= STEM_MAX_K (or within DEEP's limits), strides 1 or 2, undilated,
+    float32, 2-D, not 1 x 1, C kh kw <= STEM_MAX_K per group (or within DEEP's limits), strides 1 or 2, undilated,
     on an AVX-512 or AVX2 machine with the compiled extra on; rows narrower than _MIN_WIDTH only below the packed
-    kernel's depth (_PACKED_DEPTH)."""
-    if not (USE and n == 2 and TILES_OK and cw.group == 1 and cw.dtype == np.float32 and enabled()):
+    kernel's depth (_PACKED_DEPTH) or grouped (no other compiled path: :func:`_stem_groups`). Depthwise layers (one
+    channel a group) have kernels of their own."""
+    grouped = cw.group > 1
+    if not (USE and n == 2 and TILES_OK and cw.dtype == np.float32 and enabled()) or (grouped and cw.Cg == 1):
         return False
     K = cw.Cg * cw.kernel[0] * cw.kernel[1]
     strides = tuple(strides)
@@ -279,13 +298,16 @@ def takes(cw, n: int, out, strides, dilations) -> bool:
         cw.kernel != (1, 1)  # a 1 x 1 is a GEMM on the input itself (conv.py)
         and all(s in (1, 2) for s in strides)
         and tuple(dilations) == (1, 1)
-        and (out[1] >= _MIN_WIDTH or K < _PACKED_DEPTH)
+        and (out[1] >= _MIN_WIDTH or K < _PACKED_DEPTH or grouped)
     )
 
 
 def pack_weight(wmat: np.ndarray) -> np.ndarray:
     """wmat (M, K) float32 as conv2d_stem takes it: flat (ceil(M / _MB), K, _MB), each block's _MB channels
-    innermost (channels past M repeat channel M - 1: the tile re-computes it)."""
+    innermost (channels past M repeat channel M - 1: the tile re-computes it); wmat (G, M / G, K) of a grouped
+    convolution: each group's so, one after the other."""
+    if wmat.ndim == 3:
+        return np.concatenate([pack_weight(g) for g in wmat])
     M, K = wmat.shape
     nmb = -(-M // _MB)
     rows = np.minimum(np.arange(nmb * _MB), M - 1)
@@ -311,16 +333,18 @@ _NO_BIAS = np.zeros((0,), np.float32)
 _F32 = np.dtype(np.float32)
 
 
-def conv2d_stem(x, wp, M, kernel, strides, begin, out, b=None, clip=None) -> np.ndarray:
-    """y (N, M, oh, ow) of the 2-D convolution (group 1, undilated) of x (N, C, H, W) float32 with the packed
-    weights ``wp`` (:func:`pack_weight` of W (M, C kh kw)), + b (M,) or None, clipped to ``clip`` (either bound
-    may be None): the padded input split into column phases per sample, then register tiles straight into Y.
-    Layers of at least _SPLIT_FLOPS run in 2 parts over output rows (ops/_blas.py's helpers; each output the same
-    sum either way)."""
-    return stem_call(x.shape, wp, M, kernel, strides, begin, out, b, clip)(x)
+def conv2d_stem(x, wp, M, kernel, strides, begin, out, b=None, clip=None, groups=1) -> np.ndarray:
+    """y (N, M, oh, ow) of the 2-D convolution (undilated, ``groups`` groups) of x (N, C, H, W) float32 with the
+    packed weights ``wp`` (:func:`pack_weight` of W (M, C kh kw), or (G, M / G, C / G kh kw)), + b (M,) or None,
+    clipped to ``clip`` (either bound may be None): the padded input split into column phases per sample, then
+    register tiles straight into Y. Layers of at least _SPLIT_FLOPS run in 2 parts over output rows (ops/_blas.py's
+    helpers; each output the same sum either way)."""
+    return stem_call(x.shape, wp, M, kernel, strides, begin, out, b, clip, groups)(x)
 
 
-def stem_call(shape, wp, M, kernel, strides, begin, out, b=None, clip=None) -> Callable[[np.ndarray], np.ndarray]:
+def stem_call(
+    shape, wp, M, kernel, strides, begin, out, b=None, clip=None, groups=1
+) -> Callable[[np.ndarray], np.ndarray]:
     """:func:`conv2d_stem` for inputs of ``shape``, everything but the input computed now: ``fn(x) -> y`` (a
     convolution that runs again and again pays only for its copies and its kernel; the per-call layout look-up,
     clip and split arithmetic cost ~2 us)."""
@@ -332,7 +356,7 @@ def stem_call(shape, wp, M, kernel, strides, begin, out, b=None, clip=None) -> C
     zeros = np.zeros if sw == 1 else np.empty  # _phases1 writes the input only, _phases2 every value
     bb = _NO_BIAS if b is None else np.ascontiguousarray(b, dtype=np.float32)
     _, lo, hi = _clip_args(clip, _F32)
-    parts = 2 if oh >= 2 and 2 * M * offs.shape[0] * oh * ow >= _SPLIT_FLOPS else 1
+    parts = 2 if oh >= 2 and 2 * M * offs.shape[0] // groups * oh * ow >= _SPLIT_FLOPS else 1
     wrow = sh * Wq
     yshape = (N, M, oh, ow)
 
@@ -344,17 +368,12 @@ def stem_call(shape, wp, M, kernel, strides, begin, out, b=None, clip=None) -> C
         for n in range(N):
             (_phases1 if sw == 1 else _phases2)(x[n], pt, pl, Hp, Wq, xp)
             yf = y[n].reshape(-1)
+            args = (xp, offs, wp, bb, lo, hi, M, oh, ow, wrow, yf) + (() if groups == 1 else (groups,))
+            kernel = _stem_rows if groups == 1 else _stem_groups
             if parts == 1:
-                _stem_rows(xp, offs, wp, bb, lo, hi, M, oh, ow, wrow, yf, 0, oh)
+                kernel(*args, 0, oh)
                 continue
-            run_parts(
-                [
-                    functools.partial(
-                        _stem_rows, xp, offs, wp, bb, lo, hi, M, oh, ow, wrow, yf, oh * i // 2, oh * (i + 1) // 2
-                    )
-                    for i in range(2)
-                ]
-            )
+            run_parts([functools.partial(kernel, *args, oh * i // 2, oh * (i + 1) // 2) for i in range(2)])
         return y
 
     return stem

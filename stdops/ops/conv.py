@@ -144,9 +144,9 @@ class ConvWeight:
         return self._packed
 
     def stem_packed(self) -> np.ndarray:
-        """The GEMM weights (group 1, float32) packed for the compiled stem convolution (ops/_fast_stem.py)."""
+        """The GEMM weights (float32, each group's) packed for the compiled stem convolution (ops/_fast_stem.py)."""
         if self._stem is None:
-            self._stem = _fast_stem.pack_weight(self.mat[0])
+            self._stem = _fast_stem.pack_weight(self.mat[0] if self.group == 1 else self.mat)
         return self._stem
 
     def pw_packed(self) -> np.ndarray:
@@ -316,7 +316,8 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
     elif _fast_stem.takes(
         cw, n, out, strides, dilations
     ):  # short sums (stems): compiled, in registers (ops/_fast_stem.py)
-        return _fast_stem.conv2d_stem(xc, cw.stem_packed(), M, kernel, strides, geo.begin, out, b, clip), "bias+clip"
+        y = _fast_stem.conv2d_stem(xc, cw.stem_packed(), M, kernel, strides, geo.begin, out, b, clip, cw.group)
+        return y, "bias+clip"
     elif pointwise_in_place(cw, n, x.shape, geo, strides):  # 1x1/2: the input read in place (ops/_fast_conv.py)
         y = _fast_conv.conv2d_packed(xc, cw.packed(), M, kernel, strides, dilations, geo.begin, out, b, clip)
         return y, "bias+clip"
@@ -473,7 +474,9 @@ class ConvRoutes:
             bb = bias_array(b, dt)
             return (lambda x: (_winoblock.conv(x, cw, bb, geo.begin, out, clip), done)), b
         if _fast_stem.takes(cw, n, out, strides, dilations):
-            stem = _fast_stem.stem_call(x_shape, cw.stem_packed(), M, kernel, strides, geo.begin, out, b, clip)
+            stem = _fast_stem.stem_call(
+                x_shape, cw.stem_packed(), M, kernel, strides, geo.begin, out, b, clip, cw.group
+            )
             return (lambda x: (stem(x), done)), b
         in_place = pointwise_in_place(cw, n, x_shape, geo, strides)
         if not in_place and pointwise_compiled(cw, n, prod(out)):

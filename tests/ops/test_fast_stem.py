@@ -122,6 +122,43 @@ def test_stem_propagates_nan_through_clip_and_keeps_inputs(compiled):
     np.testing.assert_array_equal(w, wc)
 
 
+# x shape, M, groups, strides: RegNetY's 8-channel groups (stride 2 on 56-wide rows; 7 x 7 maps, narrower than
+# _MIN_WIDTH), groups of fewer outputs than a channel block, of two blocks, batch 2, 5 x 5
+GROUPED = [
+    ((1, 48, 30, 28), 48, 6, (2, 2), (3, 3)),
+    ((1, 440, 7, 7), 440, 55, (1, 1), (3, 3)),
+    ((2, 24, 9, 11), 12, 3, (1, 1), (3, 3)),
+    ((1, 16, 10, 10), 32, 2, (2, 2), (3, 3)),
+    ((1, 12, 13, 17), 18, 3, (1, 2), (5, 5)),
+]
+
+
+@pytest.mark.parametrize("xs,M,G,s,k", GROUPED)
+@pytest.mark.parametrize("bias", [False, True])
+def test_grouped_stem_matches_numpy(xs, M, G, s, k, bias, compiled):
+    """A grouped convolution (more than one channel a group) through the stem's tiles, group by group."""
+    x = RNG.standard_normal(xs).astype(np.float32)
+    w = RNG.standard_normal((M, xs[1] // G) + k).astype(np.float32)
+    b = RNG.standard_normal(M).astype(np.float32) if bias else None
+    pads = (k[0] // 2, k[1] // 2) * 2
+    kw = dict(strides=s, pads=pads, clip=(0.0, 6.0))
+    cw = prepare_conv_weight(w, G)
+    y = conv_forward(x, cw, b, **kw)
+    assert cw._stem is not None  # the shape took the stem path
+
+    def reference(x, w, b, kw):
+        prev = _fast.set_enabled(False)
+        try:
+            return conv_forward(x, prepare_conv_weight(w, G), b, **kw)
+        finally:
+            _fast.set_enabled(prev)
+
+    ref = reference(x, w, b, kw)
+    assert y.dtype == ref.dtype == np.float32 and y.shape == ref.shape
+    bound = reference(np.abs(x), np.abs(w), None if b is None else np.abs(b), kw | {"clip": None})
+    assert np.all(np.abs(y - ref) <= 1e-6 * bound + 1e-30)
+
+
 @pytest.mark.parametrize(
     "w_shape,strides,dilations,group,dtype",
     [
@@ -131,7 +168,7 @@ def test_stem_propagates_nan_through_clip_and_keeps_inputs(compiled):
             (8, 20, 3, 3), (1, 1), (1, 1), 1, np.float32, marks=_AVX512_ONLY
         ),
         ((8, 3, 3, 3), (2, 2), (1, 1), 1, np.float64),  # float64
-        ((8, 3, 3, 3), (2, 2), (1, 1), 2, np.float32),  # grouped (3 channels per group)
+        ((8, 1, 3, 3), (2, 2), (1, 1), 8, np.float32),  # depthwise (one channel a group: its own kernels)
         ((8, 3, 1, 1), (1, 1), (1, 1), 1, np.float32),  # 1 x 1
         pytest.param(  # K = 72 on rows of 10: the packed kernel's (AVX-512; AVX2 has no packed kernel: any width)
             (8, 8, 3, 3), (1, 1), (1, 1), 1, np.float32, marks=_AVX512_ONLY
