@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -330,6 +331,7 @@ def _layout(C: int, H: int, W: int, kernel, strides, begin, out):
 
 
 _NO_BIAS = np.zeros((0,), np.float32)
+_Kernel = Callable[..., None]
 _F32 = np.dtype(np.float32)
 
 
@@ -369,7 +371,7 @@ def stem_call(
             (_phases1 if sw == 1 else _phases2)(x[n], pt, pl, Hp, Wq, xp)
             yf = y[n].reshape(-1)
             args = (xp, offs, wp, bb, lo, hi, M, oh, ow, wrow, yf) + (() if groups == 1 else (groups,))
-            kernel = _stem_rows if groups == 1 else _stem_groups
+            kernel = cast(_Kernel, _stem_rows if groups == 1 else _stem_groups)  # numba dispatchers
             if parts == 1:
                 kernel(*args, 0, oh)
                 continue
