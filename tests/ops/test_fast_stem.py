@@ -57,10 +57,10 @@ def y_shape(xs, k, s, pads):
     return tuple((xs[2 + i] + pads[i] + pads[2 + i] - k[i]) // s[i] + 1 for i in range(2))
 
 
-def _reference(x, w, b, kw):
+def _reference(x, w, b, kw, group=1):
     prev = _fast.set_enabled(False)
     try:
-        return conv_forward(x, prepare_conv_weight(w), b, **kw)
+        return conv_forward(x, prepare_conv_weight(w, group), b, **kw)
     finally:
         _fast.set_enabled(prev)
 
@@ -145,17 +145,9 @@ def test_grouped_stem_matches_numpy(xs, M, G, s, k, bias, compiled):
     cw = prepare_conv_weight(w, G)
     y = conv_forward(x, cw, b, **kw)
     assert cw._stem is not None  # the shape took the stem path
-
-    def reference(x, w, b, kw):
-        prev = _fast.set_enabled(False)
-        try:
-            return conv_forward(x, prepare_conv_weight(w, G), b, **kw)
-        finally:
-            _fast.set_enabled(prev)
-
-    ref = reference(x, w, b, kw)
+    ref = _reference(x, w, b, kw, G)
     assert y.dtype == ref.dtype == np.float32 and y.shape == ref.shape
-    bound = reference(np.abs(x), np.abs(w), None if b is None else np.abs(b), kw | {"clip": None})
+    bound = _reference(np.abs(x), np.abs(w), None if b is None else np.abs(b), kw | {"clip": None}, G)
     assert np.all(np.abs(y - ref) <= 1e-6 * bound + 1e-30)
 
 
