@@ -113,7 +113,8 @@ def ncnn_cases(zoo: str, names) -> list:
             feeds = {}
             for i in entry["inputs"]:
                 x = np.load(os.path.join(zoo, name, f"{i['name']}.npy"))[0]  # ncnn blobs have no batch axis
-                feeds[i["name"]] = np.ascontiguousarray(x.astype(np.float32))
+                # token ids as int32 (an Embed reads its blob's bits as int32), everything else float32
+                feeds[i["name"]] = np.ascontiguousarray(x.astype(np.int32 if x.dtype.kind in "iu" else np.float32))
             cases.append((name, os.path.join(zoo, name, "model.param"), os.path.join(zoo, name, "model.bin"), feeds))
     fx = os.path.join(ROOT, "tests", "ncnn", "fixtures", "resnet_small")
     if os.path.exists(fx):
@@ -220,7 +221,7 @@ def bench_ncnn(cases, threads_list, repeat, budget, stat="min") -> dict:
             net.opt.num_threads = threads
             net.load_param(param)
             net.load_model(binf)
-            mats = {k: ncnn.Mat(v).clone() for k, v in feeds.items()}
+            mats = {k: ncnn.Mat(v.view(np.float32) if v.dtype == np.int32 else v).clone() for k, v in feeds.items()}
 
             def wheel(net=net, mats=mats):
                 ex = net.create_extractor()
