@@ -9,6 +9,7 @@ Generators (Constant, Range, EyeLike, ...) live in :mod:`.shape_gen`, padding an
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -228,7 +229,7 @@ def split(input, split=None, /, *, axis=0, num_outputs=None, n_outputs=None):
         if last < 0:
             raise KernelError(f"axis {a} of size {d} cannot be split into {n} parts of {chunk}")
         sizes = [chunk] * (n - 1) + [last]
-    bounds = np.cumsum([0] + sizes).tolist()
+    bounds = list(itertools.accumulate(sizes, initial=0))  # (np.cumsum of a short list: ~3 us more a call)
     idx = [slice(None)] * x.ndim
     out = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):

@@ -142,7 +142,7 @@ def slice_layer(p, w):
             q += s
         if q < dim:
             sizes.append(dim - q)
-        parts = _split(x, np.array(sizes, np.int64), axis=ax)
+        parts = _split(x, sizes, axis=ax)  # a list of ints: the kernel's split operand without a tensor's checks
         return tuple(parts[:n])
 
     return run
