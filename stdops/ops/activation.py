@@ -277,6 +277,8 @@ def softmax(input, /, *, axis=-1):  # noqa: A002 - the ONNX input name
     if xc.ndim == 0:
         raise KernelError("Softmax: input must have rank >= 1")
     a = norm_axis(axis, xc.ndim, "Softmax: axis")
+    if xc.size == 0:  # nothing to normalize (np.max has no identity on an empty axis)
+        return result(np.empty_like(xc), dt)
     with np.errstate(all="ignore"):
         e = xc - np.max(xc, axis=a, keepdims=True)
         np.exp(e, out=e)
@@ -294,6 +296,8 @@ def log_softmax(input, /, *, axis=-1):  # noqa: A002 - the ONNX input name
     if xc.ndim == 0:
         raise KernelError("LogSoftmax: input must have rank >= 1")
     a = norm_axis(axis, xc.ndim, "LogSoftmax: axis")
+    if xc.size == 0:
+        return result(np.empty_like(xc), dt)
     with np.errstate(all="ignore"):
         s = xc - np.max(xc, axis=a, keepdims=True)
         s -= np.log(np.sum(np.exp(s), axis=a, keepdims=True))

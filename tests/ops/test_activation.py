@@ -291,3 +291,14 @@ def test_prelu_channel_slope_before_7():
     check(_run("PRelu", 1, [x, s], consumed_inputs=[0]), want, np.float32)
     s4 = np.array([0.1, 0.2, 0.3, 0.4], np.float32)  # opset 7+: NumPy broadcast on the last axis
     check(_run("PRelu", 9, [x, s4]), np.where(x < 0, x * s4, x), np.float32)
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4), (2, 0, 5)])
+def test_softmax_of_an_empty_tensor_is_empty(shape):
+    """Softmax / LogSoftmax over a tensor with no values: an empty result of its shape and dtype (np.max has no
+    identity on an empty axis: it raised ValueError before)."""
+    x = np.zeros(shape, np.float32)
+    for axis in range(-len(shape), len(shape)):
+        for fn in (K.softmax, K.log_softmax):
+            y = fn(x, axis=axis)
+            assert y.shape == shape and y.dtype == np.float32
