@@ -93,13 +93,18 @@ if numba is not None:
                     )  # fmt: skip
                 pending = -1
 
+    @numba.njit(inline="always", error_model="numpy")
+    def _flat(gx, bias, hb, c, Y, B):  # pragma: no cover - compiled
+        # what both loops below hand _step: the passes of each direction (zeros) and the operands flat
+        passes = np.zeros(hb.shape[1] // B, np.int64)
+        return passes, gx.reshape(-1), bias.reshape(-1), hb.reshape(-1), c.reshape(-1), Y.reshape(-1)
+
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _lstm_fused(gx, bias, Rp, NG, lens, rev, hb, c, Y, B):  # pragma: no cover - compiled
         # every step on this thread. gx (T, B, D*4H), bias (D, 4H), hb (2, D*B, H): the state, hb[0] the initial
         # one; c (D*B, H) in place, Y (T, D*B, H)
         _, DB, H = hb.shape
-        passes = np.zeros(DB // B, np.int64)
-        gxf, bf, hf, cf, yf = gx.reshape(-1), bias.reshape(-1), hb.reshape(-1), c.reshape(-1), Y.reshape(-1)
+        passes, gxf, bf, hf, cf, yf = _flat(gx, bias, hb, c, Y, B)
         for t in range(gx.shape[0]):
             _step(t, 0, NG, passes, gxf, bf, Rp, NG, lens, rev, hf, cf, yf, B, DB, H)
 
@@ -108,8 +113,7 @@ if numba is not None:
         # one of the two threads (role 0 or 1) of the module doc's split: half p runs the groups [0, NG / 2) or
         # [NG / 2, NG); sync (T _STRIDE,) zeros, the flags of every step
         _, DB, H = hb.shape
-        passes = np.zeros(DB // B, np.int64)
-        gxf, bf, hf, cf, yf = gx.reshape(-1), bias.reshape(-1), hb.reshape(-1), c.reshape(-1), Y.reshape(-1)
+        passes, gxf, bf, hf, cf, yf = _flat(gx, bias, hb, c, Y, B)
         mid = NG // 2
         for t in range(gx.shape[0]):
             base = t * _STRIDE
