@@ -10,7 +10,8 @@ Conv runs through BLAS, picking per shape:
   small K); stride-2 ones with at least 64 input channels on rows of whole tiles (ResNet's downsamples) take the
   packed direct kernel reading the input in place instead (ops/_fast_conv.py: no strided copy);
 - dense 3x3 stride-1: Winograd F(4x4, 3x3) or F(2x2, 3x3), the tile chosen per shape (winograd.py;
-  small maps and few channels keep the direct sum);
+  small maps and few channels keep the direct sum); with the compiled extra on AVX-512, 16 to 128 channels on any
+  map take F(4,3) with channels in the vector lanes, every stage in cache (ops/_fast_winochan.py);
 - one input channel per group (depthwise, with or without a channel multiplier): the taps of
   each channel gathered as contiguous runs and reduced by a small batched GEMM, in cache blocks,
   B riding in the GEMM as a row of ones; wide 2-D maps at row stride 1 compute 4 output rows per
@@ -35,6 +36,7 @@ from ..limits import check_elements
 from ..limits import get as limits_in_force
 from . import _fast, _fast_conv, _fast_pointwise, _fast_stem, _fast_windows, _fast_wino2
 from . import _fast_winoblock as _winoblock  # the blocked F(4,3) for few channels (_conv_forward, ConvRoutes)
+from . import _fast_winochan as _winochan  # F(4,3) with channels in the lanes, 16..64 of them (the same)
 from ._blas import matmul
 from ._registry import op
 from ._window import (
@@ -311,6 +313,8 @@ def _conv_forward(x, cw, b, kernel_shape, strides, dilations, pads, auto_pad, cl
 
     if Cg == 1 and g > 1:  # depthwise (and depthwise with a channel multiplier): taps
         return depthwise(xc, cw, geo, strides, dilations, b, clip), "bias+clip"  # B in the GEMM, clip in the crop
+    elif _winochan.takes(cw, n, out, strides, dilations):  # 16..64 channels: F(4,3), channels in the lanes
+        return _winochan.conv(xc, cw, b, geo.begin, out, clip), "bias+clip"
     elif _winoblock.takes(cw, n, out, strides, dilations):  # few channels: blocked F(4,3), in cache
         return _winoblock.conv(xc, cw, bias_array(b, dt), geo.begin, out, clip), "bias+clip"
     elif _fast_stem.takes(
@@ -470,7 +474,9 @@ class ConvRoutes:
         done = "bias+clip"
         if cw.Cg == 1 and cw.group > 1:
             return (lambda x: (depthwise(x, cw, geo, strides, dilations, b, clip), done)), b
-        if _winoblock.takes(cw, n, out, strides, dilations):  # _conv_forward's order of the paths
+        if _winochan.takes(cw, n, out, strides, dilations):  # _conv_forward's order of the paths
+            return (lambda x: (_winochan.conv(x, cw, b, geo.begin, out, clip), done)), b
+        if _winoblock.takes(cw, n, out, strides, dilations):
             bb = bias_array(b, dt)
             return (lambda x: (_winoblock.conv(x, cw, bb, geo.begin, out, clip), done)), b
         if _fast_stem.takes(cw, n, out, strides, dilations):

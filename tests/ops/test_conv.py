@@ -575,8 +575,8 @@ def test_winograd_transform_prepared_once():
     cw = prepare_conv_weight(w, 1, spatial=(30, 30), pads=[1, 1, 1, 1])
     u = cw.wino(4)
     y = conv_forward(x, cw, None, pads=[1, 1, 1, 1])
-    # (ops/_fast_winoblock.py's packing of that transform, "block", kept beside it at the first run)
-    assert cw.wino(4) is u and set(cw._wino) <= {4, "block"}
+    # (the packings of that transform by ops/_fast_winoblock.py and _fast_winochan.py kept beside it, at the first run)
+    assert cw.wino(4) is u and set(cw._wino) <= {4, "block", "chan"}
     np.testing.assert_allclose(y, naive_conv(x, w, pads=[1, 1, 1, 1]), rtol=1e-4, atol=2e-4)
 
 

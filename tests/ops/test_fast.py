@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from stdops.ops import _fast, _fast_winoblock, conv_paths
+from stdops.ops import _fast, _fast_winoblock, _fast_winochan, conv_paths
 from stdops.ops.conv import conv_forward, prepare_conv_weight
 
 pytestmark = pytest.mark.skipif(_fast.numba is None, reason="numba (the optional 'fast' extra) is not installed")
@@ -202,6 +202,7 @@ def test_winograd_compiled_matches_numpy(xs, M, pads, clip, dtype, bias, tile, c
     monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: tile)
     monkeypatch.setattr(_fast_stem, "USE", False)
     monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
+    monkeypatch.setattr(_fast_winochan, "USE", False)  # F(4,3), channels in the lanes (test_fast_winochan.py)
     monkeypatch.setattr(conv_paths, "_PACKED_MAX_OUT", 0)
     calls = []
     for mod, name in ((_fast, "winograd"), (_fast_wino2, "winograd2")):
@@ -246,6 +247,7 @@ def test_winograd_row_parts_give_the_same_bits_at_1_and_2_threads(xs, M, pads, d
     monkeypatch.setattr(conv_mod, "choose_tile", lambda *a: tile)
     monkeypatch.setattr(_fast_stem, "USE", False)  # shallow layers: Winograd, not the stem kernel
     monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
+    monkeypatch.setattr(_fast_winochan, "USE", False)  # F(4,3), channels in the lanes (test_fast_winochan.py)
     monkeypatch.setattr(conv_paths, "_PACKED_MAX_OUT", 0)  # small maps: Winograd, not the direct kernel
     monkeypatch.setattr(_fast, "_ROW_SPLIT_FLOPS", 0)  # parts even for the small layers
     parts = []
@@ -284,6 +286,7 @@ def test_im2col_compiled_matches_numpy(xs, M, k, s, d, pads, blocks, compiled, m
     monkeypatch.setattr(conv_paths, "_PACKED_MAX_OUT_S2", 0)  # ... and stride-2 windows on mid-sized ones
     monkeypatch.setattr(_fast_stem, "USE", False)  # the stem kernel takes these (tests/ops/test_fast_stem.py)
     monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
+    monkeypatch.setattr(_fast_winochan, "USE", False)  # F(4,3), channels in the lanes (test_fast_winochan.py)
 
     if blocks:  # blocks of a few output rows, the blocks as parts
         monkeypatch.setattr(_fast_windows, "_ONE_BLOCK", 0)
@@ -335,6 +338,7 @@ def test_direct_packed_matches_numpy(xs, M, k, s, d, pads, clip, bias, compiled,
 
     monkeypatch.setattr(_fast_stem, "USE", False)  # the stem kernel takes these (tests/ops/test_fast_stem.py)
     monkeypatch.setattr(_fast_winoblock, "USE", False)  # the blocked F(4,3) (test_fast_winoblock.py)
+    monkeypatch.setattr(_fast_winochan, "USE", False)  # F(4,3), channels in the lanes (test_fast_winochan.py)
     # the 1 x 1 kernel takes 7 x 7 maps on AVX2 (its MIN_P 49: tests/ops/test_fast_pointwise.py)
     monkeypatch.setattr(_fast_pointwise, "TILES_OK", False)
 
@@ -368,6 +372,7 @@ def test_packed_paths_give_the_same_bits_at_1_and_2_threads(xs, M, pads, compile
     if not _fast_conv.TILES_OK:
         pytest.skip("the packed kernel needs AVX-512 or AVX2 + FMA")
     monkeypatch.setattr(_fast_conv, "_SPLIT_FLOPS", 0)  # parts even for these small layers
+    monkeypatch.setattr(_fast_winochan, "USE", False)  # F(4,3) in lanes takes 128 @14 first (no parts)
     x = RNG.standard_normal(xs).astype(np.float32)
     w = RNG.standard_normal((M, xs[1], 3, 3)).astype(np.float32)
     b = RNG.standard_normal(M).astype(np.float32)

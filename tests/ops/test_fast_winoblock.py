@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stdops.ops import _fast, _fast_winoblock
+from stdops.ops import _fast, _fast_winoblock, _fast_winochan
 from stdops.ops.conv import conv_forward, prepare_conv_weight
 from stdops.ops.winograd import TILES
 
@@ -98,6 +98,7 @@ def test_winoblock_nan_inf_propagate():
 def test_conv_hook_matches_plan_without_it(xs, M, pads, clip, monkeypatch):
     """conv.py's dispatch takes the path for its shapes, and it agrees with the paths it replaces."""
     calls = []
+    monkeypatch.setattr(_fast_winochan, "USE", False)  # the path conv.py tries first for these channel counts
     f = _fast_winoblock.conv
     monkeypatch.setattr(_fast_winoblock, "conv", lambda *a, **k: calls.append(1) or f(*a, **k))
     x = RNG.standard_normal(xs).astype(np.float32)
