@@ -11,6 +11,7 @@ import functools
 import numpy as np
 
 from ..errors import KernelError
+from . import _fast, _fast_gemv
 from ._blas import matmul
 from ._registry import op
 from .dtypes import compute_dtype, is_float, widened
@@ -95,6 +96,8 @@ def prepare_gemm(constants: tuple, attrs: dict):
     c_const = isinstance(c0, np.ndarray) and c0.dtype == b.dtype
     cp: dict = {}  # (M, N) -> beta * C, computed at the first run of each output shape
     dt = b.dtype
+    # B as stored (N, K) when transB: one row of A (a classifier at batch 1) by the compiled GEMV's 16 row streams
+    rows = b if attrs["transB"] and _fast_gemv.takes(b) else None
 
     def gemm_prepared(A, B, C=None):
         A = np.asarray(A)
@@ -103,7 +106,10 @@ def prepare_gemm(constants: tuple, attrs: dict):
         a = widened(A).T if transA else widened(A)
         if a.shape[1] != bp.shape[0]:
             return gemm(A, B, C, **attrs)  # the kernel reports the mismatch
-        y = _gemm_scale(matmul(a, bp), alpha)
+        if rows is not None and a.shape[0] == 1 and _fast.enabled():
+            y = _gemm_scale(_fast_gemv.gemv(rows, a[0]).reshape(1, -1), alpha)
+        else:
+            y = _gemm_scale(matmul(a, bp), alpha)
         if C is not None:
             c = cp.get(y.shape) if c_const else None
             if c is None:
