@@ -9,28 +9,15 @@ import numpy as np
 import pytest
 
 from stdops.ops import _fast, _fast_winoblock, _fast_winochan
-from stdops.ops.conv import conv_forward, prepare_conv_weight
 from stdops.ops.winograd import TILES
+
+from .winograd_checks import check_conv_hook, check_nan_stays_in_its_tile, direct
 
 pytestmark = pytest.mark.skipif(
     _fast.numba is None or not _fast_winoblock.PACKED_OK, reason="needs numba and an AVX-512 machine"
 )
 
 RNG = np.random.default_rng(31)
-
-
-def _direct(x, w, b, begin, out):
-    """The 3x3 convolution in float64 (zeros past the input)."""
-    N, C, H, W = x.shape
-    oh, ow = out
-    xp = np.zeros((N, C, oh + 2, ow + 2))
-    hh, ww = min(H, oh + 2 - begin[0]), min(W, ow + 2 - begin[1])
-    xp[:, :, begin[0] : begin[0] + hh, begin[1] : begin[1] + ww] = x[:, :, :hh, :ww]
-    y = np.zeros((N, w.shape[0], oh, ow))
-    for ky in range(3):
-        for kx in range(3):
-            y += np.einsum("mc,nchw->nmhw", w[:, :, ky, kx], xp[:, :, ky : ky + oh, kx : kx + ow])
-    return y if b is None else y + b[None, :, None, None]
 
 
 # x shape, M, begin, out, clip
@@ -58,9 +45,9 @@ def test_winoblock_matches_numpy_f4(xs, M, begin, out, clip, bias):
         ref = ref + b[None, :, None, None]
     if clip is not None:
         ref = np.clip(ref, clip[0], clip[1])
-    bound = _direct(np.abs(x), np.abs(w), None if b is None else np.abs(b), begin, out)
+    bound = direct(np.abs(x), np.abs(w), None if b is None else np.abs(b), begin, out)
     assert np.all(np.abs(y - ref) <= 1e-5 * bound + 1e-30)
-    d = _direct(x, w, b, begin, out)
+    d = direct(x, w, b, begin, out)
     if clip is not None:
         d = np.clip(d, clip[0], clip[1])
     assert np.all(np.abs(y - d) <= 1e-5 * bound + 1e-30)  # F(4,3)'s error within the suites' bound
@@ -78,13 +65,7 @@ def test_winoblock_bits_independent_of_block():
 
 
 def test_winoblock_nan_inf_propagate():
-    x = RNG.standard_normal((1, 8, 20, 20)).astype(np.float32)
-    x[0, 3, 5, 7] = np.nan
-    w = RNG.standard_normal((8, 8, 3, 3)).astype(np.float32)
-    up = _fast_winoblock.pack(TILES[4].transform_weight(w, np.float32))
-    y = _fast_winoblock.winoblock(x, up, 8, None, (1, 1), (20, 20), (0.0, 6.0))
-    assert np.isnan(y[0, :, 4:8, 6:10]).all()  # the tile reading the NaN (clip keeps NaN)
-    assert not np.isnan(y[0, :, 12:, 12:]).any()
+    check_nan_stays_in_its_tile(RNG, _fast_winoblock.pack, _fast_winoblock.winoblock, 8)
 
 
 @pytest.mark.parametrize(
@@ -97,17 +78,5 @@ def test_winoblock_nan_inf_propagate():
 )
 def test_conv_hook_matches_plan_without_it(xs, M, pads, clip, monkeypatch):
     """conv.py's dispatch takes the path for its shapes, and it agrees with the paths it replaces."""
-    calls = []
     monkeypatch.setattr(_fast_winochan, "USE", False)  # the path conv.py tries first for these channel counts
-    f = _fast_winoblock.conv
-    monkeypatch.setattr(_fast_winoblock, "conv", lambda *a, **k: calls.append(1) or f(*a, **k))
-    x = RNG.standard_normal(xs).astype(np.float32)
-    w = RNG.standard_normal((M, xs[1], 3, 3)).astype(np.float32)
-    b = RNG.standard_normal(M).astype(np.float32)
-    y = conv_forward(x, prepare_conv_weight(w), b, pads=pads, clip=clip)
-    assert calls == [1]
-    monkeypatch.setattr(_fast_winoblock, "USE", False)
-    y_ref = conv_forward(x, prepare_conv_weight(w), b, pads=pads, clip=clip)
-    assert calls == [1]
-    bound = conv_forward(np.abs(x), prepare_conv_weight(np.abs(w)), np.abs(b), pads=pads)
-    assert np.all(np.abs(y - y_ref) <= 1e-5 * bound + 1e-30)
+    check_conv_hook(monkeypatch, RNG, _fast_winoblock, xs, M, pads, clip, ())

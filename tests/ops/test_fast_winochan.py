@@ -10,28 +10,16 @@ import numpy as np
 import pytest
 
 from stdops.ops import _fast, _fast_winoblock, _fast_winochan
-from stdops.ops.conv import conv_forward, prepare_conv_weight
+from stdops.ops.conv import prepare_conv_weight
 from stdops.ops.winograd import TILES
+
+from .winograd_checks import check_conv_hook, check_nan_stays_in_its_tile, direct
 
 pytestmark = pytest.mark.skipif(
     _fast.numba is None or not _fast_winochan.PACKED_OK, reason="needs numba and an AVX-512 machine"
 )
 
 RNG = np.random.default_rng(47)
-
-
-def _direct(x, w, b, begin, out):
-    """The 3x3 convolution in float64 (zeros past the input)."""
-    N, C, H, W = x.shape
-    oh, ow = out
-    xp = np.zeros((N, C, oh + 2 + begin[0], ow + 2 + begin[1]))
-    hh, ww = min(H, oh + 2 - begin[0]), min(W, ow + 2 - begin[1])
-    xp[:, :, begin[0] : begin[0] + hh, begin[1] : begin[1] + ww] = x[:, :, :hh, :ww]
-    y = np.zeros((N, w.shape[0], oh, ow))
-    for ky in range(3):
-        for kx in range(3):
-            y += np.einsum("mc,nchw->nmhw", w[:, :, ky, kx], xp[:, :, ky : ky + oh, kx : kx + ow])
-    return y if b is None else y + b[None, :, None, None]
 
 
 # x shape, M, begin, out, clip: NR 1 (M 16), 2 (32), 3 (48), 4 (64, 128); tiles per sample from 1 to 196, the tail
@@ -53,18 +41,18 @@ SHAPES = [
 
 @pytest.mark.parametrize("xs,M,begin,out,clip", SHAPES)
 @pytest.mark.parametrize("bias", [True, False])
-def test_winochan_matches_numpy_f4_and_direct(xs, M, begin, out, clip, bias):
+def test_winochan_matches_numpy_f4_anddirect(xs, M, begin, out, clip, bias):
     x = RNG.standard_normal(xs).astype(np.float32)
     w = RNG.standard_normal((M, xs[1], 3, 3)).astype(np.float32)
     b = RNG.standard_normal(M).astype(np.float32) if bias else None
     U = TILES[4].transform_weight(w, np.float32)
     y = _fast_winochan.winochan(x, _fast_winochan.pack(U), M, b, begin, out, clip)
     assert y.dtype == np.float32 and y.shape == (xs[0], M) + out
-    bound = _direct(np.abs(x), np.abs(w), None if b is None else np.abs(b), begin, out)
+    bound = direct(np.abs(x), np.abs(w), None if b is None else np.abs(b), begin, out)
     # F(4,3)'s error within the suites' bound; an output's error scales with its whole 6 x 6 tile, so windows of
     # padding alone (pads of 2 and 3) are 0 within a rounding of their tile's neighbours
     tol = 1e-5 * bound + 1e-6 * bound.max()
-    d = _direct(x, w, b, begin, out)
+    d = direct(x, w, b, begin, out)
     if clip is not None:
         d = np.clip(d, clip[0], clip[1])
     assert np.all(np.abs(y - d) <= tol)
@@ -90,13 +78,7 @@ def test_winochan_bits_independent_of_block_and_register_tile():
 
 
 def test_winochan_nan_inf_propagate():
-    x = RNG.standard_normal((1, 16, 20, 20)).astype(np.float32)
-    x[0, 3, 5, 7] = np.nan
-    w = RNG.standard_normal((16, 16, 3, 3)).astype(np.float32)
-    up = _fast_winochan.pack(TILES[4].transform_weight(w, np.float32))
-    y = _fast_winochan.winochan(x, up, 16, None, (1, 1), (20, 20), (0.0, 6.0))
-    assert np.isnan(y[0, :, 4:8, 6:10]).all()  # the tile reading the NaN (clip keeps NaN)
-    assert not np.isnan(y[0, :, 12:, 12:]).any()
+    check_nan_stays_in_its_tile(RNG, _fast_winochan.pack, _fast_winochan.winochan, 16)
 
 
 @pytest.mark.parametrize(
@@ -109,20 +91,7 @@ def test_winochan_nan_inf_propagate():
 )
 def test_conv_hook_matches_paths_without_it(xs, M, pads, clip, monkeypatch):
     """conv.py's dispatch takes the path for its shapes, and it agrees with the paths it replaces."""
-    calls = []
-    f = _fast_winochan.conv
-    monkeypatch.setattr(_fast_winochan, "conv", lambda *a, **k: calls.append(1) or f(*a, **k))
-    x = RNG.standard_normal(xs).astype(np.float32)
-    w = RNG.standard_normal((M, xs[1], 3, 3)).astype(np.float32)
-    b = RNG.standard_normal(M).astype(np.float32)
-    y = conv_forward(x, prepare_conv_weight(w), b, pads=pads, clip=clip)
-    assert calls == [1]
-    monkeypatch.setattr(_fast_winochan, "USE", False)
-    monkeypatch.setattr(_fast_winoblock, "USE", False)
-    y_ref = conv_forward(x, prepare_conv_weight(w), b, pads=pads, clip=clip)
-    assert calls == [1]
-    bound = conv_forward(np.abs(x), prepare_conv_weight(np.abs(w)), np.abs(b), pads=pads)
-    assert np.all(np.abs(y - y_ref) <= 1e-5 * bound + 1e-30)
+    check_conv_hook(monkeypatch, RNG, _fast_winochan, xs, M, pads, clip, (_fast_winoblock,))
 
 
 def test_takes_only_its_shapes():
