@@ -22,8 +22,9 @@ pytestmark = pytest.mark.skipif(
 RNG = np.random.default_rng(47)
 
 
-# x shape, M, begin, out, clip: NR 1 (M 16), 2 (32), 3 (48), 4 (64, 128); tiles per sample from 1 to 196, the tail
-# register tiles (16 tiles at NR 4: 6 + 6 + 3 + 1), several blocks of tiles (64 @56: 196 tiles, blocks of 20)
+# x shape, M, begin, out, clip: NR 1 (M 16, 32, maps of under 6 tiles), 3 (48), 4 (64, 128); tiles per sample from 1
+# to 196, the tail register tiles (16 tiles at NR 4: 6 + 6 + 3 + 1), several blocks of tiles (64 @56: 196 tiles, blocks
+# of 20)
 SHAPES = [
     ((1, 16, 56, 56), 16, (1, 1), (56, 56), (0.0, None)),
     ((2, 20, 9, 11), 24, (1, 1), (9, 11), None),  # N > 1, odd sizes, channels past a vector
