@@ -8,9 +8,8 @@ The layout: each sample's input is first copied, zero-padded, into channels-last
 
 - the input transform B^T d B of a tile and 16 channels is 36 vector loads of xt (one per tile position, 16
   consecutive channels each) and the two 6 x 6 stages in registers, into V[s, t, c] (s the 36 positions);
-- the products, per position s, P[s, t, m] = sum_c V[s, t, c] U[s, c, m]: register tiles of 24 / NR tiles x NR
-  vectors of 16 output channels (24 accumulators; per input channel NR vector loads of U and a broadcast of V per
-  tile), each sum over c in order from zero;
+- the products, per position s, P[s, t, m] = sum_c V[s, t, c] U[s, c, m]: ops/_fast_rowtiles.py's register tiles
+  of tiles x NR vectors of 16 output channels, each sum over c in order from zero;
 - the output transform A^T p A of a tile and 16 output channels, + bias, clipped, transposed in registers (16
   positions x 16 channels) and stored straight into Y (N, M, oh, ow), 4 values a row of the tile (masked at the
   map's edges).
@@ -31,6 +30,7 @@ from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's pa
 from ._blas import run_parts
 from ._fast import _clip_args, enabled, numba
 from ._fast_conv import PACKED_OK
+from ._fast_rowtiles import row_tiles
 
 _VL = 16
 #: a block of tiles keeps V and P (36 x tiles x (Cp + Mp) floats) within this many floats (384 kB: L2)
@@ -134,48 +134,6 @@ if numba is not None:
         ip = types.intp
         return types.void(t, ip, ip, ip, v, ip, ip), _in_codegen
 
-    def _prod_codegen_for(mr: int, nr: int):
-        def codegen(context, builder, signature, args):
-            u_, uoff, ustride, v_, voff, vstride, kn, p_, poff, pstride = args
-            lanes = Lanes(builder)
-            i64 = lanes.i64
-            ud, vd, pd = (data(context, builder, signature, args, i) for i in (0, 3, 7))
-            slots = [[cgutils.alloca_once(builder, lanes.vec) for _ in range(nr)] for _ in range(mr)]
-            for row in slots:
-                for s in row:
-                    builder.store(lanes.zero, s)
-            with cgutils.for_range(builder, kn) as loop:
-                k = loop.index
-                uk = builder.add(uoff, builder.mul(k, ustride))
-                uv = [_vload(builder, lanes, ud, builder.add(uk, ir.Constant(i64, _VL * r))) for r in range(nr)]
-                vk = builder.add(voff, k)
-                for i in range(mr):
-                    at = builder.add(vk, builder.mul(ir.Constant(i64, i), vstride))
-                    bc = lanes.splat(builder.load(builder.gep(vd, [at])))
-                    for r in range(nr):
-                        builder.store(builder.call(lanes.fma, [bc, uv[r], builder.load(slots[i][r])]), slots[i][r])
-            for i in range(mr):
-                for r in range(nr):
-                    at = builder.add(
-                        poff, builder.add(builder.mul(ir.Constant(i64, i), pstride), ir.Constant(i64, _VL * r))
-                    )
-                    _vstore(builder, lanes, builder.load(slots[i][r]), pd, at)
-            return context.get_dummy_value()
-
-        def typer(typingctx, u, uoff, ustride, v, voff, vstride, kn, p, poff, pstride):  # pragma: no cover
-            ip = types.intp
-            return types.void(u, ip, ip, v, ip, ip, ip, p, ip, ip), codegen
-
-        return intrinsic(typer)
-
-    #: the register tiles per vector count NR: the full one, then the smaller ones a block's last tiles take
-    _VARIANTS = {1: (24, 8, 4, 1), 3: (8, 4, 1), 4: (6, 3, 1)}
-    # P[poff + i pstride + 16 r + l] = sum_{k < kn} V[voff + i vstride + k] U[uoff + k ustride + 16 r + l]
-    _P = {(mr, nr): _prod_codegen_for(mr, nr) for nr, mrs in _VARIANTS.items() for mr in mrs}
-    _p1_24, _p1_8, _p1_4, _p1_1 = (_P[mr, 1] for mr in _VARIANTS[1])
-    _p3_8, _p3_4, _p3_1 = (_P[mr, 3] for mr in _VARIANTS[3])
-    _p4_6, _p4_3, _p4_1 = (_P[mr, 4] for mr in _VARIANTS[4])
-
     def _out_codegen(context, builder, signature, args):
         p_, poff, ps, b_, boff, lo, hi, y_, yoff, plane, row, nm, nrows, ncols = args
         lanes = Lanes(builder)
@@ -253,48 +211,13 @@ if numba is not None:
 
     @numba.njit(cache=True, nogil=True)
     def _products(up, V, nt, NR, P):  # pragma: no cover - compiled
-        """P[s, t] = V[s, t] @ up[s] for t < nt: register tiles of NR vectors, the last tiles by smaller ones."""
+        """P[s, t] = V[s, t] @ up[s] for t < nt (ops/_fast_rowtiles.py's register tiles of NR vectors)."""
         _, Cp, Mp = up.shape
         TB = V.shape[1]
         upf, vf, pf = up.reshape(-1), V.reshape(-1), P.reshape(-1)
         for s in range(36):
             for mb in range(0, Mp, _VL * NR):
-                uo = s * Cp * Mp + mb
-                t = 0
-                while t < nt:
-                    vo, po, rem = (s * TB + t) * Cp, (s * TB + t) * Mp + mb, nt - t
-                    if NR == 4:
-                        if rem >= 6:
-                            _p4_6(upf, uo, Mp, vf, vo, Cp, Cp, pf, po, Mp)
-                            t += 6
-                        elif rem >= 3:
-                            _p4_3(upf, uo, Mp, vf, vo, Cp, Cp, pf, po, Mp)
-                            t += 3
-                        else:
-                            _p4_1(upf, uo, Mp, vf, vo, Cp, Cp, pf, po, Mp)
-                            t += 1
-                    elif NR == 3:
-                        if rem >= 8:
-                            _p3_8(upf, uo, Mp, vf, vo, Cp, Cp, pf, po, Mp)
-                            t += 8
-                        elif rem >= 4:
-                            _p3_4(upf, uo, Mp, vf, vo, Cp, Cp, pf, po, Mp)
-                            t += 4
-                        else:
-                            _p3_1(upf, uo, Mp, vf, vo, Cp, Cp, pf, po, Mp)
-                            t += 1
-                    elif rem >= 24:
-                        _p1_24(upf, uo, Mp, vf, vo, Cp, Cp, pf, po, Mp)
-                        t += 24
-                    elif rem >= 8:
-                        _p1_8(upf, uo, Mp, vf, vo, Cp, Cp, pf, po, Mp)
-                        t += 8
-                    elif rem >= 4:
-                        _p1_4(upf, uo, Mp, vf, vo, Cp, Cp, pf, po, Mp)
-                        t += 4
-                    else:
-                        _p1_1(upf, uo, Mp, vf, vo, Cp, Cp, pf, po, Mp)
-                        t += 1
+                row_tiles(upf, s * Cp * Mp + mb, Mp, vf, s * TB * Cp, Cp, Cp, pf, s * TB * Mp + mb, Mp, nt, NR)
 
     @numba.njit(cache=True, nogil=True)
     def _outputs(P, b, lo, hi, n, TW, t0, nt, y):  # pragma: no cover - compiled

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import KernelError
-from . import _blas, _fast, _fast_epilogue, _fast_pointwise
+from . import _blas, _fast, _fast_epilogue, _fast_gemm, _fast_pointwise
 from ._blas import matmul
 from ._registry import op
 from .activation import hard_sigmoid, leaky_relu, relu, sigmoid, softmax
@@ -291,6 +291,7 @@ def prepare_matmul_act(constants: tuple, attrs: dict) -> Callable | None:
     except KernelError:
         return None
     wc = _blas.prepare_right(w)  # contiguous, or column panels (ops/_blas.py: faster for its shapes)
+    wt = w if _fast_gemm.takes(w) else None  # ops/_fast_gemm.py's operand
     bc = None if bias is None else np.ascontiguousarray(bias.reshape(-1))
     K, Nc = wc.shape
     # the compiled epilogue with its arguments converted here, not per call (a step cost ~17 us above its GEMM)
@@ -300,7 +301,8 @@ def prepare_matmul_act(constants: tuple, attrs: dict) -> Callable | None:
         x = np.asarray(x)
         if x.dtype != np.float32 or x.ndim < 1 or x.shape[-1] != K:
             return matmul_act(x, w_, b, residual, **attrs)
-        y = _blas.matmul_panels(x.reshape(-1, K), wc)
+        x2 = x.reshape(-1, K)
+        y = _fast_gemm.gemm(x2, wt) if wt is not None and _fast.enabled() else _blas.matmul_panels(x2, wc)
         out_shape = x.shape[:-1] + (Nc,)
         if (
             epi is not None
