@@ -18,7 +18,7 @@ import functools
 import numpy as np
 
 from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
-from ._blas import run_parts
+from ._blas import matmul, run_parts
 from ._fast import numba
 from ._fast_conv import PACKED_OK
 from ._fast_rowtiles import row_tiles
@@ -51,9 +51,13 @@ def takes(w: np.ndarray) -> bool:
 
 def gemm(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Y (P, N) float32 = X (P, K) @ W (K, N) (``takes(w)`` holds; X float32). From _SPLIT_FLOPS, 2 parts over column
-    blocks when the caller has 2 threads."""
+    blocks when the caller has 2 threads. One row goes to numpy's GEMV (the tiles' one-row form is load-bound:
+    1 x 576 @ 576 x 1024 78 us against 38; from 2 rows the tiles win: 2 rows 150 against 210, 4 x 256 @ 256 x 1024 65
+    against 103)."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     P, K = x.shape
+    if P < 2:
+        return matmul(x, w)
     N = w.shape[1]
     y = np.empty((P, N), np.float32)
     if 2.0 * P * K * N < _SPLIT_FLOPS or N < 128:

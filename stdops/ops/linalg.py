@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 from ..errors import KernelError
-from . import _fast, _fast_gemm, _fast_gemv
+from . import _fast, _fast_gemm
 from ._blas import matmul
 from ._registry import op
 from .dtypes import compute_dtype, is_float, widened
@@ -96,9 +96,7 @@ def prepare_gemm(constants: tuple, attrs: dict):
     c_const = isinstance(c0, np.ndarray) and c0.dtype == b.dtype
     cp: dict = {}  # (M, N) -> beta * C, computed at the first run of each output shape
     dt = b.dtype
-    # B as stored (N, K) when transB: one row of A (a classifier at batch 1) by the compiled GEMV's 16 row streams
-    rows = b if attrs["transB"] and _fast_gemv.takes(b) else None
-    tiled = bp if _fast_gemm.takes(bp) else None  # several rows: ops/_fast_gemm.py's register tiles
+    tiled = bp if _fast_gemm.takes(bp) else None  # ops/_fast_gemm.py's register tiles (one row: numpy's GEMV)
 
     def gemm_prepared(A, B, C=None):
         A = np.asarray(A)
@@ -107,9 +105,7 @@ def prepare_gemm(constants: tuple, attrs: dict):
         a = widened(A).T if transA else widened(A)
         if a.shape[1] != bp.shape[0]:
             return gemm(A, B, C, **attrs)  # the kernel reports the mismatch
-        if rows is not None and a.shape[0] == 1 and _fast.enabled():
-            y = _gemm_scale(_fast_gemv.gemv(rows, a[0]).reshape(1, -1), alpha)
-        elif tiled is not None and a.shape[0] > 1 and _fast.enabled():
+        if tiled is not None and _fast.enabled():
             y = _gemm_scale(_fast_gemm.gemm(a, tiled), alpha)
         else:
             y = _gemm_scale(matmul(a, bp), alpha)

@@ -87,6 +87,12 @@ def test_matmul_act_takes_it(monkeypatch):
     assert y.shape == y_ref.shape == (2, 9, 96) and np.all(np.abs(y - y_ref) <= 1e-6 * bound)
 
 
+def test_one_row_goes_to_numpy():
+    x = RNG.standard_normal((1, 40)).astype(np.float32)
+    w = RNG.standard_normal((40, 64)).astype(np.float32)
+    np.testing.assert_array_equal(_fast_gemm.gemm(x, w), x @ w)
+
+
 def test_prepared_gemm_takes_it_for_several_rows(monkeypatch):
     calls = _count_calls(monkeypatch)
     a = RNG.standard_normal((5, 30)).astype(np.float32)
