@@ -108,6 +108,8 @@ def test_takes_only_its_shapes():
     assert not _fast_winochan.takes(cw(64, 64, group=2), **ok)
     assert not _fast_winochan.takes(cw(64, 64), **{**ok, "strides": (2, 2)})
     assert not _fast_winochan.takes(cw(64, 64), **{**ok, "dilations": (2, 2)})
+    assert not _fast_winochan.takes(cw(64, 64), **{**ok, "out": (4, 4)})  # one tile: U's bytes cost more than it saves
+    assert _fast_winochan.takes(cw(64, 64), **{**ok, "out": (8, 5)})  # 4 tiles
 
 
 def test_winochan_parts_give_the_same_bits_at_1_and_2_threads(monkeypatch):
