@@ -1,7 +1,7 @@
 """Winograd F(4x4, 3x3) with channels in the vector lanes (numba + LLVM code, AVX-512) for 3x3 stride-1 convolutions
-of 16..64 channels on small maps (7 x 7 to 56 x 56), where the blocked kernel of ops/_fast_winoblock.py (tiles in the
-lanes) computes junk lanes (a 14 x 14 map has 16 tiles: two blocks of 16 lanes over 20 tile slots) and the direct
-kernels do 2.25x the multiplications.
+of 16..128 channels on maps of at least 4 tiles (:func:`takes`), where the blocked kernel of ops/_fast_winoblock.py
+(tiles in the lanes) computes junk lanes (a 14 x 14 map has 16 tiles: two blocks of 16 lanes over 20 tile slots), the
+direct kernels do 2.25x the multiplications and the NumPy Winograd writes V and P over the whole map.
 
 The layout: each sample's input is first copied, zero-padded, into channels-last order, xt[y, x, c] (16 channels of
 16 columns a step: 16 vector loads, an in-register transpose of 64 shuffles, 16 stores). Then, per block of tiles:
@@ -330,8 +330,8 @@ MIN_TILES = 4
 
 def takes(cw, n: int, out, strides, dilations) -> bool:
     """Whether a convolution (ops/conv.py's ConvWeight ``cw``) takes this path: dense 3x3 stride-1 undilated float32
-    2-D with MIN_CH <= C, M <= MAX_CH filling MIN_FILL of their padding, on an AVX-512 machine with the compiled
-    extra on."""
+    2-D with MIN_CH <= C, M <= MAX_CH filling MIN_FILL of their padding, on a map of at least MIN_TILES tiles, on an
+    AVX-512 machine with the compiled extra on."""
     if not (USE and n == 2 and cw.kernel == (3, 3) and cw.dtype == np.float32 and cw.group == 1):
         return False
     C, M = cw.Cg, cw.M
