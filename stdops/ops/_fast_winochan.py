@@ -23,6 +23,7 @@ ops/test_fast_winochan.py).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -277,38 +278,50 @@ def winochan(x: np.ndarray, up: np.ndarray, M: int, b, begin, out, clip=None) ->
     axis (zeros after as needed), by F(4x4, 3x3) from :func:`pack` of the transformed weights, + b (M,) (or None),
     clipped to ``clip``. Layers of at least _SPLIT_FLOPS (as direct sums) run in 2 parts when the caller has 2
     threads."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
+    return winochan_call(x.shape, up, M, b, begin, out, clip)(x)
+
+
+def winochan_call(shape, up: np.ndarray, M: int, b, begin, out, clip=None) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`winochan` for inputs of ``shape``, everything but the input and the scratch computed now (the padded
+    bias, the clip bounds, the tiles' geometry and blocks, the register tile, the split): ``fn(x) -> y``."""
+    N, C, H, W = shape
     oh, ow = out
+    pt, pl = int(begin[0]), int(begin[1])
     Cp, Mp = up.shape[1], up.shape[2]
-    y = np.empty((x.shape[0], M, oh, ow), np.float32)
     bb = np.zeros(Mp, np.float32)
     if b is not None:
         bb[:M] = b
     _, lo, hi = _clip_args(clip, np.dtype(np.float32))  # no clip: -inf, inf (the same bits)
     TH, TW = -(-oh // 4), -(-ow // 4)
-    H, W = x.shape[2:]
-    hh, ww = min(H, 4 * TH + 2 - begin[0]), min(W, 4 * TW + 2 - begin[1])  # the rows and columns the tiles read
-    xt = np.empty((4 * TH + 2, max(4 * TW + 2, begin[1] + -(-ww // _VL) * _VL), Cp), np.float32)
+    hh, ww = min(H, 4 * TH + 2 - pt), min(W, 4 * TW + 2 - pl)  # the rows and columns the tiles read
+    xt_shape = (4 * TH + 2, max(4 * TW + 2, pl + -(-ww // _VL) * _VL), Cp)
     T = TH * TW
     TB = min(T, max(8, _BLOCK_FLOATS // (36 * (Cp + Mp))))
-    V = np.empty((36, TB, Cp), np.float32)
-    P = np.empty((36, TB, Mp), np.float32)
     NR = _vectors(Mp, T)
-    if T < 2 or 18 * x.shape[0] * x.shape[1] * M * oh * ow < _SPLIT_FLOPS:
-        _winochan(x, up, begin[0], begin[1], hh, ww, TW, NR, bb, lo, hi, xt, V, P, y)
+    split = T >= 2 and 18 * N * C * M * oh * ow >= _SPLIT_FLOPS
+    bounds = (0, T // 2, T)
+
+    def run(x: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        y = np.empty((N, M, oh, ow), np.float32)
+        xt = np.empty(xt_shape, np.float32)
+        V, P = np.empty((36, TB, Cp), np.float32), np.empty((36, TB, Mp), np.float32)
+        if not split:
+            _winochan(x, up, pt, pl, hh, ww, TW, NR, bb, lo, hi, xt, V, P, y)
+            return y
+        # 2 parts over each sample's tiles (ops/_blas.py's helpers; every output the same sum either way)
+        scratch = ((V, P), (np.empty_like(V), np.empty_like(P)))
+        for n in range(N):
+            _to_channels_last(x, n, pt, pl, hh, ww, xt)
+            run_parts(
+                [
+                    functools.partial(_tiles, xt, up, TW, bounds[i], bounds[i + 1], NR, bb, lo, hi, n, *scratch[i], y)
+                    for i in range(2)
+                ]
+            )
         return y
-    # a large layer in 2 parts over each sample's tiles (ops/_blas.py's helpers; every output the same sum either way)
-    scratch = ((V, P), (np.empty_like(V), np.empty_like(P)))
-    for n in range(x.shape[0]):
-        _to_channels_last(x, n, begin[0], begin[1], hh, ww, xt)
-        bounds = (0, T // 2, T)
-        run_parts(
-            [
-                functools.partial(_tiles, xt, up, TW, bounds[i], bounds[i + 1], NR, bb, lo, hi, n, *scratch[i], y)
-                for i in range(2)
-            ]
-        )
-    return y
+
+    return run
 
 
 #: the path on (tests turn it off to reach the paths it replaces)
@@ -343,9 +356,19 @@ def takes(cw, n: int, out, strides, dilations) -> bool:
     return not cw.exact and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1)
 
 
-def conv(x: np.ndarray, cw, b, begin, out, clip=None) -> np.ndarray:
-    """The convolution by :func:`winochan`, the packed weights kept in cw (computed at the first run)."""
+def packed(cw) -> np.ndarray:
+    """cw's transformed weights packed for the products, kept in cw (computed at the first use)."""
     up = cw._wino.get("chan")
     if up is None:
         up = cw._wino["chan"] = pack(cw.wino(4))
-    return winochan(x, up, cw.M, b, begin, out, clip)
+    return up
+
+
+def conv(x: np.ndarray, cw, b, begin, out, clip=None) -> np.ndarray:
+    """The convolution by :func:`winochan` (conv.py's general way; its routes bind :func:`conv_call` instead)."""
+    return winochan(x, packed(cw), cw.M, b, begin, out, clip)
+
+
+def conv_call(shape, cw, b, begin, out, clip=None) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`winochan_call` of cw for inputs of ``shape`` (conv.py's ConvRoutes, once per input shape)."""
+    return winochan_call(shape, packed(cw), cw.M, b, begin, out, clip)

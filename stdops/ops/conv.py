@@ -475,7 +475,8 @@ class ConvRoutes:
         if cw.Cg == 1 and cw.group > 1:
             return (lambda x: (depthwise(x, cw, geo, strides, dilations, b, clip), done)), b
         if _winochan.takes(cw, n, out, strides, dilations):  # _conv_forward's order of the paths
-            return (lambda x: (_winochan.conv(x, cw, b, geo.begin, out, clip), done)), b
+            chan = _winochan.conv_call(x_shape, cw, b, geo.begin, out, clip)
+            return (lambda x: (chan(x), done)), b
         if _winoblock.takes(cw, n, out, strides, dilations):
             bb = bias_array(b, dt)
             return (lambda x: (_winoblock.conv(x, cw, bb, geo.begin, out, clip), done)), b
