@@ -1,6 +1,7 @@
 """The compiled inverted-residual block (ops/fused_blocks.py expand_depthwise_project on ops/_fast_blocks.py): the
 bits of the three prepared steps it replaces (each on the kernel conv.py picks for it), and the plain form (NumPy,
-the compiled path off) within the GEMM's rounding."""
+the compiled path off) within the GEMM's rounding. The channels-last block (ops/_fast_blockcl.py), which takes the
+small maps first, is off here (tests/ops/test_fast_blockcl.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import inspect
 import numpy as np
 import pytest
 
-from stdops.ops import _fast, _fast_blocks, _fast_dwtiles, _fast_pointwise, fused, fused_blocks
+from stdops.ops import _fast, _fast_blockcl, _fast_blocks, _fast_dwtiles, _fast_pointwise, fused, fused_blocks
 
 pytestmark = pytest.mark.skipif(
     not (_fast_pointwise.TILES_OK and _fast_dwtiles.TILES_OK),
@@ -17,6 +18,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 RNG = np.random.default_rng(2026)
+
+
+@pytest.fixture(autouse=True)
+def _planar_block(monkeypatch):
+    monkeypatch.setattr(_fast_blockcl, "USE", False)
+
 
 # x shape, expanded channels, projected channels, depthwise kernel, stride, pads, activations (expansion,
 # depthwise, projection, post), residual

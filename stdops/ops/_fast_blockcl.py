@@ -1,0 +1,387 @@
+"""Compiled inverted-residual block in channels-last order (numba + LLVM code, AVX-512) for small maps: the 1 x 1
+expansion, the 3 x 3 depthwise convolution (stride 1 or 2) and the 1 x 1 projection of MobileNetV2's blocks at 28 x 28
+and below, where the planar kernels (ops/_fast_blocks.py) put a 14- or 7-wide row in 16 lanes and so compute the
+depthwise at half its rate or less (576 @14: 52 us against ~20 here; 960 @7: 45 against ~10).
+
+Per sample: the input goes channels-last, xt[q, c] (16 channels of 16 positions a step: winochan's in-register
+transpose); then per chunk of 64 expanded channels:
+
+- the expansion, P1[q, e] = sum_c xt[q, c] W1[c, e]: ops/_fast_rowtiles.py's register tiles with the positions as rows
+  (each sum over c in order from zero), then + b1, clipped, into a zero-bordered chunk buffer (the depthwise's padding);
+- the depthwise, a register tile of up to 14 outputs of a row x 16 channels: each input vector loaded once and used
+  by the (up to 3) outputs it reaches, each output summing from its bias the taps in the order (ky, kx) (the planar
+  tiles' order: ops/_fast_dwtiles.py), clipped, into D[q, e];
+
+then the projection, P3[q, m] = sum_e D[q, e] W3[e, m] (the row tiles again), + b3, clipped, transposed in registers
+(16 positions x 16 channels) and stored into z (N, M, oh, ow) with the residual added.
+
+The expansion and the projection sum from zero and add the bias last, as ops/_fast_conv.py's direct kernel that the
+planar block takes on these maps; any difference from the steps is float32 rounding (tests/ops/test_fast_blockcl.py
+against the NumPy steps). Taken at one thread (:func:`takes`); at two the planar block shares its rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ._fast import enabled, numba
+from ._fast_conv import PACKED_OK
+
+_VL = 16
+#: expanded channels a chunk: the width of the expansion's column block and the chunk buffer's position stride
+_CB = 64
+#: output columns per depthwise tile, widest first (a row of 28 is two tiles of 14, one of 10 is 7 + 2 + 1)
+_WIDTHS = (14, 7, 4, 2, 1)
+#: the path on, read when a block is prepared (tests turn it off to reach the planar block)
+USE = True
+#: the largest input map (positions a sample) it takes: at 28 x 28 x 192 the chunk buffers and D fill L2
+MAX_POSITIONS = 28 * 28
+
+if numba is not None:
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    from ._fast_rowtiles import row_tiles
+    from ._fast_winochan import _pack, _transpose
+    from ._llvm_lanes import Lanes, data
+
+    def _dw_tile(tw: int, s: int, k: int):
+        span = (tw - 1) * s + k
+
+        def codegen(context, builder, signature, args):
+            _, yoff, yrs, yps, _, woff, ws, _, boff, lo, hi, _, doff, dps, rows, dstep = args
+            lanes = Lanes(builder)
+            i64 = lanes.i64
+            yd, wd, bd, dd = (data(context, builder, signature, args, i) for i in (0, 4, 7, 11))
+
+            def at(base, off):
+                return builder.bitcast(builder.gep(base, [off]), lanes.vptr)
+
+            def c(v):
+                return ir.Constant(i64, v)
+
+            # the weights and the bias stay in registers over the rows (9 + 1 beside 14 sums: no spills)
+            wv = [
+                [builder.load(at(wd, builder.add(woff, builder.mul(c(ky * k + kx), ws))), align=4) for kx in range(k)]
+                for ky in range(k)
+            ]
+            bias = builder.load(at(bd, boff), align=4)
+            lo_v, hi_v = lanes.splat(lo), lanes.splat(hi)
+            with cgutils.for_range(builder, rows) as loop:
+                y0 = builder.add(yoff, builder.mul(loop.index, builder.mul(c(s), yrs)))
+                d0 = builder.add(doff, builder.mul(loop.index, dstep))
+                acc = [bias] * tw
+                for ky in range(k):
+                    row = builder.add(y0, builder.mul(c(ky), yrs))
+                    for ix in range(span):
+                        v = builder.load(at(yd, builder.add(row, builder.mul(c(ix), yps))), align=4)
+                        for kx in range(k):
+                            j, r = divmod(ix - kx, s)
+                            if r == 0 and 0 <= j < tw:  # output j's tap (ky, kx): in (ky, kx) order for each output
+                                acc[j] = builder.call(lanes.fma, [v, wv[ky][kx], acc[j]])
+                for j in range(tw):
+                    out = at(dd, builder.add(d0, builder.mul(c(j), dps)))
+                    builder.store(lanes.clamp(acc[j], lo_v, hi_v), out, align=4)
+            return context.get_dummy_value()
+
+        def typer(typingctx, y, yoff, yrs, yps, w, woff, ws, b, boff, lo, hi, d, doff, dps, n, st):  # pragma: no cover
+            ip, f4 = types.intp, types.float32
+            return types.void(y, ip, ip, ip, w, ip, ip, b, ip, f4, f4, d, ip, ip, ip, ip), codegen
+
+        return intrinsic(typer)
+
+    # for each output row i < rows: d[doff + i dstep + j dps + l] = clip(b[boff + l] + sum_{ky, kx} y[yoff + (s i +
+    # ky) yrs + (s j + kx) yps + l] w[woff + (3 ky + kx) ws + l]) for the tile's columns j and lanes l < 16
+    _DW = {(tw, s): _dw_tile(tw, s, 3) for s in (1, 2) for tw in _WIDTHS}
+    _a14, _a7, _a4, _a2, _a1 = (_DW[tw, 1] for tw in _WIDTHS)
+    _b14, _b7, _b4, _b2, _b1 = (_DW[tw, 2] for tw in _WIDTHS)
+
+    @numba.njit(cache=True, nogil=True)
+    def _dw_columns(yf, yoff, yrs, yps, wf, woff, ws, bf, lo, hi, df, doff, dps, oh, ow, s):  # pragma: no cover
+        """All oh output rows of ow columns and 16 channels: column tiles of 14, then 7, 4, 2, 1, each over the rows."""
+        x = 0
+        dstep = ow * dps
+        while x < ow:
+            rem = ow - x
+            yo, do = yoff + x * s * yps, doff + x * dps
+            if s == 1:
+                if rem >= 14:
+                    _a14(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                    x += 14
+                elif rem >= 7:
+                    _a7(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                    x += 7
+                elif rem >= 4:
+                    _a4(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                    x += 4
+                elif rem >= 2:
+                    _a2(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                    x += 2
+                else:
+                    _a1(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                    x += 1
+            elif rem >= 14:
+                _b14(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                x += 14
+            elif rem >= 7:
+                _b7(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                x += 7
+            elif rem >= 4:
+                _b4(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                x += 4
+            elif rem >= 2:
+                _b2(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                x += 2
+            else:
+                _b1(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                x += 1
+
+    def _fill_for(nr: int):
+        def codegen(context, builder, signature, args):
+            _, src, sps, _, boff, lo, hi, _, dst, dps, count = args
+            lanes = Lanes(builder)
+            i64 = lanes.i64
+            pd, bd, yd = (data(context, builder, signature, args, i) for i in (0, 3, 7))
+
+            def at(base, off):
+                return builder.bitcast(builder.gep(base, [off]), lanes.vptr)
+
+            bias = [builder.load(at(bd, builder.add(boff, ir.Constant(i64, _VL * g))), align=4) for g in range(nr)]
+            lo_v, hi_v = lanes.splat(lo), lanes.splat(hi)
+            with cgutils.for_range(builder, count) as loop:
+                i = loop.index
+                so, do = builder.add(src, builder.mul(i, sps)), builder.add(dst, builder.mul(i, dps))
+                for g in range(nr):
+                    v = builder.load(at(pd, builder.add(so, ir.Constant(i64, _VL * g))), align=4)
+                    v = lanes.clamp(builder.fadd(v, bias[g]), lo_v, hi_v)
+                    builder.store(v, at(yd, builder.add(do, ir.Constant(i64, _VL * g))), align=4)
+            return context.get_dummy_value()
+
+        def typer(typingctx, p, src, sps, b, boff, lo, hi, y, dst, dps, count):  # pragma: no cover
+            ip, f4 = types.intp, types.float32
+            return types.void(p, ip, ip, b, ip, f4, f4, y, ip, ip, ip), codegen
+
+        return intrinsic(typer)
+
+    # y[dst + i dps + c] = clip(p[src + i sps + c] + b[boff + c]) for i < count and the 16 nr channels c
+    _fill4, _fill3, _fill1 = (_fill_for(nr) for nr in (4, 3, 1))
+
+    def _store_codegen(context, builder, signature, args):
+        _, poff, ps, _, boff, lo, hi, _, _, zoff, plane, nm, nq, hasr = args
+        lanes = Lanes(builder)
+        i64, i32 = lanes.i64, lanes.i32
+        pd, bd, rd, zd = (data(context, builder, signature, args, i) for i in (0, 3, 7, 8))
+
+        def at(base, off):
+            return builder.bitcast(builder.gep(base, [off]), lanes.vptr)
+
+        rows = [builder.load(at(pd, builder.add(poff, builder.mul(ir.Constant(i64, j), ps))), align=4)
+                for j in range(_VL)]  # fmt: skip
+        cols = _transpose(builder, lanes, rows)  # cols[mm] lane j: P[q0 + j, m0 + mm]
+        bias = builder.load(at(bd, boff), align=4)
+        lo_v, hi_v = lanes.splat(lo), lanes.splat(hi)
+        qmask, none = lanes.mask(nq), ir.Constant(lanes.mvec, None)
+        with_r = builder.icmp_signed("!=", hasr, ir.Constant(i64, 0))
+        for mm in range(_VL):
+            t = builder.fadd(cols[mm], lanes.splat(builder.extract_element(bias, ir.Constant(i32, mm))))
+            t = lanes.clamp(t, lo_v, hi_v)
+            mask = builder.select(builder.icmp_signed("<", ir.Constant(i64, mm), nm), qmask, none)
+            off = builder.add(zoff, builder.mul(ir.Constant(i64, mm), plane))
+            rv = builder.call(lanes.mload, [at(rd, off), lanes.align, builder.select(with_r, mask, none), lanes.zero])
+            t = builder.select(with_r, builder.fadd(t, rv), t)
+            builder.call(lanes.mstore, [t, at(zd, off), lanes.align, mask])
+        return context.get_dummy_value()
+
+    @intrinsic
+    def _store(typingctx, p, poff, ps, b, boff, lo, hi, r, z, zoff, plane, nm, nq, hasr):  # pragma: no cover
+        """z[zoff + mm plane + j] = clip(P[poff + j ps + mm] + b[boff + mm]) (+ r at the same place when hasr) for
+        channels mm < nm and positions j < nq (both < 16): a 16 x 16 block of P transposed into planes."""
+        ip, f4 = types.intp, types.float32
+        return types.void(p, ip, ip, b, ip, f4, f4, r, z, ip, ip, ip, ip, ip), _store_codegen
+
+    # the stages are compiled functions of their own (as ops/_fast_winochan.py's: one large function ran the register
+    # tiles at half speed)
+
+    @numba.njit(cache=True, nogil=True)
+    def _vectors(rem):  # pragma: no cover - compiled
+        """The register tile's vector count for the next column block of ``rem`` (a multiple of 16) columns: blocks of
+        64, or of 48 where the rest is one (96 as 48 + 48, 160 as 64 + 48 + 48, not 64 + 16 + 16: the 16-column tile
+        runs slower)."""
+        if rem % 64 == 0:
+            return 4
+        if rem % 48 == 0:
+            return 3
+        return 4 if rem >= 64 else 3 if rem >= 48 else 1
+
+    @numba.njit(cache=True, nogil=True)
+    def _to_channels_last(x, n, xt):  # pragma: no cover - compiled
+        """xt (Qp, Cp) = sample n of x (N, C, Q) channels last (channels past C zero)."""
+        _, C, Q = x.shape
+        Cp = xt.shape[1]
+        xf, xtf = x.reshape(-1), xt.reshape(-1)
+        for cb in range(Cp // _VL):
+            for qb in range(-(-Q // _VL)):
+                _pack(xf, (n * C + _VL * cb) * Q + _VL * qb, Q, min(_VL, C - _VL * cb), min(_VL, Q - _VL * qb),
+                      xtf, _VL * qb * Cp + _VL * cb, Cp)  # fmt: skip
+
+    @numba.njit(cache=True, nogil=True)
+    def _expand(xt, C, Q, w1, e0, NR, b1, lo, hi, p1, yc, W, pt, pl, hh, ww, Wp):  # pragma: no cover - compiled
+        """The chunk of expanded channels e0 .. e0 + 16 NR: P1 by the row tiles, then + b1, clipped, into the interior
+        of the chunk buffer yc (positions of _CB floats)."""
+        Cp = xt.shape[1]
+        cw = _VL * NR
+        row_tiles(w1, C * e0, cw, xt.reshape(-1), 0, Cp, C, p1, 0, cw, Q, NR)
+        for yy in range(hh):
+            src, dst = yy * W * cw, ((yy + pt) * Wp + pl) * _CB
+            if NR == 4:
+                _fill4(p1, src, cw, b1, e0, lo, hi, yc, dst, _CB, ww)
+            elif NR == 3:
+                _fill3(p1, src, cw, b1, e0, lo, hi, yc, dst, _CB, ww)
+            else:
+                _fill1(p1, src, cw, b1, e0, lo, hi, yc, dst, _CB, ww)
+
+    @numba.njit(cache=True, nogil=True)
+    def _depthwise(yc, Wp, w2, b2, e0, NR, lo, hi, d, oh, ow, s):  # pragma: no cover - compiled
+        """D[q, e0 .. e0 + 16 NR] of the chunk buffer."""
+        Ep = d.shape[1]
+        df = d.reshape(-1)
+        for g in range(NR):
+            e = e0 + _VL * g
+            _dw_columns(yc, _VL * g, Wp * _CB, _CB, w2.reshape(-1), e, Ep, b2, lo, hi, df, e, Ep, oh, ow, s)
+
+    @numba.njit(cache=True, nogil=True)
+    def _project(d, E, w3, p3):  # pragma: no cover - compiled
+        """P3 = D @ W3 (the row tiles over column blocks of 64, 48 or 16; w3 as :func:`panels` lays it out)."""
+        Q, Ep = d.shape
+        Mp = p3.shape[1]
+        df, pf = d.reshape(-1), p3.reshape(-1)
+        m = 0
+        while m < Mp:
+            NR = _vectors(Mp - m)
+            row_tiles(w3, E * m, _VL * NR, df, 0, Ep, E, pf, m, Mp, Q, NR)
+            m += _VL * NR
+
+    @numba.njit(cache=True, nogil=True)
+    def _outputs(p3, Q, b3, lo, hi, r, hasr, z, n):  # pragma: no cover - compiled
+        """z[n] (M, Q) = clip(P3^T + b3) (+ r[n])."""
+        M = z.shape[1]
+        Mp = p3.shape[1]
+        pf, zf = p3.reshape(-1), z.reshape(-1)
+        for mb in range(Mp // _VL):
+            for qb in range(-(-Q // _VL)):
+                at = (n * M + _VL * mb) * Q + _VL * qb
+                _store(pf, _VL * qb * Mp + _VL * mb, Mp, b3, _VL * mb, lo, hi, r, zf, at, Q, min(_VL, M - _VL * mb),
+                       min(_VL, Q - _VL * qb), hasr)  # fmt: skip
+
+    @numba.njit(cache=True, nogil=True)
+    def _block(x, xt, w1, b1, lo1, hi1, p1, yc, geo, w2, b2, lo2, hi2, d, w3, b3, lo3, hi3, p3, r, hasr, z):  # noqa: E501 # pragma: no cover
+        """Every sample of the block (geo: W, pt, pl, hh, ww, Wp, oh, ow, s)."""
+        C = x.shape[1]
+        W, pt, pl, hh, ww, Wp, oh, ow, s = geo
+        Q = x.shape[2]
+        Ep, E = d.shape[1], w3.shape[0] // p3.shape[1]
+        for n in range(x.shape[0]):
+            _to_channels_last(x, n, xt)
+            e0 = 0
+            while e0 < Ep:
+                NR = _vectors(Ep - e0)
+                _expand(xt, C, Q, w1, e0, NR, b1, lo1, hi1, p1, yc, W, pt, pl, hh, ww, Wp)
+                _depthwise(yc, Wp, w2, b2, e0, NR, lo2, hi2, d, oh, ow, s)
+                e0 += _VL * NR
+            _project(d, E, w3, p3)
+            _outputs(p3, oh * ow, b3, lo3, hi3, r, hasr, z, n)
+
+
+def panels(w: np.ndarray) -> np.ndarray:
+    """W (K, Np) (Np a multiple of 16) as the row tiles read it here: its column blocks (of :func:`_vectors`' widths)
+    one after another, each K x width row major, so that a block's rows are read in order (a weight matrix read from
+    L3 by rows 256 bytes apart in a matrix 4 kB wide ran the 7 x 7 blocks 10-20% slower inside MobileNetV2)."""
+    K, Np = w.shape
+    parts, c = [], 0
+    while c < Np:
+        width = _VL * int(_vectors(Np - c))
+        parts.append(w[:, c : c + width].reshape(-1))
+        c += width
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+
+
+def _padded(n: int) -> int:
+    return -(-n // _VL) * _VL
+
+
+def _bounds(clip) -> tuple:
+    """(lo, hi) float32 of a kernel clip (on, lo, hi) (ops/fused_blocks.py's _kernel_act): -inf, inf when off."""
+    on, lo, hi = clip
+    f = np.float32
+    return (f(lo), f(hi)) if on else (f(-np.inf), f(np.inf))
+
+
+class ChannelsLastBlock:
+    """The block's channels-last form: W1 (E, C), W2 (E, 3, 3), W3 (M, E) float32, their biases (or None) and clips
+    ((on, lo, hi)); the depthwise's ``stride`` (1 or 2, both axes). The weights laid out once: W1^T (C, Ep), the
+    depthwise taps (9, Ep), W3^T (E, Mp), the channel counts padded with zeros to multiples of 16."""
+
+    def __init__(self, w1, b1, clip1, w2, b2, clip2, stride: int, w3, b3, clip3):
+        f = np.float32
+        E, C = w1.shape
+        M = w3.shape[0]
+        Ep, Mp = _padded(E), _padded(M)
+        self.C, self.E, self.M, self.stride = C, E, M, int(stride)
+        w1t, w3t = np.zeros((C, Ep), f), np.zeros((E, Mp), f)
+        w1t[:, :E], w3t[:, :M] = w1.T, w3.T
+        self.w1, self.w3 = panels(w1t), panels(w3t)
+        self.w2 = np.zeros((9, Ep), f)
+        self.w2[:, :E] = w2.reshape(E, 9).T
+        self.Ep, self.Mp = Ep, Mp
+        self.b1, self.b2, self.b3 = (np.zeros(n, f) for n in (Ep, Ep, Mp))
+        for dst, b, n in ((self.b1, b1, E), (self.b2, b2, E), (self.b3, b3, M)):
+            if b is not None:
+                dst[:n] = b
+        self.clips = _bounds(clip1), _bounds(clip2), _bounds(clip3)
+        self._calls: dict = {}
+
+    def takes(self, shape: tuple, out: tuple) -> bool:
+        """Whether an input of ``shape`` (N, C, H, W) with the depthwise output map ``out`` takes this path."""
+        return enabled() and PACKED_OK and shape[2] * shape[3] <= MAX_POSITIONS and min(out) >= 1
+
+    def __call__(self, x: np.ndarray, begin, out, residual=None) -> np.ndarray:
+        """z (N, M, *out) of x (N, C, H, W) C-contiguous float32, the depthwise padded by ``begin`` before each axis
+        (zeros after as needed); residual None or C-contiguous float32 of z's shape."""
+        key = (x.shape, tuple(begin), tuple(out))
+        call = self._calls.get(key)
+        if call is None:
+            if len(self._calls) > 16:
+                self._calls.clear()
+            call = self._calls[key] = self._call(x.shape, begin, out)
+        return call(x, residual)
+
+    def _call(self, shape, begin, out) -> Callable:
+        N, C, H, W = shape
+        oh, ow = int(out[0]), int(out[1])
+        s, pt, pl = self.stride, int(begin[0]), int(begin[1])
+        Hp, Wp = (oh - 1) * s + 3, (ow - 1) * s + 3
+        hh, ww = min(H, Hp - pt), min(W, Wp - pl)  # the input rows and columns the depthwise reads
+        geo = (W, pt, pl, hh, ww, Wp, oh, ow, s)
+        Q, Qo = H * W, oh * ow
+        Ep, Mp = self.Ep, self.Mp
+        (lo1, hi1), (lo2, hi2), (lo3, hi3) = self.clips
+        none = np.zeros(0, np.float32)
+        M = self.M
+
+        def run(x, residual):
+            xt = np.empty((_padded(Q), _padded(C)), np.float32)
+            p1 = np.empty(Q * _CB, np.float32)
+            yc = np.zeros(Hp * Wp * _CB, np.float32)  # the padding stays zero: each chunk writes the interior
+            d = np.empty((Qo, Ep), np.float32)
+            p3 = np.empty((_padded(Qo), Mp), np.float32)
+            z = np.empty((N, M, oh, ow), np.float32)
+            r = none if residual is None else residual.reshape(-1)
+            x3 = x.reshape(N, C, Q)
+            _block(x3, xt, self.w1, self.b1, lo1, hi1, p1, yc, geo, self.w2, self.b2, lo2, hi2, d, self.w3, self.b3,
+                   lo3, hi3, p3, r, int(residual is not None), z)  # fmt: skip
+            return z
+
+        return run
