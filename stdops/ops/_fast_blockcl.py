@@ -22,10 +22,14 @@ against the NumPy steps). Taken at one thread (:func:`takes`); at two the planar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 
+from . import _blas
+from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
+from ._blas import run_parts
 from ._fast import enabled, numba
 from ._fast_conv import PACKED_OK
 
@@ -36,7 +40,10 @@ _CB = 64
 _WIDTHS = (14, 7, 4, 2, 1)
 #: the path on, read when a block is prepared (tests turn it off to reach the planar block)
 USE = True
-#: the largest input map (positions a sample) it takes: at 28 x 28 x 192 the chunk buffers and D fill L2
+#: the largest input map (positions a sample) it takes: at 28 x 28 x 192 the chunk buffers and D fill L2. Larger maps
+#: stay planar: a version in bands of output rows (every expanded channel of a band's rows in L2) ran MobileNetV2's
+#: 56 x 56 blocks slower than the planar block (24 -> 144 -> 24 @56 0.85 ms against 0.56; 16 -> 96 -> 24 @112
+#: stride 2 0.99 against 0.73): their 16 and 24 channels make short sums and, as the row tiles' columns, pad 24 to 32
 MAX_POSITIONS = 28 * 28
 
 if numba is not None:
@@ -217,82 +224,86 @@ if numba is not None:
         return 4 if rem >= 64 else 3 if rem >= 48 else 1
 
     @numba.njit(cache=True, nogil=True)
-    def _to_channels_last(x, n, xt):  # pragma: no cover - compiled
-        """xt (Qp, Cp) = sample n of x (N, C, Q) channels last (channels past C zero)."""
+    def _to_channels_last(x, n, q0, q1, xt):  # pragma: no cover - compiled
+        """xt (rows, Cp) = positions q0 .. q1 of sample n of x (N, C, Q), channels last (channels past C zero)."""
         _, C, Q = x.shape
         Cp = xt.shape[1]
         xf, xtf = x.reshape(-1), xt.reshape(-1)
         for cb in range(Cp // _VL):
-            for qb in range(-(-Q // _VL)):
-                _pack(xf, (n * C + _VL * cb) * Q + _VL * qb, Q, min(_VL, C - _VL * cb), min(_VL, Q - _VL * qb),
+            for qb in range(-(-(q1 - q0) // _VL)):
+                q = q0 + _VL * qb
+                _pack(xf, (n * C + _VL * cb) * Q + q, Q, min(_VL, C - _VL * cb), min(_VL, q1 - q),
                       xtf, _VL * qb * Cp + _VL * cb, Cp)  # fmt: skip
 
     @numba.njit(cache=True, nogil=True)
-    def _expand(xt, C, Q, w1, e0, NR, b1, lo, hi, p1, yc, W, pt, pl, hh, ww, Wp):  # pragma: no cover - compiled
-        """The chunk of expanded channels e0 .. e0 + 16 NR: P1 by the row tiles, then + b1, clipped, into the interior
-        of the chunk buffer yc (positions of _CB floats)."""
+    def _expand(xt, C, W, rows, w1, e0, NR, b1, lo, hi, p1, yc, at, ps, ww, rs):  # pragma: no cover - compiled
+        """Expanded channels e0 .. e0 + 16 NR of the rows x W positions of xt: P1 by the row tiles, then + b1, clipped,
+        into yc (the first ww columns of each row, the first at yc[at], positions ps and rows rs apart)."""
         Cp = xt.shape[1]
         cw = _VL * NR
-        row_tiles(w1, C * e0, cw, xt.reshape(-1), 0, Cp, C, p1, 0, cw, Q, NR)
-        for yy in range(hh):
-            src, dst = yy * W * cw, ((yy + pt) * Wp + pl) * _CB
+        row_tiles(w1, C * e0, cw, xt.reshape(-1), 0, Cp, C, p1, 0, cw, rows * W, NR)
+        for yy in range(rows):
+            src, dst = yy * W * cw, at + yy * rs
             if NR == 4:
-                _fill4(p1, src, cw, b1, e0, lo, hi, yc, dst, _CB, ww)
+                _fill4(p1, src, cw, b1, e0, lo, hi, yc, dst, ps, ww)
             elif NR == 3:
-                _fill3(p1, src, cw, b1, e0, lo, hi, yc, dst, _CB, ww)
+                _fill3(p1, src, cw, b1, e0, lo, hi, yc, dst, ps, ww)
             else:
-                _fill1(p1, src, cw, b1, e0, lo, hi, yc, dst, _CB, ww)
+                _fill1(p1, src, cw, b1, e0, lo, hi, yc, dst, ps, ww)
 
     @numba.njit(cache=True, nogil=True)
-    def _depthwise(yc, Wp, w2, b2, e0, NR, lo, hi, d, oh, ow, s):  # pragma: no cover - compiled
-        """D[q, e0 .. e0 + 16 NR] of the chunk buffer."""
+    def _depthwise(yc, ps, rs, col, w2, b2, e0, NR, lo, hi, d, oh, ow, s):  # pragma: no cover - compiled
+        """D[q, e0 .. e0 + 16 NR] for oh x ow outputs of yc (those channels from yc[col], positions ps and rows rs
+        apart)."""
         Ep = d.shape[1]
-        df = d.reshape(-1)
+        df, wf = d.reshape(-1), w2.reshape(-1)
         for g in range(NR):
             e = e0 + _VL * g
-            _dw_columns(yc, _VL * g, Wp * _CB, _CB, w2.reshape(-1), e, Ep, b2, lo, hi, df, e, Ep, oh, ow, s)
+            _dw_columns(yc, col + _VL * g, rs, ps, wf, e, Ep, b2, lo, hi, df, e, Ep, oh, ow, s)
 
     @numba.njit(cache=True, nogil=True)
-    def _project(d, E, w3, p3):  # pragma: no cover - compiled
-        """P3 = D @ W3 (the row tiles over column blocks of 64, 48 or 16; w3 as :func:`panels` lays it out)."""
-        Q, Ep = d.shape
+    def _project(d, nq, E, w3, p3):  # pragma: no cover - compiled
+        """P3[:nq] = D[:nq] @ W3 (the row tiles over column blocks of 64, 48 or 16; w3 as :func:`panels` lays it
+        out)."""
+        Ep = d.shape[1]
         Mp = p3.shape[1]
         df, pf = d.reshape(-1), p3.reshape(-1)
         m = 0
         while m < Mp:
             NR = _vectors(Mp - m)
-            row_tiles(w3, E * m, _VL * NR, df, 0, Ep, E, pf, m, Mp, Q, NR)
+            row_tiles(w3, E * m, _VL * NR, df, 0, Ep, E, pf, m, Mp, nq, NR)
             m += _VL * NR
 
     @numba.njit(cache=True, nogil=True)
-    def _outputs(p3, Q, b3, lo, hi, r, hasr, z, n):  # pragma: no cover - compiled
-        """z[n] (M, Q) = clip(P3^T + b3) (+ r[n])."""
-        M = z.shape[1]
+    def _outputs(p3, q0, nq, b3, lo, hi, r, hasr, z, n):  # pragma: no cover - compiled
+        """z[n] (M, Q) at positions q0 .. q0 + nq = clip(P3[:nq]^T + b3) (+ r[n])."""
+        M, Q = z.shape[1], z.shape[2] * z.shape[3]
         Mp = p3.shape[1]
         pf, zf = p3.reshape(-1), z.reshape(-1)
         for mb in range(Mp // _VL):
-            for qb in range(-(-Q // _VL)):
-                at = (n * M + _VL * mb) * Q + _VL * qb
+            for qb in range(-(-nq // _VL)):
+                at = (n * M + _VL * mb) * Q + q0 + _VL * qb
                 _store(pf, _VL * qb * Mp + _VL * mb, Mp, b3, _VL * mb, lo, hi, r, zf, at, Q, min(_VL, M - _VL * mb),
-                       min(_VL, Q - _VL * qb), hasr)  # fmt: skip
+                       min(_VL, nq - _VL * qb), hasr)  # fmt: skip
 
     @numba.njit(cache=True, nogil=True)
-    def _block(x, xt, w1, b1, lo1, hi1, p1, yc, geo, w2, b2, lo2, hi2, d, w3, b3, lo3, hi3, p3, r, hasr, z):  # noqa: E501 # pragma: no cover
-        """Every sample of the block (geo: W, pt, pl, hh, ww, Wp, oh, ow, s)."""
+    def _block(x, xt, w1, b1, lo1, hi1, p1, yc, geo, w2, b2, lo2, hi2, d, w3, b3, lo3, hi3, p3, r, hasr, z, n0, n1):  # noqa: E501 # pragma: no cover
+        """Samples n0 .. n1 of the block, a chunk of expanded channels at a time (geo: W, pt, pl, hh, ww, Wp, oh, ow,
+        s; yc: the chunk buffer, positions _CB floats apart)."""
         C = x.shape[1]
         W, pt, pl, hh, ww, Wp, oh, ow, s = geo
         Q = x.shape[2]
         Ep, E = d.shape[1], w3.shape[0] // p3.shape[1]
-        for n in range(x.shape[0]):
-            _to_channels_last(x, n, xt)
+        for n in range(n0, n1):
+            _to_channels_last(x, n, 0, Q, xt)
             e0 = 0
             while e0 < Ep:
                 NR = _vectors(Ep - e0)
-                _expand(xt, C, Q, w1, e0, NR, b1, lo1, hi1, p1, yc, W, pt, pl, hh, ww, Wp)
-                _depthwise(yc, Wp, w2, b2, e0, NR, lo2, hi2, d, oh, ow, s)
+                _expand(xt, C, W, hh, w1, e0, NR, b1, lo1, hi1, p1, yc, (pt * Wp + pl) * _CB, _CB, ww, Wp * _CB)
+                _depthwise(yc, _CB, Wp * _CB, 0, w2, b2, e0, NR, lo2, hi2, d, oh, ow, s)
                 e0 += _VL * NR
-            _project(d, E, w3, p3)
-            _outputs(p3, oh * ow, b3, lo3, hi3, r, hasr, z, n)
+            _project(d, oh * ow, E, w3, p3)
+            _outputs(p3, 0, oh * ow, b3, lo3, hi3, r, hasr, z, n)
 
 
 def panels(w: np.ndarray) -> np.ndarray:
@@ -350,15 +361,15 @@ class ChannelsLastBlock:
     def __call__(self, x: np.ndarray, begin, out, residual=None) -> np.ndarray:
         """z (N, M, *out) of x (N, C, H, W) C-contiguous float32, the depthwise padded by ``begin`` before each axis
         (zeros after as needed); residual None or C-contiguous float32 of z's shape."""
-        key = (x.shape, tuple(begin), tuple(out))
+        key = (x.shape, tuple(begin), tuple(out), _blas.threads() > 1)
         call = self._calls.get(key)
         if call is None:
             if len(self._calls) > 16:
                 self._calls.clear()
-            call = self._calls[key] = self._call(x.shape, begin, out)
+            call = self._calls[key] = self._call(x.shape, begin, out, key[-1])
         return call(x, residual)
 
-    def _call(self, shape, begin, out) -> Callable:
+    def _call(self, shape, begin, out, threads: bool) -> Callable:
         N, C, H, W = shape
         oh, ow = int(out[0]), int(out[1])
         s, pt, pl = self.stride, int(begin[0]), int(begin[1])
@@ -366,22 +377,31 @@ class ChannelsLastBlock:
         hh, ww = min(H, Hp - pt), min(W, Wp - pl)  # the input rows and columns the depthwise reads
         geo = (W, pt, pl, hh, ww, Wp, oh, ow, s)
         Q, Qo = H * W, oh * ow
-        Ep, Mp = self.Ep, self.Mp
+        Ep, Mp, M = self.Ep, self.Mp, self.M
+        f = np.float32
+        # 2 parts over the samples where the caller has 2 threads and the work pays the hand-off (each sample the
+        # same sums either way)
+        flops = 2.0 * N * (Q * C * self.E + Qo * self.E * (9 + M))
+        parts = ((0, N),) if not (threads and N >= 2 and flops >= _SPLIT_FLOPS) else ((0, N // 2), (N // 2, N))
         (lo1, hi1), (lo2, hi2), (lo3, hi3) = self.clips
-        none = np.zeros(0, np.float32)
-        M = self.M
+        none = np.zeros(0, f)
 
         def run(x, residual):
-            xt = np.empty((_padded(Q), _padded(C)), np.float32)
-            p1 = np.empty(Q * _CB, np.float32)
-            yc = np.zeros(Hp * Wp * _CB, np.float32)  # the padding stays zero: each chunk writes the interior
-            d = np.empty((Qo, Ep), np.float32)
-            p3 = np.empty((_padded(Qo), Mp), np.float32)
-            z = np.empty((N, M, oh, ow), np.float32)
+            z = np.empty((N, M, oh, ow), f)
             r = none if residual is None else residual.reshape(-1)
-            x3 = x.reshape(N, C, Q)
-            _block(x3, xt, self.w1, self.b1, lo1, hi1, p1, yc, geo, self.w2, self.b2, lo2, hi2, d, self.w3, self.b3,
-                   lo3, hi3, p3, r, int(residual is not None), z)  # fmt: skip
+            x3, hasr = x.reshape(N, C, Q), int(residual is not None)
+            calls = []
+            for n0, n1 in parts:
+                xt, p1 = np.empty((_padded(Q), _padded(C)), f), np.empty(Q * _CB, f)
+                yc = np.zeros(Hp * Wp * _CB, f)  # the padding stays zero: each chunk writes the interior
+                d, p3 = np.empty((Qo, Ep), f), np.empty((_padded(Qo), Mp), f)
+                calls.append(functools.partial(_block, x3, xt, self.w1, self.b1, lo1, hi1, p1, yc, geo, self.w2,
+                                               self.b2, lo2, hi2, d, self.w3, self.b3, lo3, hi3, p3, r, hasr, z, n0,
+                                               n1))  # fmt: skip
+            if len(calls) == 1:
+                calls[0]()
+            else:
+                run_parts(calls)
             return z
 
         return run

@@ -93,14 +93,21 @@ def test_blocks_it_does_not_take_run_the_other_paths(case, monkeypatch):
     _close(got, fused_blocks.expand_depthwise_project(*args, **attrs))
 
 
-def test_channels_last_block_same_bits_at_1_and_2_threads(monkeypatch):
+@pytest.mark.parametrize("case", [BLOCKS[2], BLOCKS[5], BLOCKS[6]], ids=lambda c: f"{c[0]}")
+def test_channels_last_block_same_bits_at_1_and_2_threads(case, monkeypatch):
+    """At 2 threads a batch goes in 2 parts over its samples (here from any size): the same bits."""
     monkeypatch.setattr(_fast, "_enabled", True)
-    args, attrs = _case(*BLOCKS[2], True)
+    monkeypatch.setattr(_fast_blockcl, "_SPLIT_FLOPS", 0)
+    args, attrs = _case(*case, True)
     step = _prepare(args, attrs, True, monkeypatch)
+    calls = []
+    real = _blas.run_parts
+    monkeypatch.setattr(_fast_blockcl, "run_parts", lambda parts: calls.append(len(parts)) or real(parts))
     results = []
     for count in (1, 2):
         monkeypatch.setattr(_blas, "threads", lambda count=count: count)
         results.append(step(*args))
+    assert calls == ([2] if case[0][0] >= 2 else [])
     np.testing.assert_array_equal(results[0], results[1])
 
 
