@@ -55,11 +55,9 @@ if numba is not None:
     from ._fast_winochan import _pack, _transpose
     from ._llvm_lanes import Lanes, data
 
-    def _dw_tile(tw: int, s: int, k: int):
-        span = (tw - 1) * s + k
-
+    def _dw_tile(tw: int, k: int):
         def codegen(context, builder, signature, args):
-            _, yoff, yrs, yps, _, woff, ws, _, boff, lo, hi, _, doff, dps, rows, dstep = args
+            _, yoff, yrs, yps, _, woff, ws, _, boff, lo, hi, _, doff, dps, rows, dstep, stride = args
             lanes = Lanes(builder)
             i64 = lanes.i64
             yd, wd, bd, dd = (data(context, builder, signature, args, i) for i in (0, 4, 7, 11))
@@ -77,34 +75,43 @@ if numba is not None:
             ]
             bias = builder.load(at(bd, boff), align=4)
             lo_v, hi_v = lanes.splat(lo), lanes.splat(hi)
-            with cgutils.for_range(builder, rows) as loop:
-                y0 = builder.add(yoff, builder.mul(loop.index, builder.mul(c(s), yrs)))
-                d0 = builder.add(doff, builder.mul(loop.index, dstep))
-                acc = [bias] * tw
-                for ky in range(k):
-                    row = builder.add(y0, builder.mul(c(ky), yrs))
-                    for ix in range(span):
-                        v = builder.load(at(yd, builder.add(row, builder.mul(c(ix), yps))), align=4)
-                        for kx in range(k):
-                            j, r = divmod(ix - kx, s)
-                            if r == 0 and 0 <= j < tw:  # output j's tap (ky, kx): in (ky, kx) order for each output
-                                acc[j] = builder.call(lanes.fma, [v, wv[ky][kx], acc[j]])
-                for j in range(tw):
-                    out = at(dd, builder.add(d0, builder.mul(c(j), dps)))
-                    builder.store(lanes.clamp(acc[j], lo_v, hi_v), out, align=4)
+
+            def rows_at(s: int):
+                with cgutils.for_range(builder, rows) as loop:
+                    y0 = builder.add(yoff, builder.mul(loop.index, builder.mul(c(s), yrs)))
+                    d0 = builder.add(doff, builder.mul(loop.index, dstep))
+                    acc = [bias] * tw
+                    for ky in range(k):
+                        row = builder.add(y0, builder.mul(c(ky), yrs))
+                        for ix in range((tw - 1) * s + k):
+                            v = builder.load(at(yd, builder.add(row, builder.mul(c(ix), yps))), align=4)
+                            for kx in range(k):
+                                j, r = divmod(ix - kx, s)
+                                if r == 0 and 0 <= j < tw:  # output j's tap (ky, kx): in (ky, kx) order for each
+                                    acc[j] = builder.call(lanes.fma, [v, wv[ky][kx], acc[j]])
+                    for j in range(tw):
+                        out = at(dd, builder.add(d0, builder.mul(c(j), dps)))
+                        builder.store(lanes.clamp(acc[j], lo_v, hi_v), out, align=4)
+
+            with builder.if_else(builder.icmp_signed("==", stride, c(1))) as (one, two):
+                with one:
+                    rows_at(1)
+                with two:
+                    rows_at(2)
             return context.get_dummy_value()
 
-        def typer(typingctx, y, yoff, yrs, yps, w, woff, ws, b, boff, lo, hi, d, doff, dps, n, st):  # pragma: no cover
+        def typer(
+            typingctx, y, yoff, yrs, yps, w, woff, ws, b, boff, lo, hi, d, doff, dps, n, st, s
+        ):  # pragma: no cover
             ip, f4 = types.intp, types.float32
-            return types.void(y, ip, ip, ip, w, ip, ip, b, ip, f4, f4, d, ip, ip, ip, ip), codegen
+            return types.void(y, ip, ip, ip, w, ip, ip, b, ip, f4, f4, d, ip, ip, ip, ip, ip), codegen
 
         return intrinsic(typer)
 
     # for each output row i < rows: d[doff + i dstep + j dps + l] = clip(b[boff + l] + sum_{ky, kx} y[yoff + (s i +
-    # ky) yrs + (s j + kx) yps + l] w[woff + (3 ky + kx) ws + l]) for the tile's columns j and lanes l < 16
-    _DW = {(tw, s): _dw_tile(tw, s, 3) for s in (1, 2) for tw in _WIDTHS}
-    _a14, _a7, _a4, _a2, _a1 = (_DW[tw, 1] for tw in _WIDTHS)
-    _b14, _b7, _b4, _b2, _b1 = (_DW[tw, 2] for tw in _WIDTHS)
+    # ky) yrs + (s j + kx) yps + l] w[woff + (3 ky + kx) ws + l]) for the tile's columns j and lanes l < 16, at
+    # stride s (1 or 2; the code for both in each tile)
+    _d14, _d7, _d4, _d2, _d1 = (_dw_tile(tw, 3) for tw in _WIDTHS)
 
     @numba.njit(cache=True, nogil=True)
     def _dw_columns(yf, yoff, yrs, yps, wf, woff, ws, bf, lo, hi, df, doff, dps, oh, ow, s):  # pragma: no cover
@@ -114,36 +121,20 @@ if numba is not None:
         while x < ow:
             rem = ow - x
             yo, do = yoff + x * s * yps, doff + x * dps
-            if s == 1:
-                if rem >= 14:
-                    _a14(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
-                    x += 14
-                elif rem >= 7:
-                    _a7(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
-                    x += 7
-                elif rem >= 4:
-                    _a4(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
-                    x += 4
-                elif rem >= 2:
-                    _a2(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
-                    x += 2
-                else:
-                    _a1(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
-                    x += 1
-            elif rem >= 14:
-                _b14(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+            if rem >= 14:
+                _d14(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep, s)
                 x += 14
             elif rem >= 7:
-                _b7(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                _d7(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep, s)
                 x += 7
             elif rem >= 4:
-                _b4(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                _d4(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep, s)
                 x += 4
             elif rem >= 2:
-                _b2(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                _d2(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep, s)
                 x += 2
             else:
-                _b1(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep)
+                _d1(yf, yo, yrs, yps, wf, woff, ws, bf, woff, lo, hi, df, do, dps, oh, dstep, s)
                 x += 1
 
     def _fill_for(nr: int):
