@@ -1,7 +1,7 @@
 """Compiled inverted-residual block in channels-last order (numba + LLVM code, AVX-512) for small maps: the 1 x 1
 expansion, the 3 x 3 depthwise convolution (stride 1 or 2) and the 1 x 1 projection of MobileNetV2's blocks at 28 x 28
 and below, where the planar kernels (ops/_fast_blocks.py) put a 14- or 7-wide row in 16 lanes and so compute the
-depthwise at half its rate or less (576 @14: 52 us against ~20 here; 960 @7: 45 against ~10).
+depthwise at half its rate or less (the depthwise alone, 384 @14: 37 us against 19 here; 576 @14: 52 against 27).
 
 Per sample: the input goes channels-last, xt[q, c] (16 channels of 16 positions a step: winochan's in-register
 transpose); then per chunk of 64 expanded channels:
@@ -15,9 +15,10 @@ transpose); then per chunk of 64 expanded channels:
 then the projection, P3[q, m] = sum_e D[q, e] W3[e, m] (the row tiles again), + b3, clipped, transposed in registers
 (16 positions x 16 channels) and stored into z (N, M, oh, ow) with the residual added.
 
-The expansion and the projection sum from zero and add the bias last, as ops/_fast_conv.py's direct kernel that the
-planar block takes on these maps; any difference from the steps is float32 rounding (tests/ops/test_fast_blockcl.py
-against the NumPy steps). Taken at one thread (:func:`takes`); at two the planar block shares its rounds.
+The expansion and the projection sum in order over their inputs from zero and add the bias last; the steps' kernels
+order their sums otherwise, so the block's values differ from theirs by float32 rounding (tests/ops/test_fast_blockcl.py
+against the NumPy steps and the planar block). The same bits at any thread count: at two, a batch goes in two parts
+over its samples.
 """
 
 from __future__ import annotations
@@ -334,8 +335,9 @@ def _bounds(clip) -> tuple:
 
 class ChannelsLastBlock:
     """The block's channels-last form: W1 (E, C), W2 (E, 3, 3), W3 (M, E) float32, their biases (or None) and clips
-    ((on, lo, hi)); the depthwise's ``stride`` (1 or 2, both axes). The weights laid out once: W1^T (C, Ep), the
-    depthwise taps (9, Ep), W3^T (E, Mp), the channel counts padded with zeros to multiples of 16."""
+    ((on, lo, hi)); the depthwise's ``stride`` (1 or 2, both axes). The weights laid out once: W1^T (C, Ep) and W3^T
+    (E, Mp) in :func:`panels`' column blocks, the depthwise taps (9, Ep), the channel counts padded with zeros to
+    multiples of 16."""
 
     def __init__(self, w1, b1, clip1, w2, b2, clip2, stride: int, w3, b3, clip3):
         f = np.float32
