@@ -23,6 +23,20 @@ USE = True
 if numba is not None:
     from ._fast_epilogue import _act_chunk
 
+    @numba.njit(inline="always", error_model="numpy")
+    def _dense(v, wt, b, a, p, q, out, s1, kb, s2):  # pragma: no cover - compiled
+        """out = act(v @ wt + b): the rows of wt (K, J) as vectors of the outputs, in order over k from zero; b
+        empty: none."""
+        out[:] = 0
+        for k in range(wt.shape[0]):
+            vk = v[k]
+            for j in range(wt.shape[1]):
+                out[j] += vk * wt[k, j]
+        if b.shape[0]:
+            out += b
+        if a != 0:
+            _act_chunk(out, a, p, q, s1, kb, s2)
+
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _gate(m, w1t, b1, a1, p1, q1, w2t, b2, a2, p2, q2, e):  # pragma: no cover - compiled
         """e (N, C) = act2(act1(m @ w1t + b1) @ w2t + b2) for the means m (N, C), w1t (C, C1), w2t (C1, C); b1, b2
@@ -33,25 +47,8 @@ if numba is not None:
         span = max(C, C1)
         s1, s2, kb = np.empty(span, np.float32), np.empty(span, np.float32), np.empty(span, np.int32)
         for n in range(N):
-            h[:] = 0
-            for c in range(C):
-                mc = m[n, c]
-                for j in range(C1):
-                    h[j] += mc * w1t[c, j]
-            if b1.shape[0]:
-                h += b1
-            if a1 != 0:
-                _act_chunk(h, a1, p1, q1, s1, kb, s2)
-            out = e[n]
-            out[:] = 0
-            for j in range(C1):
-                hj = h[j]
-                for c in range(C):
-                    out[c] += hj * w2t[j, c]
-            if b2.shape[0]:
-                out += b2
-            if a2 != 0:
-                _act_chunk(out, a2, p2, q2, s1, kb, s2)
+            _dense(m[n], w1t, b1, a1, p1, q1, h, s1, kb, s2)
+            _dense(h, w2t, b2, a2, p2, q2, e[n], s1, kb, s2)
 
 
 def gate_call(w1t: np.ndarray, b1, act1, w2t: np.ndarray, b2, act2) -> Callable[[np.ndarray], np.ndarray] | None:
