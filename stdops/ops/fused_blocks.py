@@ -161,7 +161,8 @@ def prepare_expand_depthwise(constants: tuple, attrs: dict) -> Callable | None:
         return cw1[0]
 
     # what a step over the block and the convolution after it (prepare_expand_depthwise_project) builds on
-    expand_depthwise_prepared.compiled = (block, plan_of, (w1, w2, b1, b2))  # type: ignore[attr-defined]
+    kernel_acts = ((clip1, act1), (clip2, act2), strides, dilations)  # for the channels-last block
+    expand_depthwise_prepared.compiled = (block, plan_of, (w1, w2, b1, b2), kernel_acts)  # type: ignore[attr-defined]
     return expand_depthwise_prepared
 
 
@@ -260,7 +261,7 @@ def prepare_expand_depthwise_project(constants: tuple, attrs: dict) -> Callable 
         or not (b3 is None or (isinstance(b3, np.ndarray) and b3.dtype == np.float32 and b3.shape == w3.shape[:1]))
     ):
         return chain
-    expand, plan_of, (w1c, w2c, b1c, b2c) = compiled
+    expand, plan_of, (w1c, w2c, b1c, b2c), kernel_acts = compiled
     M3, C = w3.shape[:2]
     clip3, act3 = _kernel_act(p_attrs["activation"], p_attrs["activation_params"])
     post = activation_of(p_attrs["post_activation"], p_attrs["post_activation_params"])
@@ -273,7 +274,7 @@ def prepare_expand_depthwise_project(constants: tuple, attrs: dict) -> Callable 
         act3,
         None if post is None else post.code(),
     )
-    cl = _channels_last(w1, w2, w3, b1c, b2c, b3, attrs, clip3, act3, post)
+    cl = _channels_last(w1, w2, w3, b1c, b2c, b3, kernel_acts, clip3, act3, post)
     cw3 = conv.prepare_conv_weight(w3)
     orders: dict = {}  # the depthwise's output map -> whether the projection sums bias last, or None (the chain)
 
@@ -324,15 +325,12 @@ def prepare_expand_depthwise_project(constants: tuple, attrs: dict) -> Callable 
     return expand_depthwise_project_prepared
 
 
-def _channels_last(w1, w2, w3, b1, b2, b3, attrs, clip3, act3, post) -> _fast_blockcl.ChannelsLastBlock | None:
+def _channels_last(w1, w2, w3, b1, b2, b3, kernel_acts, clip3, act3, post) -> _fast_blockcl.ChannelsLastBlock | None:
     """The block in channels-last order (ops/_fast_blockcl.py) where it applies: a 3 x 3 undilated depthwise at
-    stride 1 or 2, clip-like activations (or none) and no post-activation."""
-    (clip1, act1), (clip2, act2) = (
-        _kernel_act(attrs["activation"], attrs["activation_params"]),
-        _kernel_act(attrs["dw_activation"], attrs["dw_activation_params"]),
-    )
-    strides = ints(attrs["dw_strides"], 2, 1, "strides")
-    dilations = ints(attrs["dw_dilations"], 2, 1, "dilations")
+    stride 1 or 2, clip-like activations (or none) and no post-activation (``kernel_acts``: the expansion's and the
+    depthwise's (clip, activation) and the depthwise's strides and dilations, as prepare_expand_depthwise made
+    them)."""
+    (clip1, act1), (clip2, act2), strides, dilations = kernel_acts
     if (
         not _fast_blockcl.USE
         or _fast_blockcl.numba is None
