@@ -33,6 +33,9 @@ class _TimedQueue:
     def get(self):
         return self.inner.get()
 
+    def get_nowait(self):
+        return self.inner.get_nowait()
+
     def put(self, part) -> None:
         t_put, fn = time.perf_counter(), part.fn
         self.queued += 1

@@ -12,7 +12,9 @@ stdops at 1 and at 2 threads: ratio@t = stdops / peer at t threads (lower is bet
 stdops at 2 threads / stdops at 1 thread (<= 1: the second thread does not hurt). Times are the fastest call
 of the alternating rounds (``--stat median`` for medians): on a shared machine the least disturbed one; at
 1 thread they are the calling thread's CPU time (every runtime computes in the calling thread then), at 2
-threads wall time.
+threads wall time, in turns of 3 calls of which the first is not counted: after a call each runtime's pool
+threads spin for a while (onnxruntime's, ncnn's, stdops' helper), on the core the other runtime's second thread
+needs, so strict alternation charges each runtime with the other's spinning.
 """
 
 from __future__ import annotations
@@ -136,13 +138,16 @@ STAT = {"min": min, "median": statistics.median}
 def _measure(fns, before, threads_list, repeat, budget, stat) -> list[float]:
     """Milliseconds [ours@t, peer@t for t in threads_list] + [ours at the last count, measured against ours at
     the first]: each thread count's pair alternating in a phase of its own (a peer's spinning pool threads
-    then only slow the pair they belong to), and stdops at both counts alternating in a last phase."""
+    then only slow the pair they belong to; at several threads in turns of 3 calls, the first untimed, as each
+    runtime's threads spin for a while after its call), and stdops at both counts alternating in a last phase."""
     k = len(threads_list)
     out = []
     for i in range(k):
         # one thread: every runtime computes in the calling thread, whose CPU time excludes the other processes'
-        clock = time.thread_time if threads_list[i] == 1 else time.perf_counter
-        ts = alternating_many(fns[2 * i : 2 * i + 2], repeat, budget / (k + 1), before[2 * i : 2 * i + 2], clock)
+        # several threads: wall time, in turns of 3 calls of which the last 2 count (see timing.alternating_many)
+        one = threads_list[i] == 1
+        clock, calls = (time.thread_time, 1) if one else (time.perf_counter, 3)
+        ts = alternating_many(fns[2 * i : 2 * i + 2], repeat, budget / (k + 1), before[2 * i : 2 * i + 2], clock, calls)
         out += [1e3 * STAT[stat](t) for t in ts]
     if k > 1:
         ts = alternating_many([fns[0], fns[-2]], repeat, budget / (k + 1), [before[0], before[-2]])

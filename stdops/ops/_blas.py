@@ -169,12 +169,13 @@ def serial():
 
 
 class _Part:
-    __slots__ = ("fn", "started", "done", "error")
+    __slots__ = ("fn", "started", "done", "finished", "error")
 
     def __init__(self, fn: Callable[[], object]):
         self.fn = fn
         self.started = False
         self.done = threading.Event()
+        self.finished = np.zeros(1, np.int64)  # 1 once run, set by the helper with release order (see _helper_loop)
         self.error: BaseException | None = None
 
     def claim(self) -> bool:
@@ -195,24 +196,74 @@ class _Part:
 
 _queue: queue.SimpleQueue[_Part] = queue.SimpleQueue()
 _helpers: list[threading.Thread] = []
+#: Why the helpers and the caller spin: on a 2-vCPU guest whose idle cores halt (AMD Zen 4 under Firecracker,
+#: haltpoll off), a thread asleep on the queue, an event or the GIL took 20-100 us to wake (run_parts of two 100 us
+#: parts: 193 us median), so a split paid back only from ~0.5 ms of work. So run_parts rings a bell after queueing
+#: (``bell[0]`` += the parts queued): a helper spins on it, compiled and outside the GIL (the ``pause`` hint), for
+#: ``_IDLE_SPINS`` rounds before it sleeps on the queue, and the caller spins ``_WAIT_SPINS`` rounds on a started
+#: part's ``finished`` before it sleeps on its event. A helper woken by a ring that asks for the GIL while the caller
+#: still holds it sleeps on the GIL (a hand-off measured 40 us median inside MobileNetV2): so a first part may ring
+#: itself, from its compiled code once the GIL is released (``first_rings``), and the helper waits ``_SETTLE_SPINS``
+#: rounds after a ring before it asks for the GIL.
+bell = np.zeros(1, np.int64)
+_IDLE_SPINS = 80_000  # ~2 ms at ~26 ns a round (AMD Zen 4): longer than the gap between two split steps
+_WAIT_SPINS = 40_000  # ~1 ms: a helper's part that has not ended by then is most likely descheduled
+_SETTLE_SPINS = 100  # ~2.6 us: a caller that rang from Python has entered its own part by then
+_sync: Any = None  # ops/_llvm_sync.py where the compiled kernels are on (set by _ensure_helpers)
+_NOTHING = np.zeros(1, np.int64)
+
+
+def _unstarted() -> _Part | None:
+    """The next queued part this helper claims, or None: parts the caller started itself are dropped on the way."""
+    while True:
+        try:
+            part = _queue.get_nowait()
+        except queue.Empty:
+            return None
+        if part.claim():
+            return part
 
 
 def _helper_loop() -> None:
+    ran, seen = _NOTHING, int(bell[0])
     while True:
-        part = _queue.get()
-        if part.claim():
-            part.run()
+        part = None
+        if _sync is not None:
+            rung = int(_sync.release_and_spin(ran, bell, seen, _IDLE_SPINS, _SETTLE_SPINS))
+            ran, seen, rang = _NOTHING, rung, rung != seen
+            part = _unstarted()
+            if part is None and rang:
+                continue  # the caller ran them: spin again
+        while part is None:  # nothing came while spinning: sleep on the queue
+            part = _queue.get()
+            seen = int(bell[0])
+            part = part if part.claim() else _unstarted()
+        part.run()
+        ran = part.finished
 
 
 def _ensure_helpers(n: int) -> None:
+    global _sync
     with _state_lock:
+        if not _helpers:
+            from . import _fast
+
+            if _fast.enabled():
+                from . import _llvm_sync
+
+                _sync = _llvm_sync
         while len(_helpers) < n:
             t = threading.Thread(target=_helper_loop, name=f"stdops-blas-{len(_helpers) + 1}", daemon=True)
             _helpers.append(t)
             t.start()
 
 
-def run_parts(parts: Sequence[Callable[[], object]], first_completes: bool = False) -> None:
+def _wait(part: _Part) -> None:
+    if _sync is None or not _sync.spin_until_set(part.finished, _WAIT_SPINS):
+        part.done.wait()
+
+
+def run_parts(parts: Sequence[Callable[..., object]], first_completes: bool = False, first_rings: bool = False) -> None:
     """Run every callable of ``parts`` (independent pieces of one result): the first here, the others on
     helper threads when the caller's thread count allows, any part not started by a helper when this
     thread is done also here. Returns when all are done; raises the first part's error.
@@ -220,17 +271,27 @@ def run_parts(parts: Sequence[Callable[[], object]], first_completes: bool = Fal
     ``first_completes``: the parts share one piece of work, claimed unit by unit in compiled code, and the first
     returns True once every unit is done (whoever ran it): the others are then neither run here nor waited for
     (a helper still in one only finds nothing left to claim). A wake-up through the parts' events costs ~30-70 us
-    on a 2-vCPU guest, more than a unit."""
+    on a 2-vCPU guest, more than a unit.
+
+    ``first_rings``: the first part is called with the count of parts queued, and adds it to :data:`bell` (with
+    ``_llvm_sync.ring``) in its compiled code, where it no longer holds the GIL."""
     n = threads() - 1 if len(parts) > 1 else 0
     if n <= 0:
-        for p in parts:
+        parts[0](0) if first_rings else parts[0]()
+        for p in parts[1:]:
             p()
         return
     _ensure_helpers(min(n, len(parts) - 1))
     rest = [_Part(fn) for fn in parts[1:]]
     for part in rest:
         _queue.put(part)
-    if parts[0]() is True and first_completes:
+    if first_rings and _sync is not None:
+        done = parts[0](len(rest))
+    else:
+        if _sync is not None:
+            _sync.ring(bell, len(rest))
+        done = parts[0](0) if first_rings else parts[0]()
+    if done is True and first_completes:
         for part in rest:
             part.claim()  # not started yet: it never will be
         return
@@ -238,7 +299,7 @@ def run_parts(parts: Sequence[Callable[[], object]], first_completes: bool = Fal
         if part.claim():
             part.run()
         else:
-            part.done.wait()
+            _wait(part)
     for part in rest:
         if part.error is not None:
             raise part.error

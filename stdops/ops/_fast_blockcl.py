@@ -29,7 +29,6 @@ from collections.abc import Callable
 import numpy as np
 
 from . import _blas
-from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
 from ._blas import run_parts
 from ._fast import enabled, numba
 from ._fast_conv import PACKED_OK
@@ -46,6 +45,10 @@ USE = True
 #: 56 x 56 blocks slower than the planar block (24 -> 144 -> 24 @56 0.85 ms against 0.56; 16 -> 96 -> 24 @112
 #: stride 2 0.99 against 0.73): their 16 and 24 channels make short sums and, as the row tiles' columns, pad 24 to 32
 MAX_POSITIONS = 28 * 28
+#: 2 parts from this much work where the caller has 2 threads (MobileNetV2's blocks here are 20-31 MFLOP, 0.2-0.45 ms
+#: on one core), below ops/_blas.py's _KERNEL_SPLIT_FLOPS: a hand-off costs ~5 us now that the helpers spin, and
+#: each half reads a small input (at most 28 x 28 positions) and writes rows of the output of its own
+SPLIT_FLOPS = 1 << 23
 
 if numba is not None:
     from llvmlite import ir
@@ -55,6 +58,7 @@ if numba is not None:
     from ._fast_rowtiles import row_tiles
     from ._fast_winochan import _pack, _transpose
     from ._llvm_lanes import Lanes, data
+    from ._llvm_sync import ring
 
     def _dw_tile(tw: int, k: int):
         def codegen(context, builder, signature, args):
@@ -289,16 +293,19 @@ if numba is not None:
             yc[(yy * Wp + pl + ww) * _CB : (yy + 1) * rs] = 0
 
     @numba.njit(cache=True, nogil=True)
-    def _block(x, xt, w1, b1, lo1, hi1, p1, yc, geo, w2, b2, lo2, hi2, d, w3, b3, lo3, hi3, p3, r, hasr, z, n0, n1):  # noqa: E501 # pragma: no cover
+    def _block(
+        x, xt, w1, b1, lo1, hi1, p1, yc, geo, w2, b2, lo2, hi2, d, w3, b3, lo3, hi3, p3, r, hasr, z, n0, n1, bell, rings
+    ):  # pragma: no cover
         """Samples n0 .. n1 of the block, a chunk of expanded channels at a time (geo: W, pt, pl, hh, ww, Wp, oh, ow,
-        s; yc: the chunk buffer, positions _CB floats apart)."""
+        s, q0, qz: the input rows read start at position q0 of a plane, the oh output rows at qz; yc: the chunk
+        buffer, positions _CB floats apart). First ``ring(bell, rings)`` (ops/_blas.run_parts' ``first_rings``)."""
+        ring(bell, rings)
         C = x.shape[1]
-        W, pt, pl, hh, ww, Wp, oh, ow, s = geo
-        Q = x.shape[2]
+        W, pt, pl, hh, ww, Wp, oh, ow, s, q0, qz = geo
         Ep, E = d.shape[1], w3.shape[0] // p3.shape[1]
         _zero_border(yc, Wp, (oh - 1) * s + 3, pt, pl, hh, ww)
         for n in range(n0, n1):
-            _to_channels_last(x, n, 0, Q, xt)
+            _to_channels_last(x, n, q0, q0 + hh * W, xt)
             e0 = 0
             while e0 < Ep:
                 NR = _vectors(Ep - e0)
@@ -306,7 +313,7 @@ if numba is not None:
                 _depthwise(yc, _CB, Wp * _CB, 0, w2, b2, e0, NR, lo2, hi2, d, oh, ow, s)
                 e0 += _VL * NR
             _project(d, oh * ow, E, w3, p3)
-            _outputs(p3, 0, oh * ow, b3, lo3, hi3, r, hasr, z, n)
+            _outputs(p3, qz, oh * ow, b3, lo3, hi3, r, hasr, z, n)
 
 
 def panels(w: np.ndarray) -> np.ndarray:
@@ -365,7 +372,7 @@ class ChannelsLastBlock:
     def __call__(self, x: np.ndarray, begin, out, residual=None) -> np.ndarray:
         """z (N, M, *out) of x (N, C, H, W) C-contiguous float32, the depthwise padded by ``begin`` before each axis
         (zeros after as needed); residual None or C-contiguous float32 of z's shape."""
-        key = (x.shape, tuple(begin), tuple(out), x.shape[0] > 1 and _blas.threads() > 1)
+        key = (x.shape, tuple(begin), tuple(out), _blas.threads() > 1)
         call = self._calls.get(key)
         if call is None:
             if len(self._calls) > 16:
@@ -377,37 +384,55 @@ class ChannelsLastBlock:
         N, C, H, W = shape
         oh, ow = int(out[0]), int(out[1])
         s, pt, pl = self.stride, int(begin[0]), int(begin[1])
-        Hp, Wp = (oh - 1) * s + 3, (ow - 1) * s + 3
-        hh, ww = min(H, Hp - pt), min(W, Wp - pl)  # the input rows and columns the depthwise reads
-        geo = (W, pt, pl, hh, ww, Wp, oh, ow, s)
+        Wp = (ow - 1) * s + 3
+        ww = min(W, Wp - pl)  # the input columns the depthwise reads
         Q, Qo = H * W, oh * ow
         Ep, Mp, M = self.Ep, self.Mp, self.M
         f = np.float32
-        # 2 parts over the samples where the caller has 2 threads and the work pays the hand-off (each sample the
-        # same sums either way)
+
+        def rows(o0: int, o1: int) -> tuple:
+            """geo of output rows o0 .. o1: the input rows they read (from i0, hh of them) with the padding above."""
+            top = o0 * s - pt  # the first padded row's input row
+            i0 = max(0, top)
+            hh = min(H, top + (o1 - o0 - 1) * s + 3) - i0
+            return (W, i0 - top, pl, hh, ww, Wp, o1 - o0, ow, s, i0 * W, o0 * ow)
+
+        # 2 parts where the caller has 2 threads and the work pays the hand-off: over the samples (N >= 2) or over the
+        # output rows, each part expanding the input rows its outputs read (the rows between read twice). Each output
+        # has the same sums either way.
         flops = 2.0 * N * (Q * C * self.E + Qo * self.E * (9 + M))
-        parts = ((0, N),) if not (threads and N >= 2 and flops >= _SPLIT_FLOPS) else ((0, N // 2), (N // 2, N))
+        whole = (0, N, rows(0, oh))
+        if not (threads and flops >= SPLIT_FLOPS and (N >= 2 or oh >= 2)):
+            parts: tuple = (whole,)
+        elif N >= 2:
+            parts = ((0, N // 2, whole[2]), (N // 2, N, whole[2]))
+        else:
+            parts = ((0, 1, rows(0, oh // 2)), (0, 1, rows(oh // 2, oh)))
+            if min(g[3] for _, _, g in parts) < 1:  # a half that reads only padding: no split
+                parts = (whole,)
         (lo1, hi1), (lo2, hi2), (lo3, hi3) = self.clips
         none = np.zeros(0, f)
-        consts = (self.w1, self.b1, lo1, hi1, geo, self.w2, self.b2, lo2, hi2, self.w3, self.b3, lo3, hi3)
+        consts = (self.w1, self.b1, lo1, hi1, self.w2, self.b2, lo2, hi2, self.w3, self.b3, lo3, hi3)
+        Hp, bell = (oh - 1) * s + 3, _blas.bell
         shapes = ((_padded(Q), _padded(C)), (Q * _CB,), (Hp * Wp * _CB,), (Qo, Ep), (_padded(Qo), Mp))
 
-        def part(x3, r, hasr, z, n0, n1):
+        def part(x3, r, hasr, z, n0, n1, g, rings=0):
             # fresh scratch each call: the allocator hands back what the steps before just freed, still in cache (one
             # arena shared by every block ran MobileNetV2 8.6% slower, ab_flag; a set kept per block showed 60-120 us
             # a block more inside the network than alone: written into lines long evicted, read from memory first)
             sc = [np.empty(sh, f) for sh in shapes]
-            (w1, b1, l1, h1, g, w2, b2, l2, h2, w3, b3, l3, h3), (xt, p1, yc, d, p3) = consts, sc
-            _block(x3, xt, w1, b1, l1, h1, p1, yc, g, w2, b2, l2, h2, d, w3, b3, l3, h3, p3, r, hasr, z, n0, n1)
+            (w1, b1, l1, h1, w2, b2, l2, h2, w3, b3, l3, h3), (xt, p1, yc, d, p3) = consts, sc
+            tail = (p3, r, hasr, z, n0, n1, bell, rings)
+            _block(x3, xt, w1, b1, l1, h1, p1, yc, g, w2, b2, l2, h2, d, w3, b3, l3, h3, *tail)
 
         def run(x, residual):
             z = np.empty((N, M, oh, ow), f)
             r = none if residual is None else residual.reshape(-1)
             x3, hasr = x.reshape(N, C, Q), int(residual is not None)
             if len(parts) == 1:
-                part(x3, r, hasr, z, 0, N)
+                part(x3, r, hasr, z, *whole)
             else:
-                run_parts([functools.partial(part, x3, r, hasr, z, *p) for p in parts])
+                run_parts([functools.partial(part, x3, r, hasr, z, *p) for p in parts], first_rings=True)
             return z
 
         return run

@@ -12,13 +12,18 @@ meets the other thread once a step through these flags: a few hundred nanosecond
 - :func:`fetch_add`: an atomic add, the value before.
 - :func:`wait_at_least`: spin (the ``pause`` hint) until an element reaches a value; after ``_SPINS`` rounds it
   yields the core (``sched_yield``) at every round, as both threads may share one vCPU on a busy host.
+- ops/_blas.py's helpers between parts: :func:`release_and_spin` (a helper marks its part done, then spins on the
+  bell for the next), :func:`spin_until_set` (the caller waits for a helper's part), :func:`ring` (a first part
+  rings the bell from its compiled code).
 """
 
 from __future__ import annotations
 
 from ._fast import numba
 
-__all__ = ["claim", "fetch_add", "load_acquire", "store_release", "wait_at_least"]
+__all__ = [
+    "claim", "fetch_add", "load_acquire", "release_and_spin", "ring", "spin_until_set", "store_release", "wait_at_least"
+]  # fmt: skip
 
 # pause rounds before the wait starts yielding (AMD Zen 2: ~20-25 ns a pause, so ~50 us of spinning; a step's
 # half is ~10 us, a thread that has not come by then is most likely descheduled)
@@ -120,3 +125,40 @@ if numba is not None:
         while load_acquire(arr, i) < value:
             _relax(rounds)
             rounds += 1
+
+    @numba.njit(cache=True, nogil=True, inline="always")
+    def ring(bell, count):  # pragma: no cover - compiled
+        """bell[0] += count where count > 0 (ops/_blas.run_parts' ``first_rings``: the helpers may take the parts)."""
+        if count > 0:
+            fetch_add(bell, 0, count)
+
+    @numba.njit(cache=True, nogil=True)
+    def release_and_spin(done, count, seen, rounds, settle):  # pragma: no cover - compiled
+        """done[0] = 1 (release order), then spin (``pause`` only, never yielding) until count[0] != seen or
+        ``rounds`` rounds have passed; after a change ``settle`` rounds more. count[0] as last read.
+
+        ops/_blas.py's helpers wait here for the next part, outside the GIL: a thread that sleeps on a 2-vCPU
+        guest's halted core takes tens of microseconds to wake. ``settle`` lets the caller that rang enter its own
+        part (releasing the GIL) before the helper asks for the GIL, so that the helper does not sleep on it."""
+        store_release(done, 0, 1)
+        v = load_acquire(count, 0)
+        k = 0
+        while v == seen and k < rounds:
+            _relax(0)
+            k += 1
+            v = load_acquire(count, 0)
+        if v != seen:
+            for _ in range(settle):
+                _relax(0)
+        return v
+
+    @numba.njit(cache=True, nogil=True)
+    def spin_until_set(flag, rounds):  # pragma: no cover - compiled
+        """Spin (``pause`` only) until flag[0] != 0 (acquire order) or ``rounds`` rounds have passed; whether set."""
+        k = 0
+        while load_acquire(flag, 0) == 0:
+            if k >= rounds:
+                return False
+            _relax(0)
+            k += 1
+        return True

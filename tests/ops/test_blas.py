@@ -4,6 +4,7 @@ Python threads run at once."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -141,6 +142,58 @@ def test_run_parts_first_completes(fake):
     with blas.serial():
         blas.run_parts([lambda: False] + [lambda i=i: seen.append(i) for i in range(3)], first_completes=True)
     assert sorted(seen) == [0, 1, 2]
+
+
+def _helper_cpu_seconds() -> float:
+    """CPU seconds of the helper threads so far (Linux: /proc/self/task/<tid>/stat, user + system ticks)."""
+    ticks = 0
+    for t in blas._helpers:
+        with open(f"/proc/self/task/{t.native_id}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads helper CPU time from Linux's /proc")
+def test_helpers_spin_between_parts_then_sleep(fake):
+    """A helper waits for the next part spinning (compiled, outside the GIL) for ~2 ms, then sleeps on the queue: once
+    the parts stop, it uses no CPU; parts from many Python threads each run exactly once."""
+    fake(2)
+    ran: list = []
+
+    def burst(k):
+        with blas.serial():
+            for i in range(200):
+                blas.run_parts([lambda i=i: ran.append((k, i, 0)), lambda i=i: ran.append((k, i, 1))])
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(burst, range(4)))
+    assert sorted(ran) == [(k, i, j) for k in range(4) for i in range(200) for j in (0, 1)]
+    if blas._sync is None:
+        pytest.skip("without the compiled kernels the helpers sleep on the queue (nothing to spin on)")
+    time.sleep(0.05)  # past the idle spin
+    before = _helper_cpu_seconds()
+    time.sleep(0.5)
+    assert _helper_cpu_seconds() - before <= 0.05  # asleep: at most a tick or so, not 0.5 s of spinning
+
+
+def test_run_parts_first_rings(fake):
+    """first_rings: the first part is given the count of parts queued (0 when they all run here) and rings the bell
+    itself; every part runs exactly once, and the helpers still take parts afterwards."""
+    seen: list = []
+
+    def first(count):
+        seen.append(("first", count))
+        if blas._sync is not None:
+            blas._sync.ring(blas.bell, count)
+
+    for threads in (1, 2):
+        fake(threads)
+        seen.clear()
+        with blas.serial():
+            blas.run_parts([first, lambda: seen.append(("second", 0))], first_rings=True)
+            blas.run_parts([lambda: seen.append(("third", 0)), lambda: seen.append(("fourth", 0))])
+        assert sorted(seen) == sorted([("first", threads - 1), ("second", 0), ("third", 0), ("fourth", 0)])
 
 
 def test_without_a_run_matmul_is_the_product(fake):

@@ -93,21 +93,22 @@ def test_blocks_it_does_not_take_run_the_other_paths(case, monkeypatch):
     _close(got, fused_blocks.expand_depthwise_project(*args, **attrs))
 
 
-@pytest.mark.parametrize("case", [BLOCKS[2], BLOCKS[5], BLOCKS[6]], ids=lambda c: f"{c[0]}")
+@pytest.mark.parametrize("case", BLOCKS, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}-s{c[4]}-p{c[5][0]}{c[5][1]}")
 def test_channels_last_block_same_bits_at_1_and_2_threads(case, monkeypatch):
-    """At 2 threads a batch goes in 2 parts over its samples (here from any size): the same bits."""
+    """At 2 threads (here from any size) a batch goes in 2 parts over its samples, one sample in 2 parts over its
+    output rows (each half expanding the input rows it reads): the same bits."""
     monkeypatch.setattr(_fast, "_enabled", True)
-    monkeypatch.setattr(_fast_blockcl, "_SPLIT_FLOPS", 0)
+    monkeypatch.setattr(_fast_blockcl, "SPLIT_FLOPS", 0)
     args, attrs = _case(*case, True)
     step = _prepare(args, attrs, True, monkeypatch)
     calls = []
     real = _blas.run_parts
-    monkeypatch.setattr(_fast_blockcl, "run_parts", lambda parts: calls.append(len(parts)) or real(parts))
+    monkeypatch.setattr(_fast_blockcl, "run_parts", lambda parts, **kw: calls.append(len(parts)) or real(parts, **kw))
     results = []
     for count in (1, 2):
         monkeypatch.setattr(_blas, "threads", lambda count=count: count)
         results.append(step(*args))
-    assert calls == ([2] if case[0][0] >= 2 else [])
+    assert calls == [2]
     np.testing.assert_array_equal(results[0], results[1])
 
 
