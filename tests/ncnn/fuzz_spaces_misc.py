@@ -482,10 +482,17 @@ def _roi_fix(ctx: Ctx, kind: str) -> None:
         ctx.params["output_dim"] = od
         c = od * int(ctx.get("pooled_width")) * int(ctx.get("pooled_height"))
     if kind == "align" and not ctx.get("version"):
-        # ROIAlign version 0 samples without a bounds check (roialign.cpp's bilinear_interpolate reads row
-        # (int)y for any y): a ROI reaching past the blob reads memory that is not the blob. Inside it:
-        x1, x2 = np.sort(rng.uniform(0, w - 1, size=2)) / scale
-        y1, y2 = np.sort(rng.uniform(0, h - 1, size=2)) / scale
+        # ROIAlign version 0 (roialign.cpp bilinear_interpolate, x86 original_pre_calc) reads row (int)y and
+        # column (int)x unchecked (only y1 / x1 are clamped), at y = hstart + (by + .5) * bin_size_h / grid
+        # with hstart clipped to [0, h]: y < max(roi_y1 + roi_h, roi_h), so corners in [0, h - 1] (roi_h
+        # clamped to >= 1 unaligned) keep every read in the blob. Also roialign_x86.cpp, the wheel's layer,
+        # sizes pre_calc for ceil(roi_h / pooled_h) samples a bin (sampling_ratio 0) but fills
+        # ceil(hend - hstart) per bin: a ROI clamped to 1 wide gives (x1 + 1) - x1 = 1 + ulp, a grid of 2 in
+        # a pre_calc of 1, a heap overrun (later bins read garbage, or glibc aborts). Corners on a 1/64 grid
+        # (spatial_scale a power of two: roi * scale is exact) make hend - hstart exact or >= 1/(64 * pooled)
+        # away from an integer, so it never exceeds ceil(bin size).
+        x1, x2 = np.sort(np.round(rng.uniform(0, w - 1, size=2) * 64) / 64) / scale
+        y1, y2 = np.sort(np.round(rng.uniform(0, h - 1, size=2) * 64) / 64) / scale
         roi = np.float32([x1, y1, x2, y2])
     else:
         roi = _roi(rng, h, w, scale)
