@@ -162,6 +162,36 @@ def test_depthwise_taps_non_finite(k, s, tiles, compiled, monkeypatch):
     np.testing.assert_array_equal(y_fast[~finite], y_ref[~finite])
 
 
+@pytest.mark.parametrize(
+    "k,s,C,bias", [((3, 3), (1, 1), 7, True), ((5, 5), (2, 2), 6, False), ((3, 3), (2, 2), 2, True)]
+)
+def test_depthwise_tiles_same_bits_at_1_and_2_threads(k, s, C, bias, compiled, monkeypatch):
+    """At 2 threads one sample's channels go in 2 parts (here from any size): the same bits, the bias and the
+    activation on the right channels."""
+    from stdops.ops import _blas, _fast_dwtiles
+
+    if not _fast_dwtiles.TILES_OK:
+        pytest.skip("the register tiles need AVX-512 or AVX2")
+    monkeypatch.setattr(_fast_dwtiles, "SPLIT_TAPS", 0)
+    calls: list = []
+    real = _fast_dwtiles.run_parts
+    monkeypatch.setattr(_fast_dwtiles, "run_parts", lambda parts, **kw: calls.append(len(parts)) or real(parts, **kw))
+    rng = np.random.default_rng(C)
+    x = rng.standard_normal((1, C, 19, 21)).astype(np.float32)
+    w = rng.standard_normal((C, 1) + k).astype(np.float32)
+    b = rng.standard_normal(C).astype(np.float32) if bias else None
+    p = k[0] // 2
+    results = []
+    for count in (1, 2):
+        monkeypatch.setattr(_blas, "threads", lambda count=count: count)
+        results.append(conv_forward(x, prepare_conv_weight(w, C, s), b, strides=s, pads=(p, p, p, p), clip=(0.0, 6.0)))
+    assert calls == [2]
+    np.testing.assert_array_equal(results[0], results[1])
+    _fast.set_enabled(False)
+    want = conv_forward(x, prepare_conv_weight(w, C, s), b, strides=s, pads=(p, p, p, p), clip=(0.0, 6.0))
+    np.testing.assert_allclose(results[1], want, rtol=1e-5, atol=1e-5)
+
+
 def test_depthwise_compiled_does_not_modify_inputs(compiled):
     x = RNG.standard_normal((1, 4, 8, 8)).astype(np.float32)
     w = RNG.standard_normal((4, 1, 3, 3)).astype(np.float32)
