@@ -155,14 +155,17 @@ def serial():
             _saved = max(1, n)
             if api and n > 1:
                 api[1](1)
+            bell[1] = int(_saved > 1)  # the helpers keep spinning while runs on several threads are active
         _active += 1
     try:
         yield
     finally:
         with _state_lock:
             _active -= 1
-            if _active == 0 and api and _saved > 1:
-                api[1](_saved)
+            if _active == 0:
+                bell[1] = 0
+                if api and _saved > 1:
+                    api[1](_saved)
 
 
 # --------------------------------------------------------------------------- the parts and the helpers
@@ -204,9 +207,12 @@ _helpers: list[threading.Thread] = []
 #: part's ``finished`` before it sleeps on its event. A helper woken by a ring that asks for the GIL while the caller
 #: still holds it sleeps on the GIL (a hand-off measured 40 us median inside MobileNetV2): so a first part may ring
 #: itself, from its compiled code once the GIL is released (``first_rings``), and the helper waits ``_SETTLE_SPINS``
-#: rounds after a ring before it asks for the GIL.
-bell = np.zeros(1, np.int64)
-_IDLE_SPINS = 80_000  # ~2 ms at ~26 ns a round (AMD Zen 4): longer than the gap between two split steps
+#: rounds after a ring before it asks for the GIL. While runs on several threads are active (``bell[1]``, set by
+#: :func:`serial`) a helper spins without end: one that left its spin at the idle timeout mid-run had to take the GIL
+#: from the caller, and the caller then slept waiting to get it back (the transformer encoder's LayerNorm steps
+#: 43 -> 107 us at 2 threads).
+bell = np.zeros(2, np.int64)  # [the parts queued so far, 1 while runs on several threads are active]
+_IDLE_SPINS = 80_000  # ~2 ms at ~26 ns a round (AMD Zen 4), after the last run on several threads has ended
 _WAIT_SPINS = 40_000  # ~1 ms: a helper's part that has not ended by then is most likely descheduled
 _SETTLE_SPINS = 100  # ~2.6 us: a caller that rang from Python has entered its own part by then
 _sync: Any = None  # ops/_llvm_sync.py where the compiled kernels are on (set by _ensure_helpers)
