@@ -23,9 +23,9 @@ and its hand-off costs a scheduler time slice when the other core is busy (measu
   outputs differ in the last bit, measured with the OpenBLAS constraints.txt pins); there, and on any kernel not
   checked, one thread runs the parts one after another;
 - :func:`run_parts` runs the parts: the caller takes the first, helpers (the caller's thread count minus
-  one, started on first use) the others, and the caller runs itself any part no helper has started yet
-  when it is done with its own. On a busy machine a second thread therefore costs at most a hand-off, never
-  a wait for a descheduled thread that has not started.
+  one, started on first use, spinning between parts: see :data:`bell`) the others, and the caller runs itself any
+  part no helper has started yet when it is done with its own. On a busy machine a second thread therefore
+  costs at most a hand-off, never a wait for a descheduled thread that has not started.
 
 A constant right operand can be prepared once as :class:`Panels`: contiguous blocks of its columns, each an
 ordinary GEMM into its slice of the result (:func:`matmul_panels`; the same products, so bits that depend on
@@ -60,7 +60,9 @@ _SPLIT4_FLOPS = 1 << 28  # 268 MFLOP: four parts (each still >= 67 MFLOP)
 #: two empty parts, 200 us of work between calls), and a part on the other core reads what this one wrote from
 #: outside its L2; measured, 2 threads against 1, alternating whole-model runs (medians): ShuffleNetV2 1.08/1.09 ->
 #: 1.01/1.01, MobileNetV2 1.07/1.04 -> 1.01/0.99, ResNet-18 0.86/0.92 -> 0.91/0.75 (its Winograd rows and GEMMs
-#: keep _SPLIT_FLOPS)
+#: keep _SPLIT_FLOPS). Measured again once the helpers spun (hand-off ~5-15 us): 2^23 for the stem and the 1 x 1 kernel,
+#: whole networks at 2 threads (benchmark A/B, medians): MobileNetV2 1.02 / 0.98, EfficientNet-B0 0.98 / 1.02,
+#: MobileNetV3-small 1.02 / 0.97, all within the host's noise: kept; _SPLIT_FLOPS at 2^24 the same (0.96-1.00)
 _KERNEL_SPLIT_FLOPS = 1 << 26
 # A part re-packs the operand the split does not cut (along N: A's rows, along M: all of B), so a split costs
 # time even on one thread, the more the narrower its parts (measured alternating on one core, 2 parts: 128 rows

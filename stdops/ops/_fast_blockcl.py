@@ -18,7 +18,7 @@ then the projection, P3[q, m] = sum_e D[q, e] W3[e, m] (the row tiles again), + 
 The expansion and the projection sum in order over their inputs from zero and add the bias last; the steps' kernels
 order their sums otherwise, so the block's values differ from theirs by float32 rounding (tests/ops/test_fast_blockcl.py
 against the NumPy steps and the planar block). The same bits at any thread count: at two, a batch goes in two parts
-over its samples.
+over its samples and one sample in two parts over its output rows (each expanding the input rows its outputs read).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ USE = True
 #: stride 2 0.99 against 0.73): their 16 and 24 channels make short sums and, as the row tiles' columns, pad 24 to 32
 MAX_POSITIONS = 28 * 28
 #: 2 parts from this much work where the caller has 2 threads (MobileNetV2's blocks here are 20-31 MFLOP, 0.2-0.45 ms
-#: on one core), below ops/_blas.py's _KERNEL_SPLIT_FLOPS: a hand-off costs ~5 us now that the helpers spin, and
+#: on one core), below ops/_blas.py's _KERNEL_SPLIT_FLOPS: a hand-off costs ~5-15 us now that the helpers spin, and
 #: each half reads a small input (at most 28 x 28 positions) and writes rows of the output of its own
 SPLIT_FLOPS = 1 << 23
 
