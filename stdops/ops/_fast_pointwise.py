@@ -29,12 +29,17 @@ from typing import cast
 import numpy as np
 
 from . import _blas
-from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
 from ._blas import run_parts
 from ._fast import numba
 from ._fast_conv import AVX2, AVX512
 from ._fast_dwtiles import TILES_OK as _DW_OK
 from ._fast_epilogue import ACT_NONE
+
+#: 2 parts (over positions) from this many FLOPs where the caller has 2 threads, below ops/_blas.py's
+#: _KERNEL_SPLIT_FLOPS since the helpers spin (a hand-off ~5-15 us). Alone, 1 -> 2 threads (AMD Zen 4, medians):
+#: 16 -> 96 at 112 479 -> 260 us, 32 -> 16 at 112 159 -> 109, 24 -> 144 at 56 245 -> 175, 144 -> 24 at 56
+#: 202 -> 133, 96 -> 576 at 14 235 -> 158; maps of fewer than 2 _COLS positions stay whole (576 -> 160 at 7)
+_SPLIT_FLOPS = 1 << 23
 
 #: this module's kernels run: AVX-512, or AVX2 + FMA with the tile of _VECTOR_TILES
 TILES_OK = AVX512 or AVX2
@@ -352,10 +357,11 @@ def pointwise_call(shape, wp: np.ndarray, M: int, b=None, clip_args=(False, 0.0,
 #: 8.24 ms against 8.51; balanced, A B peer B A, 1.04 with the same code measuring 1.02)
 ROUND_FLOATS = 160 * 1024
 #: :class:`PointwiseDepthwise` runs in 2 parts (over its rounds) from this many FLOPs of its expansion, below
-#: _SPLIT_FLOPS: AMD Zen 2, 2 threads against 1, whole networks (ncnn, min of 6 rounds of 60 runs, alternating the
-#: thread count; the default 2^26 first): MobileNetV2 1.02 / 0.99 -> 0.96 / 0.96, EfficientNet-B0 0.98 -> 0.86,
-#: ShuffleNetV2 1.02 / 0.99 -> 1.02 / 1.01, the others unaffected (no block that large); 2^23 more for MobileNetV2
-#: (0.90) and EfficientNet (0.77) but ShuffleNetV2 1.06 / 1.07 (its 8.7 MFLOP block at 56 x 56, stride 2). Not
+#: ops/_blas.py's _KERNEL_SPLIT_FLOPS: AMD Zen 2, 2 threads against 1, whole networks (ncnn, min of 6 rounds of 60
+#: runs, alternating the thread count; the default 2^26 first): MobileNetV2 1.02 / 0.99 -> 0.96 / 0.96,
+#: EfficientNet-B0 0.98 -> 0.86, ShuffleNetV2 1.02 / 0.99 -> 1.02 / 1.01, the others unaffected (no block that
+#: large); 2^23 more for MobileNetV2 (0.90) and EfficientNet (0.77) but ShuffleNetV2 1.06 / 1.07 (its 8.7 MFLOP block
+#: at 56 x 56, stride 2). Not
 #: measured on AVX-512 machines (session 8's note)
 _BLOCK_SPLIT_FLOPS = 1 << 24
 #: ... its (sample, round) units then claimed one at a time by the two threads (a thread late or slowed by the host

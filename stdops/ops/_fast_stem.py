@@ -32,10 +32,14 @@ from typing import cast
 
 import numpy as np
 
-from ._blas import _KERNEL_SPLIT_FLOPS as _SPLIT_FLOPS  # a compiled kernel's parts (see ops/_blas.py)
 from ._blas import run_parts
 from ._fast import _clip_args, enabled, numba
 from ._fast_conv import AVX2, AVX512
+
+#: 2 parts (over output rows) from this many FLOPs where the caller has 2 threads, below ops/_blas.py's
+#: _KERNEL_SPLIT_FLOPS since the helpers spin (a hand-off ~5-15 us). Alone, 1 -> 2 threads (AMD Zen 4, medians):
+#: 3 -> 32 at 224 stride 2 (21.7 M) 429 -> 191 us, 3 -> 16 with HardSwish 322 -> 181
+_SPLIT_FLOPS = 1 << 23
 
 #: the register tile: _MB output channels x _NV vectors of _VL output columns (measured on 7x7/2 3->64 and 3x3/2
 #: 3->16/32 @224 against 6x4, 4x6, 8x2, 12x2, 16x1: 8 x 3 first or within 5% on each)
