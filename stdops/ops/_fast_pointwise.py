@@ -331,10 +331,22 @@ def pointwise_call(shape, wp: np.ndarray, M: int, b=None, clip_args=(False, 0.0,
     a, ap, aq = int(act[0]), np.float32(act[1]), np.float32(act[2])
     spans = list(zip(cuts, cuts[1:]))
     yshape = (N, M, P)
+    # a small map (fewer than 2 _COLS positions) of one sample: 2 parts over the channel blocks instead (each block
+    # the same kernel and sums; the sample's channel slices stay C-contiguous). Alone, 1 -> 2 threads (AMD Zen 4,
+    # medians): 320 -> 1280 at 7 x 7 420 -> 276 us, 160 -> 960 141 -> 85, 576 -> 160 86 -> 58
+    half = MB // 2 if n == 1 and N == 1 and MB >= 2 and 2 * M * K * P >= _SPLIT_FLOPS else 0
+    blocks = [(wp[:half], bp[: half * _MR], 0, half * _MR), (wp[half:], bp[half * _MR :], half * _MR, M)]
 
     def run(x: np.ndarray) -> np.ndarray:
         y = np.empty(yshape, np.float32)
-        if len(spans) == 1:
+        if half and _blas.threads() > 1:
+            run_parts(
+                [
+                    functools.partial(_pointwise, w, x, c, on, lo, hi, a, ap, aq, y[:, m0:m1], 0, P)
+                    for w, c, m0, m1 in blocks
+                ]
+            )
+        elif len(spans) == 1:
             _pointwise(wp, x, bp, on, lo, hi, a, ap, aq, y, 0, P)
         else:
             run_parts([functools.partial(_pointwise, wp, x, bp, on, lo, hi, a, ap, aq, y, c0, c1) for c0, c1 in spans])

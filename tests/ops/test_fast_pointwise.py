@@ -136,6 +136,30 @@ def test_pointwise_same_bits_at_1_and_2_threads(monkeypatch):
     assert np.array_equal(results[0], results[1])
 
 
+@pytest.mark.parametrize("M", [50, 12, 7])
+def test_pointwise_small_map_same_bits_at_1_and_2_threads(M, monkeypatch):
+    """A map of fewer than 2 column blocks, one sample: split in 2 parts over the channel blocks (the last one
+    partial where M is no multiple of the tile's rows), every output the same sum, its bias and clip."""
+    from stdops.ops import _blas
+
+    monkeypatch.setattr(_fast, "_enabled", True)
+    monkeypatch.setattr(_fast_pointwise, "_SPLIT_FLOPS", 0)
+    calls: list = []
+    real = _fast_pointwise.run_parts
+    monkeypatch.setattr(_fast_pointwise, "run_parts", lambda parts, **kw: calls.append(len(parts)) or real(parts, **kw))
+    x = RNG.standard_normal((1, 40, 7, 9)).astype(np.float32)
+    w = RNG.standard_normal((M, 40, 1, 1)).astype(np.float32)
+    b = RNG.standard_normal(M).astype(np.float32)
+    results = []
+    for count in (1, 2):
+        monkeypatch.setattr(_blas, "threads", lambda count=count: count)
+        results.append(conv_forward(x, prepare_conv_weight(w), b, clip=(0.0, 6.0)))
+    assert calls == [2]
+    assert np.array_equal(results[0], results[1])
+    want = np.clip(np.einsum("mk,kp->mp", w[:, :, 0, 0], x[0].reshape(40, -1)) + b[:, None], 0, 6).reshape(1, M, 7, 9)
+    np.testing.assert_allclose(results[1], want, rtol=1e-5, atol=1e-5)
+
+
 def test_pointwise_non_finite_and_inputs_kept(monkeypatch):
     """NaN and inf reach exactly the outputs whose sums hold them (inf - inf and 0 * inf are NaN), as OpenBLAS's
     GEMM gives; the clip keeps NaN; the inputs are not modified."""
