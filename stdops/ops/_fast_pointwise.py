@@ -373,9 +373,9 @@ ROUND_FLOATS = 160 * 1024
 #: runs, alternating the thread count; the default 2^26 first): MobileNetV2 1.02 / 0.99 -> 0.96 / 0.96,
 #: EfficientNet-B0 0.98 -> 0.86, ShuffleNetV2 1.02 / 0.99 -> 1.02 / 1.01, the others unaffected (no block that
 #: large); 2^23 more for MobileNetV2 (0.90) and EfficientNet (0.77) but ShuffleNetV2 1.06 / 1.07 (its 8.7 MFLOP block
-#: at 56 x 56, stride 2). Not
-#: measured on AVX-512 machines (session 8's note)
-_BLOCK_SPLIT_FLOPS = 1 << 24
+#: at 56 x 56, stride 2), with the helpers sleeping between parts (session 8). With them spinning (AMD Zen 4, 2 threads,
+#: A/B medians of whole networks, 2^24 -> 2^23): EfficientNet-B0 0.988, ShuffleNetV2 0.986, MobileNetV3-small 0.987
+_BLOCK_SPLIT_FLOPS = 1 << 23
 #: ... its (sample, round) units then claimed one at a time by the two threads (a thread late or slowed by the host
 #: takes fewer; the caller never waits for more than the unit in progress), at least this many rounds a sample
 _SHARED_ROUNDS = 4
