@@ -647,3 +647,33 @@ def test_softmax_rows_scale_and_a_leading_nan(compiled):
         assert np.isnan(got[0, 0]).all() and np.isnan(got[1, 2]).all() and got[1, 3, 4] == 0.0
         # s (x - max) and s x - s max round apart by an ulp of the logits (here up to ~50): exp's relative error
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "shape,code,residual,bias_axis",
+    [((1, 7, 23, 29), "silu", False, 1), ((3, 5, 17, 19), "sigmoid", True, 1), ((37, 53), "silu", True, -1)],
+)
+def test_epilogue_same_bits_at_1_and_2_threads(shape, code, residual, bias_axis, compiled, monkeypatch):
+    """At 2 threads an epilogue with an exp goes in 2 parts over its rows (here from any size, the cut mid-sample):
+    the same bits, each row its channel's bias."""
+    from stdops.ops import _blas, _fast_epilogue
+    from stdops.ops.fused import Activation
+
+    monkeypatch.setattr(_fast_epilogue, "SPLIT_VALUES", 0)
+    calls: list = []
+    real = _blas.run_parts
+    monkeypatch.setattr(_blas, "run_parts", lambda parts, **kw: calls.append(len(parts)) or real(parts, **kw))
+    rng = np.random.default_rng(len(shape))
+    y = (rng.standard_normal(shape) * 4).astype(np.float32)
+    b = rng.standard_normal(shape[1] if bias_axis == 1 else shape[-1]).astype(np.float32)
+    r = rng.standard_normal(shape).astype(np.float32) if residual else None
+    act = Activation(code, ()).code()
+    results = []
+    for count in (1, 2):
+        monkeypatch.setattr(_blas, "threads", lambda count=count: count)
+        results.append(_fast_epilogue.epilogue(y.copy(), b, act, r, (0, 0.0, 0.0), bias_axis))
+    assert calls == [2]
+    np.testing.assert_array_equal(results[0], results[1])
+    pre = y + (b.reshape((1, -1) + (1,) * (len(shape) - 2)) if bias_axis == 1 else b)
+    want = Activation(code, ()).reference(pre) + (r if residual else 0)
+    np.testing.assert_allclose(results[1], want, rtol=1e-5, atol=1e-6)
