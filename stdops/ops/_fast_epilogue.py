@@ -124,6 +124,30 @@ if numba is not None:
             g = x * ((e + np.float32(1.0)) * np.float32(0.5))
             v[j] = g if x == x else x
 
+    @numba.njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+    def _sigmoid_span(v, silu, kb):  # pragma: no cover - compiled
+        # v = sigmoid(v) (silu: v sigmoid(v)) in place: 1 / (1 + e) for v >= 0, e / (1 + e) below, e = exp(-|v|) by
+        # the reduction and polynomial of _exp_stage, with fused multiply-adds (the products and their sums
+        # contracted: the SiLU over 401k values 222 -> 158 us on an AMD Zen 4, within 2.2e-7 of the plain loop). A
+        # function of its own, not inlined, so that every kernel's activation runs this one compiled loop (the same
+        # bits wherever a value falls); ops/_llvm_expstages.py's sigmoid fuses the same operations.
+        kf = kb.view(np.float32)
+        for j in range(v.shape[0]):
+            x = v[j]
+            t = max(-abs(x), np.float32(-87.0))
+            k = np.floor(t * np.float32(1.4426950408889634) + np.float32(0.5))
+            r = t - k * np.float32(0.693359375)
+            r = r + k * np.float32(2.12194440e-4)
+            q_ = _exp_poly(r)
+            kb[j] = (np.int32(k) + np.int32(127)) << 23
+            ex = q_ * kf[j]
+            ex = ex if x > np.float32(-87.0) and x < np.float32(87.0) else np.float32(0.0)
+            num = ex if x < np.float32(0) else np.float32(1.0)
+            if silu:
+                num = num * x
+            s = num / (np.float32(1.0) + ex)
+            v[j] = s if x == x else x  # NaN stays NaN
+
     @numba.njit(inline="always", error_model="numpy")
     def _act_chunk(v, code, p, q, e, kb, e2):  # pragma: no cover - compiled
         # v = act(v) in place on a chunk (codes: ACT_*)
@@ -138,23 +162,7 @@ if numba is not None:
                 t = v[j]
                 v[j] = t if t >= np.float32(0) else p * t
         elif code == 3 or code == 4:
-            # sigmoid = 1 / (1 + e) for v >= 0, e / (1 + e) below, e = exp(-|v|) as in _exp_stage, in one loop
-            kf = kb.view(np.float32)
-            for j in range(n):
-                x = v[j]
-                t = max(-abs(x), np.float32(-87.0))
-                k = np.floor(t * np.float32(1.4426950408889634) + np.float32(0.5))
-                r = t - k * np.float32(0.693359375)
-                r = r + k * np.float32(2.12194440e-4)
-                q_ = _exp_poly(r)
-                kb[j] = (np.int32(k) + np.int32(127)) << 23
-                ex = q_ * kf[j]
-                ex = ex if x > np.float32(-87.0) and x < np.float32(87.0) else np.float32(0.0)
-                num = ex if x < np.float32(0) else np.float32(1.0)
-                if code == 4:
-                    num = num * x
-                s = num / (np.float32(1.0) + ex)
-                v[j] = s if x == x else x  # NaN stays NaN
+            _sigmoid_span(v, code == 4, kb)
         elif code == 7:  # GELU, erf form: v (1 + erf(u)) 0.5, u = v / p (q = 1) or v p (q = 0)
             _gelu_chunk(v, p if q == np.float32(0) else np.float32(1.0) / p)
         elif code == 5 or code == 6:  # hard sigmoid max(0, min(1, p v + q)), hard swish v * that

@@ -27,6 +27,8 @@ class ExpStages:
         mod = builder.module
         self._floor = cgutils.get_or_insert_function(mod, ir.FunctionType(self.vec, [self.vec]), "llvm.floor.v16f32")
         self._fabs = cgutils.get_or_insert_function(mod, ir.FunctionType(self.vec, [self.vec]), "llvm.fabs.v16f32")
+        fma_type = ir.FunctionType(self.vec, [self.vec] * 3)
+        self._fma = cgutils.get_or_insert_function(mod, fma_type, "llvm.fma.v16f32")
 
     def c(self, v):
         return ir.Constant(self.vec, [float(np.float32(v))] * VL)
@@ -48,6 +50,9 @@ class ExpStages:
 
     def cmp(self, op, a, b):
         return self.b.fcmp_ordered(op, a, b)
+
+    def fma(self, a, b, c):
+        return self.b.call(self._fma, [a, b, c])
 
     def floor(self, a):
         return self.b.call(self._floor, [a])
@@ -78,8 +83,27 @@ class ExpStages:
         inside = self.b.and_(self.cmp(">", a, self.c(-87.0)), self.cmp("<", a, self.c(87.0)))
         return self.sel(inside, e, self.c(0.0))
 
-    def sigmoid(self, x):  # _act_chunk's ACT_SIGMOID
-        ex = self.exp_neg_abs(x)
+    def exp_neg_abs_fused(self, a):
+        # exp_neg_abs with _fast_epilogue._sigmoid_span's fused multiply-adds (its products and their sums contracted)
+        t = self.b.fneg(self.fabs(a))
+        t = self.sel(self.cmp(">", t, self.c(-87.0)), t, self.c(-87.0))
+        n = self.floor(self.fma(t, self.c(1.4426950408889634), self.c(0.5)))
+        r = self.fma(self.b.fneg(n), self.c(0.693359375), t)
+        r = self.fma(n, self.c(2.12194440e-4), r)
+        p = self.c(1.9875691500e-4)
+        for k in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1):
+            p = self.fma(p, r, self.c(k))
+        q = self.add(self.fma(p, self.mul(r, r), r), self.c(1.0))
+        bits = self.b.shl(
+            self.b.add(self.b.fptosi(n, self.ivec), ir.Constant(self.ivec, [127] * VL)),
+            ir.Constant(self.ivec, [23] * VL),
+        )
+        e = self.mul(q, self.b.bitcast(bits, self.vec))
+        inside = self.b.and_(self.cmp(">", a, self.c(-87.0)), self.cmp("<", a, self.c(87.0)))
+        return self.sel(inside, e, self.c(0.0))
+
+    def sigmoid(self, x):  # _act_chunk's ACT_SIGMOID (_fast_epilogue._sigmoid_span)
+        ex = self.exp_neg_abs_fused(x)
         num = self.sel(self.cmp("<", x, self.c(0.0)), ex, self.c(1.0))
         s = self.div(num, self.add(self.c(1.0), ex))
         return self.sel(self.cmp("==", x, x), s, x)
