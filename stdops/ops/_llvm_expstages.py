@@ -1,7 +1,8 @@
 """The exp stages of ops/_fast_epilogue.py (the sigmoid and tanh its scalar loops compute) as LLVM IR on 16-lane
 float32 vectors, for kernels whose gates stay in registers (ops/_fast_rnn.py's LSTM groups): each operation the one
-numba's scalar code performs, in its order, without contraction or fast-math flags, so that every lane rounds as
-that code does. Imported only where numba (and so llvmlite) is installed.
+numba's scalar code performs, in its order, so that every lane rounds as that code does: without contraction or
+fast-math flags, except the sigmoid, whose multiply-adds are fused as in _fast_epilogue._sigmoid_span (compiled with
+contraction). Imported only where numba (and so llvmlite) is installed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ __all__ = ["ExpStages"]
 
 class ExpStages:
     """LLVM IR for <16 x float> arithmetic, each operation the one numba's scalar code of ops/_fast_epilogue.py
-    performs (no contraction, no fast-math flags), so that a vector lane rounds exactly as that code does."""
+    performs (the sigmoid's multiply-adds fused as there, nothing else contracted), so that a vector lane rounds
+    exactly as that code does."""
 
     def __init__(self, builder):
         self.b = builder
