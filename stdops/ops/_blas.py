@@ -157,7 +157,7 @@ def serial():
             _saved = max(1, n)
             if api and n > 1:
                 api[1](1)
-            bell[1] = int(_saved > 1)  # the helpers keep spinning while runs on several threads are active
+            bell[1] = int(_saved > 1)  # the helpers spin longer while runs on several threads are active
         _active += 1
     try:
         yield
@@ -210,11 +210,13 @@ _helpers: list[threading.Thread] = []
 #: still holds it sleeps on the GIL (a hand-off measured 40 us median inside MobileNetV2): so a first part may ring
 #: itself, from its compiled code once the GIL is released (``first_rings``), and the helper waits ``_SETTLE_SPINS``
 #: rounds after a ring before it asks for the GIL. While runs on several threads are active (``bell[1]``, set by
-#: :func:`serial`) a helper spins without end: one that left its spin at the idle timeout mid-run had to take the GIL
-#: from the caller, and the caller then slept waiting to get it back (the transformer encoder's LayerNorm steps
-#: 43 -> 107 us at 2 threads).
+#: :func:`serial`) a helper spins up to ``_RUN_SPINS`` rounds: one that left its spin at the 2 ms idle timeout mid-run
+#: had to take the GIL from the caller, and the caller then slept waiting to get it back (the transformer encoder's
+#: LayerNorm steps 43 -> 107 us at 2 threads); a run with no split for that long (Python-heavy graphs, an MDF
+#: simulation) lets its helper sleep rather than hold a core.
 bell = np.zeros(2, np.int64)  # [the parts queued so far, 1 while runs on several threads are active]
 _IDLE_SPINS = 80_000  # ~2 ms at ~26 ns a round (AMD Zen 4), after the last run on several threads has ended
+_RUN_SPINS = 2_000_000  # ~50 ms while such a run is active: longer than the gaps between the splits of the zoo's nets
 _WAIT_SPINS = 40_000  # ~1 ms: a helper's part that has not ended by then is most likely descheduled
 _SETTLE_SPINS = 100  # ~2.6 us: a caller that rang from Python has entered its own part by then
 _sync: Any = None  # ops/_llvm_sync.py where the compiled kernels are on (set by _ensure_helpers)
@@ -237,7 +239,7 @@ def _helper_loop() -> None:
     while True:
         part = None
         if _sync is not None:
-            rung = int(_sync.release_and_spin(ran, bell, seen, _IDLE_SPINS, _SETTLE_SPINS))
+            rung = int(_sync.release_and_spin(ran, bell, seen, _IDLE_SPINS, _RUN_SPINS, _SETTLE_SPINS))
             ran, seen, rang = _NOTHING, rung, rung != seen
             part = _unstarted()
             if part is None and rang:

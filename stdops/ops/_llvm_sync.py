@@ -133,10 +133,10 @@ if numba is not None:
             fetch_add(bell, 0, count)
 
     @numba.njit(cache=True, nogil=True)
-    def release_and_spin(done, count, seen, rounds, settle):  # pragma: no cover - compiled
+    def release_and_spin(done, count, seen, rounds, run_rounds, settle):  # pragma: no cover - compiled
         """done[0] = 1 (release order), then spin (``pause`` only, never yielding) until count[0] != seen or
-        ``rounds`` rounds have passed with count[1] == 0; after a change ``settle`` rounds more. count[0] as last
-        read.
+        ``rounds`` rounds have passed (``run_rounds`` while count[1] != 0); after a change ``settle`` rounds more.
+        count[0] as last read.
 
         ops/_blas.py's helpers wait here for the next part, outside the GIL: a thread that sleeps on a 2-vCPU
         guest's halted core takes tens of microseconds to wake. ``settle`` lets the caller that rang enter its own
@@ -145,9 +145,7 @@ if numba is not None:
         v = load_acquire(count, 0)
         k = 0
         while v == seen:
-            if load_acquire(count, 1) != 0:
-                k = 0
-            elif k >= rounds:
+            if k >= (run_rounds if load_acquire(count, 1) != 0 else rounds):
                 break
             _relax(0)
             k += 1
