@@ -62,40 +62,27 @@ class ExpStages:
     def fabs(self, a):
         return self.b.call(self._fabs, [a])
 
-    def exp_poly(self, r):  # _fast_epilogue._exp_poly
+    def madd(self, a, b, c, fused: bool):
+        """a b + c: one fused multiply-add, or a product then a sum (each rounded)."""
+        return self.fma(a, b, c) if fused else self.add(self.mul(a, b), c)
+
+    def exp_poly(self, r, fused: bool = False):  # _fast_epilogue._exp_poly
         p = self.c(1.9875691500e-4)
         for k in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1):
-            p = self.add(self.mul(p, r), self.c(k))
-        return self.add(self.add(self.mul(p, self.mul(r, r)), r), self.c(1.0))
+            p = self.madd(p, r, self.c(k), fused)
+        return self.add(self.madd(p, self.mul(r, r), r, fused), self.c(1.0))
 
-    def exp_neg_abs(self, a):
+    def exp_neg_abs(self, a, fused: bool = False):
         # exp(-|a|) as _fast_epilogue's exp stages: Cody-Waite by ln 2, the polynomial, 2^n by the exponent bits,
-        # 0 where |a| >= 87
+        # 0 where |a| >= 87; ``fused``: with _fast_epilogue._sigmoid_span's fused multiply-adds (its products and
+        # their sums contracted)
         t = self.b.fneg(self.fabs(a))
         t = self.sel(self.cmp(">", t, self.c(-87.0)), t, self.c(-87.0))
-        n = self.floor(self.add(self.mul(t, self.c(1.4426950408889634)), self.c(0.5)))
-        r = self.sub(t, self.mul(n, self.c(0.693359375)))
-        r = self.add(r, self.mul(n, self.c(2.12194440e-4)))
-        q = self.exp_poly(r)
-        bits = self.b.shl(
-            self.b.add(self.b.fptosi(n, self.ivec), ir.Constant(self.ivec, [127] * VL)),
-            ir.Constant(self.ivec, [23] * VL),
-        )
-        e = self.mul(q, self.b.bitcast(bits, self.vec))
-        inside = self.b.and_(self.cmp(">", a, self.c(-87.0)), self.cmp("<", a, self.c(87.0)))
-        return self.sel(inside, e, self.c(0.0))
-
-    def exp_neg_abs_fused(self, a):
-        # exp_neg_abs with _fast_epilogue._sigmoid_span's fused multiply-adds (its products and their sums contracted)
-        t = self.b.fneg(self.fabs(a))
-        t = self.sel(self.cmp(">", t, self.c(-87.0)), t, self.c(-87.0))
-        n = self.floor(self.fma(t, self.c(1.4426950408889634), self.c(0.5)))
-        r = self.fma(self.b.fneg(n), self.c(0.693359375), t)
-        r = self.fma(n, self.c(2.12194440e-4), r)
-        p = self.c(1.9875691500e-4)
-        for k in (1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1):
-            p = self.fma(p, r, self.c(k))
-        q = self.add(self.fma(p, self.mul(r, r), r), self.c(1.0))
+        n = self.floor(self.madd(t, self.c(1.4426950408889634), self.c(0.5), fused))
+        ln2_hi = self.c(0.693359375)
+        r = self.fma(self.b.fneg(n), ln2_hi, t) if fused else self.sub(t, self.mul(n, ln2_hi))
+        r = self.madd(n, self.c(2.12194440e-4), r, fused)
+        q = self.exp_poly(r, fused)
         bits = self.b.shl(
             self.b.add(self.b.fptosi(n, self.ivec), ir.Constant(self.ivec, [127] * VL)),
             ir.Constant(self.ivec, [23] * VL),
@@ -105,7 +92,7 @@ class ExpStages:
         return self.sel(inside, e, self.c(0.0))
 
     def sigmoid(self, x):  # _act_chunk's ACT_SIGMOID (_fast_epilogue._sigmoid_span)
-        ex = self.exp_neg_abs_fused(x)
+        ex = self.exp_neg_abs(x, fused=True)
         num = self.sel(self.cmp("<", x, self.c(0.0)), ex, self.c(1.0))
         s = self.div(num, self.add(self.c(1.0), ex))
         return self.sel(self.cmp("==", x, x), s, x)
