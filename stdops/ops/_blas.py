@@ -55,14 +55,15 @@ import numpy as np
 
 _SPLIT_FLOPS = 1 << 25  # 33.5 MFLOP (~0.25 ms on one core): a hand-off (tens of us) is paid back above
 _SPLIT4_FLOPS = 1 << 28  # 268 MFLOP: four parts (each still >= 67 MFLOP)
-#: the compiled convolution kernels' parts (ops/_fast_stem.py, _fast_pointwise.py, _fast_conv.py's direct kernel and
-#: Winograd products) from twice as much: on a 2-vCPU AMD Zen 4 guest a hand-off measured 24 us median (6 min, 39 p90;
+#: the compiled convolution kernels' parts (_fast_conv.py's direct kernel and Winograd products, _fast_winochan.py,
+#: _fast_gemm.py) from twice as much: on a 2-vCPU AMD Zen 4 guest a hand-off measured 24 us median (6 min, 39 p90;
 #: two empty parts, 200 us of work between calls), and a part on the other core reads what this one wrote from
 #: outside its L2; measured, 2 threads against 1, alternating whole-model runs (medians): ShuffleNetV2 1.08/1.09 ->
 #: 1.01/1.01, MobileNetV2 1.07/1.04 -> 1.01/0.99, ResNet-18 0.86/0.92 -> 0.91/0.75 (its Winograd rows and GEMMs
-#: keep _SPLIT_FLOPS). Measured again once the helpers spun (hand-off ~5-15 us): 2^23 for the stem and the 1 x 1 kernel,
-#: whole networks at 2 threads (benchmark A/B, medians): MobileNetV2 1.02 / 0.98, EfficientNet-B0 0.98 / 1.02,
-#: MobileNetV3-small 1.02 / 0.97, all within the host's noise: kept; _SPLIT_FLOPS at 2^24 the same (0.96-1.00)
+#: keep _SPLIT_FLOPS). Since the helpers spin (hand-off ~5-15 us) the stem (_fast_stem.py), the 1 x 1 kernel
+#: (_fast_pointwise.py) and the channels-last block (_fast_blockcl.py) have thresholds of their own at 2^23, from
+#: their steps measured alone at 1 and 2 threads (whole networks at 2 threads stayed within the host's noise, 0.97-1.02
+#: A/B medians); _SPLIT_FLOPS at 2^24 measured the same (0.96-1.00)
 _KERNEL_SPLIT_FLOPS = 1 << 26
 # A part re-packs the operand the split does not cut (along N: A's rows, along M: all of B), so a split costs
 # time even on one thread, the more the narrower its parts (measured alternating on one core, 2 parts: 128 rows

@@ -311,8 +311,9 @@ def pointwise(
 ) -> np.ndarray:
     """y (N, M, P) float32 = act(W x + b), clipped per ``clip_args`` (ops/_fast.py ``_clip_args``) before ``act``
     ((code, p, q) of ops/_fast_epilogue.py: what its epilogue would apply), of x (N, K, P) C-contiguous float32 and
-    the packed weights ``wp`` (:func:`pack_weight` of W (M, K)); b (M,) or None. In 2 parts over the positions from
-    _SPLIT_FLOPS (a rule on the shape alone; any split gives the same bits)."""
+    the packed weights ``wp`` (:func:`pack_weight` of W (M, K)); b (M,) or None. In 2 parts from _SPLIT_FLOPS, over
+    the positions (over the channel blocks for one sample of fewer than 2 _COLS positions): a rule on the shape alone,
+    and any split gives the same bits."""
     return pointwise_call(x.shape, wp, M, b, clip_args, act)(x)
 
 
